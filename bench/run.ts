@@ -1,0 +1,39 @@
+// Benchmark harness: `npm run bench -- <name> [--quick]`.
+// Loads bench/<name>.ts, which exports `run(opts): Promise<BenchReport>`, prints its markdown table,
+// writes the full report under bench/results/ (not for --quick), and ends with the RESULT line.
+import { readdirSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { fileURLToPath, pathToFileURL } from 'node:url';
+import { markdownTable, resultLine, writeReport, type BenchOptions, type BenchReport } from './lib/report.js';
+
+const here = dirname(fileURLToPath(import.meta.url));
+const available = readdirSync(here).filter((f) => f.endsWith('.ts') && f !== 'run.ts').map((f) => f.slice(0, -3));
+
+const args = process.argv.slice(2);
+const quick = args.includes('--quick');
+const name = args.find((a) => !a.startsWith('--'));
+if (!name || !available.includes(name)) {
+  console.error(`usage: npm run bench -- <name> [--quick]\nbenchmarks: ${available.sort().join(', ')}`);
+  process.exit(2);
+}
+
+const tty = process.stderr.isTTY;
+const progress: BenchOptions['progress'] = (done, total, label) => {
+  const width = 30;
+  const filled = Math.round((done / Math.max(total, 1)) * width);
+  const bar = `[${'#'.repeat(filled)}${'.'.repeat(width - filled)}] ${done}/${total} ${label}`;
+  if (tty) process.stderr.write(`\r${bar.padEnd(90)}${done >= total ? '\n' : ''}`);
+  else if (done === total || done % Math.max(1, Math.floor(total / 10)) === 0) process.stderr.write(`${bar}\n`);
+};
+
+const mod = (await import(pathToFileURL(join(here, `${name}.ts`)).href)) as { run: (o: BenchOptions) => Promise<BenchReport> };
+const report = await mod.run({ quick, progress });
+console.log(`\n## ${report.title}${quick ? ' (quick)' : ''}\n`);
+console.log(report.summary + '\n');
+console.log(markdownTable(report.header, report.rows));
+if (report.notes) console.log('\n' + report.notes);
+if (!quick) {
+  const path = writeReport(name, report, `npm run bench -- ${name}`);
+  console.log(`\nreport: ${path}`);
+}
+console.log(resultLine(name, report.result));
