@@ -4,6 +4,7 @@
 import { readdirSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
+import { progressBar } from '../bin/progress.js';
 import { markdownTable, resultLine, writeReport, type BenchOptions, type BenchReport } from './lib/report.js';
 
 const here = dirname(fileURLToPath(import.meta.url));
@@ -17,14 +18,7 @@ if (!name || !available.includes(name)) {
   process.exit(2);
 }
 
-const tty = process.stderr.isTTY;
-const progress: BenchOptions['progress'] = (done, total, label) => {
-  const width = 30;
-  const filled = Math.round((done / Math.max(total, 1)) * width);
-  const bar = `[${'#'.repeat(filled)}${'.'.repeat(width - filled)}] ${done}/${total} ${label}`;
-  if (tty) process.stderr.write(`\r${bar.padEnd(90)}${done >= total ? '\n' : ''}`);
-  else if (done === total || done % Math.max(1, Math.floor(total / 10)) === 0) process.stderr.write(`${bar}\n`);
-};
+const progress = progressBar();
 
 const mod = (await import(pathToFileURL(join(here, `${name}.ts`)).href)) as { run: (o: BenchOptions) => Promise<BenchReport> };
 const report = await mod.run({ quick, progress });
