@@ -100,7 +100,7 @@ const commands: Record<string, Command> = {
 
 function help(): void {
   console.log('usage: wmrl <command> [options]\n');
-  for (const [n, c] of Object.entries(commands)) console.log(`  ${c.usage.padEnd(40)} ${c.summary}`);
+  for (const c of Object.values(commands)) console.log(`  ${c.usage.padEnd(40)} ${c.summary}`);
 }
 
 const [cmd = 'demo', ...rest] = process.argv.slice(2);
