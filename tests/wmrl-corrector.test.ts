@@ -1,0 +1,147 @@
+// The correction loop: step order (map updated before disagreement is measured), weight exactly 1
+// before calibration, exclusion of unscored rollouts, standard-GRPO mode, async anchors with
+// limited slots that never block world-model scoring, and restore-then-continue = never stopped.
+import { describe, expect, it } from 'vitest';
+import type { Score } from '../wmrl/advantages.js';
+import { DEFAULT_ANCHOR_CONFIG } from '../wmrl/anchors.js';
+import { Corrector, DEFAULT_CORRECTOR_CONFIG, type CorrectorConfig, type TrustedScorer, type WorldModelScorer } from '../wmrl/corrector.js';
+import { normalizedDisagreement } from '../wmrl/denoise.js';
+import { Rng } from '../wmrl/rng.js';
+
+/** A rollout carries its true reward and a fixed noise draw, so scorers are pure functions of it. */
+interface R { r: number; e: number; v: number }
+
+const distort = (r: number) => 2 + Math.exp(3 * r);
+
+class Real implements TrustedScorer<R> {
+  calls: R[][] = [];
+  constructor(private readonly nullEvery = 0) {}
+  async score(rs: readonly R[]): Promise<Score[]> {
+    this.calls.push([...rs]);
+    return rs.map((x, i) => (this.nullEvery && i % this.nullEvery === 0 ? null : x.r));
+  }
+}
+
+class Wm implements WorldModelScorer<R> {
+  calls = 0;
+  async score(groups: ReadonlyArray<readonly R[]>) {
+    this.calls++;
+    return groups.map((g) => ({ scores: g.map((x) => distort(x.r) + x.e), variance: g.map((x) => x.v) }));
+  }
+}
+
+function makeGroups(rng: Rng, n: number, g = 8): R[][] {
+  return Array.from({ length: n }, () => Array.from({ length: g }, () => ({ r: rng.next(), e: 0.3 * rng.normal(), v: 0.01 + rng.next() })));
+}
+
+const cfg = (over: Partial<CorrectorConfig> = {}): CorrectorConfig => ({
+  ...DEFAULT_CORRECTOR_CONFIG,
+  anchors: { ...DEFAULT_ANCHOR_CONFIG, fraction: 0.25, maxInFlight: 64 },
+  debiasConfig: { ...DEFAULT_CORRECTOR_CONFIG.debiasConfig, minPairs: 64, refitEvery: 32 },
+  denoiseConfig: { ...DEFAULT_CORRECTOR_CONFIG.denoiseConfig, warmupGroups: 8 },
+  seed: 3,
+  ...over,
+});
+
+describe('Corrector', () => {
+  it('updates the map before measuring disagreement, and weighs exactly 1 before calibration', async () => {
+    const real = new Real();
+    const c = new Corrector<R>(cfg(), new Wm(), real);
+    const rng = new Rng(1);
+    let sawCalibration = false;
+    for (let t = 0; t < 30; t++) {
+      const calibratedBefore = c.state().debiaser.fits > 0;
+      const res = await c.step(makeGroups(rng, 16));
+      if (!res.log.calibrated) {
+        expect(res.log.anchorWeight).toBe(1);
+        expect(res.log.disagreement).toBeNull();
+      } else {
+        expect(res.log.anchorWeight).toBeGreaterThanOrEqual(1);
+        expect(res.log.anchorWeight).toBeLessThanOrEqual(4);
+      }
+      if (res.log.calibrated && !calibratedBefore) {
+        // The step that first fits the map measures its anchors' disagreement with that new map.
+        sawCalibration = true;
+        const anchors = real.calls.slice(-res.log.anchorsLaunched);
+        const expected = anchors.map((g) => normalizedDisagreement(g.map((x) => c.calibrate(distort(x.r) + x.e)), g.map((x) => x.r))!);
+        const withIdentity = anchors.map((g) => normalizedDisagreement(g.map((x) => distort(x.r) + x.e), g.map((x) => x.r))!);
+        // EWMA of these values with a bias-corrected start.
+        const a = 1 - 0.5 ** (1 / 64);
+        let num = 0, den = 0;
+        for (const s of expected) { num = (1 - a) * num + a * s; den = (1 - a) * den + a; }
+        expect(res.log.disagreement).toBeCloseTo(num / den, 10);
+        let numId = 0, denId = 0;
+        for (const s of withIdentity) { numId = (1 - a) * numId + a * s; denId = (1 - a) * denId + a; }
+        expect(Math.abs(res.log.disagreement! - numId / denId)).toBeGreaterThan(0.05);
+      }
+    }
+    expect(sawCalibration).toBe(true);
+  });
+
+  it('excludes unscored rollouts and logs every step', async () => {
+    const c = new Corrector<R>(cfg({ anchors: { ...DEFAULT_ANCHOR_CONFIG, fraction: 1, maxInFlight: 64 } }), new Wm(), new Real(3));
+    const res = await c.step(makeGroups(new Rng(2), 4));
+    expect(res.source).toEqual(['real', 'real', 'real', 'real']);
+    for (const g of res.advantages) expect(g.filter((a, i) => i % 3 === 0 && a !== null)).toEqual([]);
+    expect(res.log.excludedRollouts).toBe(4 * 3);
+    for (const key of ['anchorFraction', 'calibrated', 'biasReduction', 'anchorWeight', 'realExecutions', 'trueMean'] as const) {
+      expect(res.log).toHaveProperty(key);
+    }
+  });
+
+  it('world model off is standard GRPO: every group executed for real', async () => {
+    const real = new Real();
+    const c = new Corrector<R>(cfg({ worldModel: false }), null, real);
+    const res = await c.step(makeGroups(new Rng(3), 10));
+    expect(real.calls.length).toBe(10);
+    expect(res.source.every((s) => s === 'real')).toBe(true);
+    expect(res.log.realExecutions).toBe(80);
+    expect(res.weights.flat().every((w) => w === 1)).toBe(true);
+  });
+
+  it('a slow trusted scorer never blocks world-model scoring; slots cap anchors in flight; late results join calibration', async () => {
+    const release: Array<() => void> = [];
+    const slow: TrustedScorer<R> = {
+      score: (rs) => new Promise<Score[]>((resolve) => release.push(() => resolve(rs.map((x) => x.r)))),
+    };
+    const wm = new Wm();
+    const c = new Corrector<R>(cfg({ anchorWaitMs: 0, anchors: { ...DEFAULT_ANCHOR_CONFIG, fraction: 0.25, maxInFlight: 3 } }), wm, slow);
+    const rng = new Rng(4);
+    for (let t = 0; t < 4; t++) {
+      const res = await c.step(makeGroups(rng, 8));
+      expect(res.source.every((s) => s === 'wm')).toBe(true);
+      expect(c.inFlight).toBeLessThanOrEqual(3);
+    }
+    expect(wm.calls).toBe(4);
+    expect(c.inFlight).toBe(3);
+    expect(() => c.state()).toThrow(/in flight/);
+    for (const r of release) r();
+    await c.drain();
+    const res = await c.step(makeGroups(rng, 8));
+    expect(res.log.anchorsAbsorbed).toBe(3);
+  });
+
+  it('restore-then-continue equals never-stopped', async () => {
+    const config = cfg({ anchors: { ...DEFAULT_ANCHOR_CONFIG, fraction: 0.25, mode: 'active', maxInFlight: 64 }, perRolloutWeights: true });
+    const run = async (stopAt: number | null) => {
+      let c = new Corrector<R>(config, new Wm(), new Real(5));
+      const out: unknown[] = [];
+      for (let t = 0; t < 40; t++) {
+        if (t === stopAt) {
+          await c.drain();
+          const saved = JSON.parse(JSON.stringify(c.state()));
+          c = new Corrector<R>(config, new Wm(), new Real(5));
+          c.restore(saved);
+        }
+        out.push(await c.step(makeGroups(new Rng(100 + t), 12)));
+      }
+      return out;
+    };
+    const straight = await run(null);
+    const resumed = await run(23);
+    expect(resumed).toEqual(straight);
+    // The stop point lies after calibration and c are fixed, so the state is not trivial.
+    expect((straight[22] as { log: { calibrated: boolean; anchorWeight: number } }).log.calibrated).toBe(true);
+    expect((straight[22] as { log: { anchorWeight: number } }).log.anchorWeight).toBeGreaterThan(1);
+  });
+});

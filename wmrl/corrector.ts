@@ -1,0 +1,387 @@
+// The WMRL correction loop: one `step` per training step turns groups of rollouts into weighted
+// GRPO advantages, spending a thin stream of real execution (anchors) on correcting the world
+// model's bias (Online Debiaser) and noise (Inverse-Variance Weighter). DESIGN.md §1.
+//
+// Order within a step: world-model scores for every group (cheap, batched; active selection needs
+// its uncertainty) → choose anchors → launch real scoring of anchors (async, limited slots) →
+// absorb every finished anchor, this step's and late ones: first update the map with all their
+// pairs, then measure disagreement on the *calibrated* residual → push world-model scores through
+// the map → advantages, anchor groups weighted. A slow robot or sandbox never blocks world-model
+// scoring: with `anchorWaitMs` finite a step goes on without its anchors, which then only join the
+// calibration when they arrive.
+import { groupAdvantages, DEFAULT_ADVANTAGE_CONFIG, type AdvantageConfig, type Score } from './advantages.js';
+import { AnchorScheduler, DEFAULT_ANCHOR_CONFIG, type AnchorConfig, type AnchorSchedulerState } from './anchors.js';
+import { OnlineDebiaser, DEFAULT_DEBIAS_CONFIG, type DebiasConfig, type DebiaserState, type Pair } from './debias.js';
+import { InverseVarianceWeighter, DEFAULT_DENOISE_CONFIG, ensembleWeights, type DenoiseConfig, type WeighterState } from './denoise.js';
+import { ppiMeanInterval, type Interval, type RectifierUnit } from './ppi.js';
+
+/** Real execution of one group (robot episodes, sandbox runs): scarce and slow. */
+export interface TrustedScorer<R> {
+  /** Scores of `rollouts` (length G out); null = unscored (timeout, fault), excluded downstream. */
+  score(rollouts: readonly R[]): Promise<Score[]>;
+}
+
+/** World-model scores of one group; `variance` is the ensemble's per-rollout variance when it has one. */
+export interface WorldModelScores {
+  scores: Score[];
+  variance?: Score[];
+}
+
+/** The cheap scorer. Takes all of a step's groups at once so that it can batch them. */
+export interface WorldModelScorer<R> {
+  /** `groups` [group][rollout] → one WorldModelScores per group, aligned. */
+  score(groups: ReadonlyArray<readonly R[]>): Promise<WorldModelScores[]>;
+}
+
+export interface CorrectorConfig {
+  /** Online Debiasing on/off (off: the map stays identity). */
+  debias: boolean;
+  /** Anchor-group up-weighting on/off (off: weight 1). */
+  denoise: boolean;
+  /** Per-rollout 1/variance weights on world-model groups from the ensemble's variance. */
+  perRolloutWeights: boolean;
+  /** false = standard GRPO: every group is executed for real, no world model, no anchors. */
+  worldModel: boolean;
+  /** Anchor scheduling; `maxInFlight` is the number of trusted-scorer slots. */
+  anchors: AnchorConfig;
+  debiasConfig: DebiasConfig;
+  denoiseConfig: DenoiseConfig;
+  advantages: AdvantageConfig;
+  /** How long a step waits for its own anchors, in ms: Infinity = wait, 0 = never block. */
+  anchorWaitMs: number;
+  /** Added to ensemble variances before inverting them. */
+  varianceFloor: number;
+  /** Anchor groups (most recent) whose rectifiers feed the true-mean interval. */
+  ppiWindow: number;
+  ppiConfidence: number;
+  seed: number;
+}
+
+export const DEFAULT_CORRECTOR_CONFIG: CorrectorConfig = {
+  debias: true,
+  denoise: true,
+  perRolloutWeights: false,
+  worldModel: true,
+  anchors: DEFAULT_ANCHOR_CONFIG,
+  debiasConfig: DEFAULT_DEBIAS_CONFIG,
+  denoiseConfig: DEFAULT_DENOISE_CONFIG,
+  advantages: DEFAULT_ADVANTAGE_CONFIG,
+  anchorWaitMs: Number.POSITIVE_INFINITY,
+  varianceFloor: 1e-6,
+  ppiWindow: 64,
+  ppiConfidence: 0.95,
+  seed: 0,
+};
+
+/** What every step logs. */
+export interface StepLog {
+  step: number;
+  groups: number;
+  /** Anchor groups sent to real execution this step. */
+  anchorsLaunched: number;
+  /** Anchor groups of this step whose real scores formed their advantages. */
+  anchorsUsed: number;
+  /** Anchor groups (of any step) that joined the calibration this step. */
+  anchorsAbsorbed: number;
+  inFlight: number;
+  /** Anchors launched over groups, this step. */
+  anchorFraction: number;
+  /** Anchors launched over groups, whole run. */
+  realizedAnchorFraction: number;
+  /** Rollouts executed for real, whole run (anchors included). */
+  realExecutions: number;
+  calibrated: boolean;
+  /** Held-out reduction of the within-group-centred squared residual by the map; null before a map. */
+  biasReduction: number | null;
+  anchorWeight: number;
+  /** Smoothed normalized disagreement s²; null before any measurement. */
+  disagreement: number | null;
+  scoredGroups: number;
+  skippedGroups: number;
+  excludedRollouts: number;
+  /** Interval for the policy's true mean score (prediction-powered); null until 2 anchor groups. */
+  trueMean: Interval | null;
+  /** Trusted-scorer calls that threw; their rollouts count as unscored. */
+  trustedErrors: number;
+}
+
+export interface StepResult {
+  /** [group][rollout]; null = excluded (unscored, or the group was skipped). */
+  advantages: Score[][];
+  /** [group][rollout] multiplier of each advantage: anchor weight on real groups, ensemble weights on world-model groups. */
+  weights: number[][];
+  /** [group] where the group's scores came from. */
+  source: Array<'real' | 'wm'>;
+  /** [group][rollout] the scores the advantages were formed from (real, or calibrated world model). */
+  scores: Score[][];
+  log: StepLog;
+}
+
+/** A finished anchor job: plain data, so it survives save/restore. */
+interface Finished {
+  id: number;
+  step: number;
+  wm: Score[];
+  real: Score[];
+  inclusion: number;
+}
+
+interface PpiUnit {
+  wm: Score[];
+  real: Score[];
+  inclusion: number;
+}
+
+export interface CorrectorState {
+  version: 1;
+  step: number;
+  nextJobId: number;
+  realExecutions: number;
+  anchorsLaunched: number;
+  groupsSeen: number;
+  trustedErrors: number;
+  scheduler: AnchorSchedulerState;
+  debiaser: DebiaserState;
+  weighter: WeighterState;
+  finished: Finished[];
+  ppi: PpiUnit[];
+}
+
+export class Corrector<R> {
+  private readonly scheduler: AnchorScheduler;
+  private readonly debiaser: OnlineDebiaser;
+  private readonly weighter: InverseVarianceWeighter;
+  private stepIndex = 0;
+  private nextJobId = 0;
+  private realExecutions = 0;
+  private anchorsLaunched = 0;
+  private groupsSeen = 0;
+  private trustedErrors = 0;
+  private finished: Finished[] = [];
+  private ppi: PpiUnit[] = [];
+  private readonly running = new Map<number, Promise<void>>();
+
+  constructor(
+    readonly cfg: CorrectorConfig,
+    private readonly worldModel: WorldModelScorer<R> | null,
+    private readonly trusted: TrustedScorer<R>,
+  ) {
+    if (cfg.worldModel && !worldModel) throw new Error('worldModel: true needs a world-model scorer');
+    if (!(cfg.anchors.maxInFlight >= 1)) throw new Error('anchors.maxInFlight (trusted slots) must be ≥ 1');
+    this.scheduler = new AnchorScheduler(cfg.anchors, cfg.seed);
+    this.debiaser = new OnlineDebiaser(cfg.debiasConfig);
+    this.weighter = new InverseVarianceWeighter(cfg.denoiseConfig);
+  }
+
+  /** The current map from world-model score to calibrated score (identity when off or uncalibrated). */
+  calibrate(x: number): number {
+    return this.cfg.debias ? this.debiaser.apply(x) : x;
+  }
+
+  get inFlight(): number {
+    return this.running.size;
+  }
+
+  /** One training step over `groups` [group][rollout]. */
+  async step(groups: ReadonlyArray<readonly R[]>): Promise<StepResult> {
+    const step = this.stepIndex++;
+    this.groupsSeen += groups.length;
+    return this.cfg.worldModel ? this.wmrlStep(step, groups) : this.standardStep(step, groups);
+  }
+
+  /** Waits for every anchor in flight; their results are kept for the next step to absorb. */
+  async drain(): Promise<void> {
+    await Promise.all([...this.running.values()]);
+  }
+
+  // Standard GRPO: everything real, at most `maxInFlight` groups executing at once.
+  private async standardStep(step: number, groups: ReadonlyArray<readonly R[]>): Promise<StepResult> {
+    const real: Score[][] = new Array(groups.length);
+    let next = 0;
+    const worker = async () => {
+      while (next < groups.length) {
+        const g = next++;
+        real[g] = await this.scoreTrusted(groups[g]!);
+      }
+    };
+    const slots = Math.min(groups.length, this.cfg.anchors.maxInFlight);
+    await Promise.all(Array.from({ length: slots }, worker));
+    for (const g of groups) this.realExecutions += g.length;
+    this.anchorsLaunched += groups.length;
+    const adv = groupAdvantages(real, this.cfg.advantages);
+    return {
+      advantages: adv.advantages,
+      weights: real.map((g) => g.map(() => 1)),
+      source: real.map(() => 'real'),
+      scores: real,
+      log: this.makeLog(step, groups.length, groups.length, groups.length, 0, adv, 1, null),
+    };
+  }
+
+  private async wmrlStep(step: number, groups: ReadonlyArray<readonly R[]>): Promise<StepResult> {
+    const cfg = this.cfg;
+    const wm = await this.worldModel!.score(groups);
+    if (wm.length !== groups.length) throw new Error(`world model returned ${wm.length} groups for ${groups.length}`);
+
+    // Choose anchors; active mode reads the ensemble's mean variance per group.
+    const uncertainty = wm.map((w) => {
+      const v = (w.variance ?? []).filter((x): x is number => x !== null && Number.isFinite(x));
+      return v.length ? v.reduce((s, x) => s + x, 0) / v.length : 0;
+    });
+    const choice = this.scheduler.choose(groups.length, this.running.size, uncertainty);
+    const mine: Array<{ group: number; id: number; done: Promise<void> }> = [];
+    choice.groups.forEach((g, j) => {
+      const id = this.nextJobId++;
+      const wmScores = [...wm[g]!.scores];
+      this.realExecutions += groups[g]!.length;
+      const done = this.scoreTrusted(groups[g]!).then((real) => {
+        this.finished.push({ id, step, wm: wmScores, real, inclusion: choice.inclusion[j]! });
+        this.running.delete(id);
+      });
+      this.running.set(id, done);
+      mine.push({ group: g, id, done });
+    });
+    this.anchorsLaunched += choice.groups.length;
+    await this.waitFor(mine.map((m) => m.done));
+
+    // Absorb everything finished, in launch order: all map updates first, then disagreement.
+    const absorbed = this.finished.sort((a, b) => a.id - b.id);
+    this.finished = [];
+    if (cfg.debias) {
+      for (const f of absorbed) {
+        const pairs: Pair[] = [];
+        f.wm.forEach((x, i) => {
+          const y = f.real[i];
+          if (x !== null && y !== null && y !== undefined) pairs.push({ wm: x, real: y, group: f.id });
+        });
+        this.debiaser.addGroup(pairs);
+      }
+    }
+    const measuring = cfg.denoise && (!cfg.debias || this.debiaser.calibrated);
+    for (const f of absorbed) {
+      if (measuring) this.weighter.update(f.wm.map((x) => (x === null ? null : this.calibrate(x))), f.real);
+      this.ppi.push({ wm: f.wm, real: f.real, inclusion: f.inclusion });
+    }
+    if (this.ppi.length > cfg.ppiWindow) this.ppi.splice(0, this.ppi.length - cfg.ppiWindow);
+
+    // Scores: this step's anchors that came back use their real scores; the rest the calibrated WM.
+    const realOf = new Map<number, Score[]>();
+    for (const f of absorbed) if (f.step === step) {
+      const m = mine.find((x) => x.id === f.id);
+      if (m) realOf.set(m.group, f.real);
+    }
+    const calibrated = wm.map((w) => w.scores.map((x) => (x === null ? null : this.calibrate(x))));
+    const scores = calibrated.map((c, g) => realOf.get(g) ?? c);
+    const source = scores.map((_, g) => (realOf.has(g) ? 'real' : 'wm') as 'real' | 'wm');
+    const adv = groupAdvantages(scores, cfg.advantages);
+    const anchorWeight = cfg.denoise ? this.weighter.weight() : 1;
+    const weights = scores.map((s, g) => {
+      if (source[g] === 'real') return s.map(() => anchorWeight);
+      const v = wm[g]!.variance;
+      if (!cfg.perRolloutWeights || !v) return s.map(() => 1);
+      return ensembleWeights(v, s.map((x) => x !== null), cfg.varianceFloor);
+    });
+
+    const predictions = calibrated.flat().filter((x): x is number => x !== null);
+    const log = this.makeLog(step, groups.length, choice.groups.length, realOf.size, absorbed.length, adv, anchorWeight, this.trueMean(predictions));
+    return { advantages: adv.advantages, weights, source, scores, log };
+  }
+
+  private async waitFor(jobs: Array<Promise<void>>): Promise<void> {
+    const ms = this.cfg.anchorWaitMs;
+    if (jobs.length === 0) return;
+    if (ms === Number.POSITIVE_INFINITY) { await Promise.all(jobs); return; }
+    let timer: NodeJS.Timeout | undefined;
+    await Promise.race([Promise.all(jobs), new Promise<void>((r) => { timer = setTimeout(r, ms); })]);
+    clearTimeout(timer);
+  }
+
+  private async scoreTrusted(rollouts: readonly R[]): Promise<Score[]> {
+    try {
+      const s = await this.trusted.score(rollouts);
+      if (s.length !== rollouts.length) throw new Error(`trusted scorer returned ${s.length} scores for ${rollouts.length}`);
+      return s;
+    } catch {
+      this.trustedErrors++;
+      return rollouts.map(() => null);
+    }
+  }
+
+  private trueMean(predictions: number[]): Interval | null {
+    const units: RectifierUnit[] = [];
+    for (const u of this.ppi) {
+      let sum = 0;
+      let n = 0;
+      u.wm.forEach((x, i) => {
+        const y = u.real[i];
+        if (x !== null && y !== null && y !== undefined) { sum += y - this.calibrate(x); n++; }
+      });
+      if (n > 0) units.push({ value: sum / n, weight: n / u.inclusion });
+    }
+    return ppiMeanInterval(predictions, units, this.cfg.ppiConfidence);
+  }
+
+  private makeLog(
+    step: number, groups: number, launched: number, used: number, absorbed: number,
+    adv: { scoredGroups: number; skippedGroups: number; excludedRollouts: number }, anchorWeight: number, trueMean: Interval | null,
+  ): StepLog {
+    const held = this.cfg.debias ? this.debiaser.heldOutDiagnostic() : null;
+    return {
+      step,
+      groups,
+      anchorsLaunched: launched,
+      anchorsUsed: used,
+      anchorsAbsorbed: absorbed,
+      inFlight: this.running.size,
+      anchorFraction: groups ? launched / groups : 0,
+      realizedAnchorFraction: this.groupsSeen ? this.anchorsLaunched / this.groupsSeen : 0,
+      realExecutions: this.realExecutions,
+      calibrated: this.cfg.debias && this.debiaser.calibrated,
+      biasReduction: held ? held.reduction : null,
+      anchorWeight,
+      disagreement: this.weighter.s2,
+      scoredGroups: adv.scoredGroups,
+      skippedGroups: adv.skippedGroups,
+      excludedRollouts: adv.excludedRollouts,
+      trueMean,
+      trustedErrors: this.trustedErrors,
+    };
+  }
+
+  /** The whole state as plain JSON-able data. Throws while anchors are in flight: call `drain()` first. */
+  state(): CorrectorState {
+    if (this.running.size > 0) throw new Error(`${this.running.size} anchors in flight; await drain() before saving`);
+    return structuredClone({
+      version: 1 as const,
+      step: this.stepIndex,
+      nextJobId: this.nextJobId,
+      realExecutions: this.realExecutions,
+      anchorsLaunched: this.anchorsLaunched,
+      groupsSeen: this.groupsSeen,
+      trustedErrors: this.trustedErrors,
+      scheduler: this.scheduler.state(),
+      debiaser: this.debiaser.state(),
+      weighter: this.weighter.state(),
+      finished: this.finished,
+      ppi: this.ppi,
+    });
+  }
+
+  /** Restores a state saved by `state()` (possibly via JSON); the run then continues identically. */
+  restore(s: CorrectorState): void {
+    if (s.version !== 1) throw new Error(`unknown corrector state version ${String(s.version)}`);
+    if (this.running.size > 0) throw new Error('cannot restore while anchors are in flight');
+    const c = structuredClone(s);
+    this.stepIndex = c.step;
+    this.nextJobId = c.nextJobId;
+    this.realExecutions = c.realExecutions;
+    this.anchorsLaunched = c.anchorsLaunched;
+    this.groupsSeen = c.groupsSeen;
+    this.trustedErrors = c.trustedErrors;
+    this.scheduler.restore(c.scheduler);
+    this.debiaser.restore(c.debiaser);
+    this.weighter.restore(c.weighter);
+    this.finished = c.finished;
+    this.ppi = c.ppi;
+  }
+}
