@@ -1,0 +1,386 @@
+// A rosbridge v2 server over WebSocket: the in-process robot stand-in publishes, subscribes and
+// serves services and actions on it, and any rosbridge client (roslib, Foxglove, ROS web tools)
+// connects as it would to rosbridge_server. Clients can also advertise topics, services and
+// actions to each other; ids are remapped per client so two clients never collide.
+import { EventEmitter } from 'node:events';
+import type { AddressInfo } from 'node:net';
+import { WebSocketServer, type WebSocket } from 'ws';
+import { conform, conformService, knownMessageType, normalizeType } from '../ros/msgs.js';
+import { DEFAULT_FRAGMENT_LIMITS, FragmentBuffer, fragment, type FragmentLimits } from './fragments.js';
+import { DEFAULT_LIMITS, GoalStatus, parseFrame, type ParseLimits, type RosbridgeMessage, type SendActionGoal } from './protocol.js';
+
+export interface RosbridgeServerOptions {
+  host?: string;
+  /** 0 picks a free port. */
+  port?: number;
+  limits?: Partial<ParseLimits>;
+  fragments?: Partial<FragmentLimits>;
+  /** Messages to a client are dropped (and counted) while its socket buffers more than this. */
+  maxBufferedBytes?: number;
+}
+
+export type ServiceHandler = (args: Record<string, unknown>) => Promise<Record<string, unknown>> | Record<string, unknown>;
+export interface ActionContext {
+  feedback(values: unknown): void;
+  /** Aborted when the client cancels the goal or disconnects. */
+  signal: AbortSignal;
+}
+export type ActionHandler = (goal: Record<string, unknown>, ctx: ActionContext) => Promise<unknown>;
+
+interface Client {
+  no: number;
+  ws: WebSocket;
+  fragments: FragmentBuffer;
+  subs: Map<string, { throttleMs: number; last: number; fragmentSize?: number }>;
+  advertised: Set<string>;
+  services: Set<string>;
+  actions: Set<string>;
+  goals: Map<string, AbortController>;
+}
+
+interface TopicInfo {
+  type: string;
+  local: Set<(msg: Record<string, unknown>) => void>;
+  latched?: Record<string, unknown>;
+}
+
+type Provider = { local: ServiceHandler; type: string } | { client: Client; type: string };
+type ActionProvider = { local: ActionHandler; type: string } | { client: Client; type: string };
+
+export interface ServerStats {
+  clients: number;
+  framesIn: number;
+  errors: number;
+  dropped: number;
+  fragmentsEvicted: number;
+}
+
+// uint8[] fields travel as base64 text, as rosbridge sends them. The holder's raw value is read
+// because JSON.stringify applies Buffer's own toJSON before a replacer sees the value.
+function toJson(m: unknown): string {
+  return JSON.stringify(m, function (this: Record<string, unknown>, k: string, v: unknown) {
+    const raw = this[k];
+    return raw instanceof Uint8Array ? Buffer.from(raw.buffer, raw.byteOffset, raw.byteLength).toString('base64') : v;
+  });
+}
+
+export class RosbridgeServer extends EventEmitter {
+  private wss?: WebSocketServer;
+  private readonly clients = new Set<Client>();
+  private readonly topics = new Map<string, TopicInfo>();
+  private readonly services = new Map<string, Provider>();
+  private readonly actions = new Map<string, ActionProvider>();
+  /** Forwarded request id → where its reply goes. */
+  private readonly forwarded = new Map<string, { caller: Client; id?: string; kind: 'service' | 'action' }>();
+  private readonly limits: ParseLimits;
+  private readonly fragLimits: FragmentLimits;
+  private nextClient = 1;
+  private nextId = 1;
+  readonly stats: ServerStats = { clients: 0, framesIn: 0, errors: 0, dropped: 0, fragmentsEvicted: 0 };
+
+  constructor(private readonly opts: RosbridgeServerOptions = {}) {
+    super();
+    this.limits = { ...DEFAULT_LIMITS, ...opts.limits };
+    this.fragLimits = { ...DEFAULT_FRAGMENT_LIMITS, ...opts.fragments };
+  }
+
+  async listen(): Promise<number> {
+    const wss = new WebSocketServer({ host: this.opts.host ?? '127.0.0.1', port: this.opts.port ?? 9090, maxPayload: this.limits.maxFrameLength * 2 });
+    this.wss = wss;
+    await new Promise<void>((resolve, reject) => {
+      wss.once('listening', resolve);
+      wss.once('error', reject);
+    });
+    wss.on('error', (e) => this.emit('error', e));
+    wss.on('connection', (ws) => this.accept(ws));
+    return (wss.address() as AddressInfo).port;
+  }
+
+  get port(): number {
+    return (this.wss?.address() as AddressInfo | undefined)?.port ?? 0;
+  }
+
+  async close(): Promise<void> {
+    for (const c of this.clients) c.ws.terminate();
+    await new Promise<void>((resolve) => (this.wss ? this.wss.close(() => resolve()) : resolve()));
+  }
+
+  // ------------------------------------------------------------ in-process API
+
+  /** Declares a topic this process publishes; returns the publish function. */
+  advertise(topic: string, type: string, opts: { latch?: boolean } = {}): (msg: Record<string, unknown>) => void {
+    const info = this.topic(topic, type);
+    return (msg) => {
+      if (opts.latch) info.latched = msg;
+      this.deliver(topic, info, msg, null);
+    };
+  }
+
+  subscribe(topic: string, type: string, handler: (msg: Record<string, unknown>) => void): () => void {
+    const info = this.topic(topic, type);
+    info.local.add(handler);
+    return () => info.local.delete(handler);
+  }
+
+  advertiseService(service: string, type: string, handler: ServiceHandler): void {
+    this.services.set(service, { local: handler, type });
+  }
+
+  advertiseAction(action: string, type: string, handler: ActionHandler): void {
+    this.actions.set(action, { local: handler, type });
+  }
+
+  /** Incomplete fragmented messages held across all clients, and their size in characters. */
+  pendingFragments(): { messages: number; length: number } {
+    let messages = 0, length = 0;
+    for (const c of this.clients) {
+      messages += c.fragments.size;
+      length += c.fragments.heldLength;
+    }
+    return { messages, length };
+  }
+
+  /** Closes every client connection (a network drop as the clients see it). */
+  dropClients(): void {
+    for (const c of this.clients) c.ws.terminate();
+  }
+
+  // ------------------------------------------------------------ connections
+
+  private accept(ws: WebSocket): void {
+    const c: Client = {
+      no: this.nextClient++,
+      ws,
+      fragments: new FragmentBuffer(this.fragLimits),
+      subs: new Map(),
+      advertised: new Set(),
+      services: new Set(),
+      actions: new Set(),
+      goals: new Map(),
+    };
+    this.clients.add(c);
+    this.stats.clients = this.clients.size;
+    ws.on('message', (data, isBinary) => {
+      if (isBinary) return this.status(c, 'error', 'binary frames are not supported; send JSON text');
+      this.handleText(c, data.toString());
+    });
+    ws.on('close', () => this.drop(c));
+    ws.on('error', () => this.drop(c));
+    this.emit('connection', c.no);
+  }
+
+  private drop(c: Client): void {
+    if (!this.clients.delete(c)) return;
+    this.stats.clients = this.clients.size;
+    for (const g of c.goals.values()) g.abort();
+    for (const s of c.services) if ((this.services.get(s) as { client?: Client } | undefined)?.client === c) this.services.delete(s);
+    for (const a of c.actions) if ((this.actions.get(a) as { client?: Client } | undefined)?.client === c) this.actions.delete(a);
+    for (const [fid, f] of this.forwarded) {
+      if (f.caller === c) this.forwarded.delete(fid);
+    }
+    this.emit('disconnect', c.no);
+  }
+
+  /** Entry point for one text frame from a client (also used directly by the fuzz tests). */
+  handleText(c: Client, text: string, depth = 0): void {
+    this.stats.framesIn++;
+    const r = parseFrame(text, this.limits);
+    if (!r.ok) return this.status(c, 'error', r.error, r.id);
+    const m = r.msg;
+    if (m.op === 'fragment') {
+      if (depth > 0) return this.status(c, 'error', 'fragment inside a fragmented message', m.id);
+      const before = c.fragments.evicted;
+      const res = c.fragments.add(m.id, m.num, m.total, m.data);
+      this.stats.fragmentsEvicted += c.fragments.evicted - before;
+      if (!res.done) return res.error ? this.status(c, 'error', res.error, m.id) : undefined;
+      return this.handleText(c, res.text, depth + 1);
+    }
+    try {
+      this.dispatch(c, m);
+    } catch (e) {
+      this.status(c, 'error', `${m.op}: ${(e as Error).message}`, (m as { id?: string }).id);
+    }
+  }
+
+  private dispatch(c: Client, m: RosbridgeMessage): void {
+    switch (m.op) {
+      case 'advertise': {
+        this.topic(m.topic, m.type);
+        c.advertised.add(m.topic);
+        return;
+      }
+      case 'unadvertise':
+        c.advertised.delete(m.topic);
+        return;
+      case 'publish': {
+        const info = this.topics.get(m.topic);
+        if (!info) return this.status(c, 'error', `publish: topic ${m.topic} is not advertised; advertise it first`, m.id);
+        const v = knownMessageType(info.type) ? conform(info.type, m.msg) : { ok: true as const, value: m.msg };
+        if (!v.ok) return this.status(c, 'error', `publish on ${m.topic}: ${v.error}`, m.id);
+        this.deliver(m.topic, info, v.value, c);
+        return;
+      }
+      case 'subscribe': {
+        const existing = this.topics.get(m.topic);
+        if (!existing && !m.type) return this.status(c, 'error', `subscribe: topic ${m.topic} is unknown; give its type`, m.id);
+        if (!existing) this.topic(m.topic, m.type!);
+        else if (m.type && normalizeType(m.type) !== normalizeType(existing.type)) return this.status(c, 'error', `subscribe: ${m.topic} has type ${existing.type}, not ${m.type}`, m.id);
+        c.subs.set(m.topic, { throttleMs: m.throttle_rate ?? 0, last: 0, fragmentSize: m.fragment_size });
+        const latched = this.topics.get(m.topic)!.latched;
+        if (latched) this.send(c, { op: 'publish', topic: m.topic, msg: latched });
+        return;
+      }
+      case 'unsubscribe':
+        c.subs.delete(m.topic);
+        return;
+      case 'call_service':
+        return this.callService(c, m.service, m.args ?? {}, m.id);
+      case 'service_response': {
+        const f = m.id ? this.forwarded.get(m.id) : undefined;
+        if (!f || f.kind !== 'service') return this.status(c, 'warning', `service_response for unknown call ${m.id ?? '(no id)'}`, m.id);
+        this.forwarded.delete(m.id!);
+        this.send(f.caller, { op: 'service_response', id: f.id, service: m.service, values: m.values, result: m.result });
+        return;
+      }
+      case 'advertise_service':
+        this.services.set(m.service, { client: c, type: m.type });
+        c.services.add(m.service);
+        return;
+      case 'unadvertise_service':
+        if ((this.services.get(m.service) as { client?: Client } | undefined)?.client === c) this.services.delete(m.service);
+        c.services.delete(m.service);
+        return;
+      case 'advertise_action':
+        this.actions.set(m.action, { client: c, type: m.type });
+        c.actions.add(m.action);
+        return;
+      case 'unadvertise_action':
+        if ((this.actions.get(m.action) as { client?: Client } | undefined)?.client === c) this.actions.delete(m.action);
+        c.actions.delete(m.action);
+        return;
+      case 'send_action_goal':
+        return this.sendGoal(c, m);
+      case 'cancel_action_goal': {
+        const local = c.goals.get(m.id);
+        if (local) return local.abort();
+        const p = this.actions.get(m.action);
+        const fid = [...this.forwarded].find(([, f]) => f.caller === c && f.id === m.id && f.kind === 'action')?.[0];
+        if (p && 'client' in p && fid) this.send(p.client, { op: 'cancel_action_goal', id: fid, action: m.action });
+        return;
+      }
+      case 'action_feedback':
+      case 'action_result': {
+        const f = this.forwarded.get(m.id);
+        if (!f || f.kind !== 'action') return this.status(c, 'warning', `${m.op} for unknown goal ${m.id}`, m.id);
+        if (m.op === 'action_result') this.forwarded.delete(m.id);
+        this.send(f.caller, { ...m, id: f.id! });
+        return;
+      }
+      case 'set_level':
+      case 'status':
+        return;
+    }
+  }
+
+  private callService(c: Client, service: string, args: Record<string, unknown>, id?: string): void {
+    const p = this.services.get(service);
+    const fail = (msg: string) => this.send(c, { op: 'service_response', id, service, values: msg, result: false });
+    if (!p) return fail(`service ${service} does not exist`);
+    if ('client' in p) {
+      const fid = `fwd${this.nextId++}`;
+      this.forwarded.set(fid, { caller: c, id, kind: 'service' });
+      this.send(p.client, { op: 'call_service', id: fid, service, args });
+      return;
+    }
+    const req = conformService(p.type, 'request', args);
+    if (!req.ok && !req.error.startsWith('unknown service type')) return fail(req.error);
+    Promise.resolve()
+      .then(() => p.local(req.ok ? req.value : args))
+      .then(
+        (values) => this.send(c, { op: 'service_response', id, service, values, result: true }),
+        (e: unknown) => fail((e as Error).message ?? String(e)),
+      );
+  }
+
+  private sendGoal(c: Client, m: SendActionGoal): void {
+    const p = this.actions.get(m.action);
+    if (!p) return this.send(c, { op: 'action_result', id: m.id, action: m.action, values: `action ${m.action} does not exist`, status: GoalStatus.ABORTED, result: false });
+    if ('client' in p) {
+      const fid = `fwd${this.nextId++}`;
+      this.forwarded.set(fid, { caller: c, id: m.id, kind: 'action' });
+      this.send(p.client, { ...m, id: fid });
+      return;
+    }
+    const ac = new AbortController();
+    c.goals.set(m.id, ac);
+    const ctx: ActionContext = {
+      signal: ac.signal,
+      feedback: (values) => {
+        if (m.feedback !== false && !ac.signal.aborted) this.send(c, { op: 'action_feedback', id: m.id, action: m.action, values });
+      },
+    };
+    Promise.resolve()
+      .then(() => p.local(m.args ?? {}, ctx))
+      .then(
+        (values) => this.send(c, { op: 'action_result', id: m.id, action: m.action, values, status: ac.signal.aborted ? GoalStatus.CANCELED : GoalStatus.SUCCEEDED, result: true }),
+        (e: unknown) =>
+          ac.signal.aborted
+            ? this.send(c, { op: 'action_result', id: m.id, action: m.action, values: {}, status: GoalStatus.CANCELED, result: true })
+            : this.send(c, { op: 'action_result', id: m.id, action: m.action, values: (e as Error).message ?? String(e), status: GoalStatus.ABORTED, result: false }),
+      )
+      .finally(() => c.goals.delete(m.id));
+  }
+
+  // ------------------------------------------------------------ delivery
+
+  private topic(name: string, type: string): TopicInfo {
+    let info = this.topics.get(name);
+    if (!info) {
+      info = { type, local: new Set() };
+      this.topics.set(name, info);
+    } else if (normalizeType(info.type) !== normalizeType(type)) {
+      throw new Error(`topic ${name} already has type ${info.type}, not ${type}`);
+    }
+    return info;
+  }
+
+  private deliver(topic: string, info: TopicInfo, msg: Record<string, unknown>, from: Client | null): void {
+    for (const h of info.local) {
+      try {
+        h(msg);
+      } catch (e) {
+        this.emit('error', e);
+      }
+    }
+    let text: string | undefined;
+    const now = Date.now();
+    for (const c of this.clients) {
+      const sub = c.subs.get(topic);
+      if (!sub || c === from) continue;
+      if (sub.throttleMs && now - sub.last < sub.throttleMs) continue;
+      sub.last = now;
+      text ??= toJson({ op: 'publish', topic, msg });
+      this.sendText(c, text, sub.fragmentSize);
+    }
+  }
+
+  private send(c: Client, m: RosbridgeMessage | { op: string; [k: string]: unknown }): void {
+    this.sendText(c, toJson(m));
+  }
+
+  private sendText(c: Client, text: string, fragmentSize?: number): void {
+    if (c.ws.readyState !== c.ws.OPEN) return;
+    if (c.ws.bufferedAmount > (this.opts.maxBufferedBytes ?? 8 * 1024 * 1024)) {
+      this.stats.dropped++;
+      return;
+    }
+    if (fragmentSize && text.length > fragmentSize) {
+      for (const f of fragment(`frag${this.nextId++}`, text, fragmentSize)) c.ws.send(JSON.stringify(f));
+    } else c.ws.send(text);
+  }
+
+  private status(c: Client, level: 'info' | 'warning' | 'error', msg: string, id?: string): void {
+    if (level === 'error') this.stats.errors++;
+    this.send(c, { op: 'status', level, msg, ...(id ? { id } : {}) });
+  }
+}

@@ -1,0 +1,231 @@
+// A ROS 2 robot through rosbridge v2, with the standard roslib client over a WebSocket.
+// roslib queues whatever is sent while disconnected and replays it on reconnect; a command that
+// old must never move a robot, so this adapter sends nothing unless the link is up, and re-creates
+// its publishers and subscriptions on each new connection instead of relying on the queue.
+import { Ros, Service, Topic } from 'roslib';
+import type { ITransportFactory } from 'roslib';
+import { fromRosTime, toRosTime } from '../../bridge/ros/msgs.js';
+import type { RobotConfig } from '../config.js';
+import type { Image, Robot, RobotObservation, RobotSpec } from '../types.js';
+
+export class NotConnectedError extends Error {
+  constructor(robot: string, what: string) {
+    super(`${robot}: not connected to rosbridge; ${what} was not sent (it will not be replayed later)`);
+    this.name = 'NotConnectedError';
+  }
+}
+
+export interface RosRobotOptions {
+  transportFactory?: ITransportFactory;
+  /** Reconnect backoff, ms. */
+  reconnectMinMs?: number;
+  reconnectMaxMs?: number;
+  /** How long connect() and service calls wait. */
+  timeoutMs?: number;
+}
+
+interface JointStateMsg {
+  header: { stamp: { sec: number; nanosec: number } };
+  name: string[];
+  position: number[];
+  velocity: number[];
+}
+
+export class RosRobot implements Robot {
+  readonly spec: RobotSpec;
+  private ros: Ros;
+  private command?: Topic;
+  private subs: Topic[] = [];
+  private joint?: { stamp: number; position: Float64Array; velocity: Float64Array };
+  private features?: Float32Array;
+  private image?: Image;
+  private instruction?: string;
+  private closed = false;
+  private connected = false;
+  private backoff: number;
+  private reconnectTimer?: NodeJS.Timeout;
+  private readonly waiters = new Set<() => void>();
+  /** Times the link came up (1 after the first connect). */
+  connections = 0;
+  /** Joint order of incoming JointState messages mapped to spec order; rebuilt when names change. */
+  private order?: { names: string; idx: number[] };
+
+  private constructor(readonly config: RobotConfig, private readonly opts: RosRobotOptions) {
+    this.spec = config.spec;
+    this.backoff = opts.reconnectMinMs ?? 100;
+    this.ros = new Ros({ transportFactory: opts.transportFactory });
+    this.ros.on('connection', () => this.onConnect());
+    this.ros.on('close', () => this.onClose());
+    this.ros.on('error', () => this.onClose());
+  }
+
+  static async connect(config: RobotConfig, opts: RosRobotOptions = {}): Promise<RosRobot> {
+    const r = new RosRobot(config, opts);
+    await r.ros.connect(config.url).catch(() => undefined);
+    await r.waitFor(() => r.connected && !!r.joint, opts.timeoutMs ?? 5000, `no joint states on ${config.stateTopic} from ${config.url}`).catch(async (e) => {
+      r.closed = true;
+      r.ros.close();
+      throw e;
+    });
+    return r;
+  }
+
+  get isConnected(): boolean {
+    return this.connected && this.ros.isConnected;
+  }
+
+  private onConnect(): void {
+    this.connected = true;
+    this.connections++;
+    this.backoff = this.opts.reconnectMinMs ?? 100;
+    const c = this.config;
+    // Fresh Topic objects per connection: the server forgot the old subscriptions with the socket.
+    this.subs = [];
+    const sub = <T>(name: string, type: string, f: (m: T) => void) => {
+      const t = new Topic<T>({ ros: this.ros, name, messageType: type, queue_length: 1 });
+      t.subscribe(f);
+      this.subs.push(t as Topic);
+    };
+    sub<JointStateMsg>(c.stateTopic, 'sensor_msgs/msg/JointState', (m) => this.onJointState(m));
+    if (c.featuresTopic) sub<{ data: number[] }>(c.featuresTopic, 'std_msgs/msg/Float32MultiArray', (m) => (this.features = Float32Array.from(m.data)));
+    if (c.instructionTopic) sub<{ data: string }>(c.instructionTopic, 'std_msgs/msg/String', (m) => (this.instruction = m.data));
+    if (c.cameraTopic && this.spec.camera) {
+      const { width, height } = this.spec.camera;
+      sub<{ format: string; data: string | number[] }>(c.cameraTopic, 'sensor_msgs/msg/CompressedImage', (m) => {
+        const data = typeof m.data === 'string' ? new Uint8Array(Buffer.from(m.data, 'base64')) : Uint8Array.from(m.data);
+        this.image = { width, height, encoding: m.format.includes('png') ? 'png' : 'jpeg', data };
+      });
+    }
+    this.command = new Topic({
+      ros: this.ros,
+      name: c.command.topic,
+      messageType: c.command.mode === 'forward_command' ? 'std_msgs/msg/Float64MultiArray' : 'trajectory_msgs/msg/JointTrajectory',
+    });
+    this.command.advertise();
+    this.wake();
+  }
+
+  private onClose(): void {
+    if (!this.connected && this.reconnectTimer) return;
+    this.connected = false;
+    this.command = undefined;
+    if (this.closed) return;
+    clearTimeout(this.reconnectTimer);
+    this.reconnectTimer = setTimeout(() => {
+      this.reconnectTimer = undefined;
+      if (!this.closed) this.ros.connect(this.config.url).catch(() => this.onClose());
+    }, this.backoff);
+    this.backoff = Math.min(this.backoff * 2, this.opts.reconnectMaxMs ?? 2000);
+  }
+
+  private onJointState(m: JointStateMsg): void {
+    const key = m.name.join('\u0000');
+    if (this.order?.names !== key) {
+      const idx = this.spec.joints.map((j) => m.name.indexOf(j));
+      if (idx.some((i) => i < 0)) return; // a JointState of some other joints
+      this.order = { names: key, idx };
+    }
+    const { idx } = this.order;
+    this.joint = {
+      stamp: fromRosTime(m.header.stamp),
+      position: Float64Array.from(idx, (i) => m.position[i] ?? NaN),
+      velocity: Float64Array.from(idx, (i) => m.velocity[i] ?? NaN),
+    };
+    this.wake();
+  }
+
+  private wake(): void {
+    for (const w of this.waiters) w();
+  }
+
+  /** Resolves when `cond` holds; re-checked on every connection change and joint state. */
+  waitFor(cond: () => boolean, timeoutMs: number, what: string): Promise<void> {
+    if (cond()) return Promise.resolve();
+    return new Promise((resolve, reject) => {
+      const check = () => {
+        if (!cond()) return;
+        this.waiters.delete(check);
+        clearTimeout(t);
+        resolve();
+      };
+      const t = setTimeout(() => {
+        this.waiters.delete(check);
+        reject(new Error(`${this.spec.name}: timed out after ${timeoutMs} ms: ${what}`));
+      }, timeoutMs);
+      this.waiters.add(check);
+    });
+  }
+
+  async observe(): Promise<RobotObservation> {
+    if (!this.joint) throw new Error(`${this.spec.name}: no joint state received yet`);
+    return {
+      stamp: this.joint.stamp,
+      position: this.joint.position,
+      velocity: this.joint.velocity,
+      ...(this.features ? { features: this.features } : {}),
+      ...(this.image ? { image: this.image } : {}),
+      ...(this.instruction !== undefined ? { instruction: this.instruction } : {}),
+    };
+  }
+
+  async act(action: Float32Array): Promise<Float32Array> {
+    if (!this.isConnected || !this.command) throw new NotConnectedError(this.spec.name, 'the command');
+    const data = Array.from(action);
+    if (this.config.command.mode === 'forward_command') {
+      this.command.publish({ layout: { dim: [], data_offset: 0 }, data });
+    } else {
+      const field = this.config.command.trajectoryField;
+      this.command.publish({
+        header: { stamp: toRosTime(Date.now() / 1000), frame_id: '' },
+        joint_names: this.spec.action.names,
+        points: [{ positions: [], velocities: [], accelerations: [], effort: [], [field]: data, time_from_start: { sec: 0, nanosec: Math.round(1e9 / this.spec.controlHz) } }],
+      });
+    }
+    return action;
+  }
+
+  private trigger(name: string | undefined, what: string): Promise<string> {
+    if (!name) return Promise.reject(new Error(`${this.spec.name}: no ${what} service configured`));
+    if (!this.isConnected) return Promise.reject(new NotConnectedError(this.spec.name, `the ${what} request`));
+    const svc = new Service<Record<string, never>, { success: boolean; message: string }>({ ros: this.ros, name, serviceType: 'std_srvs/srv/Trigger' });
+    return new Promise((resolve, reject) => {
+      const t = setTimeout(() => reject(new Error(`${this.spec.name}: ${what} service ${name} did not answer in ${this.opts.timeoutMs ?? 5000} ms`)), this.opts.timeoutMs ?? 5000);
+      svc.callService(
+        {},
+        (r) => {
+          clearTimeout(t);
+          if (r.success) resolve(r.message);
+          else reject(new Error(`${this.spec.name}: ${what} failed: ${r.message}`));
+        },
+        (e) => {
+          clearTimeout(t);
+          reject(new Error(`${this.spec.name}: ${what} service ${name}: ${e}`));
+        },
+      );
+    });
+  }
+
+  async reset(): Promise<RobotObservation> {
+    await this.trigger(this.config.services.reset, 'reset');
+    // The first joint state after the reset answer reflects the new episode.
+    const before = this.joint?.stamp ?? -Infinity;
+    await this.waitFor(() => (this.joint?.stamp ?? -Infinity) > before, this.opts.timeoutMs ?? 5000, 'joint state after reset');
+    return this.observe();
+  }
+
+  async estop(): Promise<void> {
+    await this.trigger(this.config.services.estop, 'e-stop');
+  }
+
+  /** Drops the link as a network failure would (tests); the adapter reconnects by itself. */
+  simulateDrop(): void {
+    this.ros.close();
+  }
+
+  async [Symbol.asyncDispose](): Promise<void> {
+    this.closed = true;
+    clearTimeout(this.reconnectTimer);
+    for (const s of this.subs) s.unsubscribe();
+    this.ros.close();
+  }
+}
