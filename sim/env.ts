@@ -1,0 +1,206 @@
+// The generic MuJoCo env: a TaskDef plus a hardware profile -> the Env contract of DESIGN.md §4.
+import { SimData, SimModel } from './mujoco.js';
+import { applyProfileToModel, type HardwareProfile } from './profiles.js';
+import { Rng } from './rng.js';
+import { renderImage } from './render.js';
+import { sceneStatic, bodyPoses, type SceneStatic } from './scene.js';
+import type { BoundTask, TaskDef } from './task.js';
+import type { BoxSpace, Env, EnvState, Expert, Obs, ObservationSpace, RobotSpec, StepResult } from './types.js';
+
+export interface EnvOptions {
+  seed?: number;
+  /** Image side in pixels (square); omit for no image observation. */
+  image?: number;
+}
+
+/** A model with the profile applied, shared by every env of a vectorized batch. */
+export async function loadTaskModel(task: TaskDef, profile: HardwareProfile): Promise<SimModel> {
+  const model = await SimModel.load(task.scene);
+  applyProfileToModel(model, profile);
+  return model;
+}
+
+export class MjEnv implements Env {
+  readonly observationSpace: ObservationSpace;
+  readonly actionSpace: BoxSpace;
+  readonly spec: RobotSpec;
+  readonly horizon: number;
+  readonly data: SimData;
+  private readonly bound: BoundTask;
+  private readonly rng: Rng;
+  private readonly actIds: Int32Array;
+  private readonly ctrlLo: Float64Array;
+  private readonly ctrlHi: Float64Array;
+  private readonly nu: number;
+  private queue: Float32Array[] = [];
+  private goal = 0;
+  private t = 0;
+  private readonly stateBuf: Float32Array;
+
+  constructor(
+    readonly taskDef: TaskDef,
+    readonly model: SimModel,
+    readonly profileDef: HardwareProfile,
+    private readonly opts: EnvOptions = {},
+    /** Whether dispose() also frees the model (false when a vectorized env shares it). */
+    private readonly ownsModel = true,
+  ) {
+    this.bound = taskDef.bind(model);
+    this.data = new SimData(model);
+    this.rng = new Rng(opts.seed ?? 0);
+    this.horizon = taskDef.horizon;
+    const b = this.bound;
+    this.nu = b.actuatorNames.length;
+    this.actIds = Int32Array.from(b.actuatorNames.map((n) => model.id('mjOBJ_ACTUATOR', n)));
+    const cr = model.raw.actuator_ctrlrange as Float64Array;
+    this.ctrlLo = Float64Array.from(this.actIds, (id) => cr[2 * id]!);
+    this.ctrlHi = Float64Array.from(this.actIds, (id) => cr[2 * id + 1]!);
+    const ns = b.stateNames.length;
+    this.stateBuf = new Float32Array(ns);
+    this.observationSpace = {
+      state: {
+        kind: 'box',
+        shape: [ns],
+        low: b.stateLow ?? new Float32Array(ns).fill(-Infinity),
+        high: b.stateHigh ?? new Float32Array(ns).fill(Infinity),
+        names: b.stateNames,
+      },
+      instructions: b.instructions,
+      ...(opts.image ? { image: { kind: 'image' as const, shape: [opts.image, opts.image, 3] as [number, number, 3] } } : {}),
+    };
+    this.actionSpace = {
+      kind: 'box',
+      shape: [this.nu],
+      low: new Float32Array(this.nu).fill(-1),
+      high: new Float32Array(this.nu).fill(1),
+      names: b.actuatorNames.map((n, i) => `${n} (-1..1 -> ctrl ${this.ctrlLo[i]}..${this.ctrlHi[i]})`),
+    };
+    const jr = model.raw.jnt_range as Float64Array;
+    const limited = model.raw.jnt_limited as Uint8Array;
+    this.spec = {
+      jointNames: b.jointNames,
+      jointLimits: b.jointNames.map((n) => {
+        const j = model.id('mjOBJ_JOINT', n);
+        return limited[j] ? [jr[2 * j]!, jr[2 * j + 1]!] : [-Infinity, Infinity];
+      }),
+      actuatorNames: b.actuatorNames,
+      controlHz: 1 / (model.timestep * taskDef.substeps),
+    };
+  }
+
+  get task(): string {
+    return this.taskDef.name;
+  }
+
+  get profile(): string {
+    return this.profileDef.name;
+  }
+
+  reset(seed?: number): Obs {
+    if (seed !== undefined) this.rng.seed(seed);
+    this.data.reset(this.bound.keyframe);
+    this.goal = this.bound.resetEpisode(this.data, this.rng);
+    this.data.forward();
+    this.t = 0;
+    // The latency queue starts full of the action that holds the reset controls.
+    const hold = this.actionFromCtrl();
+    this.queue = Array.from({ length: this.profileDef.action_latency_steps }, () => hold.slice());
+    return this.observe();
+  }
+
+  step(action: ArrayLike<number>): StepResult {
+    if (action.length !== this.nu) throw new Error(`${this.task}: action has ${action.length} entries, expected ${this.nu}`);
+    const a = new Float32Array(this.nu);
+    for (let i = 0; i < this.nu; i++) {
+      const v = action[i]!;
+      a[i] = Number.isNaN(v) ? 0 : v < -1 ? -1 : v > 1 ? 1 : v;
+    }
+    this.queue.push(a);
+    const applied = this.queue.shift()!;
+    const ctrl = this.data.raw.ctrl as Float64Array;
+    for (let i = 0; i < this.nu; i++) {
+      const lo = this.ctrlLo[i]!;
+      ctrl[this.actIds[i]!] = lo + ((applied[i]! + 1) / 2) * (this.ctrlHi[i]! - lo);
+    }
+    const j = this.profileDef.control_jitter_substeps;
+    const substeps = Math.max(1, this.taskDef.substeps + (j > 0 ? this.rng.int(-j, j) : 0));
+    this.data.step(substeps);
+    this.t++;
+    // mj_step leaves positions one substep stale; observations and rewards need only kinematics (cheaper than
+    // mj_forward; render() runs the full mj_forward for cameras and lights)
+    this.data.kinematics();
+    const { reward, success } = this.bound.evaluate(this.data, this.goal, applied);
+    const instruction = this.bound.instructions[this.goal]!;
+    return {
+      obs: this.observe(),
+      reward,
+      terminated: success,
+      truncated: !success && this.t >= this.horizon,
+      info: { success, instruction, appliedAction: applied, substeps, t: this.t },
+    };
+  }
+
+  private actionFromCtrl(): Float32Array {
+    const ctrl = this.data.raw.ctrl as Float64Array;
+    return Float32Array.from(this.actIds, (id, i) => {
+      const lo = this.ctrlLo[i]!;
+      const hi = this.ctrlHi[i]!;
+      return hi > lo ? Math.max(-1, Math.min(1, (2 * (ctrl[id]! - lo)) / (hi - lo) - 1)) : 0;
+    });
+  }
+
+  private observe(): Obs {
+    this.bound.observe(this.data, this.goal, this.stateBuf);
+    const state = this.stateBuf.slice();
+    const sd = this.profileDef.obs_noise_std;
+    if (sd > 0) for (let i = 0; i < state.length; i++) state[i]! += sd * this.rng.normal();
+    const obs: Obs = { state, instruction: this.bound.instructions[this.goal]! };
+    if (this.opts.image) obs.image = this.render();
+    return obs;
+  }
+
+  render(): Uint8Array {
+    const size = this.opts.image ?? 64;
+    this.data.forward();
+    return renderImage(this.model, this.data, this.taskDef.camera, size, size);
+  }
+
+  sceneStatic(): SceneStatic {
+    return sceneStatic(this.model, this.data);
+  }
+
+  poses(): Float32Array {
+    return bodyPoses(this.data);
+  }
+
+  expert(): Expert {
+    return this.bound.expert();
+  }
+
+  getState(): EnvState {
+    return {
+      physics: this.data.getState(),
+      goal: this.goal,
+      t: this.t,
+      queue: this.queue.map((q) => q.slice()),
+      rng: this.rng.getState(),
+    };
+  }
+
+  setState(s: EnvState): void {
+    this.data.setState(s.physics);
+    this.goal = s.goal;
+    this.t = s.t;
+    this.queue = s.queue.map((q) => q.slice());
+    this.rng.setState(s.rng);
+  }
+
+  dispose(): void {
+    this.data.dispose();
+    if (this.ownsModel) this.model.dispose();
+  }
+
+  [Symbol.dispose](): void {
+    this.dispose();
+  }
+}

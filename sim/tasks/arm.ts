@@ -1,0 +1,41 @@
+// The planar two-link arm shared by `reach` and `push`: kinematics and the joint-space PD used by experts.
+export const L1 = 0.2;
+export const L2 = 0.2;
+
+export function tipVelocity(q0: number, q1: number, qd0: number, qd1: number): [number, number] {
+  const s0 = Math.sin(q0), c0 = Math.cos(q0);
+  const s01 = Math.sin(q0 + q1), c01 = Math.cos(q0 + q1);
+  return [-L1 * s0 * qd0 - L2 * s01 * (qd0 + qd1), L1 * c0 * qd0 + L2 * c01 * (qd0 + qd1)];
+}
+
+const wrap = (a: number) => Math.atan2(Math.sin(a), Math.cos(a));
+
+/**
+ * Joint angles that put the tip at (x, y), keeping the elbow on the side it is on now (no flip through
+ * the singularity). Targets out of reach are pulled onto the reachable annulus.
+ */
+export function ik(x: number, y: number, q1Now: number): [number, number] {
+  let r = Math.hypot(x, y);
+  const rMax = L1 + L2 - 1e-3;
+  const rMin = Math.abs(L1 - L2) + 0.03;
+  if (r < 1e-6) {
+    x = rMin;
+    y = 0;
+    r = rMin;
+  }
+  const rc = Math.min(rMax, Math.max(rMin, r));
+  x *= rc / r;
+  y *= rc / r;
+  const c1 = (rc * rc - L1 * L1 - L2 * L2) / (2 * L1 * L2);
+  const q1 = (q1Now >= 0 ? 1 : -1) * Math.acos(Math.max(-1, Math.min(1, c1)));
+  const q0 = Math.atan2(y, x) - Math.atan2(L2 * Math.sin(q1), L1 + L2 * Math.cos(q1));
+  return [wrap(q0), q1];
+}
+
+/** Torque command in [-1, 1] from a joint PD; the shoulder error is wrapped (it turns all the way round). */
+export function pd(q: [number, number], qd: [number, number], target: [number, number], kp: number, kd: number): Float32Array {
+  const e0 = wrap(target[0] - q[0]);
+  const e1 = target[1] - q[1];
+  const clip = (v: number) => Math.max(-1, Math.min(1, v));
+  return Float32Array.of(clip(kp * e0 - kd * qd[0]), clip(kp * e1 - kd * qd[1]));
+}

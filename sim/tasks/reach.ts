@@ -1,0 +1,87 @@
+// reach: move the arm's tip onto the target of the named colour and hold it there.
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import type { SimData, SimModel } from '../mujoco.js';
+import type { Rng } from '../rng.js';
+import { argmaxFrom, type BoundTask, type TaskDef } from '../task.js';
+import type { Obs } from '../types.js';
+import { ik, pd, tipVelocity } from './arm.js';
+import { COLOURS, spreadPoints } from './layout.js';
+
+const ASSETS = join(dirname(fileURLToPath(import.meta.url)), '..', 'assets', 'reach');
+const RADIUS = 0.03;
+const MAX_SPEED = 0.1;
+
+export const reach: TaskDef = {
+  name: 'reach',
+  scene: join(ASSETS, 'scene.xml'),
+  substeps: 10,
+  horizon: 100,
+  camera: 'top',
+  bind(model: SimModel): BoundTask {
+    const tip = model.id('mjOBJ_SITE', 'tip');
+    const mocap = COLOURS.map((c) => (model.raw.body_mocapid as Int32Array)[model.id('mjOBJ_BODY', `target_${c}`)]!);
+    const stateNames = [
+      'shoulder (rad)', 'elbow (rad)', 'shoulder vel (rad/s)', 'elbow vel (rad/s)', 'tip x (m)', 'tip y (m)',
+      ...COLOURS.flatMap((c) => [`${c} target x (m)`, `${c} target y (m)`]),
+      ...COLOURS.map((c) => `goal is ${c} (one-hot)`),
+    ];
+    const tipDist = (data: SimData, goal: number) => {
+      const sx = data.raw.site_xpos as Float64Array;
+      const mp = data.raw.mocap_pos as Float64Array;
+      return Math.hypot(sx[3 * tip]! - mp[3 * mocap[goal]!]!, sx[3 * tip + 1]! - mp[3 * mocap[goal]! + 1]!);
+    };
+    return {
+      actuatorNames: ['shoulder', 'elbow'],
+      jointNames: ['shoulder', 'elbow'],
+      stateNames,
+      instructions: COLOURS.map((c) => `reach the ${c} target`),
+      keyframe: 'home',
+      resetEpisode(data: SimData, rng: Rng): number {
+        const mp = data.raw.mocap_pos as Float64Array;
+        spreadPoints(rng, 3, 0.12, 0.36, 0.1).forEach(([x, y], i) => {
+          mp[3 * mocap[i]!] = x;
+          mp[3 * mocap[i]! + 1] = y;
+        });
+        const q = data.raw.qpos as Float64Array;
+        q[0] = rng.uniform(-Math.PI, Math.PI);
+        q[1] = rng.uniform(0.3, 2.2) * (rng.next() < 0.5 ? -1 : 1);
+        return rng.int(0, 2);
+      },
+      observe(data: SimData, goal: number, out: Float32Array): void {
+        const q = data.raw.qpos as Float64Array;
+        const qd = data.raw.qvel as Float64Array;
+        const sx = data.raw.site_xpos as Float64Array;
+        const mp = data.raw.mocap_pos as Float64Array;
+        out[0] = q[0]!;
+        out[1] = q[1]!;
+        out[2] = qd[0]!;
+        out[3] = qd[1]!;
+        out[4] = sx[3 * tip]!;
+        out[5] = sx[3 * tip + 1]!;
+        for (let i = 0; i < 3; i++) {
+          out[6 + 2 * i] = mp[3 * mocap[i]!]!;
+          out[7 + 2 * i] = mp[3 * mocap[i]! + 1]!;
+          out[12 + i] = i === goal ? 1 : 0;
+        }
+      },
+      evaluate(data: SimData, goal: number, action: Float32Array) {
+        const q = data.raw.qpos as Float64Array;
+        const qd = data.raw.qvel as Float64Array;
+        const dist = tipDist(data, goal);
+        const [vx, vy] = tipVelocity(q[0]!, q[1]!, qd[0]!, qd[1]!);
+        const success = dist < RADIUS && Math.hypot(vx, vy) < MAX_SPEED;
+        const effort = action[0]! * action[0]! + action[1]! * action[1]!;
+        return { reward: -dist - 0.01 * effort + (success ? 1 : 0), success };
+      },
+      expert: () => ({
+        act(obs: Obs): Float32Array {
+          const s = obs.state;
+          const g = argmaxFrom(s, 12, 3);
+          const target = ik(s[6 + 2 * g]!, s[7 + 2 * g]!, s[1]!);
+          return pd([s[0]!, s[1]!], [s[2]!, s[3]!], target, 6, 0.4);
+        },
+      }),
+    };
+  },
+};

@@ -1,0 +1,99 @@
+// The Env contract of DESIGN.md §4: spaces, observations, step results, and the robot-facing spec.
+import type { SceneStatic } from './scene.js';
+
+/** A bounded float vector space; `names[i]` says what entry i means (with its unit). */
+export interface BoxSpace {
+  kind: 'box';
+  shape: [number];
+  low: Float32Array;
+  high: Float32Array;
+  names: string[];
+}
+
+/** An RGB image, row-major H x W x 3, uint8. */
+export interface ImageSpace {
+  kind: 'image';
+  shape: [number, number, 3];
+}
+
+export interface ObservationSpace {
+  state: BoxSpace;
+  /** Present when the env was made with `image`. */
+  image?: ImageSpace;
+  /** Every instruction this task can give. */
+  instructions: string[];
+}
+
+export interface Obs {
+  /** Proprioception and task features, laid out as `observationSpace.state.names`. A fresh array per call. */
+  state: Float32Array;
+  /** The instruction in words, fixed for the episode ("reach the red target"). */
+  instruction: string;
+  /** H x W x 3 RGB, when images are enabled. A fresh array per call. */
+  image?: Uint8Array;
+}
+
+export interface StepInfo {
+  success: boolean;
+  instruction: string;
+  /** The action that reached the actuators this step (after clipping and latency), in action-space units. */
+  appliedAction: Float32Array;
+  /** Physics substeps taken this step (varies under control-rate jitter). */
+  substeps: number;
+  /** Control steps since reset. */
+  t: number;
+}
+
+export interface StepResult {
+  obs: Obs;
+  reward: number;
+  terminated: boolean;
+  truncated: boolean;
+  info: StepInfo;
+}
+
+/** What a robot adapter needs: joints, their limits, actuators and the control rate. */
+export interface RobotSpec {
+  jointNames: string[];
+  /** [lo, hi] per joint in rad or m; [-Inf, Inf] when unlimited. */
+  jointLimits: Array<[number, number]>;
+  actuatorNames: string[];
+  /** Control steps per second (nominal; jitter varies the substeps, not this). */
+  controlHz: number;
+}
+
+/** Everything needed to continue an episode exactly: physics (incl. mocap layout), goal, latency queue, RNG. */
+export interface EnvState {
+  physics: Float64Array;
+  goal: number;
+  t: number;
+  queue: Float32Array[];
+  rng: number[];
+}
+
+export interface Env extends Disposable {
+  readonly task: string;
+  readonly profile: string;
+  readonly observationSpace: ObservationSpace;
+  readonly actionSpace: BoxSpace;
+  readonly spec: RobotSpec;
+  /** Control steps after which an episode is truncated. */
+  readonly horizon: number;
+  reset(seed?: number): Obs;
+  step(action: ArrayLike<number>): StepResult;
+  getState(): EnvState;
+  setState(s: EnvState): void;
+  /** RGB image of the current state from the task's fixed camera. */
+  render(): Uint8Array;
+  /** Static scene description for the viewer (geoms, colours, meshes); poses come from `poses()`. */
+  sceneStatic(): SceneStatic;
+  /** Body poses now, nbody x 7 (x y z qw qx qy qz), a copy. */
+  poses(): Float32Array;
+  /** A scripted controller for demonstrations; fresh per episode. */
+  expert(): Expert;
+  dispose(): void;
+}
+
+export interface Expert {
+  act(obs: Obs): Float32Array;
+}
