@@ -2,6 +2,7 @@
 import { mkdirSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
+import { startStandIn } from '../hardware/standin.js';
 import * as nn from '../nn/index.js';
 import { progressBar } from './progress.js';
 
@@ -93,8 +94,51 @@ async function inspect(args: string[]): Promise<void> {
   for (const [k, v] of Object.entries(info.metadata)) console.log(`  metadata ${k} = ${v}`);
 }
 
+async function simRobot(args: string[]): Promise<void> {
+  const { values } = parseArgs({
+    args,
+    options: {
+      task: { type: 'string', default: 'reach' },
+      profile: { type: 'string', default: 'nominal' },
+      host: { type: 'string', default: '127.0.0.1' },
+      port: { type: 'string', default: '9090' },
+      seed: { type: 'string', default: '0' },
+      'camera-hz': { type: 'string', default: '0' },
+      image: { type: 'string', default: '64' },
+    },
+  });
+  const num = (k: keyof typeof values, ok: (v: number) => boolean) => {
+    const v = Number(values[k]);
+    if (!ok(v)) throw new Error(`--${k} has an invalid value '${values[k]}'`);
+    return v;
+  };
+  const standIn = await startStandIn({
+    task: values.task!,
+    profile: values.profile!,
+    host: values.host!,
+    port: num('port', (v) => Number.isInteger(v) && v >= 0 && v < 65536),
+    seed: num('seed', Number.isInteger),
+    cameraHz: num('camera-hz', (v) => v >= 0 && v <= 60),
+    image: num('image', (v) => Number.isInteger(v) && v >= 8 && v <= 512),
+  });
+  const s = standIn.robot.spec;
+  console.log(`sim robot '${s.name}' (${s.joints.join(', ')}; ${s.controlHz} Hz) serving rosbridge v2 on ws://${values.host}:${standIn.port}`);
+  await new Promise<void>((resolve) => {
+    const stop = () => resolve();
+    process.once('SIGINT', stop);
+    process.once('SIGTERM', stop);
+  });
+  await standIn.stop();
+  console.log(`stopped after ${standIn.counters.steps} control steps, ${standIn.counters.commands} commands`);
+}
+
 const commands: Record<string, Command> = {
   demo: { summary: 'fit an ensemble world model to known dynamics and export it as ONNX (the default)', usage: 'demo [--steps N] [--out DIR] [--seed S]', run: demo },
+  'sim-robot': {
+    summary: 'run the sim robot with a hardware profile as a rosbridge v2 server (the hardware stand-in)',
+    usage: 'sim-robot [--task T] [--profile P] [--port N] [--camera-hz F]',
+    run: simRobot,
+  },
   inspect: { summary: 'print the inputs, outputs and metadata of an .onnx file', usage: 'inspect <model.onnx>', run: inspect },
 };
 
