@@ -1,10 +1,5 @@
 // The wmrl command line. `npm start` runs `wmrl` with no arguments: the default job.
-import { mkdirSync } from 'node:fs';
-import { join, resolve } from 'node:path';
-import { parseArgs } from 'node:util';
-import { startStandIn } from '../hardware/standin.js';
-import * as nn from '../nn/index.js';
-import { progressBar } from './progress.js';
+// Each command loads its own modules, so a quick verb does not start MuJoCo or ONNX Runtime.
 
 interface Command {
   summary: string;
@@ -12,134 +7,24 @@ interface Command {
   run(args: string[]): Promise<void>;
 }
 
-/**
- * Fits a 5-member world-model ensemble to a known dynamics function, reports held-out error and
- * member disagreement, and exports the ensemble as a standalone ONNX model.
- */
-async function demo(args: string[]): Promise<void> {
-  const { values } = parseArgs({ args, options: { steps: { type: 'string', default: '1500' }, out: { type: 'string', default: 'runs/demo' }, seed: { type: 'string', default: '0' } } });
-  const steps = Number(values.steps);
-  const seed = Number(values.seed);
-  if (!Number.isInteger(steps) || steps < 1) throw new Error(`--steps must be a positive integer, got '${values.steps}'`);
-  const out = resolve(values.out!);
-  mkdirSync(out, { recursive: true });
-  // A pendulum-like transition: state (angle, velocity), action torque → next state.
-  const dyn = (s: number[], a: number) => [s[0]! + 0.05 * s[1]!, s[1]! + 0.05 * (-9.8 * Math.sin(s[0]!) + a)];
-  const rng = new nn.Rng(seed);
-  const sample = () => {
-    const s = [rng.uniform(-Math.PI, Math.PI), rng.uniform(-4, 4)];
-    const a = rng.uniform(-2, 2);
-    return { x: [s[0]!, s[1]!, a], y: dyn(s, a).map((v, i) => v - s[i]!) };
-  };
-  const E = 5, B = 256;
-  const store = new nn.ParamStore(seed);
-  const ens = new nn.EnsembleMLP(store, 'dynamics', E, { sizes: [3, 128, 128, 2], activation: 'silu' });
-  const g = new nn.Graph();
-  const x = g.input('x', [E, 'batch', 3]);
-  const y = g.input('y', [E, 'batch', 2]);
-  // Targets are scaled so both state deltas weigh alike in the loss.
-  const scale = g.constant([10, 1], [2]);
-  const loss = nn.mean(nn.square(nn.mul(nn.sub(ens.forward(x), y), scale)));
-  const trainer = await nn.Trainer.create({ loss, store, optimizer: { lr: 2e-3, clipNorm: 10 } });
-  const progress = progressBar();
-  console.log(`fitting a ${E}-member ensemble world model (${store.count()} parameters) for ${steps} steps`);
-  let last = 0;
-  for (let step = 1; step <= steps; step++) {
-    const xb = new Float32Array(E * B * 3), yb = new Float32Array(E * B * 2);
-    for (let i = 0; i < E * B; i++) {
-      const s = sample();
-      xb.set(s.x, i * 3);
-      yb.set(s.y, i * 2);
-    }
-    last = (await trainer.step({ x: nn.tensor(xb, [E, B, 3]), y: nn.tensor(yb, [E, B, 2]) })).loss;
-    if (step % 25 === 0 || step === steps) progress(step, steps, `loss ${last.toExponential(2)}`);
-  }
-  trainer.syncToStore();
-  const gi = new nn.Graph();
-  const xi = gi.input('state_action', ['batch', 3]);
-  const pred = ens.forward(xi);
-  const path = join(out, 'world_model.onnx');
-  const info = nn.exportOnnx(path, {
-    inputs: [{ name: 'state_action', tensor: xi, doc: '[batch, 3]: angle (rad), angular velocity (rad/s), torque' }],
-    outputs: [{ name: 'delta', tensor: pred, doc: `[${E}, batch, 2]: predicted state change per ensemble member` }],
-    store,
-    graphName: 'world_model',
-    metadata: { kind: 'ensemble_dynamics', members: E, state: ['angle', 'angular_velocity'], action: ['torque'], dt: 0.05 },
-  });
-  store.save(join(out, 'world_model.safetensors'), { steps: String(steps) });
-  const test = Array.from({ length: 1000 }, sample);
-  const prog = await nn.Program.inference([{ name: 'x', tensor: xi }], [{ name: 'y', tensor: pred }], store);
-  const o = nn.f32((await prog.run({ x: nn.tensor(test.flatMap((t) => t.x), [test.length, 3]) })).y);
-  let err = 0, spread = 0;
-  test.forEach((t, i) => {
-    for (let k = 0; k < 2; k++) {
-      const preds = Array.from({ length: E }, (_, e) => o[(e * test.length + i) * 2 + k]!);
-      const mean = preds.reduce((a, b) => a + b, 0) / E;
-      err += (mean - t.y[k]!) ** 2;
-      spread += preds.reduce((a, p) => a + (p - mean) ** 2, 0) / E;
-    }
-  });
-  console.log(`held-out MSE of the ensemble mean: ${(err / (2 * test.length)).toExponential(3)}; mean member variance: ${(spread / (2 * test.length)).toExponential(3)}`);
-  console.log(`exported ${path} (IR ${info.irVersion}, opset ${info.opset}; inputs ${info.inputs.map((i) => i.name)}; outputs ${info.outputs.map((i) => i.name)})`);
-}
-
-async function inspect(args: string[]): Promise<void> {
-  const path = args[0];
-  if (!path) throw new Error('usage: wmrl inspect <model.onnx>');
-  const info = nn.readOnnxInfo(path);
-  console.log(`${path}: IR version ${info.irVersion}, opset ${info.opset}, producer ${info.producer || '?'}`);
-  for (const [kind, vs] of [['input', info.inputs], ['output', info.outputs]] as const) {
-    for (const v of vs) console.log(`  ${kind} ${v.name}: ${v.dtype} [${v.shape.join(', ')}]${v.doc ? ` — ${v.doc}` : ''}`);
-  }
-  for (const [k, v] of Object.entries(info.metadata)) console.log(`  metadata ${k} = ${v}`);
-}
-
-async function simRobot(args: string[]): Promise<void> {
-  const { values } = parseArgs({
-    args,
-    options: {
-      task: { type: 'string', default: 'reach' },
-      profile: { type: 'string', default: 'nominal' },
-      host: { type: 'string', default: '127.0.0.1' },
-      port: { type: 'string', default: '9090' },
-      seed: { type: 'string', default: '0' },
-      'camera-hz': { type: 'string', default: '0' },
-      image: { type: 'string', default: '64' },
-    },
-  });
-  const num = (k: keyof typeof values, ok: (v: number) => boolean) => {
-    const v = Number(values[k]);
-    if (!ok(v)) throw new Error(`--${k} has an invalid value '${values[k]}'`);
-    return v;
-  };
-  const standIn = await startStandIn({
-    task: values.task!,
-    profile: values.profile!,
-    host: values.host!,
-    port: num('port', (v) => Number.isInteger(v) && v >= 0 && v < 65536),
-    seed: num('seed', Number.isInteger),
-    cameraHz: num('camera-hz', (v) => v >= 0 && v <= 60),
-    image: num('image', (v) => Number.isInteger(v) && v >= 8 && v <= 512),
-  });
-  const s = standIn.robot.spec;
-  console.log(`sim robot '${s.name}' (${s.joints.join(', ')}; ${s.controlHz} Hz) serving rosbridge v2 on ws://${values.host}:${standIn.port}`);
-  await new Promise<void>((resolve) => {
-    const stop = () => resolve();
-    process.once('SIGINT', stop);
-    process.once('SIGTERM', stop);
-  });
-  await standIn.stop();
-  console.log(`stopped after ${standIn.counters.steps} control steps, ${standIn.counters.commands} commands`);
-}
-
 const commands: Record<string, Command> = {
-  demo: { summary: 'fit an ensemble world model to known dynamics and export it as ONNX (the default)', usage: 'demo [--steps N] [--out DIR] [--seed S]', run: demo },
+  demo: { summary: 'fit an ensemble world model to known dynamics and export it as ONNX (the default)', usage: 'demo [--steps N] [--out DIR] [--seed S]', run: async (a) => (await import('./commands/demo.js')).demo(a) },
   'sim-robot': {
     summary: 'run the sim robot with a hardware profile as a rosbridge v2 server (the hardware stand-in)',
     usage: 'sim-robot [--task T] [--profile P] [--port N] [--camera-hz F]',
-    run: simRobot,
+    run: async (a) => (await import('./commands/sim-robot.js')).simRobot(a),
   },
-  inspect: { summary: 'print the inputs, outputs and metadata of an .onnx file', usage: 'inspect <model.onnx>', run: inspect },
+  drive: {
+    summary: 'run a policy on a robot through the safety layer, recording every episode',
+    usage: 'drive --robot YAML|sim:TASK[:PROFILE] [--policy expert|hold|FILE.onnx] [--episodes N] [--store DB]',
+    run: async (a) => (await import('./commands/drive.js')).drive(a),
+  },
+  episodes: {
+    summary: 'list recorded episodes; export one to MCAP; import an MCAP bag',
+    usage: 'episodes list|export ID OUT.mcap|import IN.mcap [--store DB]',
+    run: async (a) => (await import('./commands/episodes.js')).episodes(a),
+  },
+  inspect: { summary: 'print the inputs, outputs and metadata of an .onnx file', usage: 'inspect <model.onnx>', run: async (a) => (await import('./commands/inspect.js')).inspect(a) },
 };
 
 function help(): void {
@@ -160,4 +45,8 @@ else if (!commands[cmd]) {
     console.error(`wmrl ${cmd}: ${(e as Error).message}`);
     process.exitCode = 1;
   }
+  // A finished command ends the process even if a library left a handle open (a socket's retry timer).
+  process.exit();
 }
+
+export {};

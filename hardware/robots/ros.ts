@@ -4,9 +4,9 @@
 // its publishers and subscriptions on each new connection instead of relying on the queue.
 import { Ros, Service, Topic } from 'roslib';
 import type { ITransportFactory } from 'roslib';
-import { fromRosTime, toRosTime } from '../../bridge/ros/msgs.js';
 import type { RobotConfig } from '../config.js';
 import type { Image, Robot, RobotObservation, RobotSpec } from '../types.js';
+import { commandMessage, commandType, JointStateReader, type JointStateMsg } from './ros-messages.js';
 
 export class NotConnectedError extends Error {
   constructor(robot: string, what: string) {
@@ -24,12 +24,6 @@ export interface RosRobotOptions {
   timeoutMs?: number;
 }
 
-interface JointStateMsg {
-  header: { stamp: { sec: number; nanosec: number } };
-  name: string[];
-  position: number[];
-  velocity: number[];
-}
 
 export class RosRobot implements Robot {
   readonly spec: RobotSpec;
@@ -47,11 +41,11 @@ export class RosRobot implements Robot {
   private readonly waiters = new Set<() => void>();
   /** Times the link came up (1 after the first connect). */
   connections = 0;
-  /** Joint order of incoming JointState messages mapped to spec order; rebuilt when names change. */
-  private order?: { names: string; idx: number[] };
+  private readonly jointReader: JointStateReader;
 
   private constructor(readonly config: RobotConfig, private readonly opts: RosRobotOptions) {
     this.spec = config.spec;
+    this.jointReader = new JointStateReader(config.spec.joints);
     this.backoff = opts.reconnectMinMs ?? 100;
     this.ros = new Ros({ transportFactory: opts.transportFactory });
     this.ros.on('connection', () => this.onConnect());
@@ -96,11 +90,7 @@ export class RosRobot implements Robot {
         this.image = { width, height, encoding: m.format.includes('png') ? 'png' : 'jpeg', data };
       });
     }
-    this.command = new Topic({
-      ros: this.ros,
-      name: c.command.topic,
-      messageType: c.command.mode === 'forward_command' ? 'std_msgs/msg/Float64MultiArray' : 'trajectory_msgs/msg/JointTrajectory',
-    });
+    this.command = new Topic({ ros: this.ros, name: c.command.topic, messageType: commandType(c) });
     this.command.advertise();
     this.wake();
   }
@@ -119,18 +109,9 @@ export class RosRobot implements Robot {
   }
 
   private onJointState(m: JointStateMsg): void {
-    const key = m.name.join('\u0000');
-    if (this.order?.names !== key) {
-      const idx = this.spec.joints.map((j) => m.name.indexOf(j));
-      if (idx.some((i) => i < 0)) return; // a JointState of some other joints
-      this.order = { names: key, idx };
-    }
-    const { idx } = this.order;
-    this.joint = {
-      stamp: fromRosTime(m.header.stamp),
-      position: Float64Array.from(idx, (i) => m.position[i] ?? NaN),
-      velocity: Float64Array.from(idx, (i) => m.velocity[i] ?? NaN),
-    };
+    const j = this.jointReader.read(m);
+    if (!j) return; // a JointState of some other joints
+    this.joint = j;
     this.wake();
   }
 
@@ -170,17 +151,7 @@ export class RosRobot implements Robot {
 
   async act(action: Float32Array): Promise<Float32Array> {
     if (!this.isConnected || !this.command) throw new NotConnectedError(this.spec.name, 'the command');
-    const data = Array.from(action);
-    if (this.config.command.mode === 'forward_command') {
-      this.command.publish({ layout: { dim: [], data_offset: 0 }, data });
-    } else {
-      const field = this.config.command.trajectoryField;
-      this.command.publish({
-        header: { stamp: toRosTime(Date.now() / 1000), frame_id: '' },
-        joint_names: this.spec.action.names,
-        points: [{ positions: [], velocities: [], accelerations: [], effort: [], [field]: data, time_from_start: { sec: 0, nanosec: Math.round(1e9 / this.spec.controlHz) } }],
-      });
-    }
+    this.command.publish(commandMessage(this.config, action));
     return action;
   }
 

@@ -1,0 +1,14 @@
+// `wmrl inspect`: what a deployed .onnx file expects and declares.
+import * as nn from '../../nn/index.js';
+
+export async function inspect(args: string[]): Promise<void> {
+  const path = args[0];
+  if (!path) throw new Error('usage: wmrl inspect <model.onnx>');
+  const info = nn.readOnnxInfo(path);
+  console.log(`${path}: IR version ${info.irVersion}, opset ${info.opset}, producer ${info.producer || '?'}`);
+  for (const [kind, vs] of [['input', info.inputs], ['output', info.outputs]] as const) {
+    for (const v of vs) console.log(`  ${kind} ${v.name}: ${v.dtype} [${v.shape.join(', ')}]${v.doc ? ` — ${v.doc}` : ''}`);
+  }
+  for (const [k, v] of Object.entries(info.metadata)) console.log(`  metadata ${k} = ${v}`);
+}
+

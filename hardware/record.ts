@@ -1,0 +1,84 @@
+// Runs a policy on a robot in real time, through the safety layer, and records the episode as it
+// happens: each step is committed to the store before the next control tick.
+import { randomUUID } from 'node:crypto';
+import type { EpisodeStore } from './episodes/store.js';
+import { SafetyStop, type SafetyLayer } from './safety.js';
+import type { EpisodeMeta, EpisodeStatus, RobotObservation } from './types.js';
+
+export type Policy = (obs: RobotObservation) => Float32Array | Promise<Float32Array>;
+
+/** Per-step outcome; robots that cannot score themselves leave reward 0 and never end early. */
+export type Scorer = () => { reward: number; done: boolean; success?: boolean };
+
+export interface RunEpisodeOptions {
+  robot: SafetyLayer;
+  policy: Policy;
+  maxSteps: number;
+  store?: EpisodeStore;
+  meta: Omit<EpisodeMeta, 'id' | 'startedAt'> & { id?: string };
+  score?: Scorer;
+  /** Control ticks are paced at the robot's rate; false runs as fast as the robot answers (sim). */
+  realTime?: boolean;
+  signal?: AbortSignal;
+  onStep?: (seq: number, reward: number) => void;
+}
+
+export interface EpisodeOutcome {
+  id: string;
+  steps: number;
+  status: EpisodeStatus;
+  success?: boolean;
+  return: number;
+  stoppedBy?: string;
+}
+
+export async function runEpisode(o: RunEpisodeOptions): Promise<EpisodeOutcome> {
+  const meta: EpisodeMeta = { ...o.meta, id: o.meta.id ?? randomUUID(), startedAt: Date.now() };
+  const rec = o.store?.begin(meta);
+  const period = 1000 / o.robot.spec.controlHz;
+  let ret = 0;
+  let success: boolean | undefined;
+  let stoppedBy: string | undefined;
+  let seq = 0;
+  let obs = await o.robot.reset();
+  const t0 = performance.now();
+  try {
+    for (; seq < o.maxSteps; seq++) {
+      if (o.signal?.aborted) {
+        stoppedBy = 'aborted';
+        break;
+      }
+      const tObs = obs.stamp;
+      const action = await o.policy(obs);
+      const sent = await o.robot.act(action, { stamp: performance.now() });
+      const tAct = tObs + (performance.now() - t0 - seq * period) / 1000;
+      const s = o.score?.() ?? { reward: 0, done: false };
+      const done = s.done || seq === o.maxSteps - 1;
+      if (s.success !== undefined) success = s.success;
+      ret += s.reward;
+      rec?.append({ seq, tObs, tAct, obs, action: sent, reward: s.reward, done, ...(done && success !== undefined ? { success } : {}) });
+      o.onStep?.(seq, s.reward);
+      if (done) {
+        seq++;
+        break;
+      }
+      if (o.realTime !== false) {
+        const wait = t0 + (seq + 1) * period - performance.now();
+        if (wait > 0) await new Promise((r) => setTimeout(r, wait));
+      }
+      obs = await o.robot.observe();
+    }
+  } catch (e) {
+    if (!(e instanceof SafetyStop)) {
+      if (rec) o.store!.finish(meta.id, { status: 'partial' });
+      throw e;
+    }
+    stoppedBy = e.reason;
+  }
+  const status: EpisodeStatus = stoppedBy ? 'partial' : 'complete';
+  if (rec) {
+    if (status === 'complete') rec.finish({ success });
+    else o.store!.finish(meta.id, { status: 'partial' });
+  }
+  return { id: meta.id, steps: seq, status, success, return: ret, ...(stoppedBy ? { stoppedBy } : {}) };
+}
