@@ -3,8 +3,8 @@
 // limited slots that never block world-model scoring, and restore-then-continue = never stopped.
 import { describe, expect, it } from 'vitest';
 import type { Score } from '../wmrl/advantages.js';
-import { DEFAULT_ANCHOR_CONFIG } from '../wmrl/anchors.js';
-import { Corrector, DEFAULT_CORRECTOR_CONFIG, type CorrectorConfig, type TrustedScorer, type WorldModelScorer } from '../wmrl/corrector.js';
+import { DEFAULT_ANCHOR_CONFIG, inclusionProbabilities } from '../wmrl/anchors.js';
+import { Corrector, DEFAULT_CORRECTOR_CONFIG, normalizeWeights, type CorrectorConfig, type TrustedScorer, type WorldModelScorer } from '../wmrl/corrector.js';
 import { normalizedDisagreement } from '../wmrl/denoise.js';
 import { Rng } from '../wmrl/rng.js';
 
@@ -143,5 +143,64 @@ describe('Corrector', () => {
     // The stop point lies after calibration and c are fixed, so the state is not trivial.
     expect((straight[22] as { log: { calibrated: boolean; anchorWeight: number } }).log.calibrated).toBe(true);
     expect((straight[22] as { log: { anchorWeight: number } }).log.anchorWeight).toBeGreaterThan(1);
+  });
+
+  it('returns weights with mean 1 over scored rollouts: up-weighting anchors shifts the mix, never the scale', async () => {
+    const c = new Corrector<R>(cfg(), new Wm(), new Real(7));
+    const rng = new Rng(9);
+    let sawUpWeight = false;
+    for (let t = 0; t < 40; t++) {
+      const res = await c.step(makeGroups(rng, 16));
+      let sum = 0;
+      let n = 0;
+      res.weights.forEach((g, gi) => g.forEach((w, i) => {
+        if (res.advantages[gi]![i] !== null) { sum += w; n++; } else expect(w).toBe(1);
+      }));
+      expect(sum / n).toBeCloseTo(1, 12);
+      const wm = res.source.findIndex((s) => s === 'wm');
+      const real = res.source.findIndex((s) => s === 'real');
+      if (wm >= 0 && real >= 0) {
+        const ratio = res.weights[real]!.find((_, i) => res.advantages[real]![i] !== null)! / res.weights[wm]![0]!;
+        expect(ratio).toBeCloseTo(res.log.anchorWeight, 10);
+        if (res.log.anchorWeight > 1.5) sawUpWeight = true;
+      }
+    }
+    expect(sawUpWeight).toBe(true);
+  });
+});
+
+describe('active anchors', () => {
+  it('scale each anchor\'s excess weight by mean inclusion over its inclusion, so no content is favoured in expectation', async () => {
+    const mix = 0.2;
+    const c = new Corrector<R>(cfg({ anchors: { ...DEFAULT_ANCHOR_CONFIG, fraction: 0.25, mode: 'active', uniformMix: mix, maxInFlight: 64 } }), new Wm(), new Real());
+    const rng = new Rng(11);
+    let checked = 0;
+    for (let t = 0; t < 40; t++) {
+      const groups = makeGroups(rng, 16);
+      const res = await c.step(groups);
+      const w = res.log.anchorWeight;
+      const wm = res.source.indexOf('wm');
+      if (w <= 1 || wm < 0) continue;
+      const u = groups.map((g) => g.reduce((s, x) => s + x.v, 0) / g.length);
+      const total = u.reduce((s, x) => s + x, 0);
+      const pi = inclusionProbabilities(u.map((x) => (1 - mix) * (x / total) + mix / u.length), res.log.anchorsLaunched);
+      const meanPi = res.log.anchorsLaunched / groups.length;
+      res.source.forEach((s, g) => {
+        if (s !== 'real') return;
+        expect(res.weights[g]![0]! / res.weights[wm]![0]!).toBeCloseTo(1 + (w - 1) * (meanPi / pi[g]!), 9);
+        checked++;
+      });
+    }
+    expect(checked).toBeGreaterThan(20);
+  });
+});
+
+describe('normalizeWeights', () => {
+  it('rescales to mean 1 over non-null advantages and gives excluded rollouts 1', () => {
+    const w = normalizeWeights([[3, 3, 3], [1, 1, 1]], [[0.5, null, -0.5], [1, 0, -1]]);
+    // Scored: 3, 3, 1, 1, 1 → mean 9/5; scaled by 5/9.
+    expect(w[0]).toEqual([3 * (5 / 9), 1, 3 * (5 / 9)]);
+    expect(w[1]!.map((x) => x * 9)).toEqual([5, 5, 5].map((x) => expect.closeTo(x, 12)));
+    expect(normalizeWeights([[2, 2]], [[null, null]])).toEqual([[1, 1]]);
   });
 });

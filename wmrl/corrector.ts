@@ -108,7 +108,12 @@ export interface StepLog {
 export interface StepResult {
   /** [group][rollout]; null = excluded (unscored, or the group was skipped). */
   advantages: Score[][];
-  /** [group][rollout] multiplier of each advantage: anchor weight on real groups, ensemble weights on world-model groups. */
+  /**
+   * [group][rollout] multiplier of each advantage: anchor weight on real groups, ensemble weights on
+   * world-model groups, normalized to mean 1 over the step's scored rollouts, so that the plain mean
+   * of weight × advantage × ∇log π over the step is the inverse-variance weighted mean (the fusion)
+   * and up-weighting anchors never changes the estimate's overall scale. 1 on excluded rollouts.
+   */
   weights: number[][];
   /** [group] where the group's scores came from. */
   source: Array<'real' | 'wm'>;
@@ -145,6 +150,25 @@ export interface CorrectorState {
   weighter: WeighterState;
   finished: Finished[];
   ppi: PpiUnit[];
+}
+
+/**
+ * Weights [group][rollout] rescaled to mean 1 over the rollouts whose advantage is not null; the
+ * others get 1. A fusion is a weighted *mean*: without this, up-weighting anchors would also scale
+ * the whole estimate (a larger step), not only shift its mix.
+ */
+export function normalizeWeights(weights: number[][], advantages: readonly Score[][]): number[][] {
+  let sum = 0;
+  let n = 0;
+  weights.forEach((g, gi) => g.forEach((w, i) => {
+    const a = advantages[gi]![i];
+    if (a !== null && a !== undefined) { sum += w; n++; }
+  }));
+  const k = n > 0 && sum > 0 ? n / sum : 1;
+  return weights.map((g, gi) => g.map((w, i) => {
+    const a = advantages[gi]![i];
+    return a !== null && a !== undefined ? w * k : 1;
+  }));
 }
 
 export class Corrector<R> {
@@ -275,12 +299,22 @@ export class Corrector<R> {
     const source = scores.map((_, g) => (realOf.has(g) ? 'real' : 'wm') as 'real' | 'wm');
     const adv = groupAdvantages(scores, cfg.advantages);
     const anchorWeight = cfg.denoise ? this.weighter.weight() : 1;
-    const weights = scores.map((s, g) => {
-      if (source[g] === 'real') return s.map(() => anchorWeight);
+    // Anchor g's up-weight is (w − 1)·π̄/π_g on top of 1 (Horvitz–Thompson on the excess): when
+    // active selection favours some groups' contents, each content still gets the same expected
+    // weight, 1 + (w − 1)·π̄, as with uniform selection, where π_g = π̄ and this is just w.
+    const inclusionOf = new Map<number, number>(choice.groups.map((g, j) => [g, choice.inclusion[j]!]));
+    const meanInclusion = groups.length ? choice.groups.length / groups.length : 0;
+    const raw = scores.map((s, g) => {
+      if (source[g] === 'real') {
+        const pi = inclusionOf.get(g)!;
+        const w = pi > 0 ? 1 + (anchorWeight - 1) * (meanInclusion / pi) : anchorWeight;
+        return s.map(() => w);
+      }
       const v = wm[g]!.variance;
       if (!cfg.perRolloutWeights || !v) return s.map(() => 1);
       return ensembleWeights(v, s.map((x) => x !== null), cfg.varianceFloor);
     });
+    const weights = normalizeWeights(raw, adv.advantages);
 
     const predictions = calibrated.flat().filter((x): x is number => x !== null);
     const log = this.makeLog(step, groups.length, choice.groups.length, realOf.size, absorbed.length, adv, anchorWeight, this.trueMean(predictions));
