@@ -15,8 +15,11 @@ export interface RosCommandConfig {
 
 export interface RobotConfig {
   spec: RobotSpec;
-  transport: 'rosbridge' | 'ros2';
+  transport: 'rosbridge' | 'ros2' | 'mqtt';
+  /** rosbridge: ws://…; mqtt: mqtt://broker:1883. */
   url: string;
+  /** MQTT: the robot's id in wmrl/robots/{id}/… and the MQTT protocol version of the broker. */
+  mqtt?: { robotId: string; protocolVersion: 4 | 5 };
   command: RosCommandConfig;
   stateTopic: string;
   featuresTopic?: string;
@@ -90,7 +93,7 @@ class Reader {
   }
 }
 
-const TOP = ['name', 'transport', 'url', 'joints', 'position_limits', 'velocity_limits', 'control_hz', 'action', 'command', 'state_topic', 'features', 'camera', 'instruction_topic', 'services', 'safety'] as const;
+const TOP = ['name', 'transport', 'url', 'mqtt', 'joints', 'position_limits', 'velocity_limits', 'control_hz', 'action', 'command', 'state_topic', 'features', 'camera', 'instruction_topic', 'services', 'safety'] as const;
 
 export function parseRobotConfig(text: string, file = '<robot.yaml>'): RobotConfig {
   const lc = new LineCounter();
@@ -122,12 +125,17 @@ export function parseRobotConfig(text: string, file = '<robot.yaml>'): RobotConf
   if (low.some((l, i) => !(l <= high[i]!))) r.fail(am.get('low'), "'action.low' must not exceed 'action.high'");
   const action: ActionSpec = { kind, names, low, high };
 
-  const cm = r.map(top.get('command'), 'command', ['mode', 'topic', 'trajectory_field']);
-  const command: RosCommandConfig = {
-    mode: r.oneOf(cm, 'mode', 'command.', ['forward_command', 'joint_trajectory'] as const),
-    topic: r.str(cm, 'topic', 'command.'),
-    trajectoryField: r.oneOf(cm, 'trajectory_field', 'command.', ['positions', 'velocities', 'effort'] as const, 'positions'),
-  };
+  const transport = r.oneOf(top, 'transport', '', ['rosbridge', 'ros2', 'mqtt'] as const, 'rosbridge');
+  // MQTT robots take commands on their own topic layout; ROS robots need a command section.
+  let command: RosCommandConfig = { mode: 'forward_command', topic: '', trajectoryField: 'positions' };
+  if (transport !== 'mqtt' || top.has('command')) {
+    const cm = r.map(top.get('command'), 'command', ['mode', 'topic', 'trajectory_field']);
+    command = {
+      mode: r.oneOf(cm, 'mode', 'command.', ['forward_command', 'joint_trajectory'] as const),
+      topic: r.str(cm, 'topic', 'command.'),
+      trajectoryField: r.oneOf(cm, 'trajectory_field', 'command.', ['positions', 'velocities', 'effort'] as const, 'positions'),
+    };
+  }
   let features: string[] | undefined, featuresTopic: string | undefined;
   if (top.has('features')) {
     const fm = r.map(top.get('features'), 'features', ['topic', 'names']);
@@ -141,6 +149,11 @@ export function parseRobotConfig(text: string, file = '<robot.yaml>'): RobotConf
     const px = (k: string) => r.num(cam, k, 'camera.', undefined, (v) => Number.isInteger(v) && v > 0 && v <= 4096, 'an integer pixel count');
     camera = { width: px('width'), height: px('height'), encoding: r.oneOf(cam, 'encoding', 'camera.', ['rgb8', 'jpeg', 'png'] as const, 'png') };
   }
+  let mqtt: RobotConfig['mqtt'];
+  if (top.has('mqtt')) {
+    const mm = r.map(top.get('mqtt'), 'mqtt', ['robot_id', 'protocol_version']);
+    mqtt = { robotId: r.str(mm, 'robot_id', 'mqtt.'), protocolVersion: r.num(mm, 'protocol_version', 'mqtt.', 5, (v) => v === 4 || v === 5, '4 or 5') as 4 | 5 };
+  } else if (transport === 'mqtt') r.fail(doc.contents as YamlNode, "transport: mqtt needs an 'mqtt' section with robot_id");
   const services: RobotConfig['services'] = {};
   if (top.has('services')) {
     const sm = r.map(top.get('services'), 'services', ['reset', 'estop']);
@@ -159,7 +172,8 @@ export function parseRobotConfig(text: string, file = '<robot.yaml>'): RobotConf
   }
   return {
     spec: { name: r.str(top, 'name', ''), joints, positionLimits, velocityLimits, action, controlHz, ...(features ? { features } : {}), ...(camera ? { camera } : {}) },
-    transport: r.oneOf(top, 'transport', '', ['rosbridge', 'ros2'] as const, 'rosbridge'),
+    transport,
+    ...(mqtt ? { mqtt } : {}),
     url: r.str(top, 'url', '', 'ws://127.0.0.1:9090'),
     command,
     stateTopic: r.str(top, 'state_topic', '', '/joint_states'),

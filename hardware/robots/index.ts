@@ -1,11 +1,38 @@
 // Robots by transport. Optional, heavy dependencies load only in their own branch.
 import type { RobotConfig } from '../config.js';
 import { SafetyLayer, type InterventionEvent } from '../safety.js';
-import type { Robot } from '../types.js';
+import type { Robot, RobotSpec } from '../types.js';
+
+/** A robot seen through a locally declared spec (the operator's limits, not the robot's own claim). */
+class WithSpec implements Robot {
+  constructor(private readonly inner: Robot, readonly spec: RobotSpec, private readonly onDispose: () => Promise<void>) {}
+  observe = () => this.inner.observe();
+  act = (a: Float32Array) => this.inner.act(a);
+  reset = () => this.inner.reset();
+  estop = () => this.inner.estop();
+  [Symbol.asyncDispose] = async () => {
+    await this.inner[Symbol.asyncDispose]();
+    await this.onDispose();
+  };
+}
 
 const FACTORIES: Record<RobotConfig['transport'], (cfg: RobotConfig) => Promise<Robot>> = {
   rosbridge: async (cfg) => (await import('./ros.js')).RosRobot.connect(cfg),
   ros2: async (cfg) => (await import('./ros2.js')).Ros2Robot.connect(cfg),
+  mqtt: async (cfg) => {
+    const { connect, endClient } = await import('../../bridge/mqtt/client.js');
+    const { MqttRobot } = await import('./mqtt.js');
+    const m = cfg.mqtt!;
+    const client = await connect({ url: cfg.url, clientId: `wmrl-${m.robotId}-${process.pid}`, protocolVersion: m.protocolVersion, clean: true, onError: (e) => process.emitWarning(e) });
+    const robot = await MqttRobot.connect(client, m.robotId);
+    // The operator's YAML, not the robot's own announcement, sets the limits the safety layer enforces.
+    if (robot.spec.joints.join() !== cfg.spec.joints.join()) {
+      await robot[Symbol.asyncDispose]();
+      await endClient(client, true);
+      throw new Error(`${cfg.spec.name}: robot '${m.robotId}' announces joints [${robot.spec.joints}], the YAML says [${cfg.spec.joints}]`);
+    }
+    return new WithSpec(robot, cfg.spec, () => endClient(client, true));
+  },
 };
 
 /** Connects to the robot a config describes, always behind the safety layer it configures. */

@@ -1,0 +1,145 @@
+// MqttRobot (service side) against serveRobotOverMqtt (robot side) through a real broker:
+// spec and state arrive, commands round-trip clipped, stale and duplicate commands are refused,
+// e-stop is honoured and latches until reset.
+
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { publish } from '../bridge/mqtt/client.js';
+import type { CommandMsg } from '../bridge/mqtt/messages.js';
+import { robotTopic } from '../bridge/mqtt/topics.js';
+import { MqttRobot, serveRobotOverMqtt, type RobotServer } from '../hardware/robots/mqtt.js';
+import { BROKERS, type TestBroker } from './helpers/mqtt-brokers.js';
+import { FakeRobot } from './helpers/mqtt-fake-robot.js';
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+async function until(cond: () => boolean, ms = 3000): Promise<void> {
+  const end = Date.now() + ms;
+  while (!cond()) {
+    if (Date.now() > end) throw new Error('condition not reached in time');
+    await sleep(10);
+  }
+}
+
+describe.each(BROKERS)('MQTT robot over $name', (kind) => {
+  let broker: TestBroker;
+  let fake: FakeRobot;
+  let server: RobotServer;
+  let robot: MqttRobot;
+  const serverErrors: Error[] = [];
+
+  beforeAll(async () => {
+    broker = await kind.start();
+    fake = new FakeRobot();
+    const robotClient = await broker.client('robot-side-r1');
+    server = await serveRobotOverMqtt(fake, robotClient, 'r1', { onError: (e) => serverErrors.push(e) });
+    const serviceClient = await broker.client('service-r1');
+    robot = await MqttRobot.connect(serviceClient, 'r1', { commandTtlMs: 500 });
+  });
+
+  afterAll(async () => {
+    await robot?.[Symbol.asyncDispose]();
+    await server?.stop();
+    await broker?.close();
+  });
+
+  it('announces the spec, limits (±Infinity included) intact', () => {
+    expect(robot.spec).toEqual(fake.spec);
+  });
+
+  it('state and commands round-trip; the returned action is the clipped one actually sent', async () => {
+    const obs0 = await robot.reset();
+    expect(Array.from(obs0.position)).toEqual([0, 0]);
+    const sent = await robot.act(Float32Array.of(0.5, 3));
+    expect(Array.from(sent)).toEqual([0.5, 1]);
+    await until(() => fake.actions.length === 1);
+    expect(Array.from(fake.actions[0])).toEqual([0.5, 1]);
+    for (let i = 0; i < 9; i++) await robot.act(Float32Array.of(0.5, -0.25));
+    await until(() => fake.actions.length === 10);
+    // The state published at the control rate catches up with the integrator.
+    await until(() => fake.position[0] > 0 && Math.abs(fake.position[0] - 0.1) < 1e-9);
+    let obs = await robot.observe();
+    const deadline = Date.now() + 2000;
+    while (Math.abs(obs.position[0] - 0.1) > 1e-9 && Date.now() < deadline) {
+      await sleep(20);
+      obs = await robot.observe();
+    }
+    expect(obs.position[0]).toBeCloseTo(0.1, 9);
+    expect(obs.position[1]).toBeCloseTo((1 - 9 * 0.25) / 50, 9);
+    expect(obs.features?.length).toBe(1);
+    expect(obs.instruction).toBe('hold');
+    await expect(robot.act(Float32Array.of(1))).rejects.toThrow(/takes 2 action values/);
+    expect(serverErrors).toEqual([]);
+  });
+
+  it('refuses stale and duplicate commands', async () => {
+    const injector = await broker.client('injector-r1');
+    const before = fake.actions.length;
+    const now = Date.now();
+    const base: CommandMsg = { type: 'command', session: 'inj', seq: 5, stamp: now, deadline: now + 1000, action: [0.1, 0.1] };
+    await publish(injector, robotTopic('r1', 'cmd'), base);
+    await until(() => fake.actions.length === before + 1);
+    const staleBefore = server.stats.refused.stale;
+    const dupBefore = server.stats.refused.duplicate;
+    await publish(injector, robotTopic('r1', 'cmd'), { ...base, seq: 6, stamp: now - 5000, deadline: now - 4000 });
+    await publish(injector, robotTopic('r1', 'cmd'), { ...base, seq: 5, deadline: Date.now() + 1000 });
+    await publish(injector, robotTopic('r1', 'cmd'), { ...base, seq: 4, deadline: Date.now() + 1000 });
+    await until(() => server.stats.refused.stale === staleBefore + 1 && server.stats.refused.duplicate === dupBefore + 2);
+    await sleep(50);
+    expect(fake.actions.length).toBe(before + 1);
+    // A newer seq is applied again.
+    await publish(injector, robotTopic('r1', 'cmd'), { ...base, seq: 7, deadline: Date.now() + 1000, action: [0.2, 0.2] });
+    await until(() => fake.actions.length === before + 2);
+  });
+
+  it('honours e-stop, refuses motion until reset, and resumes after reset', async () => {
+    await robot.act(Float32Array.of(1, 1));
+    await robot.estop();
+    expect(fake.estopped).toBe(true);
+    const n = fake.actions.length;
+    const refused = server.stats.refused.estopped;
+    await robot.act(Float32Array.of(1, 1));
+    await until(() => server.stats.refused.estopped === refused + 1);
+    expect(fake.actions.length).toBe(n);
+    // E-stop is honoured even when it is a redelivered/old request.
+    const injector = await broker.client('injector2-r1');
+    await publish(injector, robotTopic('r1', 'cmd'), { type: 'request', id: 'old-estop', op: 'estop', stamp: 0, deadline: 0 });
+    const estops = server.stats.estops;
+    await robot.estop();
+    expect(server.stats.estops).toBeGreaterThanOrEqual(estops + 1);
+    // A stale reset is refused (it would move the robot late), and the latch stays.
+    const staleBefore = server.stats.refused.stale;
+    await publish(injector, robotTopic('r1', 'cmd'), { type: 'request', id: 'old-reset', op: 'reset', stamp: 0, deadline: 1 });
+    await until(() => server.stats.refused.stale === staleBefore + 1);
+    expect(fake.estopped).toBe(true);
+    const obs = await robot.reset();
+    expect(Array.from(obs.position)).toEqual([0, 0]);
+    expect(fake.estopped).toBe(false);
+    await robot.act(Float32Array.of(0.3, 0.3));
+    await until(() => fake.actions.length === n + 1);
+  });
+
+  it('publishes state at the control rate', async () => {
+    const n0 = server.stats.statesPublished;
+    await sleep(1000);
+    const rate = server.stats.statesPublished - n0;
+    // 50 Hz nominal; timers on two loaded cores run late, never early.
+    expect(rate).toBeGreaterThan(20);
+    expect(rate).toBeLessThanOrEqual(52);
+  });
+
+  it('gives clear errors when the robot is absent', async () => {
+    const c = await broker.client('service-ghost');
+    await expect(MqttRobot.connect(c, 'ghost', { requestTimeoutMs: 300 })).rejects.toThrow(/no spec from robot ghost/);
+  });
+
+  it('observe() rejects once the robot stops publishing state', async () => {
+    const c = await broker.client('service-r1-age');
+    const r = await MqttRobot.connect(c, 'r1', { maxStateAgeMs: 200, requestTimeoutMs: 300 });
+    await r.observe();
+    await server.stop();
+    await sleep(400);
+    await expect(r.observe()).rejects.toThrow(/ms old \(limit 200 ms\)/);
+    await expect(r.reset()).rejects.toThrow(/reset on robot r1 got no reply within 300 ms/); // nobody answers
+    await r[Symbol.asyncDispose]();
+  }, 15_000);
+});
