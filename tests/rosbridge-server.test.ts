@@ -195,6 +195,30 @@ describe('rosbridge v2 server with roslib', () => {
   }, 120_000);
 });
 
+describe('oversized frames', () => {
+  it('a frame over the limit is refused with a clear error; one over the socket cap closes only that socket', async () => {
+    const server = new RosbridgeServer({ port: 0, limits: { maxFrameLength: 1024 * 1024 } });
+    const port = await server.listen();
+    try {
+      const ws = new WebSocket(`ws://127.0.0.1:${port}`);
+      await new Promise((r) => ws.once('open', r));
+      const errors: string[] = [];
+      ws.on('message', (d) => errors.push(JSON.parse(d.toString()).msg));
+      ws.send(JSON.stringify({ op: 'publish', topic: '/x', msg: { data: 'y'.repeat(1024 * 1024) } }));
+      await until(() => errors.length === 1);
+      expect(errors[0]).toMatch(/frame of \d+ bytes exceeds the 1048576-byte limit/);
+      const closed = new Promise<number>((r) => ws.once('close', (code) => r(code)));
+      ws.send('z'.repeat(3 * 1024 * 1024)); // beyond the socket's max payload (2× the frame limit)
+      expect(await closed).toBe(1009);
+      const again = await rosClient(port); // the server is still serving
+      expect(again.isConnected).toBe(true);
+      again.close();
+    } finally {
+      await server.close();
+    }
+  });
+});
+
 describe('protocol pieces', () => {
   it('parseFrame names the problem', () => {
     expect(parseFrame('{"op":"subscribe"}')).toEqual({ ok: false, error: "subscribe: missing field 'topic'" });
