@@ -33,14 +33,16 @@ export interface EpisodeOutcome {
 }
 
 export async function runEpisode(o: RunEpisodeOptions): Promise<EpisodeOutcome> {
-  const meta: EpisodeMeta = { ...o.meta, id: o.meta.id ?? randomUUID(), startedAt: Date.now() };
+  // Reset first: the episode's instruction is the one the robot gives after the reset.
+  let obs = await o.robot.reset();
+  let obsAt = performance.now();
+  const meta: EpisodeMeta = { ...o.meta, id: o.meta.id ?? randomUUID(), startedAt: Date.now(), ...(obs.instruction !== undefined && o.meta.instruction === undefined ? { instruction: obs.instruction } : {}) };
   const rec = o.store?.begin(meta);
   const period = 1000 / o.robot.spec.controlHz;
   let ret = 0;
   let success: boolean | undefined;
   let stoppedBy: string | undefined;
   let seq = 0;
-  let obs = await o.robot.reset();
   const t0 = performance.now();
   try {
     for (; seq < o.maxSteps; seq++) {
@@ -50,8 +52,9 @@ export async function runEpisode(o: RunEpisodeOptions): Promise<EpisodeOutcome> 
       }
       const tObs = obs.stamp;
       const action = await o.policy(obs);
-      const sent = await o.robot.act(action, { stamp: performance.now() });
-      const tAct = tObs + (performance.now() - t0 - seq * period) / 1000;
+      const sent = await o.robot.act(action, { stamp: obsAt });
+      // The action's time on the robot's clock: the observation's stamp plus the policy's latency.
+      const tAct = tObs + (performance.now() - obsAt) / 1000;
       const s = o.score?.() ?? { reward: 0, done: false };
       const done = s.done || seq === o.maxSteps - 1;
       if (s.success !== undefined) success = s.success;
@@ -67,6 +70,7 @@ export async function runEpisode(o: RunEpisodeOptions): Promise<EpisodeOutcome> 
         if (wait > 0) await new Promise((r) => setTimeout(r, wait));
       }
       obs = await o.robot.observe();
+      obsAt = performance.now();
     }
   } catch (e) {
     if (!(e instanceof SafetyStop)) {

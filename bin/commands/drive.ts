@@ -95,7 +95,7 @@ async function driveEpisodes(robot: SafetyLayer, sim: SimRobot | undefined, prof
         store,
         score,
         realTime: !values.fast,
-        meta: { robot: robot.spec.name, policyVersion: values['policy-version'] ?? values.policy, hardwareProfile: profile, task: sim?.env.task, instruction: (await robot.observe()).instruction },
+        meta: { robot: robot.spec.name, policyVersion: values['policy-version'] ?? values.policy, hardwareProfile: profile, task: sim?.env.task },
       });
       if (out.success) successes++;
       bar(k + 1, n, `episode ${out.id.slice(0, 8)}: ${out.steps} steps, ${out.status}${out.success === undefined ? '' : out.success ? ', success' : ', failure'}${out.stoppedBy ? ` (stopped: ${out.stoppedBy})` : ''}`);
