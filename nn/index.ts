@@ -11,4 +11,4 @@ export { toOnnx, readModelInfo, OPSET, IR_VERSION, type ModelInfo, type NamedTen
 export { exportModel, exportOnnx, readOnnxInfo, type ExportSpec } from './export.js';
 export { evaluate } from './reference.js';
 export { nd, type ND } from './ndarray.js';
-export { Rng } from './rng.js';
+export { Rng, type RngState } from './rng.js';

@@ -123,7 +123,7 @@ export class MjEnv implements Env {
       ctrl[this.actIds[i]!] = lo + ((applied[i]! + 1) / 2) * (this.ctrlHi[i]! - lo);
     }
     const j = this.profileDef.control_jitter_substeps;
-    const substeps = Math.max(1, this.taskDef.substeps + (j > 0 ? this.rng.int(-j, j) : 0));
+    const substeps = Math.max(1, this.taskDef.substeps + (j > 0 ? this.rng.intIn(-j, j) : 0));
     this.data.step(substeps);
     this.t++;
     // mj_step leaves positions one substep stale; observations and rewards need only kinematics (cheaper than

@@ -43,7 +43,7 @@ export const pick: TaskDef = {
       instructions: COLOURS.map((c) => `put the cube on the ${c} pad`),
       keyframe: 'home',
       resetEpisode(data: SimData, rng: Rng): number {
-        const goal = rng.int(0, 2);
+        const goal = rng.intIn(0, 2);
         const cube = spreadPoints(rng, 1, 0, 0.2, 0)[0]!;
         // pads at least 13 cm apart and from the cube, so it never starts on one
         const pads = spreadPoints(rng, 3, 0, 0.22, 0.13, [cube]);

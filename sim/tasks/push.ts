@@ -46,7 +46,7 @@ export const push: TaskDef = {
       instructions: COLOURS.map((c) => `push the cube onto the ${c} pad`),
       keyframe: 'home',
       resetEpisode(data: SimData, rng: Rng): number {
-        const goal = rng.int(0, 2);
+        const goal = rng.intIn(0, 2);
         let cube: [number, number];
         let pads: Array<[number, number]>;
         for (;;) {

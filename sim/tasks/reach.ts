@@ -46,7 +46,7 @@ export const reach: TaskDef = {
         const q = data.raw.qpos as Float64Array;
         q[0] = rng.uniform(-Math.PI, Math.PI);
         q[1] = rng.uniform(0.3, 2.2) * (rng.next() < 0.5 ? -1 : 1);
-        return rng.int(0, 2);
+        return rng.intIn(0, 2);
       },
       observe(data: SimData, goal: number, out: Float32Array): void {
         const q = data.raw.qpos as Float64Array;
