@@ -11,6 +11,7 @@ import { EpisodeIngest, EpisodeUploader, type EpisodeSink } from '../bridge/mqtt
 import type { AckMsg } from '../bridge/mqtt/messages.js';
 import { startMosquitto } from '../bridge/mqtt/mosquitto.js';
 import type { EpisodeStep } from '../hardware/types.js';
+import { rng as rng01 } from './helpers/episode-data.js';
 import { MemorySink } from './helpers/mqtt-sink.js';
 
 const SEED = 20261129;
@@ -59,17 +60,6 @@ const CRASHABLE: Crashable[] = [
   },
 ];
 
-function mulberry32(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
-
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 function makeStep(ep: number, seq: number): EpisodeStep {
@@ -92,7 +82,7 @@ describe.each(CRASHABLE)('episode upload survives $name', (kind) => {
   });
 
   it(`${EPISODES} episodes, ${KILLS} broker kills: 0 acknowledged steps lost, no duplicates stored`, async () => {
-    const rng = mulberry32(SEED);
+    const rng = rng01(SEED);
     const broker = await kind.start();
     cleanup.push(() => broker.close());
     const errors: Error[] = [];

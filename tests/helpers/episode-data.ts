@@ -1,17 +1,12 @@
 // Deterministic episodes for the store and MCAP tests.
 
 import type { Episode, EpisodeMeta, EpisodeStep, ImageEncoding } from '../../hardware/types.js';
+import { Rng } from '../../nn/rng.js';
 
-/** mulberry32: small seeded PRNG, so failures reproduce from the seed. */
+/** Uniform numbers in [0, 1) from the project's seeded PRNG, so failures reproduce from the seed. */
 export function rng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
+  const r = new Rng(seed);
+  return () => r.next();
 }
 
 function hash(s: string): number {
