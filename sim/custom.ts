@@ -3,10 +3,9 @@
 import { readFileSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import { isMap, isScalar, LineCounter, parseDocument, type Node as YamlNode } from 'yaml';
-import { MjEnv, loadTaskModel } from './env.js';
 import type { SimData, SimModel } from './mujoco.js';
 import { ProfileError, type HardwareProfile } from './profiles.js';
-import { resolveProfile } from './registry.js';
+import { envForTask } from './registry.js';
 import type { BoundTask, TaskDef } from './task.js';
 import type { Env } from './types.js';
 
@@ -152,13 +151,5 @@ export async function makeCustomEnv(o: { robot: string; profile?: string | Hardw
   } catch (e) {
     throw new ProfileError(file, `cannot read robot mapping (${(e as Error).message})`);
   }
-  const task = customTask(parseRobotMapping(text, file), file);
-  const profile = resolveProfile(o.profile);
-  const model = await loadTaskModel(task, profile);
-  try {
-    return new MjEnv(task, model, profile, { seed: o.seed, image: o.image });
-  } catch (e) {
-    model.dispose();
-    throw e;
-  }
+  return envForTask(customTask(parseRobotMapping(text, file), file), o);
 }

@@ -29,7 +29,11 @@ export function resolveProfile(p: string | HardwareProfile | undefined): Hardwar
 }
 
 export async function makeEnv(o: MakeEnvOptions): Promise<Env> {
-  const task = taskDef(o.task);
+  return envForTask(taskDef(o.task), o);
+}
+
+/** Compiles a task's model under a profile and wraps it in an Env; the model is freed if that fails. */
+export async function envForTask(task: TaskDef, o: Omit<MakeEnvOptions, 'task'>): Promise<Env> {
   const profile = resolveProfile(o.profile);
   const model = await loadTaskModel(task, profile);
   try {
