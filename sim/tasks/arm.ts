@@ -39,3 +39,13 @@ export function pd(q: [number, number], qd: [number, number], target: [number, n
   const clip = (v: number) => Math.max(-1, Math.min(1, v));
   return Float32Array.of(clip(kp * e0 - kd * qd[0]), clip(kp * e1 - kd * qd[1]));
 }
+
+/** The two-link arm's part of the state: joint angles, joint velocities, tip x/y (entries 0..5). */
+export function armState(q: Float64Array, qd: Float64Array, siteXpos: Float64Array, tip: number, out: Float32Array): void {
+  out[0] = q[0]!;
+  out[1] = q[1]!;
+  out[2] = qd[0]!;
+  out[3] = qd[1]!;
+  out[4] = siteXpos[3 * tip]!;
+  out[5] = siteXpos[3 * tip + 1]!;
+}

@@ -5,7 +5,7 @@ import type { SimData, SimModel } from '../mujoco.js';
 import type { Rng } from '../rng.js';
 import { argmaxFrom, type BoundTask, type TaskDef } from '../task.js';
 import type { Obs } from '../types.js';
-import { ik, pd } from './arm.js';
+import { armState, ik, pd } from './arm.js';
 import { COLOURS, spreadPoints } from './layout.js';
 
 const ASSETS = join(dirname(fileURLToPath(import.meta.url)), '..', 'assets', 'push');
@@ -72,12 +72,7 @@ export const push: TaskDef = {
         const qd = data.raw.qvel as Float64Array;
         const sx = data.raw.site_xpos as Float64Array;
         const mp = data.raw.mocap_pos as Float64Array;
-        out[0] = q[0]!;
-        out[1] = q[1]!;
-        out[2] = qd[0]!;
-        out[3] = qd[1]!;
-        out[4] = sx[3 * tip]!;
-        out[5] = sx[3 * tip + 1]!;
+        armState(q, qd, sx, tip, out);
         out[6] = q[cq]!;
         out[7] = q[cq + 1]!;
         out[8] = qd[cv]!;
