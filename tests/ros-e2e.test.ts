@@ -5,6 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ConfigError, loadRobotConfig, parseRobotConfig, type RobotConfig } from '../hardware/config.js';
 import { NotConnectedError, RosRobot } from '../hardware/robots/ros.js';
 import { SafetyLayer, SafetyStop } from '../hardware/safety.js';
+import { RosbridgeServer } from '../bridge/rosbridge/server.js';
 import { spawnStandIn, type StandInProcess } from './helpers/standin-process.js';
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -107,6 +108,45 @@ describe('policy → safety → roslib → rosbridge WebSocket → sim stand-in 
     expect(result.steps).toBeGreaterThanOrEqual(30);
     expect(feedback.length).toBeGreaterThan(5);
     expect(typeof result.success).toBe('boolean');
+  });
+});
+
+describe('reset waits for the whole first observation', () => {
+  it('features published later than the joint state still belong to the new episode', async () => {
+    // A robot whose task features arrive 80 ms after its joint state: the observation that reset()
+    // returns must carry the new episode's features, never none and never the old episode's.
+    const server = new RosbridgeServer({ port: 0 });
+    const port = await server.listen();
+    const joints = server.advertise('/joint_states', 'sensor_msgs/msg/JointState');
+    const feats = server.advertise('/wmrl/task_state', 'std_msgs/msg/Float32MultiArray');
+    let episode = 0;
+    let t = 1;
+    const publish = (delayMs: number) => {
+      const e = episode;
+      joints({ header: { stamp: { sec: t++, nanosec: 0 }, frame_id: '' }, name: ['shoulder', 'elbow'], position: [e, e], velocity: [0, 0], effort: [] });
+      setTimeout(() => feats({ layout: { dim: [], data_offset: 0 }, data: Array(11).fill(e) }), delayMs);
+    };
+    server.advertiseService('/wmrl/reset', 'std_srvs/srv/Trigger', () => {
+      episode++;
+      setTimeout(() => publish(80), 5);
+      return { success: true, message: 'reset' };
+    });
+    const cfg = loadRobotConfig('launch/robots/sim-reach.yaml');
+    cfg.url = `ws://127.0.0.1:${port}`;
+    const warm = setInterval(() => publish(0), 20); // connect() waits for a first joint state
+    const robot = await RosRobot.connect(cfg).finally(() => clearInterval(warm));
+    try {
+      await sleep(150);
+      expect(Array.from((await robot.observe()).features ?? [])).toEqual(Array(11).fill(0));
+      for (let i = 1; i <= 3; i++) {
+        const o = await robot.reset();
+        expect(Array.from(o.position)).toEqual([i, i]);
+        expect(Array.from(o.features ?? [])).toEqual(Array(11).fill(i));
+      }
+    } finally {
+      await robot[Symbol.asyncDispose]();
+      await server.close();
+    }
   });
 });
 

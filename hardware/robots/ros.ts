@@ -32,6 +32,8 @@ export class RosRobot implements Robot {
   private subs: Topic[] = [];
   private joint?: { stamp: number; position: Float64Array; velocity: Float64Array };
   private features?: Float32Array;
+  /** Counts feature messages, so a reset can wait for the first one of the new episode. */
+  private featureSeq = 0;
   private image?: Image;
   private instruction?: string;
   private closed = false;
@@ -81,7 +83,11 @@ export class RosRobot implements Robot {
       this.subs.push(t as Topic);
     };
     sub<JointStateMsg>(c.stateTopic, 'sensor_msgs/msg/JointState', (m) => this.onJointState(m));
-    if (c.featuresTopic) sub<{ data: number[] }>(c.featuresTopic, 'std_msgs/msg/Float32MultiArray', (m) => (this.features = Float32Array.from(m.data)));
+    if (c.featuresTopic) sub<{ data: number[] }>(c.featuresTopic, 'std_msgs/msg/Float32MultiArray', (m) => {
+        this.features = Float32Array.from(m.data);
+        this.featureSeq++;
+        this.wake();
+      });
     if (c.instructionTopic) sub<{ data: string }>(c.instructionTopic, 'std_msgs/msg/String', (m) => (this.instruction = m.data));
     if (c.cameraTopic && this.spec.camera) {
       const { width, height } = this.spec.camera;
@@ -179,8 +185,16 @@ export class RosRobot implements Robot {
   async reset(): Promise<RobotObservation> {
     await this.trigger(this.config.services.reset, 'reset');
     // The first joint state after the reset answer reflects the new episode.
+    // Joint state and task features travel on separate topics; wait for both, so the episode's
+    // first observation has the same layout as every later one.
     const before = this.joint?.stamp ?? -Infinity;
-    await this.waitFor(() => (this.joint?.stamp ?? -Infinity) > before, this.opts.timeoutMs ?? 5000, 'joint state after reset');
+    const featuresBefore = this.featureSeq;
+    const wantFeatures = this.config.featuresTopic !== undefined;
+    await this.waitFor(
+      () => (this.joint?.stamp ?? -Infinity) > before && (!wantFeatures || this.featureSeq > featuresBefore),
+      this.opts.timeoutMs ?? 5000,
+      wantFeatures ? `joint state and features (${this.config.featuresTopic}) after reset` : 'joint state after reset',
+    );
     return this.observe();
   }
 

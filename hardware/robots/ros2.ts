@@ -9,6 +9,7 @@ export class Ros2Robot implements Robot {
   readonly spec: RobotSpec;
   private joint?: { stamp: number; position: Float64Array; velocity: Float64Array };
   private features?: Float32Array;
+  private featureSeq = 0;
   private instruction?: string;
   private readonly reader: JointStateReader;
   private readonly pub: { publish(msg: unknown): void };
@@ -20,7 +21,10 @@ export class Ros2Robot implements Robot {
     node.createSubscription('sensor_msgs/msg/JointState', config.stateTopic, (m) => {
       this.joint = this.reader.read(m as JointStateMsg) ?? this.joint;
     });
-    if (config.featuresTopic) node.createSubscription('std_msgs/msg/Float32MultiArray', config.featuresTopic, (m) => (this.features = Float32Array.from((m as { data: ArrayLike<number> }).data)));
+    if (config.featuresTopic) node.createSubscription('std_msgs/msg/Float32MultiArray', config.featuresTopic, (m) => {
+        this.features = Float32Array.from((m as { data: ArrayLike<number> }).data);
+        this.featureSeq++;
+      });
     if (config.instructionTopic) node.createSubscription('std_msgs/msg/String', config.instructionTopic, (m) => (this.instruction = (m as { data: string }).data));
     rcl.spin(node);
   }
@@ -50,7 +54,16 @@ export class Ros2Robot implements Robot {
   }
 
   async reset(): Promise<RobotObservation> {
+    const before = this.joint?.stamp ?? -Infinity;
+    const featuresBefore = this.featureSeq;
     await this.trigger(this.config.services.reset, 'reset');
+    // Wait for the new episode's first joint state (and features, on their own topic), as RosRobot does.
+    const fresh = () => (this.joint?.stamp ?? -Infinity) > before && (!this.config.featuresTopic || this.featureSeq > featuresBefore);
+    const deadline = Date.now() + 5000;
+    while (!fresh()) {
+      if (Date.now() > deadline) throw new Error(`${this.spec.name}: timed out after 5000 ms: joint state${this.config.featuresTopic ? ' and features' : ''} after reset`);
+      await new Promise((r) => setTimeout(r, 2));
+    }
     return this.observe();
   }
 
