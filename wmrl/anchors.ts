@@ -87,9 +87,11 @@ export class AnchorScheduler {
   /**
    * Chooses this step's anchors among `numGroups` groups, `inFlight` anchors still running.
    * `uncertainty` (length numGroups, ≥ 0; e.g. mean ensemble variance of a group's world-model
-   * scores) is required in active mode and ignored in random mode.
+   * scores) is required in active mode and ignored in random mode. `boost` (length numGroups, ≥ 1,
+   * optional) multiplies a group's selection weight in either mode, e.g. for the groups of a context
+   * the exploitation guard flagged; inclusion probabilities stay exact.
    */
-  choose(numGroups: number, inFlight: number, uncertainty?: readonly number[]): AnchorChoice {
+  choose(numGroups: number, inFlight: number, uncertainty?: readonly number[], boost?: readonly number[]): AnchorChoice {
     const { cfg, rng } = this;
     this.groupsSeen += numGroups;
     const exact = cfg.fraction * numGroups;
@@ -108,6 +110,10 @@ export class AnchorScheduler {
       );
     } else {
       weights = new Array<number>(numGroups).fill(1 / numGroups);
+    }
+    if (boost) {
+      if (boost.length !== numGroups) throw new Error(`anchor boost has ${boost.length} entries for ${numGroups} groups`);
+      weights = weights.map((w, i) => w * Math.max(1, boost[i]!));
     }
     const pi = inclusionProbabilities(weights, k);
 

@@ -13,6 +13,7 @@ import { groupAdvantages, DEFAULT_ADVANTAGE_CONFIG, type AdvantageConfig, type S
 import { AnchorScheduler, DEFAULT_ANCHOR_CONFIG, type AnchorConfig, type AnchorSchedulerState } from './anchors.js';
 import { OnlineDebiaser, DEFAULT_DEBIAS_CONFIG, type DebiasConfig, type DebiaserState, type Pair } from './debias.js';
 import { InverseVarianceWeighter, DEFAULT_DENOISE_CONFIG, ensembleWeights, type DenoiseConfig, type WeighterState } from './denoise.js';
+import { ExploitationGuard, DEFAULT_GUARD_CONFIG, type GuardConfig, type GuardState } from './guard.js';
 import { ppiMeanInterval, type Interval, type RectifierUnit } from './ppi.js';
 
 /** Real execution of one group (robot episodes, sandbox runs): scarce and slow. */
@@ -46,6 +47,8 @@ export interface CorrectorConfig {
   anchors: AnchorConfig;
   debiasConfig: DebiasConfig;
   denoiseConfig: DenoiseConfig;
+  /** Exploitation guard (guard.ts): per-context detection of world-model exploitation. */
+  guard: GuardConfig;
   advantages: AdvantageConfig;
   /** How long a step waits for its own anchors, in ms: Infinity = wait, 0 = never block. */
   anchorWaitMs: number;
@@ -65,6 +68,7 @@ export const DEFAULT_CORRECTOR_CONFIG: CorrectorConfig = {
   anchors: DEFAULT_ANCHOR_CONFIG,
   debiasConfig: DEFAULT_DEBIAS_CONFIG,
   denoiseConfig: DEFAULT_DENOISE_CONFIG,
+  guard: DEFAULT_GUARD_CONFIG,
   advantages: DEFAULT_ADVANTAGE_CONFIG,
   anchorWaitMs: Number.POSITIVE_INFINITY,
   varianceFloor: 1e-6,
@@ -99,6 +103,10 @@ export interface StepLog {
   scoredGroups: number;
   skippedGroups: number;
   excludedRollouts: number;
+  /** Contexts the exploitation guard distrusts now. */
+  flaggedContexts: number;
+  /** World-model groups of this step left out of the gradient because their context is flagged. */
+  distrustedGroups: number;
   /** Interval for the policy's true mean score (prediction-powered); null until 2 anchor groups. */
   trueMean: Interval | null;
   /** Trusted-scorer calls that threw; their rollouts count as unscored. */
@@ -126,6 +134,7 @@ export interface StepResult {
 interface Finished {
   id: number;
   step: number;
+  context: string;
   wm: Score[];
   real: Score[];
   inclusion: number;
@@ -148,6 +157,8 @@ export interface CorrectorState {
   scheduler: AnchorSchedulerState;
   debiaser: DebiaserState;
   weighter: WeighterState;
+  /** Absent in states saved before the guard existed: restored as a fresh guard. */
+  guard?: GuardState;
   finished: Finished[];
   ppi: PpiUnit[];
 }
@@ -175,6 +186,8 @@ export class Corrector<R> {
   private readonly scheduler: AnchorScheduler;
   private readonly debiaser: OnlineDebiaser;
   private readonly weighter: InverseVarianceWeighter;
+  private readonly guard: ExploitationGuard;
+  private readonly contextOf: (group: readonly R[]) => string;
   private stepIndex = 0;
   private nextJobId = 0;
   private realExecutions = 0;
@@ -189,12 +202,24 @@ export class Corrector<R> {
     readonly cfg: CorrectorConfig,
     private readonly worldModel: WorldModelScorer<R> | null,
     private readonly trusted: TrustedScorer<R>,
+    /**
+     * `contextOf`: the context (prompt, task) a group belongs to, for the exploitation guard; every
+     * rollout of a group shares it. Without it the whole run is one context.
+     */
+    opts: { contextOf?: (group: readonly R[]) => string } = {},
   ) {
     if (cfg.worldModel && !worldModel) throw new Error('worldModel: true needs a world-model scorer');
     if (!(cfg.anchors.maxInFlight >= 1)) throw new Error('anchors.maxInFlight (trusted slots) must be ≥ 1');
     this.scheduler = new AnchorScheduler(cfg.anchors, cfg.seed);
     this.debiaser = new OnlineDebiaser(cfg.debiasConfig);
     this.weighter = new InverseVarianceWeighter(cfg.denoiseConfig);
+    this.guard = new ExploitationGuard(cfg.guard);
+    this.contextOf = opts.contextOf ?? (() => '');
+  }
+
+  /** Whether the exploitation guard currently distrusts the world model in `context`. */
+  distrusts(context: string): boolean {
+    return this.guard.flagged(context);
   }
 
   /** The current map from world-model score to calibrated score (identity when off or uncalibrated). */
@@ -252,14 +277,16 @@ export class Corrector<R> {
       const v = (w.variance ?? []).filter((x): x is number => x !== null && Number.isFinite(x));
       return v.length ? v.reduce((s, x) => s + x, 0) / v.length : 0;
     });
-    const choice = this.scheduler.choose(groups.length, this.running.size, uncertainty);
+    const contexts = groups.map((g) => this.contextOf(g));
+    const boost = cfg.guard.enabled ? contexts.map((k) => (this.guard.flagged(k) ? cfg.guard.anchorBoost : 1)) : undefined;
+    const choice = this.scheduler.choose(groups.length, this.running.size, uncertainty, boost);
     const mine: Array<{ group: number; id: number; done: Promise<void> }> = [];
     choice.groups.forEach((g, j) => {
       const id = this.nextJobId++;
       const wmScores = [...wm[g]!.scores];
       this.realExecutions += groups[g]!.length;
       const done = this.scoreTrusted(groups[g]!).then((real) => {
-        this.finished.push({ id, step, wm: wmScores, real, inclusion: choice.inclusion[j]! });
+        this.finished.push({ id, step, context: contexts[g]!, wm: wmScores, real, inclusion: choice.inclusion[j]! });
         this.running.delete(id);
       });
       this.running.set(id, done);
@@ -283,7 +310,9 @@ export class Corrector<R> {
     }
     const measuring = cfg.denoise && (!cfg.debias || this.debiaser.calibrated);
     for (const f of absorbed) {
-      if (measuring) this.weighter.update(f.wm.map((x) => (x === null ? null : this.calibrate(x))), f.real);
+      const cal = f.wm.map((x) => (x === null ? null : this.calibrate(x)));
+      if (measuring) this.weighter.update(cal, f.real);
+      if (cfg.guard.enabled) this.guard.update(f.context ?? '', cal, f.real);
       this.ppi.push({ wm: f.wm, real: f.real, inclusion: f.inclusion });
     }
     if (this.ppi.length > cfg.ppiWindow) this.ppi.splice(0, this.ppi.length - cfg.ppiWindow);
@@ -298,6 +327,15 @@ export class Corrector<R> {
     const scores = calibrated.map((c, g) => realOf.get(g) ?? c);
     const source = scores.map((_, g) => (realOf.has(g) ? 'real' : 'wm') as 'real' | 'wm');
     const adv = groupAdvantages(scores, cfg.advantages);
+    // World-model groups of a context the guard distrusts are left out: their advantages would push
+    // the policy further into what the world model over-rates there.
+    let distrusted = 0;
+    source.forEach((src, g) => {
+      if (src !== 'wm' || !this.guard.flagged(contexts[g]!)) return;
+      const row = adv.advantages[g]!;
+      adv.advantages[g] = row.map(() => null);
+      distrusted++;
+    });
     const anchorWeight = cfg.denoise ? this.weighter.weight() : 1;
     // Anchor g's up-weight is (w − 1)·π̄/π_g on top of 1 (Horvitz–Thompson on the excess): when
     // active selection favours some groups' contents, each content still gets the same expected
@@ -317,7 +355,7 @@ export class Corrector<R> {
     const weights = normalizeWeights(raw, adv.advantages);
 
     const predictions = calibrated.flat().filter((x): x is number => x !== null);
-    const log = this.makeLog(step, groups.length, choice.groups.length, realOf.size, absorbed.length, adv, anchorWeight, this.trueMean(predictions));
+    const log = this.makeLog(step, groups.length, choice.groups.length, realOf.size, absorbed.length, adv, anchorWeight, this.trueMean(predictions), distrusted);
     return { advantages: adv.advantages, weights, source, scores, log };
   }
 
@@ -358,6 +396,7 @@ export class Corrector<R> {
   private makeLog(
     step: number, groups: number, launched: number, used: number, absorbed: number,
     adv: { scoredGroups: number; skippedGroups: number; excludedRollouts: number }, anchorWeight: number, trueMean: Interval | null,
+    distrustedGroups = 0,
   ): StepLog {
     const held = this.cfg.debias ? this.debiaser.heldOutDiagnostic() : null;
     return {
@@ -377,6 +416,8 @@ export class Corrector<R> {
       scoredGroups: adv.scoredGroups,
       skippedGroups: adv.skippedGroups,
       excludedRollouts: adv.excludedRollouts,
+      flaggedContexts: this.guard.flaggedContexts.length,
+      distrustedGroups,
       trueMean,
       trustedErrors: this.trustedErrors,
     };
@@ -396,6 +437,7 @@ export class Corrector<R> {
       scheduler: this.scheduler.state(),
       debiaser: this.debiaser.state(),
       weighter: this.weighter.state(),
+      guard: this.guard.state(),
       finished: this.finished,
       ppi: this.ppi,
     });
@@ -415,6 +457,7 @@ export class Corrector<R> {
     this.scheduler.restore(c.scheduler);
     this.debiaser.restore(c.debiaser);
     this.weighter.restore(c.weighter);
+    this.guard.restore(c.guard ?? new ExploitationGuard(this.cfg.guard).state());
     this.finished = c.finished;
     this.ppi = c.ppi;
   }
