@@ -12,6 +12,7 @@ import {
   Corrector, DEFAULT_CORRECTOR_CONFIG, type CorrectorConfig, type CorrectorState, type StepResult,
   type TrustedScorer, type WorldModelScorer, type WorldModelScores,
 } from '../wmrl/corrector.js';
+import { DEFAULT_GUARD_CONFIG } from '../wmrl/guard.js';
 import { Rng } from '../wmrl/rng.js';
 
 // ---- problem ------------------------------------------------------------------------------------
@@ -24,11 +25,19 @@ const LR = 0.25;
 const REAL_NOISE = 0.1;
 const TARGET = 0.9;
 /**
- * Training steps of the full run: long enough that standard GRPO is within 0.2% of J* and still
- * creeping up, and that full WMRL's late behaviour (an over-rated region taking over a prompt after
- * its anchor evidence has left the buffer) shows; the final comparison is also reported halfway.
+ * Standard GRPO's training steps: long enough that it is within 0.2% of J* and still creeping up.
+ * Every rollout it scores is a real execution, so this fixes its real budget.
  */
 const STEPS = 600;
+/**
+ * The world-model arms' cost is the real executions they spend, not their steps (imagined rollouts
+ * are cheap), so each trains until it has spent a quarter of standard GRPO's real executions
+ * (REAL_SHARE), at most WM_STEPS steps (pure world model spends none). At the 10% anchor fraction
+ * that is about 2.5 × STEPS steps. "Ends at ≥ its final true reward with ≥ 4× fewer real
+ * executions" is then one run's statement; the equal-steps comparison is reported beside it.
+ */
+const REAL_SHARE = 0.25;
+const WM_STEPS = 1500;
 /** Anchor weights of the sensitivity sweep on the full WMRL estimator. */
 const SWEEP = [1.5, 2, 3, 4];
 /** The plateau column averages true J / J* over this many last steps. */
@@ -141,6 +150,9 @@ function gradientEstimate(theta: Float64Array, groups: Rollout[][], res: StepRes
   return num;
 }
 
+/** A group's context for the exploitation guard: its prompt. */
+const contextOf = (group: readonly Rollout[]): string => String(group[0]!.p);
+
 // ---- scorers ------------------------------------------------------------------------------------
 
 class RealExecution implements TrustedScorer<Rollout> {
@@ -206,7 +218,12 @@ const ARMS: Arm[] = [
     cfg: (s) => base(s, { debias: true, denoise: true, anchors: { ...DEFAULT_ANCHOR_CONFIG, mode: 'active', maxInFlight: 64 } }),
   },
   { name: 'full WMRL + per-rollout weights', cfg: (s) => base(s, { debias: true, denoise: true, perRolloutWeights: true }) },
+  {
+    name: 'full WMRL, no exploitation guard',
+    cfg: (s) => base(s, { debias: true, denoise: true, guard: { ...DEFAULT_GUARD_CONFIG, enabled: false } }),
+  },
 ];
+const NO_GUARD = 7;
 
 interface RunOut {
   curve: Array<[number, number]>; // (real executions, true J / J*)
@@ -219,10 +236,11 @@ interface RunOut {
   ciCover: number; // fraction of logged steps whose interval covered the true mean score
 }
 
-async function train(arm: Arm, seed: number, b: Bandit, steps: number, checkpoints: number[]): Promise<RunOut> {
+/** Trains `steps` steps, or fewer: it stops before its real executions would pass `realBudget`. */
+async function train(arm: Arm, seed: number, b: Bandit, steps: number, checkpoints: number[], realBudget = Number.POSITIVE_INFINITY): Promise<RunOut> {
   const sampler = new Rng(seed * 101 + 3);
   const wm = new WorldModel(b, new Rng(seed * 101 + 5));
-  const corrector = new Corrector<Rollout>(arm.cfg(seed), wm, new RealExecution(b, new Rng(seed * 101 + 7)));
+  const corrector = new Corrector<Rollout>(arm.cfg(seed), wm, new RealExecution(b, new Rng(seed * 101 + 7)), { contextOf });
   const theta = new Float64Array(P * K);
   const curve: Array<[number, number]> = [];
   const thetas: Float64Array[] = [];
@@ -251,6 +269,8 @@ async function train(arm: Arm, seed: number, b: Bandit, steps: number, checkpoin
     curve.push([res.log.realExecutions, jNext]);
     if (jNext >= TARGET && realToTarget === Number.POSITIVE_INFINITY) realToTarget = res.log.realExecutions;
     last = res;
+    // Stop before a step that would, at the run's average spend per step, overrun the budget.
+    if (res.log.realExecutions * (1 + 1 / (t + 1)) > realBudget) break;
   }
   return {
     curve,
@@ -279,8 +299,8 @@ async function moments(reps: number, draw: (r: number) => Promise<Float64Array>)
  * The reference gradient g* at θ: the expectation of the GRPO estimator with real execution for
  * every group (what standard GRPO follows), by Monte Carlo over `reps` draws.
  */
-async function referenceGradient(seed: number, b: Bandit, theta: Float64Array, reps: number, salt: number) {
-  const cfg = base(seed, { worldModel: false, advantages: ADV });
+async function referenceGradient(seed: number, b: Bandit, theta: Float64Array, reps: number, salt: number, advantages = ADV) {
+  const cfg = base(seed, { worldModel: false, advantages });
   return moments(reps, async (r) => {
     const rs = seed * 2_000_003 + salt * 30_011 + r;
     const c = new Corrector<Rollout>(cfg, null, new RealExecution(b, new Rng(rs * 2 + 1)));
@@ -343,7 +363,7 @@ async function measure(cfg: CorrectorConfig, seed: number, b: Bandit, theta: Flo
     const rs = seed * 1_000_003 + salt * 10_007 + r;
     const wm = new WorldModel(b, new Rng(rs * 3 + 1));
     wm.progress = Math.min(1, Math.max(0, (j - b.j0) / (b.jStar - b.j0)));
-    const c = new Corrector<Rollout>(cfg, wm, new RealExecution(b, new Rng(rs * 3 + 2)));
+    const c = new Corrector<Rollout>(cfg, wm, new RealExecution(b, new Rng(rs * 3 + 2)), { contextOf });
     if (cfg.worldModel) c.restore(state);
     const groups = sampleGroups(theta, new Rng(rs * 3 + 3));
     return gradientEstimate(theta, groups, await c.step(groups));
@@ -367,6 +387,8 @@ async function measure(cfg: CorrectorConfig, seed: number, b: Bandit, theta: Flo
 export async function run(opts: BenchOptions): Promise<BenchReport> {
   const seeds = opts.quick ? [1, 2] : [1, 2, 3, 4, 5];
   const steps = opts.quick ? 120 : STEPS;
+  const wmSteps = opts.quick ? 300 : WM_STEPS;
+  const stepsOf = (ai: number) => (ai === 0 ? steps : wmSteps);
   const checkpoints = opts.quick ? [40, 70] : [40, 60, 80, 100];
   const reps = opts.quick ? 40 : 120;
   // The paired switches resolve differences of a few percent, so they get more replicates.
@@ -376,12 +398,15 @@ export async function run(opts: BenchOptions): Promise<BenchReport> {
   let done = 0;
 
   const per = ARMS.map(() => ({
-    realToTarget: [] as number[], final: [] as number[], half: [] as number[], plateau: [] as number[],
+    realToTarget: [] as number[], final: [] as number[], half: [] as number[], atSteps: [] as number[], plateau: [] as number[], spent: [] as number[],
     bias2: [] as number[], variance: [] as number[], alpha: [] as number[], dirBias2: [] as number[], sfVariance: [] as number[],
     biasRed: [] as number[], weight: [] as number[], cover: [] as number[], curves: [] as Array<Array<[number, number]>>, atFullBudget: [] as number[],
   }));
   // One unit per (seed, checkpoint): the full WMRL estimator with everything on, debias off, denoise off.
-  const units: Array<{ on: Measured; noDebias: Measured; noDenoise: Measured }> = [];
+  const units: Array<{ on: Measured; noDebias: Measured; noDenoise: Measured; noGuard: Measured }> = [];
+  // The same units with centre-only advantages (no division by the group std), where world-model
+  // noise is variance rather than lost signal; measured against the centre-only reference gradient.
+  const centreUnits: Array<{ on: Measured; noDenoise: Measured }> = [];
   // The same units with the anchor weight held at each of SWEEP (c overridden in the saved state).
   const sweep: Measured[][] = SWEEP.map(() => []);
   const checkpointWeights: number[] = [];
@@ -390,12 +415,15 @@ export async function run(opts: BenchOptions): Promise<BenchReport> {
     for (let ai = 0; ai < ARMS.length; ai++) {
       const arm = ARMS[ai]!;
       opts.progress(done, total, `seed ${seed} train ${arm.name}`);
-      const out = await train(arm, seed, b, steps, checkpoints);
+      const budget = ai === 0 ? Number.POSITIVE_INFINITY : REAL_SHARE * steps * P * GROUPS_PER_PROMPT * G;
+      const out = await train(arm, seed, b, stepsOf(ai), checkpoints, budget);
       done++;
       const s = per[ai]!;
       s.realToTarget.push(out.realToTarget);
       s.final.push(out.finalRatio);
       s.half.push(out.curve[Math.floor(steps / 2) - 1]![1]);
+      s.atSteps.push(out.curve[steps - 1]![1]);
+      s.spent.push(out.curve[out.curve.length - 1]![0]);
       s.plateau.push(out.curve.slice(-PLATEAU).reduce((t, c) => t + c[1], 0) / Math.min(PLATEAU, out.curve.length));
       s.curves.push(out.curve);
       if (ai === FULL) {
@@ -419,7 +447,14 @@ export async function run(opts: BenchOptions): Promise<BenchReport> {
           // Paired switches: the same policy, state and random numbers, one correction turned off.
           const noDebias = await measure({ ...cfg, debias: false }, seed, b, out.thetas[k]!, out.states[k]!, n, k, ref);
           const noDenoise = await measure({ ...cfg, denoise: false }, seed, b, out.thetas[k]!, out.states[k]!, n, k, ref);
-          units.push({ on: m, noDebias, noDenoise });
+          const noGuard = await measure({ ...cfg, guard: { ...cfg.guard, enabled: false } }, seed, b, out.thetas[k]!, out.states[k]!, n, k, ref);
+          units.push({ on: m, noDebias, noDenoise, noGuard });
+          const centre = { ...ADV, centreOnly: true };
+          const refC = { ...(await referenceGradient(seed, b, out.thetas[k]!, refReps, k, centre)), reps: refReps };
+          centreUnits.push({
+            on: await measure({ ...cfg, advantages: centre }, seed, b, out.thetas[k]!, out.states[k]!, n, k, refC),
+            noDenoise: await measure({ ...cfg, advantages: centre, denoise: false }, seed, b, out.thetas[k]!, out.states[k]!, n, k, refC),
+          });
           const st = out.states[k]!;
           const s2 = st.weighter.norm > 0 ? st.weighter.ewma / st.weighter.norm : 0;
           const dc = cfg.denoiseConfig;
@@ -450,7 +485,9 @@ export async function run(opts: BenchOptions): Promise<BenchReport> {
       arm.name,
       reached === seeds.length ? med(s.realToTarget) : `${reached}/${seeds.length} reached`,
       med(s.half),
+      med(s.atSteps),
       med(s.final),
+      med(s.spent),
       med(s.plateau),
       med(s.bias2),
       med(s.variance),
@@ -464,7 +501,7 @@ export async function run(opts: BenchOptions): Promise<BenchReport> {
   });
   const [std, pure, , , full, active] = per;
   const speedup = med(std!.realToTarget) / med(full!.realToTarget);
-  const col = (k: 'on' | 'noDebias' | 'noDenoise') => units.map((u) => u[k]);
+  const col = (k: 'on' | 'noDebias' | 'noDenoise' | 'noGuard') => units.map((u) => u[k]);
   const mean = (xs: readonly number[]) => xs.reduce((t, x) => t + x, 0) / xs.length;
   const rawBias = (us: readonly Measured[]) => mean(us.map((u) => u.bias2));
   const rawVar = (us: readonly Measured[]) => mean(us.map((u) => u.variance));
@@ -477,9 +514,14 @@ export async function run(opts: BenchOptions): Promise<BenchReport> {
   const denoiseRaw = pairedReduction(col('on'), col('noDenoise'), rawVar);
   const denoiseMse = pairedReduction(col('on'), col('noDenoise'), sfMse);
   const ablations = [2, 3].map((ai) => med(per[ai]!.final));
+  const guardDir = pairedReduction(col('on'), col('noGuard'), dirBias);
+  const centreVar = pairedReduction(centreUnits.map((u) => u.on), centreUnits.map((u) => u.noDenoise), rawVar);
+  const centreMse = pairedReduction(centreUnits.map((u) => u.on), centreUnits.map((u) => u.noDenoise), (us) => rawVar(us) + rawBias(us));
   const result = {
     speedup_real_exec: speedup,
     final_ratio_vs_standard: med(full!.final) / med(std!.final),
+    real_exec_ratio: med(std!.spent) / med(full!.spent),
+    final_ratio_equal_steps: med(full!.atSteps) / med(std!.final),
     halfway_ratio_vs_standard: med(full!.half) / med(std!.half),
     bias_reduction: debiasSf.reduction,
     variance_reduction: denoiseSf.reduction,
@@ -494,6 +536,10 @@ export async function run(opts: BenchOptions): Promise<BenchReport> {
     plateau_ratio_vs_standard: med(full!.plateau) / med(std!.plateau),
     active_speedup_real_exec: med(std!.realToTarget) / med(active!.realToTarget),
     final_ratio_equal_real_budget: med(full!.final) / med(std!.atFullBudget),
+    no_guard_final_ratio: med(per[NO_GUARD]!.final) / med(std!.final),
+    guard_direction_bias_reduction: guardDir.reduction,
+    variance_reduction_centre_only: centreVar.reduction,
+    variance_reduction_centre_only_se: centreVar.se,
   };
 
   const spread = (all: number[]) => {
@@ -503,19 +549,19 @@ export async function run(opts: BenchOptions): Promise<BenchReport> {
     return never ? `${range} (${never} never)` : range;
   };
   const pct = (r: { reduction: number; se: number }) => `${(100 * r.reduction).toFixed(1)}% ± ${(100 * r.se).toFixed(1)}%`;
-  const labels = { on: 'all on', noDebias: 'debias off', noDenoise: 'denoise off' } as const;
+  const labels = { on: 'all on', noDebias: 'debias off', noDenoise: 'denoise off', noGuard: 'guard off' } as const;
   const notes = [
     '### Spread over seeds (min–max)',
     '',
-    `| arm | real execs to target | J / J* at step ${Math.floor(steps / 2)} | final true J / J* | bias² | variance | α | direction bias² | scale-free variance |`,
-    '| --- | --- | --- | --- | --- | --- | --- | --- | --- |',
-    ...ARMS.map((a, i) => `| ${a.name} | ${spread(per[i]!.realToTarget)} | ${spread(per[i]!.half)} | ${spread(per[i]!.final)} | ${spread(per[i]!.bias2)} | ${spread(per[i]!.variance)} | ${spread(per[i]!.alpha)} | ${spread(per[i]!.dirBias2)} | ${spread(per[i]!.sfVariance)} |`),
+    `| arm | real execs to target | J / J* at step ${Math.floor(steps / 2)} | J / J* at step ${steps} | final true J / J* | bias² | variance | α | direction bias² | scale-free variance |`,
+    '| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |',
+    ...ARMS.map((a, i) => `| ${a.name} | ${spread(per[i]!.realToTarget)} | ${spread(per[i]!.half)} | ${spread(per[i]!.atSteps)} | ${spread(per[i]!.final)} | ${spread(per[i]!.bias2)} | ${spread(per[i]!.variance)} | ${spread(per[i]!.alpha)} | ${spread(per[i]!.dirBias2)} | ${spread(per[i]!.sfVariance)} |`),
     '',
     `### Paired switches on the full WMRL estimator (same policy, state and random numbers; mean over ${units.length} units = seeds × checkpoints, ${pairedReps} replicates each)`,
     '',
     '| full WMRL estimator | α | direction bias² | scale-free variance | raw bias² | raw variance |',
     '| --- | --- | --- | --- | --- | --- |',
-    ...(['on', 'noDebias', 'noDenoise'] as const).map((k) => {
+    ...(['on', 'noDebias', 'noDenoise', 'noGuard'] as const).map((k) => {
       const f = scaleFree(col(k));
       return `| ${labels[k]} | ${f.alpha.toPrecision(3)} | ${f.dirBias2.toPrecision(3)} | ${f.sfVariance.toPrecision(3)} | ${rawBias(col(k)).toPrecision(3)} | ${rawVar(col(k)).toPrecision(3)} |`;
     }),
@@ -533,6 +579,14 @@ export async function run(opts: BenchOptions): Promise<BenchReport> {
     `Debias lowers the direction bias² by ${pct(debiasSf)} (raw bias² ${pct(debiasRaw)}); denoise lowers the scale-free variance by`,
     `${pct(denoiseSf)} and the scale-free bias² + variance by ${pct(denoiseMse)}, while the raw variance changes by ${pct(denoiseRaw)}`,
     '(a negative reduction is an increase). ± is one standard error over the paired units.',
+    `With centre-only advantages instead (no division by the group std; same policies, states and random numbers, against`,
+    `the centre-only reference gradient) denoise lowers the raw variance by ${pct(centreVar)} and the raw bias² + variance by`,
+    `${pct(centreMse)}. Either way the calibrated world-model score is a conditional mean of the real score, so it spreads`,
+    'less than the real scores: world-model noise turns into lost signal (α < 1), not into variance, and up-weighting the',
+    'exact anchors restores signal at a small raw-variance cost. Hence variance per unit of signal is the headline.',
+    `The exploitation guard lowers the direction bias² by ${pct(guardDir)} at these early checkpoints; its effect is on`,
+    'training outcomes (the "no exploitation guard" row): without it, a prompt whose over-rated region the policy finds',
+    'early can be captured for good, since once the policy lives there the anchor groups no longer show the map its error.',
     '',
     'Definitions. ĝ is an arm\'s gradient estimate (GRPO-standardized advantages × the corrector\'s weights, per-prompt weighted',
     `mean) at its own policy at steps ${checkpoints.join(', ')} with its own corrector state restored, ${reps} replicates each (${pairedReps} for`,
@@ -548,18 +602,25 @@ export async function run(opts: BenchOptions): Promise<BenchReport> {
     'the learning rate times α, so what limits SGD is the bias off the g* direction and the variance per unit of signal:',
     'those are bias_reduction and variance_reduction; the raw ones are reported as *_raw. Scale-free numbers are',
     'meaningless where α is near 0 (pure world model, + denoise without debias).',
+    `Protocol. Standard GRPO trains ${steps} steps, every rollout executed for real. The world-model arms' cost is real`,
+    `executions, not steps (imagined rollouts are cheap): each trains until it has spent ${REAL_SHARE} of standard GRPO's real`,
+    `executions ("real execs spent"), at most ${wmSteps} steps, about as long as that budget lasts at the 10% anchor fraction.`,
+    `So "final" compares each arm at the end of its own budget, and "J / J* at step ${steps}" at equal steps. World-model arms run with the exploitation`,
+    'guard (wmrl/guard.ts) unless the row says otherwise; "+ debias" and "+ denoise" each switch the other correction off.',
+    'Per-rollout weights (w ∝ 1 / ensemble variance) are biased wherever the world model\'s variance depends on the action, as',
+    'here: they steer the policy towards what the world model is sure about, so they are off by default.',
     'final = true J / J* at the last step; plateau = mean over the last ' + PLATEAU + ' steps.',
     'The interval column is the fraction of steps whose prediction-powered 95% interval covered the true mean score',
     '(rectifiers from the last 64 anchor groups, so it lags a moving policy).',
   ].join('\n');
 
   // Pure world model is left out: it never executes anything for real, so it has no x.
-  const plotArms = [0, 2, 3, 4, 5, 6];
+  const plotArms = [0, 2, 3, 4, 5, 6, NO_GUARD];
   const xMax = 1.5 * med(std!.realToTarget.filter((x) => Number.isFinite(x)));
   const lines: Series[] = plotArms.map((ai) => {
     const curves = per[ai]!.curves;
     const points: Array<[number, number]> = [];
-    for (let t = 0; t < steps; t += 2) {
+    for (let t = 0; t < Math.min(...curves.map((c) => c.length)); t += 2) {
       const x = median(curves.map((c) => c[t]![0]));
       if (x <= xMax) points.push([x, median(curves.map((c) => c[t]![1]))]);
     }
@@ -569,13 +630,14 @@ export async function run(opts: BenchOptions): Promise<BenchReport> {
   return {
     title: 'WMRL core: GRPO with anchors, Online Debiasing and Inverse-Variance Denoising on a bandit with known truth',
     summary: [
-      `${P} prompts × ${K} actions, ${GROUPS_PER_PROMPT} groups of ${G} rollouts per prompt per step, ${steps} steps, lr ${LR}, seeds ${seeds.join(', ')} (medians).`,
+      `${P} prompts × ${K} actions, ${GROUPS_PER_PROMPT} groups of ${G} rollouts per prompt per step, lr ${LR}, seeds ${seeds.join(', ')} (medians).`,
+      `Standard GRPO trains ${steps} steps; each world-model arm until it has spent ${REAL_SHARE} of standard GRPO's real executions (see Protocol).`,
       `Real execution = true reward + N(0, ${REAL_NOISE}²). World model: drifting monotone non-linear miscalibration, heteroscedastic noise (σ 0.05–0.5 by action),`,
       `an over-rated region in half the prompts. Anchors 10% of groups (floor 1); real executions include anchors. Target: ${TARGET} × optimum's true reward.`,
       `Pure world model executes nothing for real. Bias/variance at ${checkpoints.length} checkpoints, ${reps} replicates each (${pairedReps} for full WMRL).`,
       'The corrector\'s weights are normalized to mean 1 per step, and the gradient is a per-prompt weighted mean, so anchor up-weighting never changes the step size.',
     ].join('\n'),
-    header: ['arm', 'real execs to target', `J / J* at step ${Math.floor(steps / 2)}`, 'final true J / J*', 'plateau J / J*', 'grad bias²', 'grad variance', 'α', 'direction bias²', 'scale-free variance', 'held-out bias reduction', 'anchor weight', 'CI coverage'],
+    header: ['arm', 'real execs to target', `J / J* at step ${Math.floor(steps / 2)}`, `J / J* at step ${steps}`, 'final true J / J*', 'real execs spent', 'plateau J / J*', 'grad bias²', 'grad variance', 'α', 'direction bias²', 'scale-free variance', 'held-out bias reduction', 'anchor weight', 'CI coverage'],
     rows,
     notes,
     plot: { title: 'True reward vs real executions (median over seeds)', xLabel: 'real executions', yLabel: 'true J / J*', lines },
