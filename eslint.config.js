@@ -8,7 +8,7 @@ const boundary = (files, patterns, message) => ({
 });
 
 export default tseslint.config(
-  { ignores: ['node_modules/**', 'bench/results/**', 'dist/**'] },
+  { ignores: ['node_modules/**', 'bench/results/**', 'dist/**', 'scratch/**', '.scratch/**', 'data/**', 'runs/**'] },
   js.configs.recommended,
   ...tseslint.configs.recommended,
   {
