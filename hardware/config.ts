@@ -1,6 +1,7 @@
 // Robot YAML files: parsed once at the edge into a typed, validated RobotConfig. Every error names
 // the file, the key and its line; unknown keys are errors (a typo must not silently fall back).
 import { readFileSync } from 'node:fs';
+import { dirname, resolve } from 'node:path';
 import { isMap, isScalar, isSeq, LineCounter, parseDocument, type Node as YamlNode } from 'yaml';
 import { DEFAULT_SAFETY, type SafetyConfig } from './safety.js';
 import type { ActionSpec, RobotSpec } from './types.js';
@@ -18,8 +19,8 @@ export interface RobotConfig {
   transport: 'rosbridge' | 'ros2' | 'mqtt';
   /** rosbridge: ws://…; mqtt: mqtt://broker:1883. */
   url: string;
-  /** MQTT: the robot's id in wmrl/robots/{id}/… and the MQTT protocol version of the broker. */
-  mqtt?: { robotId: string; protocolVersion: 4 | 5 };
+  /** MQTT: the robot's id in wmrl/robots/{id}/…, the broker's MQTT protocol version, credentials and TLS. */
+  mqtt?: MqttRobotConfig;
   command: RosCommandConfig;
   stateTopic: string;
   featuresTopic?: string;
@@ -27,6 +28,18 @@ export interface RobotConfig {
   instructionTopic?: string;
   services: { reset?: string; estop?: string };
   safety: SafetyConfig;
+}
+
+export interface MqttRobotConfig {
+  robotId: string;
+  protocolVersion: 4 | 5;
+  username?: string;
+  /** Name of the environment variable holding the password (never the password itself). */
+  passwordEnv?: string;
+  /** PEM files, resolved against the YAML file's folder: the broker's CA, and a client certificate and key for mutual TLS. */
+  caFile?: string;
+  certFile?: string;
+  keyFile?: string;
 }
 
 export class ConfigError extends Error {
@@ -151,8 +164,20 @@ export function parseRobotConfig(text: string, file = '<robot.yaml>'): RobotConf
   }
   let mqtt: RobotConfig['mqtt'];
   if (top.has('mqtt')) {
-    const mm = r.map(top.get('mqtt'), 'mqtt', ['robot_id', 'protocol_version']);
+    const mm = r.map(top.get('mqtt'), 'mqtt', ['robot_id', 'protocol_version', 'username', 'password_env', 'ca_file', 'cert_file', 'key_file']);
     mqtt = { robotId: r.str(mm, 'robot_id', 'mqtt.'), protocolVersion: r.num(mm, 'protocol_version', 'mqtt.', 5, (v) => v === 4 || v === 5, '4 or 5') as 4 | 5 };
+    if (mm.has('username')) mqtt.username = r.str(mm, 'username', 'mqtt.');
+    if (mm.has('password_env')) {
+      if (!mqtt.username) r.fail(mm.get('password_env'), "'mqtt.password_env' needs 'mqtt.username'");
+      mqtt.passwordEnv = r.str(mm, 'password_env', 'mqtt.');
+      if (!/^[A-Za-z_][A-Za-z0-9_]*$/.test(mqtt.passwordEnv)) r.fail(mm.get('password_env'), "'mqtt.password_env' must name an environment variable (the password itself never goes in the file)");
+    }
+    // Relative PEM paths are read against the YAML's folder, not the working directory.
+    const base = file.startsWith('<') ? process.cwd() : dirname(resolve(file));
+    for (const [key, field] of [['ca_file', 'caFile'], ['cert_file', 'certFile'], ['key_file', 'keyFile']] as const) {
+      if (mm.has(key)) mqtt[field] = resolve(base, r.str(mm, key, 'mqtt.'));
+    }
+    if (mm.has('cert_file') !== mm.has('key_file')) r.fail(mm.get('cert_file') ?? mm.get('key_file'), "'mqtt.cert_file' and 'mqtt.key_file' go together (mutual TLS)");
   } else if (transport === 'mqtt') r.fail(doc.contents as YamlNode, "transport: mqtt needs an 'mqtt' section with robot_id");
   const services: RobotConfig['services'] = {};
   if (top.has('services')) {

@@ -26,13 +26,36 @@ export interface ConnectOptions {
   /** Bound on the first connection, retries included, and on each CONNACK wait (default 10 s). */
   connectTimeoutMs?: number;
   keepaliveSeconds?: number;
+  /**
+   * A persistent session's queued messages arrive right after CONNACK, before the caller has had a
+   * chance to register a handler; mqtt.js acknowledges them anyway, so they would be lost. They are
+   * held this long after the first CONNACK (default 10 s, at most 10,000) and replayed to every
+   * `onMessages` registered meanwhile. 0 turns holding off.
+   */
+  earlyWindowMs?: number;
   /** Last will, e.g. an "offline" marker. */
   will?: IClientOptions['will'];
+  /** Broker credentials (Mosquitto password_file, EMQX built-in auth). Send them over mqtts:// off loopback. */
+  username?: string;
+  password?: string;
+  /**
+   * TLS for mqtts:// URLs: the CA (PEM) that signed the broker's certificate, when it is not a public
+   * one, and a client certificate and key for brokers that require mutual TLS.
+   */
+  tls?: MqttTls;
   /**
    * Errors after the first connect (refused reconnects while the broker is down, protocol
    * errors). mqtt.js keeps reconnecting; the owner decides whether to log, count or give up.
    */
   onError: (err: Error) => void;
+}
+
+export interface MqttTls {
+  ca?: string | Buffer;
+  cert?: string | Buffer;
+  key?: string | Buffer;
+  /** false only for tests against a self-signed broker you cannot give a CA for. Default true. */
+  rejectUnauthorized?: boolean;
 }
 
 /** What modules receive instead of a URL: a way to open a client. Tests pass aedes or mosquitto. */
@@ -55,8 +78,29 @@ export function clientOptions(opts: ConnectOptions): IClientOptions {
   };
   if (protocolVersion === 5) o.properties = { sessionExpiryInterval: opts.sessionExpirySeconds ?? (clean ? 0 : 3600) };
   if (opts.will) o.will = opts.will;
+  if (opts.username !== undefined) o.username = opts.username;
+  if (opts.password !== undefined) o.password = opts.password;
+  if (opts.tls) {
+    if (opts.tls.ca) o.ca = opts.tls.ca;
+    if (opts.tls.cert) o.cert = opts.tls.cert;
+    if (opts.tls.key) o.key = opts.tls.key;
+    o.rejectUnauthorized = opts.tls.rejectUnauthorized ?? true;
+  }
   return o;
 }
+
+/** Messages that arrived on a client before its handlers were registered (see earlyWindowMs). */
+interface Early {
+  /** Messages no registered handler matched, oldest first. */
+  held: Array<{ topic: string; payload: Buffer }>;
+  /** The `match` of every onMessages routing currently registered on the client. */
+  matchers: Set<(topic: string) => boolean>;
+}
+const early = new WeakMap<MqttClient, Early>();
+const EARLY_CAP = 10_000;
+
+/** Socket errors of a broker that is down or restarting; anything else (refused credentials, TLS) fails at once. */
+const RETRYABLE = new Set(['ECONNREFUSED', 'ECONNRESET', 'EPIPE', 'ETIMEDOUT', 'EHOSTUNREACH', 'ENETUNREACH', 'EAI_AGAIN', 'ECONNABORTED']);
 
 /**
  * Opens a client and resolves on the first CONNACK. A broker that is briefly down (socket errors
@@ -65,6 +109,27 @@ export function clientOptions(opts: ConnectOptions): IClientOptions {
  */
 export function connect(opts: ConnectOptions): Promise<MqttClient> {
   const client = mqtt.connect(opts.url, clientOptions(opts));
+  const windowMs = opts.earlyWindowMs ?? 10_000;
+  if (windowMs > 0) {
+    // Registered before any packet can arrive: mqtt.connect only opens the socket.
+    const e: Early = { held: [], matchers: new Set() };
+    const hold = (topic: string, payload: Buffer) => {
+      for (const m of e.matchers) if (m(topic)) return; // delivered live
+      if (e.held.length < EARLY_CAP) e.held.push({ topic, payload });
+    };
+    early.set(client, e);
+    client.on('message', hold);
+    client.once('connect', () => {
+      setTimeout(() => {
+        client.off('message', hold);
+        early.delete(client);
+      }, windowMs).unref();
+    });
+    client.once('end', () => {
+      client.off('message', hold);
+      early.delete(client);
+    });
+  }
   const timeoutMs = opts.connectTimeoutMs ?? 10_000;
   const what = `MQTT connect to ${opts.url} as ${opts.clientId}`;
   return new Promise((resolve, reject) => {
@@ -78,7 +143,7 @@ export function connect(opts: ConnectOptions): Promise<MqttClient> {
       reject(new Error(`${what} failed: ${err.message}`));
     };
     const onFirstError = (err: Error & { code?: unknown }) => {
-      if (typeof err.code === 'string' && err.code.startsWith('E')) last = err; // socket level: retried
+      if (typeof err.code === 'string' && RETRYABLE.has(err.code)) last = err; // broker not up (yet): retried
       else fail(err);
     };
     const ok = () => {
@@ -129,7 +194,22 @@ export function onMessages(client: MqttClient, match: (topic: string) => boolean
     if (match(topic)) handler(topic, parsePayload(topic, payload, limits));
   };
   client.on('message', listener);
-  return () => client.off('message', listener);
+  // Hand over what arrived before any handler matched it (a persistent session's queue), ahead of
+  // any live message: a microtask runs before the next socket event. Each held message goes to
+  // the first registration that matches it, once.
+  const e = early.get(client);
+  e?.matchers.add(match);
+  const backlog = e ? e.held.filter((m) => match(m.topic)) : [];
+  if (backlog.length) {
+    e!.held = e!.held.filter((m) => !match(m.topic));
+    queueMicrotask(() => {
+      for (const m of backlog) handler(m.topic, parsePayload(m.topic, m.payload, limits));
+    });
+  }
+  return () => {
+    client.off('message', listener);
+    e?.matchers.delete(match);
+  };
 }
 
 /** end() as a promise. force=true drops in-flight messages (a crash, in tests). */

@@ -2,10 +2,10 @@
 // works against a production broker (and survives it being SIGKILLed), and usable in
 // production where no system broker is configured.
 
-import { spawn, type ChildProcess } from 'node:child_process';
+import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { connect as netConnect, createServer, type AddressInfo } from 'node:net';
-import { tmpdir } from 'node:os';
+import { tmpdir, userInfo } from 'node:os';
 import { join } from 'node:path';
 
 export const DEFAULT_MOSQUITTO = '/usr/sbin/mosquitto';
@@ -19,6 +19,12 @@ export interface MosquittoOptions {
   /** Seconds between persistence autosaves; Mosquitto's own default is 1800. */
   autosaveSeconds?: number;
   startTimeoutMs?: number;
+  /** Username → password: anonymous clients are refused (password file written with mosquitto_passwd). */
+  users?: Record<string, string>;
+  /** Mosquitto acl_file text (`user NAME` / `topic read|write|readwrite FILTER`, `%u` = username). */
+  acl?: string;
+  /** TLS on the listener (URL becomes mqtts://): PEM paths of the CA, the broker's certificate and key. */
+  tls?: { cafile: string; certfile: string; keyfile: string; requireCertificate?: boolean };
 }
 
 export interface Mosquitto {
@@ -52,6 +58,12 @@ function track(p: ChildProcess): void {
   });
 }
 
+/** mosquitto_passwd next to the broker binary (Debian: /usr/bin/mosquitto_passwd, broker in /usr/sbin). */
+function passwdBinary(broker?: string): string {
+  if (!broker || broker === DEFAULT_MOSQUITTO) return '/usr/bin/mosquitto_passwd';
+  return join(broker, '..', 'mosquitto_passwd');
+}
+
 export async function freePort(): Promise<number> {
   return new Promise((resolve, reject) => {
     const srv = createServer();
@@ -79,16 +91,39 @@ export async function startMosquitto(opts: MosquittoOptions = {}): Promise<Mosqu
   const ownDir = opts.dir === undefined;
   const dir = opts.dir ?? mkdtempSync(join(tmpdir(), 'wmrl-mosquitto-'));
   const conf = join(dir, 'mosquitto.conf');
+  const security: string[] = [];
+  if (opts.users) {
+    const pw = join(dir, 'passwd');
+    writeFileSync(pw, '', { mode: 0o600 });
+    for (const [user, password] of Object.entries(opts.users)) {
+      if (/[:\s]/.test(user)) throw new Error(`mosquitto user '${user}': no ':' or whitespace allowed`);
+      execFileSync(passwdBinary(opts.binary), ['-b', pw, user, password], { stdio: ['ignore', 'ignore', 'pipe'] });
+    }
+    security.push(`password_file ${pw}`);
+  }
+  if (opts.acl !== undefined) {
+    const acl = join(dir, 'acl');
+    writeFileSync(acl, opts.acl, { mode: 0o600 });
+    security.push(`acl_file ${acl}`);
+  }
+  if (opts.tls) {
+    security.push(`cafile ${opts.tls.cafile}`, `certfile ${opts.tls.certfile}`, `keyfile ${opts.tls.keyfile}`);
+    if (opts.tls.requireCertificate) security.push('require_certificate true');
+  }
   writeFileSync(
     conf,
     [
       `listener ${port} 127.0.0.1`,
-      'allow_anonymous true',
+      `allow_anonymous ${opts.users ? 'false' : 'true'}`,
+      // Started as root, Mosquitto would switch to the 'mosquitto' user, which cannot read this private
+      // temp dir: persistence would fail with "Permission denied" and the password file not open.
+      `user ${userInfo().username}`,
+      ...security,
       'persistence true',
       `persistence_location ${dir}/`,
       `autosave_interval ${opts.autosaveSeconds ?? 1800}`,
       // The transport's own limits are tighter; this only stops a runaway publisher.
-      'message_size_limit 16777216',
+      'max_packet_size 16777216',
       'max_queued_messages 100000',
       'log_dest stderr',
       'log_type error',
@@ -105,7 +140,7 @@ export async function startMosquitto(opts: MosquittoOptions = {}): Promise<Mosqu
 
   const m: Mosquitto = {
     port,
-    url: `mqtt://127.0.0.1:${port}`,
+    url: `${opts.tls ? 'mqtts' : 'mqtt'}://127.0.0.1:${port}`,
     dir,
     get pid() {
       return proc && proc.exitCode === null && proc.signalCode === null ? proc.pid : undefined;

@@ -1,5 +1,7 @@
 // Robots by transport. Optional, heavy dependencies load only in their own branch.
-import type { RobotConfig } from '../config.js';
+import { readFileSync } from 'node:fs';
+import type { MqttTls } from '../../bridge/mqtt/client.js';
+import type { MqttRobotConfig, RobotConfig } from '../config.js';
 import { SafetyLayer, type InterventionEvent } from '../safety.js';
 import type { Robot, RobotSpec } from '../types.js';
 
@@ -16,6 +18,33 @@ class WithSpec implements Robot {
   };
 }
 
+/**
+ * Credentials and TLS material of an MQTT robot config, read now: the password from the environment
+ * variable the YAML names, the PEM files from disk. Errors name the key and what is missing.
+ */
+export function mqttSecurity(name: string, m: MqttRobotConfig, env: NodeJS.ProcessEnv = process.env): { username?: string; password?: string; tls?: MqttTls } {
+  const out: { username?: string; password?: string; tls?: MqttTls } = {};
+  if (m.username !== undefined) out.username = m.username;
+  if (m.passwordEnv !== undefined) {
+    const pw = env[m.passwordEnv];
+    if (pw === undefined || pw === '') throw new Error(`${name}: mqtt.password_env names ${m.passwordEnv}, which is not set in the environment`);
+    out.password = pw;
+  }
+  const pem = (key: string, path: string | undefined) => {
+    if (path === undefined) return undefined;
+    try {
+      return readFileSync(path);
+    } catch (e) {
+      throw new Error(`${name}: cannot read mqtt.${key} ${path}: ${(e as Error).message}`);
+    }
+  };
+  const ca = pem('ca_file', m.caFile);
+  const cert = pem('cert_file', m.certFile);
+  const key = pem('key_file', m.keyFile);
+  if (ca || cert || key) out.tls = { ...(ca ? { ca } : {}), ...(cert ? { cert } : {}), ...(key ? { key } : {}) };
+  return out;
+}
+
 const FACTORIES: Record<RobotConfig['transport'], (cfg: RobotConfig) => Promise<Robot>> = {
   rosbridge: async (cfg) => (await import('./ros.js')).RosRobot.connect(cfg),
   ros2: async (cfg) => (await import('./ros2.js')).Ros2Robot.connect(cfg),
@@ -23,7 +52,9 @@ const FACTORIES: Record<RobotConfig['transport'], (cfg: RobotConfig) => Promise<
     const { connect, endClient } = await import('../../bridge/mqtt/client.js');
     const { MqttRobot } = await import('./mqtt.js');
     const m = cfg.mqtt!;
-    const client = await connect({ url: cfg.url, clientId: `wmrl-${m.robotId}-${process.pid}`, protocolVersion: m.protocolVersion, clean: true, onError: (e) => process.emitWarning(e) });
+    const security = mqttSecurity(cfg.spec.name, m);
+    if (security.tls && !cfg.url.startsWith('mqtts://')) throw new Error(`${cfg.spec.name}: mqtt TLS files are set but url ${cfg.url} is not mqtts://`);
+    const client = await connect({ url: cfg.url, clientId: `wmrl-${m.robotId}-${process.pid}`, protocolVersion: m.protocolVersion, clean: true, ...security, onError: (e) => process.emitWarning(e) });
     const robot = await MqttRobot.connect(client, m.robotId);
     // The operator's YAML, not the robot's own announcement, sets the limits the safety layer enforces.
     if (robot.spec.joints.join() !== cfg.spec.joints.join()) {
