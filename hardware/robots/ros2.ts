@@ -29,8 +29,9 @@ export class Ros2Robot implements Robot {
     rcl.spin(node);
   }
 
-  static async connect(config: RobotConfig, env: NodeJS.ProcessEnv = process.env): Promise<Ros2Robot> {
-    const rcl = await loadRclnodejs(env);
+  /** `importer` replaces `import('rclnodejs')` (tests; a vendored build). */
+  static async connect(config: RobotConfig, env: NodeJS.ProcessEnv = process.env, importer?: () => Promise<unknown>): Promise<Ros2Robot> {
+    const rcl = await loadRclnodejs(env, importer);
     await rcl.init();
     return new Ros2Robot(config, rcl, rcl.createNode(`wmrl_${config.spec.name.replace(/\W/g, '_')}`));
   }
