@@ -29,8 +29,8 @@ export interface ConnectOptions {
   /**
    * A persistent session's queued messages arrive right after CONNACK, before the caller has had a
    * chance to register a handler; mqtt.js acknowledges them anyway, so they would be lost. They are
-   * held this long after the first CONNACK (default 10 s, at most 10,000) and replayed to every
-   * `onMessages` registered meanwhile. 0 turns holding off.
+   * held this long after the first CONNACK (default 10 s; at most 10,000 messages and 64 MiB) and
+   * handed, once each, to the first matching `onMessages` registered meanwhile. 0 turns holding off.
    */
   earlyWindowMs?: number;
   /** Last will, e.g. an "offline" marker. */
@@ -93,11 +93,13 @@ export function clientOptions(opts: ConnectOptions): IClientOptions {
 interface Early {
   /** Messages no registered handler matched, oldest first. */
   held: Array<{ topic: string; payload: Buffer }>;
+  bytes: number;
   /** The `match` of every onMessages routing currently registered on the client. */
   matchers: Set<(topic: string) => boolean>;
 }
 const early = new WeakMap<MqttClient, Early>();
 const EARLY_CAP = 10_000;
+const EARLY_BYTES = 64 * 1024 * 1024;
 
 /** Socket errors of a broker that is down or restarting; anything else (refused credentials, TLS) fails at once. */
 const RETRYABLE = new Set(['ECONNREFUSED', 'ECONNRESET', 'EPIPE', 'ETIMEDOUT', 'EHOSTUNREACH', 'ENETUNREACH', 'EAI_AGAIN', 'ECONNABORTED']);
@@ -112,10 +114,12 @@ export function connect(opts: ConnectOptions): Promise<MqttClient> {
   const windowMs = opts.earlyWindowMs ?? 10_000;
   if (windowMs > 0) {
     // Registered before any packet can arrive: mqtt.connect only opens the socket.
-    const e: Early = { held: [], matchers: new Set() };
+    const e: Early = { held: [], bytes: 0, matchers: new Set() };
     const hold = (topic: string, payload: Buffer) => {
       for (const m of e.matchers) if (m(topic)) return; // delivered live
-      if (e.held.length < EARLY_CAP) e.held.push({ topic, payload });
+      if (e.held.length >= EARLY_CAP || e.bytes + payload.length > EARLY_BYTES) return;
+      e.held.push({ topic, payload });
+      e.bytes += payload.length;
     };
     early.set(client, e);
     client.on('message', hold);
@@ -202,6 +206,7 @@ export function onMessages(client: MqttClient, match: (topic: string) => boolean
   const backlog = e ? e.held.filter((m) => match(m.topic)) : [];
   if (backlog.length) {
     e!.held = e!.held.filter((m) => !match(m.topic));
+    e!.bytes = e!.held.reduce((n, m) => n + m.payload.length, 0);
     queueMicrotask(() => {
       for (const m of backlog) handler(m.topic, parsePayload(m.topic, m.payload, limits));
     });
