@@ -13,6 +13,7 @@ import type { EpisodeMeta, EpisodeStatus, EpisodeStep } from '../../hardware/typ
 import { onMessages, publish, subscribe } from './client.js';
 import { metaFromWire, metaToWire, stepFromWire, stepToWire } from './convert.js';
 import { isAck, isEpisodeBegin, isEpisodeEnd, isEpisodeStep, type AckMsg, type EpisodeStepMsg, type MqttMessage } from './messages.js';
+import type { EpisodeOutbox } from './outbox.js';
 import { allRobotsFilter, parseTopic, robotTopic } from './topics.js';
 
 // ---------------------------------------------------------------- robot side
@@ -22,6 +23,12 @@ export interface UploaderOptions {
   resendMs?: number;
   /** A publish failed (typically "Connection closed" during an outage); the data stays pending. */
   onError: (err: Error) => void;
+  /**
+   * A durable outbox (outbox.ts): every record is committed to it before it is sent and leaves it
+   * when acknowledged, so a crashed robot process resumes the upload from it. Without one,
+   * unacknowledged steps live in memory only.
+   */
+  outbox?: EpisodeOutbox;
 }
 
 export interface UploaderStats {
@@ -54,6 +61,11 @@ export class EpisodeUploader {
   private readonly stopRouting: () => void;
   private readonly onConnect = () => this.resendAll();
   private readonly onError: (err: Error) => void;
+  private readonly outbox?: EpisodeOutbox;
+  /** Episodes taken over from the outbox at creation, still to be acknowledged. */
+  readonly resumed: string[] = [];
+  /** Those of them that were still recording: ended now as partial. */
+  readonly interrupted: string[] = [];
 
   private constructor(
     private readonly client: MqttClient,
@@ -61,6 +73,18 @@ export class EpisodeUploader {
     opts: UploaderOptions,
   ) {
     this.onError = opts.onError;
+    this.outbox = opts.outbox;
+    for (const p of this.outbox?.pending() ?? []) {
+      const o: Outgoing = { meta: metaFromWire(p.meta), steps: new Map(p.steps.map((m) => [m.seq, m])), nextSeq: p.nextSeq, ackedUpTo: p.ackedUpTo, done: deferred() };
+      // Its recording process is gone, and with it the state to continue the episode.
+      o.end = p.end ?? { steps: p.nextSeq, status: 'partial' };
+      if (!p.end) {
+        this.outbox!.end(p.meta.id, o.end.steps, o.end.status);
+        this.interrupted.push(p.meta.id);
+      }
+      this.open.set(p.meta.id, o);
+      this.resumed.push(p.meta.id);
+    }
     this.topic = robotTopic(robotId, 'episodes');
     const ackTopic = robotTopic(robotId, 'ack');
     this.stopRouting = onMessages(client, (t) => t === ackTopic, (_t, r) => {
@@ -74,6 +98,7 @@ export class EpisodeUploader {
   static async create(client: MqttClient, robotId: string, opts: UploaderOptions): Promise<EpisodeUploader> {
     const u = new EpisodeUploader(client, robotId, opts);
     await subscribe(client, robotTopic(robotId, 'ack'), 1);
+    if (u.resumed.length) u.resendAll();
     return u;
   }
 
@@ -85,10 +110,10 @@ export class EpisodeUploader {
 
   begin(meta: EpisodeMeta): void {
     if (this.open.has(meta.id)) throw new Error(`episode ${meta.id} is already open`);
-    let resolve!: () => void;
-    const promise = new Promise<void>((r) => (resolve = r));
-    this.open.set(meta.id, { meta, steps: new Map(), nextSeq: 0, ackedUpTo: -1, done: { promise, resolve } });
-    this.send({ type: 'episode_begin', meta: metaToWire(meta) });
+    const wire = metaToWire(meta);
+    this.outbox?.begin(wire);
+    this.open.set(meta.id, { meta, steps: new Map(), nextSeq: 0, ackedUpTo: -1, done: deferred() });
+    this.send({ type: 'episode_begin', meta: wire });
   }
 
   /** Steps must come in order 0, 1, 2, …: the service acknowledges a contiguous prefix. */
@@ -96,8 +121,9 @@ export class EpisodeUploader {
     const o = this.get(episodeId);
     if (o.end) throw new Error(`episode ${episodeId} has ended`);
     if (step.seq !== o.nextSeq) throw new Error(`episode ${episodeId}: step seq ${step.seq}, expected ${o.nextSeq}`);
-    o.nextSeq++;
     const m = stepToWire(episodeId, step, o.ackedUpTo);
+    this.outbox?.step(m);
+    o.nextSeq++;
     o.steps.set(step.seq, m);
     this.send(m);
   }
@@ -106,6 +132,7 @@ export class EpisodeUploader {
   end(episodeId: string, status: 'complete' | 'partial' = 'complete'): Promise<void> {
     const o = this.get(episodeId);
     if (!o.end) {
+      this.outbox?.end(episodeId, o.nextSeq, status);
       o.end = { steps: o.nextSeq, status };
       this.send({ type: 'episode_end', episodeId, steps: o.nextSeq, status, ackedUpTo: o.ackedUpTo });
     }
@@ -160,14 +187,22 @@ export class EpisodeUploader {
     const o = this.open.get(a.episodeId);
     if (!o) return;
     if (a.upTo > o.ackedUpTo) {
+      this.outbox?.acked(a.episodeId, a.upTo);
       for (let s = o.ackedUpTo + 1; s <= a.upTo; s++) o.steps.delete(s);
       o.ackedUpTo = a.upTo;
     }
     if (a.complete && o.end && o.ackedUpTo >= o.end.steps - 1) {
+      this.outbox?.done(a.episodeId);
       this.open.delete(a.episodeId);
       o.done.resolve();
     }
   }
+}
+
+function deferred(): { promise: Promise<void>; resolve: () => void } {
+  let resolve!: () => void;
+  const promise = new Promise<void>((r) => (resolve = r));
+  return { promise, resolve };
 }
 
 // ---------------------------------------------------------------- service side
