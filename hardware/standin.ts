@@ -137,7 +137,7 @@ export async function startStandIn(o: StandInOptions): Promise<StandIn> {
     if (camHz > 0 && performance.now() - lastCam >= 1000 / camHz) {
       lastCam = performance.now();
       const side = o.image ?? 64;
-      pubCam({ header: { stamp, frame_id: 'camera' }, format: 'png', data: encodePng(robot.env.render(), side, side) });
+      pubCam({ header: { stamp, frame_id: 'camera' }, format: 'png', data: encodePng(robot.env.render(side), side, side) });
     }
     tick++;
     timer = setTimeout(() => void step().catch((e) => server.emit('error', e)), Math.max(0, t0 + tick * period - performance.now()));

@@ -159,8 +159,8 @@ export class MjEnv implements Env {
     return obs;
   }
 
-  render(): Uint8Array {
-    const size = this.opts.image ?? 64;
+  render(size = this.opts.image ?? 64): Uint8Array {
+    if (!Number.isInteger(size) || size < 1 || size > 1024) throw new Error(`render: size must be an integer in [1, 1024] px, got ${size}`);
     this.data.forward();
     return renderImage(this.model, this.data, this.taskDef.camera, size, size);
   }

@@ -83,8 +83,8 @@ export interface Env extends Disposable {
   step(action: ArrayLike<number>): StepResult;
   getState(): EnvState;
   setState(s: EnvState): void;
-  /** RGB image of the current state from the task's fixed camera. */
-  render(): Uint8Array;
+  /** RGB image (size × size px; default: the env's `image` option, else 64) of the current state from the task's fixed camera. */
+  render(size?: number): Uint8Array;
   /** Static scene description for the viewer (geoms, colours, meshes); poses come from `poses()`. */
   sceneStatic(): SceneStatic;
   /** Body poses now, nbody x 7 (x y z qw qx qy qz), a copy. */
