@@ -61,10 +61,14 @@ class Reader {
     throw new ConfigError(this.file, this.line(n), msg);
   }
 
+  /** The mapping node each `map()` result came from: a missing key is reported at its line. */
+  private readonly owner = new WeakMap<Map<string, YamlNode | null>, YamlNode>();
+
   /** The entries of a mapping, refusing keys outside `allowed`. */
   map(n: YamlNode | null | undefined, path: string, allowed: readonly string[]): Map<string, YamlNode | null> {
     if (!isMap(n)) this.fail(n, `${path || 'the file'} must be a mapping`);
     const out = new Map<string, YamlNode | null>();
+    this.owner.set(out, n);
     for (const item of n.items) {
       const key = isScalar(item.key) ? String(item.key.value) : '?';
       if (!allowed.includes(key)) this.fail(item.key as YamlNode, `unknown key '${path ? `${path}.` : ''}${key}' (allowed: ${allowed.join(', ')})`);
@@ -73,16 +77,23 @@ class Reader {
     return out;
   }
 
+  /** The node under `key`; a missing key is an error at the mapping's line. */
+  need(m: Map<string, YamlNode | null>, key: string, path: string): YamlNode | null {
+    const n = m.get(key);
+    if (n === undefined) this.fail(this.owner.get(m), `missing key '${path}${key}'`);
+    return n;
+  }
+
   str(m: Map<string, YamlNode | null>, key: string, path: string, dflt?: string): string {
     const n = m.get(key);
-    if (n === undefined) return dflt ?? this.fail(null, `missing key '${path}${key}'`);
+    if (n === undefined) return dflt ?? this.fail(this.owner.get(m), `missing key '${path}${key}'`);
     if (!isScalar(n) || typeof n.value !== 'string') this.fail(n, `'${path}${key}' must be a string`);
     return n.value;
   }
 
   num(m: Map<string, YamlNode | null>, key: string, path: string, dflt?: number, check?: (v: number) => boolean, what = 'a number'): number {
     const n = m.get(key);
-    if (n === undefined) return dflt ?? this.fail(null, `missing key '${path}${key}'`);
+    if (n === undefined) return dflt ?? this.fail(this.owner.get(m), `missing key '${path}${key}'`);
     if (!isScalar(n) || typeof n.value !== 'number' || Number.isNaN(n.value) || (check && !check(n.value))) this.fail(n, `'${path}${key}' must be ${what}`);
     return n.value;
   }
@@ -117,7 +128,7 @@ export function parseRobotConfig(text: string, file = '<robot.yaml>'): RobotConf
   }
   const r = new Reader(file, lc);
   const top = r.map(doc.contents as YamlNode, '', TOP);
-  const joints = r.strs(top.get('joints'), 'joints');
+  const joints = r.strs(r.need(top, 'joints', ''), 'joints');
   if (!joints.length) r.fail(top.get('joints'), "'joints' must name at least one joint");
   const limSeq = top.get('position_limits');
   if (!isSeq(limSeq) || limSeq.items.length !== joints.length) return r.fail(limSeq, `'position_limits' needs one [lower, upper] pair per joint (${joints.length})`);
@@ -126,15 +137,15 @@ export function parseRobotConfig(text: string, file = '<robot.yaml>'): RobotConf
     if (!(lo <= hi)) r.fail(p as YamlNode, `position_limits[${i}]: lower ${lo} exceeds upper ${hi}`);
     return [lo, hi] as [number, number];
   });
-  const velocityLimits = r.nums(top.get('velocity_limits'), 'velocity_limits', joints.length);
+  const velocityLimits = r.nums(r.need(top, 'velocity_limits', ''), 'velocity_limits', joints.length);
   if (velocityLimits.some((v) => !(v > 0))) r.fail(top.get('velocity_limits'), "'velocity_limits' must be positive");
   const controlHz = r.num(top, 'control_hz', '', undefined, (v) => v > 0 && v <= 2000, 'a rate in (0, 2000] Hz');
 
   const am = r.map(top.get('action'), 'action', ['kind', 'names', 'low', 'high']);
   const kind = r.oneOf(am, 'kind', 'action.', ['joint_position', 'joint_velocity', 'normalized'] as const);
-  const names = am.has('names') ? r.strs(am.get('names'), 'action.names') : joints;
-  const low = r.nums(am.get('low'), 'action.low', names.length);
-  const high = r.nums(am.get('high'), 'action.high', names.length);
+  const names = am.has('names') ? r.strs(r.need(am, 'names', 'action.'), 'action.names') : joints;
+  const low = r.nums(r.need(am, 'low', 'action.'), 'action.low', names.length);
+  const high = r.nums(r.need(am, 'high', 'action.'), 'action.high', names.length);
   if (low.some((l, i) => !(l <= high[i]!))) r.fail(am.get('low'), "'action.low' must not exceed 'action.high'");
   const action: ActionSpec = { kind, names, low, high };
 
@@ -153,7 +164,7 @@ export function parseRobotConfig(text: string, file = '<robot.yaml>'): RobotConf
   if (top.has('features')) {
     const fm = r.map(top.get('features'), 'features', ['topic', 'names']);
     featuresTopic = r.str(fm, 'topic', 'features.');
-    features = r.strs(fm.get('names'), 'features.names');
+    features = r.strs(r.need(fm, 'names', 'features.'), 'features.names');
   }
   let camera: RobotSpec['camera'], cameraTopic: string | undefined;
   if (top.has('camera')) {
@@ -179,6 +190,16 @@ export function parseRobotConfig(text: string, file = '<robot.yaml>'): RobotConf
     }
     if (mm.has('cert_file') !== mm.has('key_file')) r.fail(mm.get('cert_file') ?? mm.get('key_file'), "'mqtt.cert_file' and 'mqtt.key_file' go together (mutual TLS)");
   } else if (transport === 'mqtt') r.fail(doc.contents as YamlNode, "transport: mqtt needs an 'mqtt' section with robot_id");
+  // rosbridge: a WebSocket (default the local rosbridge_server); MQTT: the broker, always stated.
+  const url = r.str(top, 'url', '', transport === 'mqtt' ? undefined : 'ws://127.0.0.1:9090');
+  const schemes = transport === 'mqtt' ? ['mqtt:', 'mqtts:', 'ws:', 'wss:'] : ['ws:', 'wss:'];
+  let scheme = '';
+  try {
+    scheme = new URL(url).protocol;
+  } catch {
+    // reported below
+  }
+  if (transport !== 'ros2' && !schemes.includes(scheme)) r.fail(top.get('url'), `'url' for transport ${transport} must be a ${schemes.map((x) => `${x}//`).join(' or ')} URL, got '${url}'`);
   const services: RobotConfig['services'] = {};
   if (top.has('services')) {
     const sm = r.map(top.get('services'), 'services', ['reset', 'estop']);
@@ -199,7 +220,7 @@ export function parseRobotConfig(text: string, file = '<robot.yaml>'): RobotConf
     spec: { name: r.str(top, 'name', ''), joints, positionLimits, velocityLimits, action, controlHz, ...(features ? { features } : {}), ...(camera ? { camera } : {}) },
     transport,
     ...(mqtt ? { mqtt } : {}),
-    url: r.str(top, 'url', '', 'ws://127.0.0.1:9090'),
+    url,
     command,
     stateTopic: r.str(top, 'state_topic', '', '/joint_states'),
     featuresTopic,

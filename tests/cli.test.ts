@@ -31,7 +31,10 @@ describe('wmrl CLI', () => {
     const b = wmrl('inspect', join(dir, 'missing.onnx'));
     expect(b.status).toBe(1);
     expect(b.stderr).toMatch(/ENOENT.*missing\.onnx/);
-    const c = wmrl('frobnicate');
+    const h = wmrl('drive', '--help');
+    expect(h.status).toBe(0);
+    expect(h.stdout).toMatch(/^usage: wmrl drive --robot YAML\|sim:TASK\[:PROFILE\] .*--fast\]/);
+        const c = wmrl('frobnicate');
     expect(c.status).toBe(2);
     expect(c.stderr).toMatch(/unknown command 'frobnicate'/);
   });

@@ -157,6 +157,9 @@ describe('robot YAML', () => {
     expect(arm.spec.action.kind).toBe('joint_velocity');
     expect(arm.safety.watchdogAction).toBe('stop');
     expect(loadRobotConfig('launch/robots/sim-reach.yaml').spec.positionLimits[0]).toEqual([-Infinity, Infinity]);
+    const mq = loadRobotConfig('launch/robots/mqtt-arm.yaml');
+    expect(mq.transport).toBe('mqtt');
+    expect(mq.url).toMatch(/^mqtts?:\/\//);
   });
 
   it.each([
@@ -165,6 +168,10 @@ describe('robot YAML', () => {
     ['bad value', 'name: a\njoints: [j]\nposition_limits: [[-1, 1]]\nvelocity_limits: [1]\ncontrol_hz: fast\n', /r\.yaml:5: 'control_hz' must be a rate/],
     ['bad mode', 'name: a\njoints: [j]\nposition_limits: [[-1, 1]]\nvelocity_limits: [1]\ncontrol_hz: 50\naction: {kind: joint_velocity, low: [-1], high: [1]}\ncommand: {mode: teleport, topic: /c}\n', /r\.yaml:7: 'command\.mode' must be one of forward_command, joint_trajectory, got 'teleport'/],
     ['yaml syntax', 'name: [a\n', /r\.yaml:\d+: YAML syntax/],
+    ['missing key', 'name: a\njoints: [j]\nposition_limits: [[-1, 1]]\nvelocity_limits: [1]\ncontrol_hz: 50\naction: {kind: joint_velocity, high: [1]}\n', /r\.yaml:6: missing key 'action\.low'/],
+    ['missing mapping key', 'joints: [j]\nposition_limits: [[-1, 1]]\nvelocity_limits: [1]\ncontrol_hz: 50\naction: {kind: joint_velocity, low: [-1], high: [1]}\ncommand: {topic: /c}\n', /r\.yaml:6: missing key 'command\.mode'/],
+    ['mqtt without a broker url', 'name: a\ntransport: mqtt\nmqtt: {robot_id: r}\njoints: [j]\nposition_limits: [[-1, 1]]\nvelocity_limits: [1]\ncontrol_hz: 50\naction: {kind: joint_velocity, low: [-1], high: [1]}\n', /r\.yaml:1: missing key 'url'/],
+    ['rosbridge with an mqtt url', 'name: a\nurl: mqtt://b:1883\njoints: [j]\nposition_limits: [[-1, 1]]\nvelocity_limits: [1]\ncontrol_hz: 50\naction: {kind: joint_velocity, low: [-1], high: [1]}\ncommand: {mode: forward_command, topic: /c}\n', /r\.yaml:2: 'url' for transport rosbridge must be a ws:\/\/ or wss:\/\/ URL, got 'mqtt:\/\/b:1883'/],
   ])('%s gives an error naming file, line and key', (_n, text, msg) => {
     expect(() => parseRobotConfig(text, 'r.yaml')).toThrow(ConfigError);
     expect(() => parseRobotConfig(text, 'r.yaml')).toThrow(msg);
