@@ -18,7 +18,6 @@ export const STANDIN = {
   camera: '/camera/image/compressed',
   reset: '/wmrl/reset',
   estop: '/wmrl/estop',
-  clearEstop: '/wmrl/clear_estop',
   runExpert: '/wmrl/run_expert',
 } as const;
 
@@ -71,7 +70,7 @@ export async function startStandIn(o: StandInOptions): Promise<StandIn> {
     command = Float32Array.from({ length: n }, (_, i) => Math.min(spec.action.high[i]!, Math.max(spec.action.low[i]!, Number(values[i] ?? 0) || 0)));
     commandAt = performance.now();
     counters.commands++;
-    pubApplied({ layout: { dim: [], data_offset: 0 }, data: Array.from(values, Number) });
+    pubApplied({ layout: { dim: [], data_offset: 0 }, data: Array.from(command) });
   };
   server.subscribe(STANDIN.forwardCommand, 'std_msgs/msg/Float64MultiArray', (m) => accept(m.data as number[]));
   server.subscribe(STANDIN.trajectory, 'trajectory_msgs/msg/JointTrajectory', (m) => {

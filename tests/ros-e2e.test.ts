@@ -99,6 +99,16 @@ describe('policy → safety → roslib → rosbridge WebSocket → sim stand-in 
     expect(applied.length).toBe(before + 1);
   });
 
+  it("the stand-in echoes the command it applies: clipped to its actuators' range", async () => {
+    // Bypassing the safety layer on purpose, as a misbehaving client would.
+    const raw = new Topic<{ layout: { dim: never[]; data_offset: number }; data: number[] }>({ ros: monitor, name: cfg.command.topic, messageType: 'std_msgs/msg/Float64MultiArray' });
+    const before = applied.length;
+    raw.publish({ layout: { dim: [], data_offset: 0 }, data: [3, -7] });
+    const end = Date.now() + 2000;
+    while (applied.length === before && Date.now() < end) await sleep(10);
+    expect(applied.slice(before)).toEqual([[1, -1]]);
+  });
+
   it('the scripted expert runs on the stand-in as a rosbridge action with feedback', async () => {
     const { Action } = await import('roslib');
     await safe.reset();
