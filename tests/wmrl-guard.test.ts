@@ -70,6 +70,40 @@ describe('ExploitationGuard', () => {
     expect(g.flagged('x')).toBe(false);
   });
 
+  it('remembers at most maxContexts, forgetting the least recently measured unflagged context first', () => {
+    const g = new ExploitationGuard({ ...DEFAULT_GUARD_CONFIG, maxContexts: 3 });
+    for (let i = 0; i < 3; i++) {
+      const b = group(-1);
+      g.update('bad', b.wm, b.real);
+    }
+    expect(g.flagged('bad')).toBe(true);
+    for (const k of ['7', '3']) {
+      const x = group(1);
+      g.update(k, x.wm, x.real);
+    }
+    const again = group(1);
+    g.update('7', again.wm, again.real); // '7' is now more recent than '3'
+    const c = group(1);
+    g.update('c', c.wm, c.real);
+    expect(g.size).toBe(3);
+    expect(g.alignment('3')).toBeNull(); // forgotten: least recent unflagged
+    expect(g.alignment('7')).not.toBeNull();
+    expect(g.flagged('bad')).toBe(true); // the flagged context, though oldest, stays
+    // Restore keeps the recency order, integer-like names included (a JSON round trip, as a saved state takes).
+    const h = new ExploitationGuard({ ...DEFAULT_GUARD_CONFIG, maxContexts: 3 });
+    for (const k of ['bad', 'bad', 'bad', 'x', '7']) {
+      const y = group(k === 'bad' ? -1 : 1);
+      h.update(k, y.wm, y.real);
+    }
+    const r = new ExploitationGuard({ ...DEFAULT_GUARD_CONFIG, maxContexts: 3 });
+    r.restore(JSON.parse(JSON.stringify(h.state())));
+    const d = group(1);
+    r.update('d', d.wm, d.real);
+    expect(r.alignment('x')).toBeNull(); // 'x' was measured before '7'
+    expect(r.alignment('7')).not.toBeNull();
+    expect(r.flagged('bad')).toBe(true);
+  });
+
   it('rejects a config whose release threshold lies below its flag threshold', () => {
     expect(() => new ExploitationGuard({ ...DEFAULT_GUARD_CONFIG, flagBelow: 0.2, releaseAbove: 0.1 })).toThrow(/releaseAbove must be ≥ flagBelow/);
   });

@@ -32,6 +32,11 @@ export interface GuardConfig {
   releaseAbove: number;
   /** Selection weight multiplier of a flagged context's groups in the anchor scheduler. */
   anchorBoost: number;
+  /**
+   * Contexts remembered at most (prompts can be unbounded, e.g. one per research task): beyond it
+   * the context measured longest ago is forgotten, flagged ones last.
+   */
+  maxContexts: number;
 }
 
 export const DEFAULT_GUARD_CONFIG: GuardConfig = {
@@ -41,6 +46,7 @@ export const DEFAULT_GUARD_CONFIG: GuardConfig = {
   flagBelow: -0.1,
   releaseAbove: 0.15,
   anchorBoost: 8,
+  maxContexts: 10_000,
 };
 
 interface ContextState {
@@ -53,7 +59,8 @@ interface ContextState {
 }
 
 export interface GuardState {
-  contexts: Record<string, ContextState>;
+  /** Least recently measured first (an array: object keys that look like integers would reorder). */
+  contexts: Array<[string, ContextState]>;
   /** EWMA of the within-group std of real scores over all contexts (the normalizer). */
   spread: number;
   spreadNorm: number;
@@ -98,6 +105,7 @@ export class ExploitationGuard {
     if (!(cfg.halfLife > 0)) throw new Error(`guard halfLife ${cfg.halfLife} must be > 0`);
     if (!(cfg.releaseAbove >= cfg.flagBelow)) throw new Error('guard: releaseAbove must be ≥ flagBelow');
     if (!(cfg.anchorBoost >= 1)) throw new Error(`guard anchorBoost ${cfg.anchorBoost} must be ≥ 1`);
+    if (!(Number.isInteger(cfg.maxContexts) && cfg.maxContexts >= 1)) throw new Error(`guard maxContexts ${cfg.maxContexts} must be a positive integer`);
   }
 
   /** Feeds one anchor group of `context`. Returns the group's normalized alignment, or null if degenerate. */
@@ -110,10 +118,14 @@ export class ExploitationGuard {
     this.spreadNorm = (1 - b) * this.spreadNorm + b;
     const x = g.alignment / (this.spread / this.spreadNorm);
     let s = this.contexts.get(context);
-    if (!s) {
+    if (s) {
+      // Map order is insertion order: re-inserting keeps the most recently measured context last.
+      this.contexts.delete(context);
+    } else {
       s = { ewma: 0, norm: 0, groups: 0, flagged: false, flags: 0 };
-      this.contexts.set(context, s);
+      this.evict();
     }
+    this.contexts.set(context, s);
     const a = 1 - 0.5 ** (1 / this.cfg.halfLife);
     s.ewma = (1 - a) * s.ewma + a * x;
     s.norm = (1 - a) * s.norm + a;
@@ -128,6 +140,23 @@ export class ExploitationGuard {
       }
     }
     return x;
+  }
+
+  /** Frees room for one more context: the least recently measured unflagged one goes, else the least recent. */
+  private evict(): void {
+    if (this.contexts.size < this.cfg.maxContexts) return;
+    for (const [k, c] of this.contexts) {
+      if (!c.flagged) {
+        this.contexts.delete(k);
+        return;
+      }
+    }
+    this.contexts.delete(this.contexts.keys().next().value as string);
+  }
+
+  /** Contexts remembered now. */
+  get size(): number {
+    return this.contexts.size;
   }
 
   /** Whether the world model is currently distrusted in `context`. */
@@ -154,11 +183,11 @@ export class ExploitationGuard {
   }
 
   state(): GuardState {
-    return { contexts: Object.fromEntries([...this.contexts].map(([k, s]) => [k, { ...s }])), spread: this.spread, spreadNorm: this.spreadNorm };
+    return { contexts: [...this.contexts].map(([k, s]) => [k, { ...s }]), spread: this.spread, spreadNorm: this.spreadNorm };
   }
 
   restore(s: GuardState): void {
-    this.contexts = new Map(Object.entries(s.contexts).map(([k, v]) => [k, { ...v }]));
+    this.contexts = new Map(s.contexts.map(([k, v]) => [k, { ...v }]));
     this.spread = s.spread;
     this.spreadNorm = s.spreadNorm;
   }
