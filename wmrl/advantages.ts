@@ -12,6 +12,23 @@ export interface AdvantageConfig {
   eps: number;
 }
 
+/**
+ * The rollouts scored on both sides of a pair of score lists (world model and real, aligned):
+ * `a` and `b` hold their scores in order; a rollout unscored on either side is left out.
+ */
+export function scoredPairs(x: readonly Score[], y: readonly Score[]): { a: number[]; b: number[] } {
+  const a: number[] = [];
+  const b: number[] = [];
+  for (let i = 0; i < y.length; i++) {
+    const u = x[i];
+    const v = y[i];
+    if (u === null || u === undefined || v === null || v === undefined) continue;
+    a.push(u);
+    b.push(v);
+  }
+  return { a, b };
+}
+
 export const DEFAULT_ADVANTAGE_CONFIG: AdvantageConfig = { centreOnly: false, eps: 1e-8 };
 
 export interface GroupAdvantages {

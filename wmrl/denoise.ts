@@ -2,7 +2,7 @@
 // averaged down. Anchor groups (exact) and world-model groups (noisy) estimate the same gradient;
 // with V_wm = (1 + c·s²)·V_real the minimum-variance fusion up-weights anchor-group advantages by
 // w = clip(1 + c·s², 1, w_max), s² being the world model's within-group disagreement with reality.
-import type { Score } from './advantages.js';
+import { scoredPairs, type Score } from './advantages.js';
 
 export interface DenoiseConfig {
   /** Half-life of the EWMA of s², in anchor groups. */
@@ -29,15 +29,8 @@ export interface WeighterState {
  * (pairs need both). Returns null when fewer than 2 pairs or the real scores are all equal.
  */
 export function normalizedDisagreement(calibrated: readonly Score[], real: readonly Score[], eps = 1e-12): number | null {
-  const e: number[] = [];
-  const r: number[] = [];
-  for (let i = 0; i < real.length; i++) {
-    const c = calibrated[i];
-    const y = real[i];
-    if (c === null || c === undefined || y === null || y === undefined) continue;
-    e.push(c - y);
-    r.push(y);
-  }
+  const { a: c, b: r } = scoredPairs(calibrated, real);
+  const e = c.map((x, i) => x - r[i]!);
   if (r.length < 2) return null;
   const variance = (xs: number[]) => {
     const m = xs.reduce((s, v) => s + v, 0) / xs.length;

@@ -17,7 +17,7 @@
 // left out of the gradient (its anchor groups still count), and the anchor scheduler favours its
 // groups (`anchorBoost`), so the real budget goes where the world model is being exploited. The
 // budget itself is unchanged.
-import type { Score } from './advantages.js';
+import { scoredPairs, type Score } from './advantages.js';
 
 export interface GuardConfig {
   /** Off: nothing is flagged (the published method). */
@@ -71,15 +71,7 @@ export interface GuardState {
  * with the real scores' population std. Null when fewer than 2 pairs or either side is constant.
  */
 export function groupAlignment(calibrated: readonly Score[], real: readonly Score[], eps = 1e-12): { alignment: number; realStd: number } | null {
-  const c: number[] = [];
-  const y: number[] = [];
-  for (let i = 0; i < real.length; i++) {
-    const a = calibrated[i];
-    const b = real[i];
-    if (a === null || a === undefined || b === null || b === undefined) continue;
-    c.push(a);
-    y.push(b);
-  }
+  const { a: c, b: y } = scoredPairs(calibrated, real);
   const n = y.length;
   if (n < 2) return null;
   const mc = c.reduce((s, v) => s + v, 0) / n;
