@@ -212,8 +212,8 @@ export interface EpisodeSink {
   /** Stores one step; false when (meta.id, step.seq) is already stored. */
   ingest(meta: EpisodeMeta, step: EpisodeStep): boolean;
   /**
-   * Called when an episode holds all its steps and its end record: once per EpisodeIngest, but
-   * again for the same episode after a service restart, so it must be idempotent.
+   * Called when an episode holds all its steps (at least one) and its end record: once per
+   * EpisodeIngest, but again for the same episode after a service restart, so it must be idempotent.
    */
   end?(meta: EpisodeMeta, info: { steps: number; status: 'complete' | 'partial' }): void;
 }
@@ -344,7 +344,8 @@ export class EpisodeIngest {
 
   private maybeComplete(e: Incoming): void {
     if (e.complete || !e.end || e.upTo < e.end.steps - 1) return;
-    this.sink.end?.(e.meta, e.end);
+    // An episode that ended before its first step (its robot killed right after begin) gave the sink nothing.
+    if (e.end.steps > 0) this.sink.end?.(e.meta, e.end);
     e.complete = true;
     this.stats.completed++;
     this.forgetOldCompleted();

@@ -7,9 +7,6 @@ export function storeSink(store: EpisodeStore): EpisodeSink {
   return {
     ingest: (meta, step) => store.ingest(meta, step).inserted,
     // The store ignores a repeated finish with the same status, as a restarted service may repeat it.
-    // An episode that ended before its first step (a robot killed right after begin) left nothing to store.
-    end: (meta, { status, steps }) => {
-      if (steps > 0) store.finish(meta.id, { status });
-    },
+    end: (meta, { status }) => store.finish(meta.id, { status }),
   };
 }
