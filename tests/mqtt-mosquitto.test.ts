@@ -5,14 +5,11 @@
 // messages nobody listens to; the client holds them for the first matching onMessages).
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
-import type { MqttClient } from 'mqtt';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { connect, endClient, onMessages, subscribe } from '../bridge/mqtt/client.js';
 import { startMosquitto, type Mosquitto } from '../bridge/mqtt/mosquitto.js';
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-const raw = (c: MqttClient, topic: string, text: string) =>
-  new Promise<void>((resolve, reject) => c.publish(topic, text, { qos: 1 }, (e) => (e ? reject(e) : resolve())));
 
 describe('persistent sessions on Mosquitto', () => {
   let broker: Mosquitto;
@@ -29,7 +26,7 @@ describe('persistent sessions on Mosquitto', () => {
     await subscribe(sub, topic);
     await endClient(sub);
     const pub = await open(`${clientId}-publisher`, true);
-    for (const t of texts) await raw(pub, topic, t);
+    for (const t of texts) await pub.publishAsync(topic, t, { qos: 1 });
     await endClient(pub);
   }
 
@@ -51,13 +48,13 @@ describe('persistent sessions on Mosquitto', () => {
   it('held messages go once, in order, to the first matching registration; live ones are never replayed', async () => {
     await queue('order-subscriber', 'wmrl/test/order/+', []);
     const pub = await open('order-publisher', true);
-    for (let i = 0; i < 5; i++) await raw(pub, `wmrl/test/order/${i}`, `m${i}`);
+    for (let i = 0; i < 5; i++) await pub.publishAsync(`wmrl/test/order/${i}`, `m${i}`, { qos: 1 });
     const c = await open('order-subscriber', false);
     await sleep(300);
     const first: string[] = [];
     const stopFirst = onMessages(c, (t) => t.startsWith('wmrl/test/order/'), (t) => first.push(t));
     await sleep(20);
-    await raw(pub, 'wmrl/test/order/live', 'live');
+    await pub.publishAsync('wmrl/test/order/live', 'live', { qos: 1 });
     await sleep(200);
     const second: string[] = [];
     const stopSecond = onMessages(c, (t) => t.startsWith('wmrl/test/order/'), (t) => second.push(t));

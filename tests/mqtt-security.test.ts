@@ -63,7 +63,7 @@ describe('MQTT security on Mosquitto: passwords, ACLs, TLS', () => {
     const got: string[] = [];
     trainer.on('message', (topic, payload) => got.push(`${topic} ${payload.toString()}`));
     await subscribe(trainer, 'wmrl/robots/+/state');
-    await new Promise<void>((resolve, reject) => r1.publish('wmrl/robots/r1/state', '{"hello":1}', { qos: 1 }, (e) => (e ? reject(e) : resolve())));
+    await r1.publishAsync('wmrl/robots/r1/state', '{"hello":1}', { qos: 1 });
     const end = Date.now() + 3000;
     while (got.length === 0 && Date.now() < end) await new Promise((r) => setTimeout(r, 10));
     expect(got).toEqual(['wmrl/robots/r1/state {"hello":1}']);
@@ -82,8 +82,6 @@ describe('MQTT security on Mosquitto: passwords, ACLs, TLS', () => {
   });
 
   it("the ACL keeps a robot off another robot's topics: its publishes are refused, nothing of the other robot reaches it", async () => {
-    const raw = (c: MqttClient, topic: string, text: string) =>
-      new Promise<void>((resolve, reject) => c.publish(topic, text, { qos: 1 }, (e) => (e ? reject(e) : resolve())));
     const r1 = await open({ clientId: 'r1-2', username: 'r1', password: 'r1-secret', tls: ca() });
     const r2 = await open({ clientId: 'r2-1', username: 'r2', password: 'r2-secret', tls: ca() });
     const trainer = await open({ clientId: 'trainer-2', username: 'trainer', password: 'trainer-secret', tls: ca() });
@@ -94,8 +92,8 @@ describe('MQTT security on Mosquitto: passwords, ACLs, TLS', () => {
     // Mosquitto grants the subscription and enforces read access per message.
     await subscribe(r2, 'wmrl/robots/r1/cmd');
     // MQTT 5: a forbidden QoS 1 publish is answered "not authorized" (reason 135).
-    await expect(raw(r2, 'wmrl/robots/r1/cmd', 'forged by r2')).rejects.toThrow(/not authori[sz]ed/i);
-    await raw(trainer, 'wmrl/robots/r1/cmd', 'from the trainer');
+    await expect(r2.publishAsync('wmrl/robots/r1/cmd', 'forged by r2', { qos: 1 })).rejects.toThrow(/not authori[sz]ed/i);
+    await trainer.publishAsync('wmrl/robots/r1/cmd', 'from the trainer', { qos: 1 });
     const end = Date.now() + 3000;
     while (seen.r1.length === 0 && Date.now() < end) await new Promise((r) => setTimeout(r, 10));
     await new Promise((r) => setTimeout(r, 100));
