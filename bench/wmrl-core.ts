@@ -7,12 +7,11 @@
 // jackknife standard errors for the effect of each correction.
 import { median, quantile, type BenchOptions, type BenchReport, type Series } from './lib/report.js';
 import type { Score } from '../wmrl/advantages.js';
-import { DEFAULT_ANCHOR_CONFIG } from '../wmrl/anchors.js';
 import {
-  Corrector, DEFAULT_CORRECTOR_CONFIG, type CorrectorConfig, type CorrectorState, type StepResult,
+  Corrector, correctorConfig, DEFAULT_CORRECTOR_CONFIG, type CorrectorConfig, type CorrectorOverrides, type CorrectorState, type StepResult,
   type TrustedScorer, type WorldModelScorer, type WorldModelScores,
 } from '../wmrl/corrector.js';
-import { DEFAULT_GUARD_CONFIG } from '../wmrl/guard.js';
+import type { DenoiseConfig } from '../wmrl/denoise.js';
 import { Rng } from '../wmrl/rng.js';
 
 // ---- problem ------------------------------------------------------------------------------------
@@ -198,30 +197,19 @@ interface Arm {
 
 /** GRPO-standardized advantages in every arm, training and measurement alike. */
 const ADV = { ...DEFAULT_CORRECTOR_CONFIG.advantages };
-const base = (seed: number, over: Partial<CorrectorConfig>): CorrectorConfig => ({
-  ...DEFAULT_CORRECTOR_CONFIG,
-  advantages: ADV,
-  anchors: { ...DEFAULT_ANCHOR_CONFIG, maxInFlight: 64 },
-  seed,
-  ...over,
-});
+const base = (seed: number, over: CorrectorOverrides): CorrectorConfig =>
+  correctorConfig(over, correctorConfig({ advantages: ADV, anchors: { maxInFlight: 64 }, seed }));
 
 const FULL = 4;
 const ARMS: Arm[] = [
   { name: 'standard GRPO (all real)', cfg: (s) => base(s, { worldModel: false }) },
-  { name: 'pure world model', cfg: (s) => base(s, { debias: false, denoise: false, anchors: { ...DEFAULT_ANCHOR_CONFIG, fraction: 0, floor: 0, maxInFlight: 64 } }) },
-  { name: '+ debias', cfg: (s) => base(s, { debias: true, denoise: false }) },
-  { name: '+ denoise', cfg: (s) => base(s, { debias: false, denoise: true }) },
-  { name: 'full WMRL', cfg: (s) => base(s, { debias: true, denoise: true }) },
-  {
-    name: 'full WMRL, active anchors',
-    cfg: (s) => base(s, { debias: true, denoise: true, anchors: { ...DEFAULT_ANCHOR_CONFIG, mode: 'active', maxInFlight: 64 } }),
-  },
-  { name: 'full WMRL + per-rollout weights', cfg: (s) => base(s, { debias: true, denoise: true, perRolloutWeights: true }) },
-  {
-    name: 'full WMRL, no exploitation guard',
-    cfg: (s) => base(s, { debias: true, denoise: true, guard: { ...DEFAULT_GUARD_CONFIG, enabled: false } }),
-  },
+  { name: 'pure world model', cfg: (s) => base(s, { debias: false, denoise: false, anchors: { fraction: 0, floor: 0 } }) },
+  { name: '+ debias', cfg: (s) => base(s, { denoise: false }) },
+  { name: '+ denoise', cfg: (s) => base(s, { debias: false }) },
+  { name: 'full WMRL', cfg: (s) => base(s, {}) },
+  { name: 'full WMRL, active anchors', cfg: (s) => base(s, { anchors: { mode: 'active' } }) },
+  { name: 'full WMRL + per-rollout weights', cfg: (s) => base(s, { perRolloutWeights: {} }) },
+  { name: 'full WMRL, no exploitation guard', cfg: (s) => base(s, { guard: false }) },
 ];
 const NO_GUARD = 7;
 
@@ -445,22 +433,23 @@ export async function run(opts: BenchOptions): Promise<BenchReport> {
         mine.push(m);
         if (ai === FULL) {
           // Paired switches: the same policy, state and random numbers, one correction turned off.
-          const noDebias = await measure({ ...cfg, debias: false }, seed, b, out.thetas[k]!, out.states[k]!, n, k, ref);
-          const noDenoise = await measure({ ...cfg, denoise: false }, seed, b, out.thetas[k]!, out.states[k]!, n, k, ref);
-          const noGuard = await measure({ ...cfg, guard: { ...cfg.guard, enabled: false } }, seed, b, out.thetas[k]!, out.states[k]!, n, k, ref);
+          const noDebias = await measure(correctorConfig({ debias: false }, cfg), seed, b, out.thetas[k]!, out.states[k]!, n, k, ref);
+          const noDenoise = await measure(correctorConfig({ denoise: false }, cfg), seed, b, out.thetas[k]!, out.states[k]!, n, k, ref);
+          const noGuard = await measure(correctorConfig({ guard: false }, cfg), seed, b, out.thetas[k]!, out.states[k]!, n, k, ref);
           units.push({ on: m, noDebias, noDenoise, noGuard });
           const centre = { ...ADV, centreOnly: true };
           const refC = { ...(await referenceGradient(seed, b, out.thetas[k]!, refReps, k, centre)), reps: refReps };
           centreUnits.push({
-            on: await measure({ ...cfg, advantages: centre }, seed, b, out.thetas[k]!, out.states[k]!, n, k, refC),
-            noDenoise: await measure({ ...cfg, advantages: centre, denoise: false }, seed, b, out.thetas[k]!, out.states[k]!, n, k, refC),
+            on: await measure(correctorConfig({ advantages: centre }, cfg), seed, b, out.thetas[k]!, out.states[k]!, n, k, refC),
+            noDenoise: await measure(correctorConfig({ advantages: centre, denoise: false }, cfg), seed, b, out.thetas[k]!, out.states[k]!, n, k, refC),
           });
           const st = out.states[k]!;
-          const s2 = st.weighter.norm > 0 ? st.weighter.ewma / st.weighter.norm : 0;
-          const dc = cfg.denoiseConfig;
-          checkpointWeights.push(st.weighter.c === null ? 1 : Math.min(dc.maxWeight, Math.max(1, 1 + st.weighter.c * s2)));
+          const ws = st.weighter!;
+          const s2 = ws.norm > 0 ? ws.ewma / ws.norm : 0;
+          const dc = cfg.denoise as DenoiseConfig;
+          checkpointWeights.push(ws.c === null ? 1 : Math.min(dc.maxWeight, Math.max(1, 1 + ws.c * s2)));
           for (let i = 0; i < SWEEP.length && s2 > 0; i++) {
-            const forced = { ...st, weighter: { ...st.weighter, c: (SWEEP[i]! - 1) / s2 } };
+            const forced = { ...st, weighter: { ...ws, c: (SWEEP[i]! - 1) / s2 } };
             sweep[i]!.push(await measure(cfg, seed, b, out.thetas[k]!, forced, n, k, ref));
           }
         }

@@ -4,7 +4,10 @@
 import { describe, expect, it } from 'vitest';
 import type { Score } from '../wmrl/advantages.js';
 import { DEFAULT_ANCHOR_CONFIG, inclusionProbabilities } from '../wmrl/anchors.js';
-import { Corrector, DEFAULT_CORRECTOR_CONFIG, normalizeWeights, type CorrectorConfig, type TrustedScorer, type WorldModelScorer } from '../wmrl/corrector.js';
+import {
+  Corrector, correctorConfig, DEFAULT_CORRECTOR_CONFIG, DEFAULT_PER_ROLLOUT_CONFIG, normalizeWeights, type CorrectorConfig, type CorrectorOverrides, type TrustedScorer, type WorldModelScorer,
+} from '../wmrl/corrector.js';
+import { DEFAULT_DEBIAS_CONFIG } from '../wmrl/debias.js';
 import { normalizedDisagreement } from '../wmrl/denoise.js';
 import { Rng } from '../wmrl/rng.js';
 
@@ -34,14 +37,9 @@ function makeGroups(rng: Rng, n: number, g = 8): R[][] {
   return Array.from({ length: n }, () => Array.from({ length: g }, () => ({ r: rng.next(), e: 0.3 * rng.normal(), v: 0.01 + rng.next() })));
 }
 
-const cfg = (over: Partial<CorrectorConfig> = {}): CorrectorConfig => ({
-  ...DEFAULT_CORRECTOR_CONFIG,
-  anchors: { ...DEFAULT_ANCHOR_CONFIG, fraction: 0.25, maxInFlight: 64 },
-  debiasConfig: { ...DEFAULT_CORRECTOR_CONFIG.debiasConfig, minPairs: 64, refitEvery: 32 },
-  denoiseConfig: { ...DEFAULT_CORRECTOR_CONFIG.denoiseConfig, warmupGroups: 8 },
-  seed: 3,
-  ...over,
-});
+/** The tests' base config, with `over` applied on top (parts merged key by key). */
+const cfg = (over: CorrectorOverrides = {}): CorrectorConfig =>
+  correctorConfig(over, correctorConfig({ anchors: { fraction: 0.25, maxInFlight: 64 }, debias: { minPairs: 64, refitEvery: 32 }, denoise: { warmupGroups: 8 }, seed: 3 }));
 
 describe('Corrector', () => {
   it('updates the map before measuring disagreement, and weighs exactly 1 before calibration', async () => {
@@ -50,7 +48,7 @@ describe('Corrector', () => {
     const rng = new Rng(1);
     let sawCalibration = false;
     for (let t = 0; t < 30; t++) {
-      const calibratedBefore = c.state().debiaser.fits > 0;
+      const calibratedBefore = c.state().debiaser!.fits > 0;
       const res = await c.step(makeGroups(rng, 16));
       if (!res.log.calibrated) {
         expect(res.log.anchorWeight).toBe(1);
@@ -79,7 +77,7 @@ describe('Corrector', () => {
   });
 
   it('excludes unscored rollouts and logs every step', async () => {
-    const c = new Corrector<R>(cfg({ anchors: { ...DEFAULT_ANCHOR_CONFIG, fraction: 1, maxInFlight: 64 } }), new Wm(), new Real(3));
+    const c = new Corrector<R>(cfg({ anchors: { fraction: 1 } }), new Wm(), new Real(3));
     const res = await c.step(makeGroups(new Rng(2), 4));
     expect(res.source).toEqual(['real', 'real', 'real', 'real']);
     for (const g of res.advantages) expect(g.filter((a, i) => i % 3 === 0 && a !== null)).toEqual([]);
@@ -105,7 +103,7 @@ describe('Corrector', () => {
       score: (rs) => new Promise<Score[]>((resolve) => release.push(() => resolve(rs.map((x) => x.r)))),
     };
     const wm = new Wm();
-    const c = new Corrector<R>(cfg({ anchorWaitMs: 0, anchors: { ...DEFAULT_ANCHOR_CONFIG, fraction: 0.25, maxInFlight: 3 } }), wm, slow);
+    const c = new Corrector<R>(cfg({ anchorWaitMs: 0, anchors: { maxInFlight: 3 } }), wm, slow);
     const rng = new Rng(4);
     for (let t = 0; t < 4; t++) {
       const res = await c.step(makeGroups(rng, 8));
@@ -122,7 +120,7 @@ describe('Corrector', () => {
   });
 
   it('restore-then-continue equals never-stopped', async () => {
-    const config = cfg({ anchors: { ...DEFAULT_ANCHOR_CONFIG, fraction: 0.25, mode: 'active', maxInFlight: 64 }, perRolloutWeights: true });
+    const config = cfg({ anchors: { mode: 'active' }, perRolloutWeights: {} });
     const run = async (stopAt: number | null) => {
       let c = new Corrector<R>(config, new Wm(), new Real(5));
       const out: unknown[] = [];
@@ -172,7 +170,7 @@ describe('Corrector', () => {
 describe('active anchors', () => {
   it('scale each anchor\'s excess weight by mean inclusion over its inclusion, so no content is favoured in expectation', async () => {
     const mix = 0.2;
-    const c = new Corrector<R>(cfg({ anchors: { ...DEFAULT_ANCHOR_CONFIG, fraction: 0.25, mode: 'active', uniformMix: mix, maxInFlight: 64 } }), new Wm(), new Real());
+    const c = new Corrector<R>(cfg({ anchors: { mode: 'active', uniformMix: mix } }), new Wm(), new Real());
     const rng = new Rng(11);
     let checked = 0;
     for (let t = 0; t < 40; t++) {
@@ -202,5 +200,44 @@ describe('normalizeWeights', () => {
     expect(w[0]).toEqual([3 * (5 / 9), 1, 3 * (5 / 9)]);
     expect(w[1]!.map((x) => x * 9)).toEqual([5, 5, 5].map((x) => expect.closeTo(x, 12)));
     expect(normalizeWeights([[2, 2]], [[null, null]])).toEqual([[1, 1]]);
+  });
+});
+
+describe('correctorConfig', () => {
+  it('merges parts key by key onto the base, turns parts off with false and back on from their defaults, and copies', () => {
+    const base = correctorConfig({ anchors: { fraction: 0.25 }, debias: { minPairs: 64 } });
+    expect(base.anchors).toEqual({ ...DEFAULT_ANCHOR_CONFIG, fraction: 0.25 });
+    expect(base.debias).toEqual({ ...DEFAULT_DEBIAS_CONFIG, minPairs: 64 });
+    const off = correctorConfig({ debias: false, guard: false, seed: 9 }, base);
+    expect(off.debias).toBe(false);
+    expect(off.guard).toBe(false);
+    expect(off.seed).toBe(9);
+    expect(off.anchors).toEqual(base.anchors); // untouched parts carried over
+    // A part switched back on starts from its defaults; a partial override keeps the base's other keys.
+    expect(correctorConfig({ debias: { bins: 7 } }, off).debias).toEqual({ ...DEFAULT_DEBIAS_CONFIG, bins: 7 });
+    expect(correctorConfig({ anchors: { mode: 'active' } }, base).anchors).toEqual({ ...DEFAULT_ANCHOR_CONFIG, fraction: 0.25, mode: 'active' });
+    expect(correctorConfig({ perRolloutWeights: {} }).perRolloutWeights).toEqual(DEFAULT_PER_ROLLOUT_CONFIG);
+    // Neither the defaults nor the base are modified.
+    expect(DEFAULT_CORRECTOR_CONFIG.debias).toEqual(DEFAULT_DEBIAS_CONFIG);
+    expect(base.debias).toEqual({ ...DEFAULT_DEBIAS_CONFIG, minPairs: 64 });
+  });
+
+  it('a part that is off is off everywhere: no map, weight 1, nothing flagged, and its saved state is ignored', async () => {
+    const on = new Corrector<R>(cfg(), new Wm(), new Real());
+    const rng = new Rng(21);
+    for (let t = 0; t < 30; t++) await on.step(makeGroups(rng, 16));
+    const saved = on.state();
+    expect(saved.debiaser!.fits).toBeGreaterThan(0);
+    const off = new Corrector<R>(cfg({ debias: false, denoise: false, guard: false }), new Wm(), new Real());
+    off.restore(saved);
+    const res = await off.step(makeGroups(rng, 16));
+    expect(off.calibrate(3.3)).toBe(3.3);
+    expect(res.log.calibrated).toBe(false);
+    expect(res.log.anchorWeight).toBe(1);
+    expect(res.log.flaggedContexts).toBe(0);
+    const st = off.state();
+    expect(st.debiaser).toBeUndefined();
+    expect(st.weighter).toBeUndefined();
+    expect(st.guard).toBeUndefined();
   });
 });

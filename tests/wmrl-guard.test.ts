@@ -4,7 +4,7 @@
 import { describe, expect, it } from 'vitest';
 import type { Score } from '../wmrl/advantages.js';
 import { AnchorScheduler, DEFAULT_ANCHOR_CONFIG } from '../wmrl/anchors.js';
-import { Corrector, DEFAULT_CORRECTOR_CONFIG, type CorrectorConfig, type TrustedScorer, type WorldModelScorer } from '../wmrl/corrector.js';
+import { Corrector, correctorConfig, type CorrectorConfig, type CorrectorOverrides, type TrustedScorer, type WorldModelScorer } from '../wmrl/corrector.js';
 import { DEFAULT_GUARD_CONFIG, ExploitationGuard, groupAlignment } from '../wmrl/guard.js';
 import { Rng } from '../wmrl/rng.js';
 
@@ -58,16 +58,6 @@ describe('ExploitationGuard', () => {
     expect(g.flagged('exploited')).toBe(false);
     expect(g.alignment('exploited')!).toBeGreaterThan(DEFAULT_GUARD_CONFIG.releaseAbove);
     expect(g.totalFlags).toBe(1);
-  });
-
-  it('disabled, it measures but never flags', () => {
-    const g = new ExploitationGuard({ ...DEFAULT_GUARD_CONFIG, enabled: false });
-    for (let i = 0; i < 10; i++) {
-      const b = group(-1);
-      g.update('x', b.wm, b.real);
-    }
-    expect(g.alignment('x')!).toBeLessThan(-0.5);
-    expect(g.flagged('x')).toBe(false);
   });
 
   it('remembers at most maxContexts, forgetting the least recently measured unflagged context first', () => {
@@ -142,14 +132,9 @@ class Wm implements WorldModelScorer<R> {
 const groupsOf = (rng: Rng): R[][] =>
   Array.from({ length: 16 }, (_, i) => Array.from({ length: 8 }, () => ({ p: i % 4, r: rng.next(), e: 0.05 * rng.normal() })));
 
-const cfg = (over: Partial<CorrectorConfig> = {}): CorrectorConfig => ({
-  ...DEFAULT_CORRECTOR_CONFIG,
-  anchors: { ...DEFAULT_ANCHOR_CONFIG, fraction: 0.25, maxInFlight: 64 },
-  debiasConfig: { ...DEFAULT_CORRECTOR_CONFIG.debiasConfig, minPairs: 64, refitEvery: 32 },
-  denoiseConfig: { ...DEFAULT_CORRECTOR_CONFIG.denoiseConfig, warmupGroups: 8 },
-  seed: 5,
-  ...over,
-});
+/** The tests' base config, with `over` applied on top (parts merged key by key). */
+const cfg = (over: CorrectorOverrides = {}): CorrectorConfig =>
+  correctorConfig(over, correctorConfig({ anchors: { fraction: 0.25, maxInFlight: 64 }, debias: { minPairs: 64, refitEvery: 32 }, denoise: { warmupGroups: 8 }, seed: 5 }));
 
 describe('Corrector with the exploitation guard', () => {
   const contextOf = (g: readonly R[]) => `prompt ${g[0]!.p}`;
@@ -181,7 +166,7 @@ describe('Corrector with the exploitation guard', () => {
   });
 
   it('disabled, nothing is flagged and every world-model group counts (the published method)', async () => {
-    const c = new Corrector<R>(cfg({ guard: { ...DEFAULT_GUARD_CONFIG, enabled: false } }), new Wm(), new Real(), { contextOf });
+    const c = new Corrector<R>(cfg({ guard: false }), new Wm(), new Real(), { contextOf });
     for (let t = 0; t < 40; t++) {
       const res = await c.step(groupsOf(new Rng(300 + t)));
       expect(res.log.flaggedContexts).toBe(0);

@@ -34,26 +34,34 @@ export interface WorldModelScorer<R> {
   score(groups: ReadonlyArray<readonly R[]>): Promise<WorldModelScores[]>;
 }
 
+/** Per-rollout 1/variance weights on world-model groups, from the ensemble's variance. */
+export interface PerRolloutConfig {
+  /** Added to ensemble variances before inverting them. */
+  varianceFloor: number;
+}
+
+export const DEFAULT_PER_ROLLOUT_CONFIG: PerRolloutConfig = { varianceFloor: 1e-6 };
+
+/**
+ * One convention for every optional part: its config object turns it on, `false` turns it off.
+ * Build variants with `correctorConfig(overrides)`, never by nested spreads.
+ */
 export interface CorrectorConfig {
-  /** Online Debiasing on/off (off: the map stays identity). */
-  debias: boolean;
-  /** Anchor-group up-weighting on/off (off: weight 1). */
-  denoise: boolean;
-  /** Per-rollout 1/variance weights on world-model groups from the ensemble's variance. */
-  perRolloutWeights: boolean;
   /** false = standard GRPO: every group is executed for real, no world model, no anchors. */
   worldModel: boolean;
   /** Anchor scheduling; `maxInFlight` is the number of trusted-scorer slots. */
   anchors: AnchorConfig;
-  debiasConfig: DebiasConfig;
-  denoiseConfig: DenoiseConfig;
-  /** Exploitation guard (guard.ts): per-context detection of world-model exploitation. */
-  guard: GuardConfig;
+  /** Online Debiasing; false: the map stays identity. */
+  debias: DebiasConfig | false;
+  /** Inverse-Variance Denoising (anchor-group up-weighting); false: weight 1. */
+  denoise: DenoiseConfig | false;
+  /** Per-rollout 1/variance weights on world-model groups; false: weight 1. */
+  perRolloutWeights: PerRolloutConfig | false;
+  /** Exploitation guard (guard.ts): per-context detection of world-model exploitation; false: off. */
+  guard: GuardConfig | false;
   advantages: AdvantageConfig;
   /** How long a step waits for its own anchors, in ms: Infinity = wait, 0 = never block. */
   anchorWaitMs: number;
-  /** Added to ensemble variances before inverting them. */
-  varianceFloor: number;
   /** Anchor groups (most recent) whose rectifiers feed the true-mean interval. */
   ppiWindow: number;
   ppiConfidence: number;
@@ -61,21 +69,54 @@ export interface CorrectorConfig {
 }
 
 export const DEFAULT_CORRECTOR_CONFIG: CorrectorConfig = {
-  debias: true,
-  denoise: true,
-  perRolloutWeights: false,
   worldModel: true,
   anchors: DEFAULT_ANCHOR_CONFIG,
-  debiasConfig: DEFAULT_DEBIAS_CONFIG,
-  denoiseConfig: DEFAULT_DENOISE_CONFIG,
+  debias: DEFAULT_DEBIAS_CONFIG,
+  denoise: DEFAULT_DENOISE_CONFIG,
+  perRolloutWeights: false,
   guard: DEFAULT_GUARD_CONFIG,
   advantages: DEFAULT_ADVANTAGE_CONFIG,
   anchorWaitMs: Number.POSITIVE_INFINITY,
-  varianceFloor: 1e-6,
   ppiWindow: 64,
   ppiConfidence: 0.95,
   seed: 0,
 };
+
+/** The config's parts that are objects, with the defaults a part starts from when it was off. */
+const SECTION_DEFAULTS = {
+  anchors: DEFAULT_ANCHOR_CONFIG,
+  debias: DEFAULT_DEBIAS_CONFIG,
+  denoise: DEFAULT_DENOISE_CONFIG,
+  perRolloutWeights: DEFAULT_PER_ROLLOUT_CONFIG,
+  guard: DEFAULT_GUARD_CONFIG,
+  advantages: DEFAULT_ADVANTAGE_CONFIG,
+} as const;
+
+/** Overrides of a CorrectorConfig: plain options replaced; parts given as partial objects, or false to turn them off. */
+export type CorrectorOverrides = {
+  [K in keyof CorrectorConfig]?: CorrectorConfig[K] extends number | boolean
+    ? CorrectorConfig[K]
+    : Partial<Exclude<CorrectorConfig[K], false>> | Extract<CorrectorConfig[K], false>;
+};
+
+/**
+ * `base` (the defaults unless given) with `overrides` applied: a part given as an object is merged
+ * key by key onto the base's part (onto that part's defaults when the base has it off); `false`
+ * turns a part off. Returns a fresh config; neither argument is modified.
+ */
+export function correctorConfig(overrides: CorrectorOverrides = {}, base: CorrectorConfig = DEFAULT_CORRECTOR_CONFIG): CorrectorConfig {
+  const out: Record<string, unknown> = { ...base };
+  for (const [k, v] of Object.entries(overrides) as Array<[keyof CorrectorConfig, unknown]>) {
+    if (v === undefined) continue;
+    if (k in SECTION_DEFAULTS && v !== false) {
+      const from = base[k] === false ? SECTION_DEFAULTS[k as keyof typeof SECTION_DEFAULTS] : base[k];
+      out[k] = { ...(from as object), ...(v as object) };
+    } else {
+      out[k] = v;
+    }
+  }
+  return out as unknown as CorrectorConfig;
+}
 
 /** What every step logs. */
 export interface StepLog {
@@ -155,9 +196,9 @@ export interface CorrectorState {
   groupsSeen: number;
   trustedErrors: number;
   scheduler: AnchorSchedulerState;
-  debiaser: DebiaserState;
-  weighter: WeighterState;
-  /** Absent in states saved before the guard existed: restored as a fresh guard. */
+  /** Each part's state is present when the part is on; a part that is on but absent starts fresh. */
+  debiaser?: DebiaserState;
+  weighter?: WeighterState;
   guard?: GuardState;
   finished: Finished[];
   ppi: PpiUnit[];
@@ -184,9 +225,10 @@ export function normalizeWeights(weights: number[][], advantages: readonly Score
 
 export class Corrector<R> {
   private readonly scheduler: AnchorScheduler;
-  private readonly debiaser: OnlineDebiaser;
-  private readonly weighter: InverseVarianceWeighter;
-  private readonly guard: ExploitationGuard;
+  /** Null when the part is off. */
+  private readonly debiaser: OnlineDebiaser | null;
+  private readonly weighter: InverseVarianceWeighter | null;
+  private readonly guard: ExploitationGuard | null;
   private readonly contextOf: (group: readonly R[]) => string;
   private stepIndex = 0;
   private nextJobId = 0;
@@ -211,20 +253,20 @@ export class Corrector<R> {
     if (cfg.worldModel && !worldModel) throw new Error('worldModel: true needs a world-model scorer');
     if (!(cfg.anchors.maxInFlight >= 1)) throw new Error('anchors.maxInFlight (trusted slots) must be ≥ 1');
     this.scheduler = new AnchorScheduler(cfg.anchors, cfg.seed);
-    this.debiaser = new OnlineDebiaser(cfg.debiasConfig);
-    this.weighter = new InverseVarianceWeighter(cfg.denoiseConfig);
-    this.guard = new ExploitationGuard(cfg.guard);
+    this.debiaser = cfg.debias ? new OnlineDebiaser(cfg.debias) : null;
+    this.weighter = cfg.denoise ? new InverseVarianceWeighter(cfg.denoise) : null;
+    this.guard = cfg.guard ? new ExploitationGuard(cfg.guard) : null;
     this.contextOf = opts.contextOf ?? (() => '');
   }
 
   /** Whether the exploitation guard currently distrusts the world model in `context`. */
   distrusts(context: string): boolean {
-    return this.guard.flagged(context);
+    return this.guard?.flagged(context) ?? false;
   }
 
   /** The current map from world-model score to calibrated score (identity when off or uncalibrated). */
   calibrate(x: number): number {
-    return this.cfg.debias ? this.debiaser.apply(x) : x;
+    return this.debiaser ? this.debiaser.apply(x) : x;
   }
 
   get inFlight(): number {
@@ -278,7 +320,8 @@ export class Corrector<R> {
       return v.length ? v.reduce((s, x) => s + x, 0) / v.length : 0;
     });
     const contexts = groups.map((g) => this.contextOf(g));
-    const boost = cfg.guard.enabled ? contexts.map((k) => (this.guard.flagged(k) ? cfg.guard.anchorBoost : 1)) : undefined;
+    const guard = this.guard;
+    const boost = guard ? contexts.map((k) => (guard.flagged(k) ? guard.cfg.anchorBoost : 1)) : undefined;
     const choice = this.scheduler.choose(groups.length, this.running.size, uncertainty, boost);
     const mine: Array<{ group: number; id: number; done: Promise<void> }> = [];
     choice.groups.forEach((g, j) => {
@@ -298,21 +341,22 @@ export class Corrector<R> {
     // Absorb everything finished, in launch order: all map updates first, then disagreement.
     const absorbed = this.finished.sort((a, b) => a.id - b.id);
     this.finished = [];
-    if (cfg.debias) {
+    const { debiaser, weighter, guard: guardOn } = this;
+    if (debiaser) {
       for (const f of absorbed) {
         const pairs: Pair[] = [];
         f.wm.forEach((x, i) => {
           const y = f.real[i];
           if (x !== null && y !== null && y !== undefined) pairs.push({ wm: x, real: y, group: f.id });
         });
-        this.debiaser.addGroup(pairs);
+        debiaser.addGroup(pairs);
       }
     }
-    const measuring = cfg.denoise && (!cfg.debias || this.debiaser.calibrated);
+    const measuring = !debiaser || debiaser.calibrated;
     for (const f of absorbed) {
       const cal = f.wm.map((x) => (x === null ? null : this.calibrate(x)));
-      if (measuring) this.weighter.update(cal, f.real);
-      if (cfg.guard.enabled) this.guard.update(f.context ?? '', cal, f.real);
+      if (weighter && measuring) weighter.update(cal, f.real);
+      guardOn?.update(f.context, cal, f.real);
       this.ppi.push({ wm: f.wm, real: f.real, inclusion: f.inclusion });
     }
     if (this.ppi.length > cfg.ppiWindow) this.ppi.splice(0, this.ppi.length - cfg.ppiWindow);
@@ -331,12 +375,12 @@ export class Corrector<R> {
     // the policy further into what the world model over-rates there.
     let distrusted = 0;
     source.forEach((src, g) => {
-      if (src !== 'wm' || !this.guard.flagged(contexts[g]!)) return;
+      if (src !== 'wm' || !this.distrusts(contexts[g]!)) return;
       const row = adv.advantages[g]!;
       adv.advantages[g] = row.map(() => null);
       distrusted++;
     });
-    const anchorWeight = cfg.denoise ? this.weighter.weight() : 1;
+    const anchorWeight = weighter ? weighter.weight() : 1;
     // Anchor g's up-weight is (w − 1)·π̄/π_g on top of 1 (Horvitz–Thompson on the excess): when
     // active selection favours some groups' contents, each content still gets the same expected
     // weight, 1 + (w − 1)·π̄, as with uniform selection, where π_g = π̄ and this is just w.
@@ -350,7 +394,7 @@ export class Corrector<R> {
       }
       const v = wm[g]!.variance;
       if (!cfg.perRolloutWeights || !v) return s.map(() => 1);
-      return ensembleWeights(v, s.map((x) => x !== null), cfg.varianceFloor);
+      return ensembleWeights(v, s.map((x) => x !== null), cfg.perRolloutWeights.varianceFloor);
     });
     const weights = normalizeWeights(raw, adv.advantages);
 
@@ -398,7 +442,7 @@ export class Corrector<R> {
     adv: { scoredGroups: number; skippedGroups: number; excludedRollouts: number }, anchorWeight: number, trueMean: Interval | null,
     distrustedGroups = 0,
   ): StepLog {
-    const held = this.cfg.debias ? this.debiaser.heldOutDiagnostic() : null;
+    const held = this.debiaser?.heldOutDiagnostic() ?? null;
     return {
       step,
       groups,
@@ -409,14 +453,14 @@ export class Corrector<R> {
       anchorFraction: groups ? launched / groups : 0,
       realizedAnchorFraction: this.groupsSeen ? this.anchorsLaunched / this.groupsSeen : 0,
       realExecutions: this.realExecutions,
-      calibrated: this.cfg.debias && this.debiaser.calibrated,
+      calibrated: this.debiaser?.calibrated ?? false,
       biasReduction: held ? held.reduction : null,
       anchorWeight,
-      disagreement: this.weighter.s2,
+      disagreement: this.weighter?.s2 ?? null,
       scoredGroups: adv.scoredGroups,
       skippedGroups: adv.skippedGroups,
       excludedRollouts: adv.excludedRollouts,
-      flaggedContexts: this.guard.flaggedContexts.length,
+      flaggedContexts: this.guard?.flaggedContexts.length ?? 0,
       distrustedGroups,
       trueMean,
       trustedErrors: this.trustedErrors,
@@ -435,9 +479,9 @@ export class Corrector<R> {
       groupsSeen: this.groupsSeen,
       trustedErrors: this.trustedErrors,
       scheduler: this.scheduler.state(),
-      debiaser: this.debiaser.state(),
-      weighter: this.weighter.state(),
-      guard: this.guard.state(),
+      debiaser: this.debiaser?.state(),
+      weighter: this.weighter?.state(),
+      guard: this.guard?.state(),
       finished: this.finished,
       ppi: this.ppi,
     });
@@ -455,9 +499,10 @@ export class Corrector<R> {
     this.groupsSeen = c.groupsSeen;
     this.trustedErrors = c.trustedErrors;
     this.scheduler.restore(c.scheduler);
-    this.debiaser.restore(c.debiaser);
-    this.weighter.restore(c.weighter);
-    this.guard.restore(c.guard ?? new ExploitationGuard(this.cfg.guard).state());
+    // A part that is off ignores its saved state (a paired measurement may switch it off).
+    if (this.debiaser) this.debiaser.restore(c.debiaser ?? new OnlineDebiaser(this.debiaser.cfg).state());
+    if (this.weighter) this.weighter.restore(c.weighter ?? new InverseVarianceWeighter(this.weighter.cfg).state());
+    if (this.guard) this.guard.restore(c.guard ?? new ExploitationGuard(this.guard.cfg).state());
     this.finished = c.finished;
     this.ppi = c.ppi;
   }

@@ -20,8 +20,6 @@
 import { scoredPairs, type Score } from './advantages.js';
 
 export interface GuardConfig {
-  /** Off: nothing is flagged (the published method). */
-  enabled: boolean;
   /** Half-life of the per-context alignment EWMA, in that context's anchor groups. */
   halfLife: number;
   /** A context needs this many measured anchor groups before it can be flagged. */
@@ -40,7 +38,6 @@ export interface GuardConfig {
 }
 
 export const DEFAULT_GUARD_CONFIG: GuardConfig = {
-  enabled: true,
   halfLife: 4,
   minGroups: 2,
   flagBelow: -0.1,
@@ -122,14 +119,12 @@ export class ExploitationGuard {
     s.ewma = (1 - a) * s.ewma + a * x;
     s.norm = (1 - a) * s.norm + a;
     s.groups++;
-    if (this.cfg.enabled) {
-      const v = s.ewma / s.norm;
-      if (!s.flagged && s.groups >= this.cfg.minGroups && v < this.cfg.flagBelow) {
-        s.flagged = true;
-        s.flags++;
-      } else if (s.flagged && v > this.cfg.releaseAbove) {
-        s.flagged = false;
-      }
+    const v = s.ewma / s.norm;
+    if (!s.flagged && s.groups >= this.cfg.minGroups && v < this.cfg.flagBelow) {
+      s.flagged = true;
+      s.flags++;
+    } else if (s.flagged && v > this.cfg.releaseAbove) {
+      s.flagged = false;
     }
     return x;
   }
@@ -153,7 +148,7 @@ export class ExploitationGuard {
 
   /** Whether the world model is currently distrusted in `context`. */
   flagged(context: string): boolean {
-    return this.cfg.enabled && (this.contexts.get(context)?.flagged ?? false);
+    return this.contexts.get(context)?.flagged ?? false;
   }
 
   /** The context's smoothed normalized alignment, or null before any measurement. */
@@ -164,7 +159,7 @@ export class ExploitationGuard {
 
   /** Contexts flagged now. */
   get flaggedContexts(): string[] {
-    return [...this.contexts].filter(([, s]) => s.flagged && this.cfg.enabled).map(([k]) => k);
+    return [...this.contexts].filter(([, s]) => s.flagged).map(([k]) => k);
   }
 
   /** Times any context was flagged, over the run. */
