@@ -2,7 +2,7 @@
 // min_pairs, refit cadence, FIFO cap, and undoing a monotone non-linear distortion.
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { binnedIsotonic, evalKnots, OnlineDebiaser, pav, type Pair } from '../wmrl/debias.js';
+import { binnedIsotonic, evalKnots, OnlineDebiaser, pav, robustRange, type Pair } from '../wmrl/debias.js';
 import { Rng } from '../wmrl/rng.js';
 
 /** Brute force: the isotonic solution is f_i = max_{j ≤ i} min_{k ≥ i} wmean(y_j..y_k). */
@@ -138,5 +138,49 @@ describe('OnlineDebiaser', () => {
     // Under the new distortion wm = sqrt(r), wm 0.707 means r = 0.5.
     expect(Math.abs(before - 0.5)).toBeGreaterThan(0.2);
     expect(Math.abs(d.apply(0.5 ** 0.5) - 0.5)).toBeLessThan(0.06);
+  });
+
+  it('one far outlier does not take the bins: in-sample error stays near the fit without it', () => {
+    // 299 world-model scores in [0, 1] with real = wm² + noise, plus one score at 10. Bins spanning
+    // [min, max] would put the 299 into 2 of 20 bins (error ≈ 0.09, ten times the outlier-free fit).
+    const rng = new Rng(1);
+    const truth = (x: number) => x * x;
+    const x = Array.from({ length: 299 }, () => rng.next());
+    const y = x.map((v) => truth(v) + 0.05 * rng.normal());
+    const fit = (pairs: Array<{ wm: number; real: number }>) => {
+      const d = new OnlineDebiaser({ ...cfg, minPairs: pairs.length, bufferCap: pairs.length });
+      for (let i = 0; i < pairs.length; i += 10) d.addGroup(pairs.slice(i, i + 10).map((p) => ({ ...p, group: i })));
+      expect(d.calibrated).toBe(true);
+      return x.reduce((s, v) => s + Math.abs(d.apply(v) - truth(v)), 0) / x.length;
+    };
+    const pairs = x.map((v, i) => ({ wm: v, real: y[i]! }));
+    const clean = fit(pairs);
+    const withOutlier = fit([...pairs.slice(0, 150), { wm: 10, real: 0.5 }, ...pairs.slice(150)]);
+    expect(clean).toBeLessThan(0.012); // the fixed-bin level, ≈ 0.0095
+    expect(withOutlier).toBeLessThan(1.3 * clean);
+    // The outlier itself maps into the range of the real scores (flat beyond the last knot).
+    const { lo, hi } = robustRange([...x, 10]);
+    expect(lo).toBe(Math.min(...x));
+    expect(hi).toBe(Math.max(...x));
+  });
+
+  it('keeps the identity while every buffered world-model score is equal, and the last good fit when the buffer collapses', () => {
+    const d = new OnlineDebiaser({ ...cfg, bufferCap: 200 });
+    const rng = new Rng(6);
+    const flat = (n: number, id: number) => Array.from({ length: n }, (_, k) =>
+      Array.from({ length: 8 }, () => ({ wm: 0.5, real: rng.next(), group: id + k })));
+    for (const grp of flat(30, 0)) expect(d.addGroup(grp)).toBe(false);
+    expect(d.pairCount).toBe(200);
+    expect(d.calibrated).toBe(false);
+    for (const v of [-1, 0.2, 0.5, 0.9, 3]) expect(d.apply(v)).toBe(v);
+    // Once the buffer spreads, the map is fitted (retried on the next group, not after refitEvery more).
+    for (const grp of groups(rng, 25, (r) => r ** 2, 0, 100)) d.addGroup(grp);
+    expect(d.calibrated).toBe(true);
+    expect(d.apply(0.8) - d.apply(0.1)).toBeGreaterThan(0.3);
+    // A FIFO that fills with equal scores again keeps the last map fitted on spread scores, not a constant.
+    for (const grp of flat(30, 200)) d.addGroup(grp);
+    expect(d.state().buffer.every((p) => p.wm === 0.5)).toBe(true);
+    expect(d.state().knotsX.length).toBeGreaterThan(1);
+    expect(d.apply(0.8) - d.apply(0.1)).toBeGreaterThan(0.1);
   });
 });

@@ -9,7 +9,7 @@ export interface DebiasConfig {
   refitEvery: number;
   /** FIFO buffer capacity, so the map tracks drift as the policy moves. */
   bufferCap: number;
-  /** Equal-width bins over the observed world-model score range. */
+  /** Equal-width bins over the robust range of world-model scores (see `robustRange`); outliers join the end bins. */
   bins: number;
   /** Half-life, in anchor groups, of the held-out diagnostic's running averages. */
   diagnosticHalfLife: number;
@@ -74,22 +74,49 @@ export function pav(y: readonly number[], w?: readonly number[]): number[] {
   return out;
 }
 
+/** Far-out fences (Tukey): this many interquartile ranges beyond the quartiles. */
+const FENCE_IQR = 3;
+
 /**
- * Binned isotonic fit of y on x (both length n): equal-width bins over [min x, max x], the mean
- * of y per non-empty bin, PAV weighted by bin counts. Returns the knots (mean x of each bin and
- * its fitted y, ascending in x); the map interpolates linearly between knots and is flat outside.
+ * The range of `x` (non-empty) without its far outliers: [min, max] of the values inside
+ * q1 − 3·IQR … q3 + 3·IQR. When more than half the values tie (IQR 0) the 5–95% range stands in
+ * for the IQR, and when that is 0 too, the full range. A single value far outside the rest would
+ * otherwise stretch equal-width bins until the bulk of the data shares two or three of them.
  */
-export function binnedIsotonic(x: readonly number[], y: readonly number[], bins: number): { knotsX: number[]; knotsY: number[] } {
+export function robustRange(x: readonly number[]): { lo: number; hi: number } {
+  const s = [...x].sort((a, b) => a - b);
+  const q = (p: number) => {
+    const pos = (s.length - 1) * p;
+    const i = Math.floor(pos);
+    return s[i]! + (s[Math.min(i + 1, s.length - 1)]! - s[i]!) * (pos - i);
+  };
+  const spread = q(0.75) - q(0.25) || (q(0.95) - q(0.05)) / 2 || (s[s.length - 1]! - s[0]!) / 2;
+  const fenceLo = q(0.25) - FENCE_IQR * spread;
+  const fenceHi = q(0.75) + FENCE_IQR * spread;
   let lo = Number.POSITIVE_INFINITY;
   let hi = Number.NEGATIVE_INFINITY;
-  for (const v of x) { if (v < lo) lo = v; if (v > hi) hi = v; }
+  for (const v of s) if (v >= fenceLo && v <= fenceHi) { if (v < lo) lo = v; if (v > hi) hi = v; }
+  return { lo, hi };
+}
+
+/**
+ * Binned isotonic fit of y on x (both length n ≥ 1): equal-width bins over the robust range of x
+ * (`robustRange`), values beyond it clamped into the end bins, the mean of y per non-empty bin,
+ * PAV weighted by bin counts. Returns the knots (mean clamped x of each bin and its fitted y,
+ * ascending in x); the map interpolates linearly between knots and is flat outside. One knot
+ * when every x is equal.
+ */
+export function binnedIsotonic(x: readonly number[], y: readonly number[], bins: number): { knotsX: number[]; knotsY: number[] } {
+  if (x.length === 0) return { knotsX: [], knotsY: [] };
+  const { lo, hi } = robustRange(x);
   const width = hi > lo ? (hi - lo) / bins : 1;
   const sx = new Array<number>(bins).fill(0);
   const sy = new Array<number>(bins).fill(0);
   const cnt = new Array<number>(bins).fill(0);
   for (let i = 0; i < x.length; i++) {
-    const b = Math.min(bins - 1, Math.floor((x[i]! - lo) / width));
-    sx[b]! += x[i]!;
+    const xi = Math.min(hi, Math.max(lo, x[i]!));
+    const b = Math.min(bins - 1, Math.floor((xi - lo) / width));
+    sx[b]! += xi;
     sy[b]! += y[i]!;
     cnt[b]!++;
   }
@@ -169,7 +196,9 @@ export class OnlineDebiaser {
   /**
    * Adds one anchor group's pairs (all with the same `group`) and refits when due. Before adding,
    * the group is scored by the current map: that held-out residual is the honest diagnostic.
-   * Returns true when the map was refitted.
+   * Returns true when the map was refitted. A buffer whose world-model scores are all equal has
+   * no slope to fit: the map stays as it was (identity, or the last fit) and the fit is retried
+   * with every new group until the buffer has spread.
    */
   addGroup(pairs: readonly Pair[]): boolean {
     if (pairs.length >= 2 && this.fits > 0) {
@@ -184,16 +213,18 @@ export class OnlineDebiaser {
     this.sinceFit += pairs.length;
     const due = this.fits === 0 ? this.buffer.length >= this.cfg.minPairs : this.sinceFit >= this.cfg.refitEvery;
     if (!due) return false;
-    this.refit();
-    return true;
+    return this.refit();
   }
 
-  private refit(): void {
+  private refit(): boolean {
     const fit = binnedIsotonic(this.buffer.map((p) => p.wm), this.buffer.map((p) => p.real), this.cfg.bins);
+    // One knot would be a constant map: every world-model group would get zero advantage.
+    if (fit.knotsX.length < 2) return false;
     this.knotsX = fit.knotsX;
     this.knotsY = fit.knotsY;
     this.sinceFit = 0;
     this.fits++;
+    return true;
   }
 
   /** In-sample diagnostic over the buffer with the current map. */
