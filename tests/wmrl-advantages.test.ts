@@ -2,7 +2,7 @@
 // monotone non-linear distortion that changes advantages until the debias map undoes it.
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { groupAdvantages, groupAdvantage } from '../wmrl/advantages.js';
+import { DEFAULT_ADVANTAGE_CONFIG, groupAdvantages, groupAdvantage, pooledStd } from '../wmrl/advantages.js';
 import { OnlineDebiaser } from '../wmrl/debias.js';
 import { Rng } from '../wmrl/rng.js';
 
@@ -28,11 +28,12 @@ describe('group advantages', () => {
   it('centre-only keeps the scale and removes the offset', () => {
     expect(groupAdvantage([1, 2, 3, 6], { centreOnly: true, eps: 0 })).toEqual([-2, -1, 0, 3]);
     const std = groupAdvantage([1, 2, 3, 6])!;
-    expect(std[3]).toBeCloseTo(3 / Math.sqrt(3.5), 6);
+    // A lone group's floor defaults to eps times its own std.
+    expect(std[3]).toBeCloseTo(3 / (Math.sqrt(3.5) * (1 + DEFAULT_ADVANTAGE_CONFIG.eps)), 9);
   });
 
   it('excludes unscored rollouts instead of scoring them 0, and skips groups with < 2 scored', () => {
-    const r = groupAdvantages([[1, null, 3], [null, 5, null], [null, null], [2, 2, 2]]);
+    const r = groupAdvantages([[1, null, 3], [null, 5, null], [null, null], [2, 2, 2]], { centreOnly: false, eps: 0 });
     expect(r.advantages[0]![1]).toBeNull();
     expect(r.advantages[0]![0]).toBeCloseTo(-1, 6);
     expect(r.advantages[0]![2]).toBeCloseTo(1, 6);
@@ -44,6 +45,24 @@ describe('group advantages', () => {
     expect(r.scoredGroups).toBe(2);
     expect(r.skippedGroups).toBe(2);
     expect(r.excludedRollouts).toBe(5);
+  });
+
+  it('a near-tie is not amplified: the std floor is relative to the score scale, and scale-invariant', () => {
+    // A group whose scores a flat stretch of the map left 1e-6 apart, beside groups of ordinary spread.
+    const tied = [0.7, 0.7 + 1e-6, 0.7, 0.7 + 1e-6, 0.7 + 1e-6, 0.7, 0.7, 0.7 + 1e-6];
+    const groups = [tied, [0.1, 0.5, 0.3, 0.9, 0.2, 0.6, 0.8, 0.4], [0.2, 0.4, 0.35, 0.1, 0.7, 0.5, 0.3, 0.6]];
+    const r = groupAdvantages(groups);
+    const scale = pooledStd(groups);
+    expect(scale).toBeGreaterThan(0.1);
+    for (const a of r.advantages[0]!) expect(Math.abs(a!)).toBeLessThan(0.01);
+    // Ordinary groups keep full-size advantages (the floor shrinks them by < 1%).
+    const exact = groupAdvantage(groups[1]!, { centreOnly: false, eps: 0 })!;
+    r.advantages[1]!.forEach((a, i) => expect(a! / exact[i]!).toBeGreaterThan(0.99));
+    // One group with the scale passed in, as the corrector passes the real scores' scale.
+    for (const a of groupAdvantage(tied, DEFAULT_ADVANTAGE_CONFIG, 0.3)!) expect(Math.abs(a!)).toBeLessThan(0.01);
+    // The floor moves with the scores: a positive affine change leaves every advantage unchanged.
+    const moved = groupAdvantages(groups.map((g) => g.map((x) => 250 * x - 40)));
+    r.advantages.forEach((g, gi) => g.forEach((a, i) => expect(moved.advantages[gi]![i]!).toBeCloseTo(a!, 9)));
   });
 
   it('a monotone non-linear distortion changes advantages and the debias map undoes it', () => {

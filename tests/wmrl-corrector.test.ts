@@ -193,6 +193,26 @@ describe('active anchors', () => {
   });
 });
 
+describe('advantages in the corrector', () => {
+  it("judge a step's near-ties against the real scores' scale seen on anchors, not against the step itself", async () => {
+    let tiedStep = false;
+    const wm: WorldModelScorer<R> = {
+      score: async (groups) => groups.map((g) => ({ scores: g.map((x, i) => (tiedStep ? 0.7 + 1e-6 * (i % 2) : x.r)) })),
+    };
+    // Real execution faults on every rollout of the tied step, so no real score joins that step.
+    const real: TrustedScorer<R> = { score: async (rs) => rs.map((x) => (tiedStep ? null : x.r)) };
+    const c = new Corrector<R>(cfg({ debias: false }), wm, real);
+    const rng = new Rng(17);
+    for (let t = 0; t < 10; t++) await c.step(makeGroups(rng, 16));
+    tiedStep = true;
+    const res = await c.step(makeGroups(rng, 16));
+    const adv = res.advantages.flat().filter((a): a is number => a !== null);
+    expect(adv.length).toBeGreaterThanOrEqual(11 * 8); // the world-model groups
+    // The step's own pooled std is 5e-7: relative to it the ties would be ±1.
+    for (const a of adv) expect(Math.abs(a)).toBeLessThan(0.01);
+  });
+});
+
 describe('normalizeWeights', () => {
   it('rescales to mean 1 over non-null advantages and gives excluded rollouts 1', () => {
     const w = normalizeWeights([[3, 3, 3], [1, 1, 1]], [[0.5, null, -0.5], [1, 0, -1]]);

@@ -9,7 +9,7 @@
 // the map → advantages, anchor groups weighted. A slow robot or sandbox never blocks world-model
 // scoring: with `anchorWaitMs` finite a step goes on without its anchors, which then only join the
 // calibration when they arrive.
-import { groupAdvantages, DEFAULT_ADVANTAGE_CONFIG, type AdvantageConfig, type Score } from './advantages.js';
+import { groupAdvantages, pooledStd, DEFAULT_ADVANTAGE_CONFIG, type AdvantageConfig, type Score } from './advantages.js';
 import { AnchorScheduler, DEFAULT_ANCHOR_CONFIG, type AnchorConfig, type AnchorSchedulerState } from './anchors.js';
 import { OnlineDebiaser, DEFAULT_DEBIAS_CONFIG, type DebiasConfig, type DebiaserState, type Pair } from './debias.js';
 import { InverseVarianceWeighter, DEFAULT_DENOISE_CONFIG, ensembleWeights, type DenoiseConfig, type WeighterState } from './denoise.js';
@@ -202,7 +202,14 @@ export interface CorrectorState {
   guard?: GuardState;
   finished: Finished[];
   ppi: PpiUnit[];
+  /** EWMA of the anchors' real scores (first and second moments); absent in older states. */
+  realScale?: ScaleState;
 }
+
+interface ScaleState { m1: number; m2: number; norm: number }
+
+/** Half-life, in anchor groups, of the real-score scale behind the advantages' std floor. */
+const SCALE_HALF_LIFE = 64;
 
 /**
  * Weights [group][rollout] rescaled to mean 1 over the rollouts whose advantage is not null; the
@@ -238,6 +245,7 @@ export class Corrector<R> {
   private trustedErrors = 0;
   private finished: Finished[] = [];
   private ppi: PpiUnit[] = [];
+  private realScale: ScaleState = { m1: 0, m2: 0, norm: 0 };
   private readonly running = new Map<number, Promise<void>>();
 
   constructor(
@@ -357,6 +365,7 @@ export class Corrector<R> {
       const cal = f.wm.map((x) => (x === null ? null : this.calibrate(x)));
       if (weighter && measuring) weighter.update(cal, f.real);
       guardOn?.update(f.context, cal, f.real);
+      this.updateScale(f.real);
       this.ppi.push({ wm: f.wm, real: f.real, inclusion: f.inclusion });
     }
     if (this.ppi.length > cfg.ppiWindow) this.ppi.splice(0, this.ppi.length - cfg.ppiWindow);
@@ -370,7 +379,7 @@ export class Corrector<R> {
     const calibrated = wm.map((w) => w.scores.map((x) => (x === null ? null : this.calibrate(x))));
     const scores = calibrated.map((c, g) => realOf.get(g) ?? c);
     const source = scores.map((_, g) => (realOf.has(g) ? 'real' : 'wm') as 'real' | 'wm');
-    const adv = groupAdvantages(scores, cfg.advantages);
+    const adv = groupAdvantages(scores, cfg.advantages, this.scoreScale() ?? pooledStd(scores));
     // World-model groups of a context the guard distrusts are left out: their advantages would push
     // the policy further into what the world model over-rates there.
     let distrusted = 0;
@@ -401,6 +410,29 @@ export class Corrector<R> {
     const predictions = calibrated.flat().filter((x): x is number => x !== null);
     const log = this.makeLog(step, groups.length, choice.groups.length, realOf.size, absorbed.length, adv, anchorWeight, this.trueMean(predictions), distrusted);
     return { advantages: adv.advantages, weights, source, scores, log };
+  }
+
+  /** Feeds one anchor group's real scores into the score scale. */
+  private updateScale(real: readonly Score[]): void {
+    const ys = real.filter((y): y is number => y !== null);
+    if (ys.length === 0) return;
+    const a = 1 - 0.5 ** (1 / SCALE_HALF_LIFE);
+    const s = this.realScale;
+    s.m1 = (1 - a) * s.m1 + (a * ys.reduce((t, y) => t + y, 0)) / ys.length;
+    s.m2 = (1 - a) * s.m2 + (a * ys.reduce((t, y) => t + y * y, 0)) / ys.length;
+    s.norm = (1 - a) * s.norm + a;
+  }
+
+  /**
+   * The score scale the advantages' std floor is relative to: the std of the real scores over
+   * recent anchors (all contexts pooled), which calibrated scores share; null before any anchor
+   * or while every real score was equal (the step's pooled std stands in).
+   */
+  private scoreScale(): number | null {
+    const s = this.realScale;
+    if (s.norm === 0) return null;
+    const v = s.m2 / s.norm - (s.m1 / s.norm) ** 2;
+    return v > 0 ? Math.sqrt(v) : null;
   }
 
   private async waitFor(jobs: Array<Promise<void>>): Promise<void> {
@@ -484,6 +516,7 @@ export class Corrector<R> {
       guard: this.guard?.state(),
       finished: this.finished,
       ppi: this.ppi,
+      realScale: this.realScale,
     });
   }
 
@@ -505,5 +538,6 @@ export class Corrector<R> {
     if (this.guard) this.guard.restore(c.guard ?? new ExploitationGuard(this.guard.cfg).state());
     this.finished = c.finished;
     this.ppi = c.ppi;
+    this.realScale = c.realScale ?? { m1: 0, m2: 0, norm: 0 };
   }
 }
