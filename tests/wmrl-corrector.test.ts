@@ -5,7 +5,7 @@ import { describe, expect, it } from 'vitest';
 import type { Score } from '../wmrl/advantages.js';
 import { DEFAULT_ANCHOR_CONFIG, inclusionProbabilities } from '../wmrl/anchors.js';
 import {
-  Corrector, correctorConfig, DEFAULT_CORRECTOR_CONFIG, DEFAULT_PER_ROLLOUT_CONFIG, normalizeWeights, type CorrectorConfig, type CorrectorOverrides, type TrustedScorer, type WorldModelScorer,
+  Corrector, correctorConfig, DEFAULT_CORRECTOR_CONFIG, DEFAULT_PER_ROLLOUT_CONFIG, normalizeWeights, TrustedScorerError, type StepLog, type CorrectorConfig, type CorrectorOverrides, type TrustedScorer, type WorldModelScorer,
 } from '../wmrl/corrector.js';
 import { DEFAULT_DEBIAS_CONFIG } from '../wmrl/debias.js';
 import { normalizedDisagreement } from '../wmrl/denoise.js';
@@ -190,6 +190,86 @@ describe('active anchors', () => {
       });
     }
     expect(checked).toBeGreaterThan(20);
+  });
+});
+
+describe('real-execution failures', () => {
+  /** Throws on calls listed in `failOn` (0-based), scores the true reward otherwise. */
+  class Flaky implements TrustedScorer<R> {
+    calls = 0;
+    constructor(private readonly failOn: (call: number) => boolean) {}
+    async score(rs: readonly R[]): Promise<Score[]> {
+      if (this.failOn(this.calls++)) throw new Error('robot 3: joint 2 encoder timeout');
+      return rs.map((x) => x.r);
+    }
+  }
+
+  it('by default an exception of the trusted scorer stops the run: the step rejects naming the cause, and so does every later call', async () => {
+    const c = new Corrector<R>(cfg(), new Wm(), new Flaky((k) => k === 5));
+    const rng = new Rng(30);
+    let error: unknown = null;
+    for (let t = 0; t < 5 && error === null; t++) {
+      try { await c.step(makeGroups(rng, 8)); } catch (e) { error = e; }
+    }
+    expect(error).toBeInstanceOf(TrustedScorerError);
+    expect((error as Error).message).toMatch(/real execution failed: Error: robot 3: joint 2 encoder timeout/);
+    expect(((error as Error).cause as Error).message).toBe('robot 3: joint 2 encoder timeout');
+    await expect(c.step(makeGroups(rng, 8))).rejects.toBe(error);
+    await expect(c.drain()).rejects.toBe(error);
+    // World model off (standard GRPO) too.
+    const std = new Corrector<R>(cfg({ worldModel: false }), null, new Flaky((k) => k === 2));
+    await expect(std.step(makeGroups(rng, 4))).rejects.toThrow(/encoder timeout/);
+  });
+
+  it("a late anchor's exception surfaces at the next step", async () => {
+    let fail: (e: Error) => void = () => {};
+    const late: TrustedScorer<R> = { score: () => new Promise<Score[]>((_, reject) => { fail = reject; }) };
+    const c = new Corrector<R>(cfg({ anchorWaitMs: 0, anchors: { fraction: 0, floor: 1 } }), new Wm(), late);
+    const rng = new Rng(31);
+    await c.step(makeGroups(rng, 8)); // its anchor is still running
+    fail(new Error('sandbox pool lost'));
+    await expect(c.step(makeGroups(rng, 8))).rejects.toThrow(/sandbox pool lost/);
+  });
+
+  it("the caller's policy can keep expected faults as unscored; anchors that keep failing still stop the run, naming the cause", async () => {
+    const seen: Array<{ error: unknown; size: number }> = [];
+    const onTrustedError = (error: unknown, group: readonly R[]) => {
+      seen.push({ error, size: group.length });
+      return 'unscored' as const;
+    };
+    // Calls 3 and 4 fail, then 5 succeeds (the streak resets), then every call from 10 on fails.
+    const flaky = new Flaky((k) => k === 3 || k === 4 || k >= 10);
+    const c = new Corrector<R>(cfg({ maxFailedAnchors: 4, anchors: { fraction: 0, floor: 1 } }), new Wm(), flaky, { onTrustedError });
+    const rng = new Rng(32);
+    const logs: StepLog[] = [];
+    let error: unknown = null;
+    for (let t = 0; t < 20 && error === null; t++) {
+      try { logs.push((await c.step(makeGroups(rng, 8))).log); } catch (e) { error = e; }
+    }
+    // Steps 3 and 4 went on with their anchor unscored and counted; the run stopped at the 4th failure in a row (call 13).
+    expect(logs[3]!.trustedErrors).toBe(1);
+    expect(logs[4]!.trustedErrors).toBe(2);
+    expect(logs[4]!.failedAnchorStreak).toBe(2);
+    expect(logs[5]!.failedAnchorStreak).toBe(0);
+    expect(logs[12]!.failedAnchorStreak).toBe(3);
+    expect(logs.length).toBe(13);
+    expect(seen.length).toBe(6);
+    expect(seen.every((x) => x.size === 8 && (x.error as Error).message === 'robot 3: joint 2 encoder timeout')).toBe(true);
+    expect(error).toBeInstanceOf(TrustedScorerError);
+    expect((error as Error).message).toMatch(/4 anchor groups in a row .* the last one threw Error: robot 3: joint 2 encoder timeout/);
+  });
+
+  it('anchors that only ever come back null stop the run too; a policy that throws stops it with its own error', async () => {
+    const nulls: TrustedScorer<R> = { score: async (rs) => rs.map(() => null) };
+    const c = new Corrector<R>(cfg({ maxFailedAnchors: 3, anchors: { fraction: 0, floor: 1 } }), new Wm(), nulls);
+    const rng = new Rng(33);
+    await c.step(makeGroups(rng, 8));
+    await c.step(makeGroups(rng, 8));
+    await expect(c.step(makeGroups(rng, 8))).rejects.toThrow(/3 anchor groups in a row .* only null scores/);
+    const strict = new Corrector<R>(cfg(), new Wm(), new Flaky(() => true), {
+      onTrustedError: (e) => { throw new Error(`operator policy: ${(e as Error).message}`); },
+    });
+    await expect(strict.step(makeGroups(rng, 8))).rejects.toThrow(/operator policy: robot 3/);
   });
 });
 

@@ -22,6 +22,34 @@ export interface TrustedScorer<R> {
   score(rollouts: readonly R[]): Promise<Score[]>;
 }
 
+/**
+ * What to do with one exception of the trusted scorer: `'throw'` stops the run with it (the
+ * step that waits for the anchor rejects, or the next `step()` / `drain()` for a late one);
+ * `'unscored'` treats it as an expected fault, like null scores: the group's rollouts are excluded.
+ */
+export type TrustedErrorPolicy = 'throw' | 'unscored';
+
+export interface CorrectorOptions<R> {
+  /**
+   * The context (prompt, task) a group belongs to, for the exploitation guard; every rollout of a
+   * group shares it. Without it the whole run is one context.
+   */
+  contextOf?: (group: readonly R[]) => string;
+  /**
+   * Called with every exception of the trusted scorer and the group it was scoring; its answer is
+   * the policy for that failure. Without it every exception stops the run. An exception thrown by
+   * `onTrustedError` itself stops the run with that exception.
+   */
+  onTrustedError?: (error: unknown, group: readonly R[]) => TrustedErrorPolicy;
+}
+
+/** The run stopped because real execution failed; `cause` is the scorer's exception when there was one. */
+export class TrustedScorerError extends Error {
+  override readonly name = 'TrustedScorerError';
+}
+
+const describeError = (e: unknown): string => (e instanceof Error ? `${e.name}: ${e.message}` : String(e));
+
 /** World-model scores of one group; `variance` is the ensemble's per-rollout variance when it has one. */
 export interface WorldModelScores {
   scores: Score[];
@@ -62,6 +90,12 @@ export interface CorrectorConfig {
   advantages: AdvantageConfig;
   /** How long a step waits for its own anchors, in ms: Infinity = wait, 0 = never block. */
   anchorWaitMs: number;
+  /**
+   * Consecutive anchor groups that may come back without a single scored rollout (an exception the
+   * caller chose to treat as unscored, or all null) before the run stops with a TrustedScorerError:
+   * otherwise a broken robot quietly turns WMRL into pure world-model training.
+   */
+  maxFailedAnchors: number;
   /** Anchor groups (most recent) whose rectifiers feed the true-mean interval. */
   ppiWindow: number;
   ppiConfidence: number;
@@ -77,6 +111,7 @@ export const DEFAULT_CORRECTOR_CONFIG: CorrectorConfig = {
   guard: DEFAULT_GUARD_CONFIG,
   advantages: DEFAULT_ADVANTAGE_CONFIG,
   anchorWaitMs: Number.POSITIVE_INFINITY,
+  maxFailedAnchors: 8,
   ppiWindow: 64,
   ppiConfidence: 0.95,
   seed: 0,
@@ -150,8 +185,10 @@ export interface StepLog {
   distrustedGroups: number;
   /** Interval for the policy's true mean score (prediction-powered); null until 2 anchor groups. */
   trueMean: Interval | null;
-  /** Trusted-scorer calls that threw; their rollouts count as unscored. */
+  /** Trusted-scorer calls that threw and that `onTrustedError` chose to treat as unscored, whole run. */
   trustedErrors: number;
+  /** Anchor groups in a row, up to now, that came back without a scored rollout. */
+  failedAnchorStreak: number;
 }
 
 export interface StepResult {
@@ -195,6 +232,8 @@ export interface CorrectorState {
   anchorsLaunched: number;
   groupsSeen: number;
   trustedErrors: number;
+  /** Absent in older states: 0. */
+  failedAnchorStreak?: number;
   scheduler: AnchorSchedulerState;
   /** Each part's state is present when the part is on; a part that is on but absent starts fresh. */
   debiaser?: DebiaserState;
@@ -237,6 +276,10 @@ export class Corrector<R> {
   private readonly weighter: InverseVarianceWeighter | null;
   private readonly guard: ExploitationGuard | null;
   private readonly contextOf: (group: readonly R[]) => string;
+  private readonly onTrustedError: ((error: unknown, group: readonly R[]) => TrustedErrorPolicy) | null;
+  /** Set once real execution has failed for good; every later step() and drain() throws it. */
+  private failure: TrustedScorerError | null = null;
+  private failedAnchorStreak = 0;
   private stepIndex = 0;
   private nextJobId = 0;
   private realExecutions = 0;
@@ -252,11 +295,7 @@ export class Corrector<R> {
     readonly cfg: CorrectorConfig,
     private readonly worldModel: WorldModelScorer<R> | null,
     private readonly trusted: TrustedScorer<R>,
-    /**
-     * `contextOf`: the context (prompt, task) a group belongs to, for the exploitation guard; every
-     * rollout of a group shares it. Without it the whole run is one context.
-     */
-    opts: { contextOf?: (group: readonly R[]) => string } = {},
+    opts: CorrectorOptions<R> = {},
   ) {
     if (cfg.worldModel && !worldModel) throw new Error('worldModel: true needs a world-model scorer');
     if (!(cfg.anchors.maxInFlight >= 1)) throw new Error('anchors.maxInFlight (trusted slots) must be ≥ 1');
@@ -264,7 +303,9 @@ export class Corrector<R> {
     this.debiaser = cfg.debias ? new OnlineDebiaser(cfg.debias) : null;
     this.weighter = cfg.denoise ? new InverseVarianceWeighter(cfg.denoise) : null;
     this.guard = cfg.guard ? new ExploitationGuard(cfg.guard) : null;
+    if (!(Number.isInteger(cfg.maxFailedAnchors) && cfg.maxFailedAnchors >= 1)) throw new Error(`maxFailedAnchors ${cfg.maxFailedAnchors} must be a positive integer`);
     this.contextOf = opts.contextOf ?? (() => '');
+    this.onTrustedError = opts.onTrustedError ?? null;
   }
 
   /** Whether the exploitation guard currently distrusts the world model in `context`. */
@@ -281,8 +322,12 @@ export class Corrector<R> {
     return this.running.size;
   }
 
-  /** One training step over `groups` [group][rollout]. */
+  /**
+   * One training step over `groups` [group][rollout]. Rejects with a TrustedScorerError when real
+   * execution failed (see `TrustedErrorPolicy` and `maxFailedAnchors`); the run cannot go on then.
+   */
   async step(groups: ReadonlyArray<readonly R[]>): Promise<StepResult> {
+    this.throwIfFailed();
     const step = this.stepIndex++;
     this.groupsSeen += groups.length;
     return this.cfg.worldModel ? this.wmrlStep(step, groups) : this.standardStep(step, groups);
@@ -291,6 +336,11 @@ export class Corrector<R> {
   /** Waits for every anchor in flight; their results are kept for the next step to absorb. */
   async drain(): Promise<void> {
     await Promise.all([...this.running.values()]);
+    this.throwIfFailed();
+  }
+
+  private throwIfFailed(): void {
+    if (this.failure) throw this.failure;
   }
 
   // Standard GRPO: everything real, at most `maxInFlight` groups executing at once.
@@ -305,6 +355,7 @@ export class Corrector<R> {
     };
     const slots = Math.min(groups.length, this.cfg.anchors.maxInFlight);
     await Promise.all(Array.from({ length: slots }, worker));
+    this.throwIfFailed();
     for (const g of groups) this.realExecutions += g.length;
     this.anchorsLaunched += groups.length;
     const adv = groupAdvantages(real, this.cfg.advantages);
@@ -345,6 +396,7 @@ export class Corrector<R> {
     });
     this.anchorsLaunched += choice.groups.length;
     await this.waitFor(mine.map((m) => m.done));
+    this.throwIfFailed();
 
     // Absorb everything finished, in launch order: all map updates first, then disagreement.
     const absorbed = this.finished.sort((a, b) => a.id - b.id);
@@ -444,15 +496,44 @@ export class Corrector<R> {
     clearTimeout(timer);
   }
 
+  /**
+   * Real scores of one group; never rejects. An exception goes to the caller's policy: 'throw' (the
+   * default) records the run's failure, which the waiting step throws; 'unscored' makes the group's
+   * rollouts unscored. A group with no scored rollout extends the failed-anchor streak.
+   */
   private async scoreTrusted(rollouts: readonly R[]): Promise<Score[]> {
+    let scores: Score[];
+    let cause: unknown = null;
     try {
-      const s = await this.trusted.score(rollouts);
-      if (s.length !== rollouts.length) throw new Error(`trusted scorer returned ${s.length} scores for ${rollouts.length}`);
-      return s;
-    } catch {
+      scores = await this.trusted.score(rollouts);
+      if (scores.length !== rollouts.length) throw new Error(`trusted scorer returned ${scores.length} scores for ${rollouts.length} rollouts`);
+    } catch (error) {
+      let policy: TrustedErrorPolicy = 'throw';
+      cause = error;
+      if (this.onTrustedError) {
+        try {
+          policy = this.onTrustedError(error, rollouts);
+        } catch (e) {
+          cause = e;
+        }
+      }
+      if (policy !== 'unscored') {
+        this.failure ??= new TrustedScorerError(`real execution failed: ${describeError(cause)}`, { cause });
+        return rollouts.map(() => null);
+      }
       this.trustedErrors++;
-      return rollouts.map(() => null);
+      scores = rollouts.map(() => null);
     }
+    if (scores.some((x) => x !== null)) {
+      this.failedAnchorStreak = 0;
+    } else if (++this.failedAnchorStreak >= this.cfg.maxFailedAnchors) {
+      const last = cause === null ? 'the last one returned only null scores' : `the last one threw ${describeError(cause)}`;
+      this.failure ??= new TrustedScorerError(
+        `real execution keeps failing: ${this.failedAnchorStreak} anchor groups in a row came back without a scored rollout; ${last}`,
+        cause === null ? undefined : { cause },
+      );
+    }
+    return scores;
   }
 
   private trueMean(predictions: number[]): Interval | null {
@@ -496,6 +577,7 @@ export class Corrector<R> {
       distrustedGroups,
       trueMean,
       trustedErrors: this.trustedErrors,
+      failedAnchorStreak: this.failedAnchorStreak,
     };
   }
 
@@ -510,6 +592,7 @@ export class Corrector<R> {
       anchorsLaunched: this.anchorsLaunched,
       groupsSeen: this.groupsSeen,
       trustedErrors: this.trustedErrors,
+      failedAnchorStreak: this.failedAnchorStreak,
       scheduler: this.scheduler.state(),
       debiaser: this.debiaser?.state(),
       weighter: this.weighter?.state(),
@@ -531,6 +614,7 @@ export class Corrector<R> {
     this.anchorsLaunched = c.anchorsLaunched;
     this.groupsSeen = c.groupsSeen;
     this.trustedErrors = c.trustedErrors;
+    this.failedAnchorStreak = c.failedAnchorStreak ?? 0;
     this.scheduler.restore(c.scheduler);
     // A part that is off ignores its saved state (a paired measurement may switch it off).
     if (this.debiaser) this.debiaser.restore(c.debiaser ?? new OnlineDebiaser(this.debiaser.cfg).state());
