@@ -126,9 +126,10 @@ function sampleGroups(theta: Float64Array, rng: Rng): Rollout[][] {
 }
 
 /**
- * Policy-gradient direction from a step's weighted advantages: per prompt, the weighted mean over
- * its rollouts of w·A·∇log π(a) (a fusion: anchor and world-model groups of a prompt estimate
- * the same gradient). Returns [p*K + a].
+ * Policy-gradient direction from a step's weighted advantages: per prompt, the mean over its
+ * scored rollouts of w·A·∇log π(a). The mean divides by the rollout count, not by Σw, so the
+ * world-model groups' scale is the same on every step and anchor groups add weight (see
+ * StepResult.weights). Returns [p*K + a].
  */
 function gradientEstimate(theta: Float64Array, groups: Rollout[][], res: StepResult): Float64Array {
   const num = new Float64Array(P * K);
@@ -141,7 +142,7 @@ function gradientEstimate(theta: Float64Array, groups: Rollout[][], res: StepRes
       const A = res.advantages[gi]![i];
       if (A === null || A === undefined) return;
       const w = res.weights[gi]![i]!;
-      den[p]! += w;
+      den[p]! += 1;
       for (let a = 0; a < K; a++) num[p * K + a]! += w * A * ((a === r.a ? 1 : 0) - pi[a]!);
     });
   });
@@ -624,7 +625,7 @@ export async function run(opts: BenchOptions): Promise<BenchReport> {
       `Real execution = true reward + N(0, ${REAL_NOISE}²). World model: drifting monotone non-linear miscalibration, heteroscedastic noise (σ 0.05–0.5 by action),`,
       `an over-rated region in half the prompts. Anchors 10% of groups (floor 1); real executions include anchors. Target: ${TARGET} × optimum's true reward.`,
       `Pure world model executes nothing for real. Bias/variance at ${checkpoints.length} checkpoints, ${reps} replicates each (${pairedReps} for full WMRL).`,
-      'The corrector\'s weights are normalized to mean 1 per step, and the gradient is a per-prompt weighted mean, so anchor up-weighting never changes the step size.',
+      'World-model groups keep weight 1 on every step and anchors add weight (no per-step renormalization); the gradient is a per-prompt mean over rollouts.',
     ].join('\n'),
     header: ['arm', 'real execs to target', `J / J* at step ${Math.floor(steps / 2)}`, `J / J* at step ${steps}`, 'final true J / J*', 'real execs spent', 'plateau J / J*', 'grad bias²', 'grad variance', 'α', 'direction bias²', 'scale-free variance', 'held-out bias reduction', 'anchor weight', 'CI coverage'],
     rows,

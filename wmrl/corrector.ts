@@ -195,10 +195,14 @@ export interface StepResult {
   /** [group][rollout]; null = excluded (unscored, or the group was skipped). */
   advantages: Score[][];
   /**
-   * [group][rollout] multiplier of each advantage: anchor weight on real groups, ensemble weights on
-   * world-model groups, normalized to mean 1 over the step's scored rollouts, so that the plain mean
-   * of weight × advantage × ∇log π over the step is the inverse-variance weighted mean (the fusion)
-   * and up-weighting anchors never changes the estimate's overall scale. 1 on excluded rollouts.
+   * [group][rollout] multiplier of each advantage: 1 on world-model groups (or, with
+   * perRolloutWeights, the ensemble's weights, mean 1 within the group), the anchor weight (≥ 1) on
+   * anchor groups, 1 on excluded rollouts. Not renormalized per step: the world-model groups' scale
+   * is the same on every step and anchors only add weight. Renormalizing to mean 1 would shrink the
+   * world-model groups by 1/(1 + (w − 1)·anchor share) on steps with anchors and not on steps
+   * without, a step size that jitters with anchor luck. The gradient is the plain mean over
+   * rollouts of weight × advantage × ∇log π, so its expected scale is 1 + (w − 1)·anchor share,
+   * constant while w is.
    */
   weights: number[][];
   /** [group] where the group's scores came from. */
@@ -249,25 +253,6 @@ interface ScaleState { m1: number; m2: number; norm: number }
 
 /** Half-life, in anchor groups, of the real-score scale behind the advantages' std floor. */
 const SCALE_HALF_LIFE = 64;
-
-/**
- * Weights [group][rollout] rescaled to mean 1 over the rollouts whose advantage is not null; the
- * others get 1. A fusion is a weighted *mean*: without this, up-weighting anchors would also scale
- * the whole estimate (a larger step), not only shift its mix.
- */
-export function normalizeWeights(weights: number[][], advantages: readonly Score[][]): number[][] {
-  let sum = 0;
-  let n = 0;
-  weights.forEach((g, gi) => g.forEach((w, i) => {
-    const a = advantages[gi]![i];
-    if (a !== null && a !== undefined) { sum += w; n++; }
-  }));
-  const k = n > 0 && sum > 0 ? n / sum : 1;
-  return weights.map((g, gi) => g.map((w, i) => {
-    const a = advantages[gi]![i];
-    return a !== null && a !== undefined ? w * k : 1;
-  }));
-}
 
 export class Corrector<R> {
   private readonly scheduler: AnchorScheduler;
@@ -447,17 +432,17 @@ export class Corrector<R> {
     // weight, 1 + (w − 1)·π̄, as with uniform selection, where π_g = π̄ and this is just w.
     const inclusionOf = new Map<number, number>(choice.groups.map((g, j) => [g, choice.inclusion[j]!]));
     const meanInclusion = groups.length ? choice.groups.length / groups.length : 0;
-    const raw = scores.map((s, g) => {
+    const weights = scores.map((s, g) => {
+      const row = adv.advantages[g]!;
       if (source[g] === 'real') {
         const pi = inclusionOf.get(g)!;
         const w = pi > 0 ? 1 + (anchorWeight - 1) * (meanInclusion / pi) : anchorWeight;
-        return s.map(() => w);
+        return row.map((a) => (a === null ? 1 : w));
       }
       const v = wm[g]!.variance;
       if (!cfg.perRolloutWeights || !v) return s.map(() => 1);
-      return ensembleWeights(v, s.map((x) => x !== null), cfg.perRolloutWeights.varianceFloor);
+      return ensembleWeights(v, row.map((a) => a !== null), cfg.perRolloutWeights.varianceFloor);
     });
-    const weights = normalizeWeights(raw, adv.advantages);
 
     const predictions = calibrated.flat().filter((x): x is number => x !== null);
     const log = this.makeLog(step, groups.length, choice.groups.length, realOf.size, absorbed.length, adv, anchorWeight, this.trueMean(predictions), distrusted);
