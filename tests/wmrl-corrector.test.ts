@@ -7,7 +7,7 @@ import { DEFAULT_ANCHOR_CONFIG, inclusionProbabilities } from '../wmrl/anchors.j
 import {
   Corrector, correctorConfig, DEFAULT_CORRECTOR_CONFIG, DEFAULT_PER_ROLLOUT_CONFIG, TrustedScorerError, type StepLog, type CorrectorConfig, type CorrectorOverrides, type TrustedScorer, type WorldModelScorer,
 } from '../wmrl/corrector.js';
-import { DEFAULT_DEBIAS_CONFIG } from '../wmrl/debias.js';
+import { binnedIsotonic, DEFAULT_DEBIAS_CONFIG, evalKnots } from '../wmrl/debias.js';
 import { normalizedDisagreement } from '../wmrl/denoise.js';
 import { Rng } from '../wmrl/rng.js';
 
@@ -165,7 +165,7 @@ describe('Corrector', () => {
 });
 
 describe('active anchors', () => {
-  it('scale each anchor\'s excess weight by mean inclusion over its inclusion, so no content is favoured in expectation', async () => {
+  it('scale each anchor\'s excess weight by mean inclusion over its inclusion (clipped at maxWeight), so no content is favoured in expectation', async () => {
     const mix = 0.2;
     const c = new Corrector<R>(cfg({ anchors: { mode: 'active', uniformMix: mix } }), new Wm(), new Real());
     const rng = new Rng(11);
@@ -182,11 +182,65 @@ describe('active anchors', () => {
       const meanPi = res.log.anchorsLaunched / groups.length;
       res.source.forEach((s, g) => {
         if (s !== 'real') return;
-        expect(res.weights[g]![0]! / res.weights[wm]![0]!).toBeCloseTo(1 + (w - 1) * (meanPi / pi[g]!), 9);
+        expect(res.weights[g]![0]! / res.weights[wm]![0]!).toBeCloseTo(Math.min(4, 1 + (w - 1) * (meanPi / pi[g]!)), 9);
         checked++;
       });
     }
     expect(checked).toBeGreaterThan(20);
+  });
+
+  it('calibrate without selection bias: pairs and s² weighted by inverse inclusion, advantage weights never above maxWeight', async () => {
+    // Half the groups are "hard" (the ensemble is unsure: variance 1) and really score 0.35 below
+    // their world-model score, with noisy rankings; the "easy" half (variance 0.01) score 0.35 above.
+    // Over all groups E[real | wm] = wm, so the true map at 0.5 is 0.5, but active selection picks
+    // hard groups ~89% of the time: unweighted, the map would give ≈ 0.23 there.
+    interface H { x: number; hard: boolean; e: number }
+    const wm: WorldModelScorer<H> = {
+      score: async (groups) => groups.map((g) => ({ scores: g.map((r) => r.x), variance: g.map((r) => (r.hard ? 1 : 0.01)) })),
+    };
+    const real: TrustedScorer<H> = { score: async (rs) => rs.map((r) => r.x + (r.hard ? -0.35 + 0.2 * r.e : 0.35 + 0.05 * r.e)) };
+    const draw = (rng: Rng): H[][] => Array.from({ length: 16 }, (_, g) =>
+      Array.from({ length: 8 }, () => ({ x: rng.next(), hard: g % 2 === 0, e: rng.normal() })));
+    const over = { anchors: { fraction: 0.25, mode: 'active' as const }, debias: { minPairs: 400, refitEvery: 64, bufferCap: 5000 }, denoise: { warmupGroups: 8, targetWeight: 3 } };
+    const active = new Corrector<H>(cfg(over), wm, real);
+    const uniform = new Corrector<H>(cfg({ ...over, anchors: { fraction: 0.25, mode: 'random' } }), wm, real);
+    let maxRatio = 0;
+    let unclipped = 0;
+    for (let t = 0; t < 150; t++) {
+      const groups = draw(new Rng(700 + t));
+      const res = await active.step(groups);
+      await uniform.step(groups);
+      const w = res.log.anchorWeight;
+      const wmGroup = res.source.indexOf('wm');
+      res.source.forEach((src, g) => {
+        if (src !== 'real' || wmGroup < 0) return;
+        const ratio = res.weights[g]![0]! / res.weights[wmGroup]![0]!;
+        maxRatio = Math.max(maxRatio, ratio);
+        // What the inclusion correction alone would give an easy group (π ≈ 0.054, π̄ = 0.25).
+        if (!groups[g]![0]!.hard && w > 1) unclipped = Math.max(unclipped, 1 + (w - 1) * (0.25 / 0.054));
+      });
+    }
+    // Weighted: ≈ 0.49 (uniform selection: ≈ 0.51).
+    expect(Math.abs(active.calibrate(0.5) - 0.5)).toBeLessThan(0.05);
+    expect(Math.abs(active.calibrate(0.5) - uniform.calibrate(0.5))).toBeLessThan(0.05);
+    const st = active.state();
+    const buffer = st.debiaser!.buffer;
+    const hardShare = buffer.filter((p) => p.weight! < 1).length / buffer.length;
+    expect(hardShare).toBeGreaterThan(0.8);
+    // The same pairs fitted without their weights: the selection-biased map the review measured (≈ 0.23).
+    const naive = binnedIsotonic(buffer.map((p) => p.wm), buffer.map((p) => p.real), 20);
+    expect(evalKnots(naive.knotsX, naive.knotsY, 0.5)).toBeLessThan(0.3);
+    // s²: the weighted average over actively chosen groups matches the one under uniform selection.
+    const s2a = st.weighter!.ewma / st.weighter!.norm;
+    const s2u = uniform.state().weighter!.ewma / uniform.state().weighter!.norm;
+    const hardOnly = 0.2 ** 2 / (1 / 12 + 0.2 ** 2); // ≈ 0.32, what an unweighted s² would drift towards
+    expect(s2a / s2u).toBeGreaterThan(0.75);
+    expect(s2a / s2u).toBeLessThan(1.33);
+    expect(s2a).toBeLessThan(0.75 * hardOnly);
+    // Advantage weights: the inclusion correction alone would exceed maxWeight; the clip holds it there.
+    expect(unclipped).toBeGreaterThan(4);
+    expect(maxRatio).toBeLessThanOrEqual(4 + 1e-12);
+    expect(maxRatio).toBeGreaterThan(3);
   });
 });
 

@@ -220,6 +220,8 @@ interface Finished {
   wm: Score[];
   real: Score[];
   inclusion: number;
+  /** π̄/π: the step's mean inclusion probability over this group's; absent in older states (1). */
+  selectionWeight?: number;
 }
 
 interface PpiUnit {
@@ -367,13 +369,15 @@ export class Corrector<R> {
     const guard = this.guard;
     const boost = guard ? contexts.map((k) => (guard.flagged(k) ? guard.cfg.anchorBoost : 1)) : undefined;
     const choice = this.scheduler.choose(groups.length, this.running.size, uncertainty, boost);
+    const meanInclusion = groups.length ? choice.groups.length / groups.length : 0;
     const mine: Array<{ group: number; id: number; done: Promise<void> }> = [];
     choice.groups.forEach((g, j) => {
       const id = this.nextJobId++;
       const wmScores = [...wm[g]!.scores];
       this.realExecutions += groups[g]!.length;
       const done = this.scoreTrusted(groups[g]!).then((real) => {
-        this.finished.push({ id, step, context: contexts[g]!, wm: wmScores, real, inclusion: choice.inclusion[j]! });
+        const inclusion = choice.inclusion[j]!;
+        this.finished.push({ id, step, context: contexts[g]!, wm: wmScores, real, inclusion, selectionWeight: meanInclusion / inclusion });
         this.running.delete(id);
       });
       this.running.set(id, done);
@@ -392,7 +396,7 @@ export class Corrector<R> {
         const pairs: Pair[] = [];
         f.wm.forEach((x, i) => {
           const y = f.real[i];
-          if (x !== null && y !== null && y !== undefined) pairs.push({ wm: x, real: y, group: f.id });
+          if (x !== null && y !== null && y !== undefined) pairs.push({ wm: x, real: y, group: f.id, weight: f.selectionWeight ?? 1 });
         });
         debiaser.addGroup(pairs);
       }
@@ -400,7 +404,7 @@ export class Corrector<R> {
     const measuring = !debiaser || debiaser.calibrated;
     for (const f of absorbed) {
       const cal = f.wm.map((x) => (x === null ? null : this.calibrate(x)));
-      if (weighter && measuring) weighter.update(cal, f.real);
+      if (weighter && measuring) weighter.update(cal, f.real, f.selectionWeight ?? 1);
       guardOn?.update(f.context, cal, f.real);
       this.updateScale(f.real);
       this.ppi.push({ wm: f.wm, real: f.real, inclusion: f.inclusion });
@@ -429,14 +433,16 @@ export class Corrector<R> {
     const anchorWeight = weighter ? weighter.weight() : 1;
     // Anchor g's up-weight is (w − 1)·π̄/π_g on top of 1 (Horvitz–Thompson on the excess): when
     // active selection favours some groups' contents, each content still gets the same expected
-    // weight, 1 + (w − 1)·π̄, as with uniform selection, where π_g = π̄ and this is just w.
+    // weight, 1 + (w − 1)·π̄, as with uniform selection, where π_g = π̄ and this is just w. The
+    // result is clipped at maxWeight: a rarely chosen group would otherwise carry its 1/π (10× and
+    // more) into one step; the clip gives up a little of that exactness for bounded variance.
     const inclusionOf = new Map<number, number>(choice.groups.map((g, j) => [g, choice.inclusion[j]!]));
-    const meanInclusion = groups.length ? choice.groups.length / groups.length : 0;
+    const maxWeight = weighter ? weighter.cfg.maxWeight : 1;
     const weights = scores.map((s, g) => {
       const row = adv.advantages[g]!;
       if (source[g] === 'real') {
         const pi = inclusionOf.get(g)!;
-        const w = pi > 0 ? 1 + (anchorWeight - 1) * (meanInclusion / pi) : anchorWeight;
+        const w = Math.min(maxWeight, pi > 0 ? 1 + (anchorWeight - 1) * (meanInclusion / pi) : anchorWeight);
         return row.map((a) => (a === null ? 1 : w));
       }
       const v = wm[g]!.variance;

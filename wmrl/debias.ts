@@ -1,6 +1,12 @@
 // Online Debiaser: a monotone map f from world-model score to real score, fitted by isotonic
 // regression on anchor pairs. Monotone so it never reorders what the world model ranked right;
 // not affine, because group standardization cancels any affine correction.
+//
+// Pairs carry a weight: the inverse of their group's inclusion probability relative to the
+// step's mean (π̄/π). Anchors chosen unevenly (active mode: where the ensemble is unsure) are no
+// sample of all groups, so an unweighted fit estimates E[real | wm, selected]; weighting each pair
+// by how many groups it stands for estimates E[real | wm] (Horvitz–Thompson / Hájek). With
+// uniform selection every weight is 1 and nothing changes.
 
 export interface DebiasConfig {
   /** The map stays identity until the buffer holds this many pairs. */
@@ -28,6 +34,8 @@ export interface Pair {
   wm: number;
   real: number;
   group: number;
+  /** Selection weight π̄/π of the pair's group (> 0); 1 when absent. */
+  weight?: number;
 }
 
 /** The within-group-centred squared residual real − f(wm), before (f = identity) and after the map. */
@@ -100,13 +108,13 @@ export function robustRange(x: readonly number[]): { lo: number; hi: number } {
 }
 
 /**
- * Binned isotonic fit of y on x (both length n ≥ 1): equal-width bins over the robust range of x
- * (`robustRange`), values beyond it clamped into the end bins, the mean of y per non-empty bin,
- * PAV weighted by bin counts. Returns the knots (mean clamped x of each bin and its fitted y,
- * ascending in x); the map interpolates linearly between knots and is flat outside. One knot
- * when every x is equal.
+ * Binned isotonic fit of y on x (both length n ≥ 1, optional weights `w` > 0, length n): equal-width
+ * bins over the robust range of x (`robustRange`), values beyond it clamped into the end bins, the
+ * weighted mean of x and y per non-empty bin, PAV weighted by the bins' total weight. Returns the
+ * knots (mean clamped x of each bin and its fitted y, ascending in x); the map interpolates
+ * linearly between knots and is flat outside. One knot when every x is equal.
  */
-export function binnedIsotonic(x: readonly number[], y: readonly number[], bins: number): { knotsX: number[]; knotsY: number[] } {
+export function binnedIsotonic(x: readonly number[], y: readonly number[], bins: number, w?: readonly number[]): { knotsX: number[]; knotsY: number[] } {
   if (x.length === 0) return { knotsX: [], knotsY: [] };
   const { lo, hi } = robustRange(x);
   const width = hi > lo ? (hi - lo) / bins : 1;
@@ -116,15 +124,16 @@ export function binnedIsotonic(x: readonly number[], y: readonly number[], bins:
   for (let i = 0; i < x.length; i++) {
     const xi = Math.min(hi, Math.max(lo, x[i]!));
     const b = Math.min(bins - 1, Math.floor((xi - lo) / width));
-    sx[b]! += xi;
-    sy[b]! += y[i]!;
-    cnt[b]!++;
+    const wi = w ? w[i]! : 1;
+    sx[b]! += wi * xi;
+    sy[b]! += wi * y[i]!;
+    cnt[b]! += wi;
   }
   const mx: number[] = [];
   const my: number[] = [];
-  const w: number[] = [];
-  for (let b = 0; b < bins; b++) if (cnt[b]! > 0) { mx.push(sx[b]! / cnt[b]!); my.push(sy[b]! / cnt[b]!); w.push(cnt[b]!); }
-  return { knotsX: mx, knotsY: pav(my, w) };
+  const bw: number[] = [];
+  for (let b = 0; b < bins; b++) if (cnt[b]! > 0) { mx.push(sx[b]! / cnt[b]!); my.push(sy[b]! / cnt[b]!); bw.push(cnt[b]!); }
+  return { knotsX: mx, knotsY: pav(my, bw) };
 }
 
 /** Evaluates the piecewise-linear monotone map given by knots (ascending x). */
@@ -143,21 +152,23 @@ export function evalKnots(knotsX: readonly number[], knotsY: readonly number[], 
   return knotsY[lo]! + t * (knotsY[hi]! - knotsY[lo]!);
 }
 
-/** Within-group-centred mean squared residual of real − map(wm) over groups with ≥ 2 pairs. */
+/**
+ * Within-group-centred mean squared residual of real − map(wm) over groups with ≥ 2 pairs, each
+ * pair counted with its selection weight.
+ */
 export function centredResidual(pairs: readonly Pair[], map: (x: number) => number): number {
-  const byGroup = new Map<number, number[]>();
+  const byGroup = new Map<number, Array<{ r: number; w: number }>>();
   for (const p of pairs) {
-    const r = p.real - map(p.wm);
+    const e = { r: p.real - map(p.wm), w: p.weight ?? 1 };
     const g = byGroup.get(p.group);
-    if (g) g.push(r); else byGroup.set(p.group, [r]);
+    if (g) g.push(e); else byGroup.set(p.group, [e]);
   }
   let ss = 0;
   let n = 0;
-  for (const rs of byGroup.values()) {
-    if (rs.length < 2) continue;
-    const m = rs.reduce((s, r) => s + r, 0) / rs.length;
-    for (const r of rs) ss += (r - m) ** 2;
-    n += rs.length;
+  for (const es of byGroup.values()) {
+    if (es.length < 2) continue;
+    const m = es.reduce((s, e) => s + e.r, 0) / es.length;
+    for (const e of es) { ss += e.w * (e.r - m) ** 2; n += e.w; }
   }
   return n ? ss / n : 0;
 }
@@ -194,7 +205,7 @@ export class OnlineDebiaser {
   }
 
   /**
-   * Adds one anchor group's pairs (all with the same `group`) and refits when due. Before adding,
+   * Adds one anchor group's pairs (all with the same `group` and weight) and refits when due. Before adding,
    * the group is scored by the current map: that held-out residual is the honest diagnostic.
    * Returns true when the map was refitted. A buffer whose world-model scores are all equal has
    * no slope to fit: the map stays as it was (identity, or the last fit) and the fit is retried
@@ -203,12 +214,13 @@ export class OnlineDebiaser {
   addGroup(pairs: readonly Pair[]): boolean {
     if (pairs.length >= 2 && this.fits > 0) {
       const a = 1 - 0.5 ** (1 / this.cfg.diagnosticHalfLife);
+      const v = pairs[0]!.weight ?? 1;
       const h = this.heldOut;
-      h.before = (1 - a) * h.before + a * centredResidual(pairs, (x) => x);
-      h.after = (1 - a) * h.after + a * centredResidual(pairs, (x) => this.apply(x));
-      h.weight = (1 - a) * h.weight + a;
+      h.before = (1 - a) * h.before + a * v * centredResidual(pairs, (x) => x);
+      h.after = (1 - a) * h.after + a * v * centredResidual(pairs, (x) => this.apply(x));
+      h.weight = (1 - a) * h.weight + a * v;
     }
-    for (const p of pairs) this.buffer.push({ wm: p.wm, real: p.real, group: p.group });
+    for (const p of pairs) this.buffer.push({ wm: p.wm, real: p.real, group: p.group, weight: p.weight ?? 1 });
     if (this.buffer.length > this.cfg.bufferCap) this.buffer.splice(0, this.buffer.length - this.cfg.bufferCap);
     this.sinceFit += pairs.length;
     const due = this.fits === 0 ? this.buffer.length >= this.cfg.minPairs : this.sinceFit >= this.cfg.refitEvery;
@@ -217,7 +229,8 @@ export class OnlineDebiaser {
   }
 
   private refit(): boolean {
-    const fit = binnedIsotonic(this.buffer.map((p) => p.wm), this.buffer.map((p) => p.real), this.cfg.bins);
+    const b = this.buffer;
+    const fit = binnedIsotonic(b.map((p) => p.wm), b.map((p) => p.real), this.cfg.bins, b.map((p) => p.weight ?? 1));
     // One knot would be a constant map: every world-model group would get zero advantage.
     if (fit.knotsX.length < 2) return false;
     this.knotsX = fit.knotsX;

@@ -65,15 +65,17 @@ export class InverseVarianceWeighter {
   }
 
   /**
-   * Feeds one anchor group's calibrated world-model scores and real scores (length G each).
+   * Feeds one anchor group's calibrated world-model scores and real scores (length G each), with
+   * the group's selection weight π̄/π (> 0; 1 under uniform selection): the EWMA is a weighted
+   * (Hájek) average, so uneven anchor selection does not bias s² towards the groups it favours.
    * Degenerate groups are skipped, never pushed as zero. Returns the group's s² or null if skipped.
    */
-  update(calibrated: readonly Score[], real: readonly Score[]): number | null {
+  update(calibrated: readonly Score[], real: readonly Score[], weight = 1): number | null {
     const s2 = normalizedDisagreement(calibrated, real);
     if (s2 === null) return null;
     const a = 1 - 0.5 ** (1 / this.cfg.halfLife);
-    this.ewma = (1 - a) * this.ewma + a * s2;
-    this.norm = (1 - a) * this.norm + a;
+    this.ewma = (1 - a) * this.ewma + a * weight * s2;
+    this.norm = (1 - a) * this.norm + a * weight;
     this.groups++;
     if (this.c === null && this.groups >= this.cfg.warmupGroups) {
       const s = this.ewma / this.norm;
