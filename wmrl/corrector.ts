@@ -137,7 +137,8 @@ export type CorrectorOverrides = {
 /**
  * `base` (the defaults unless given) with `overrides` applied: a part given as an object is merged
  * key by key onto the base's part (onto that part's defaults when the base has it off); `false`
- * turns a part off. Returns a fresh config; neither argument is modified.
+ * turns a part off. Returns a new object (parts not overridden are shared with `base`); neither
+ * argument is modified.
  */
 export function correctorConfig(overrides: CorrectorOverrides = {}, base: CorrectorConfig = DEFAULT_CORRECTOR_CONFIG): CorrectorConfig {
   const out: Record<string, unknown> = { ...base };
