@@ -4,7 +4,7 @@ import { readFileSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import { isMap, isScalar, isSeq, LineCounter, parseDocument, type Node as YamlNode } from 'yaml';
 import { DEFAULT_SAFETY, type SafetyConfig } from './safety.js';
-import type { ActionSpec, RobotSpec } from './types.js';
+import type { ActionSpec, RobotSpec } from '../common/robot.js';
 
 export interface RosCommandConfig {
   /** forward_command: std_msgs/Float64MultiArray; joint_trajectory: trajectory_msgs/JointTrajectory (one point). */

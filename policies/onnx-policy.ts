@@ -4,7 +4,7 @@
 import { readFileSync } from 'node:fs';
 import { InferenceSession, Tensor } from 'onnxruntime-node';
 import { readModelInfo } from '../nn/index.js';
-import type { RobotObservation, RobotSpec } from '../hardware/types.js';
+import type { RobotObservation, RobotSpec } from '../common/robot.js';
 
 export class OnnxPolicy {
   private constructor(private readonly session: InferenceSession, readonly obsDim: number, readonly actDim: number, readonly path: string) {}

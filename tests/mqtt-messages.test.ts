@@ -6,7 +6,7 @@ import { describe, expect, it } from 'vitest';
 import { obsFromWire, obsToWire, specFromWire, specToWire, stepFromWire, stepToWire } from '../bridge/mqtt/convert.js';
 import { encodePayload, isEpisodeStep, isSpec, isState, parsePayload } from '../bridge/mqtt/messages.js';
 import { parseTopic, robotTopic, sharedJobsFilter } from '../bridge/mqtt/topics.js';
-import type { RobotObservation, RobotSpec } from '../hardware/types.js';
+import type { RobotObservation, RobotSpec } from '../common/robot.js';
 
 // JSON has no -0 (it arrives as 0), the one value the wire does not preserve.
 const noNegZero = (x: number): number => (x === 0 ? 0 : x);

@@ -11,7 +11,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { connect, endClient, subscribe, type ConnectOptions } from '../bridge/mqtt/client.js';
 import { startMosquitto, type Mosquitto } from '../bridge/mqtt/mosquitto.js';
 import { ConfigError, parseRobotConfig } from '../hardware/config.js';
-import { serveRobotOverMqtt, type RobotServer } from '../hardware/robots/mqtt.js';
+import { serveRobotOverMqtt, type RobotServer } from '../hardware/robots/mqtt-server.js';
 import { connectRobot, mqttSecurity } from '../hardware/robots/index.js';
 import { FakeRobot } from './helpers/mqtt-fake-robot.js';
 

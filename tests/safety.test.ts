@@ -4,7 +4,8 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { SafetyLayer, SafetyStop, type SafetyConfig } from '../hardware/safety.js';
-import type { Robot, RobotObservation, RobotSpec } from '../hardware/types.js';
+import type { RobotObservation, RobotSpec } from '../common/robot.js';
+import type { Robot } from '../hardware/types.js';
 
 class RecordingRobot implements Robot {
   sent: Float32Array[] = [];

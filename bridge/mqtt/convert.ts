@@ -1,7 +1,8 @@
-// Conversions between the hardware/ types (typed arrays, binary images, ±Infinity limits) and
+// Conversions between the robot and episode types (common/, episodes/: typed arrays, binary images, ±Infinity limits) and
 // their JSON wire form in messages.ts.
 
-import type { EpisodeMeta, EpisodeStep, RobotObservation, RobotSpec } from '../../hardware/types.js';
+import type { RobotObservation, RobotSpec } from '../../common/robot.js';
+import type { EpisodeMeta, EpisodeStep } from '../../episodes/types.js';
 import type { EpisodeStepMsg, WireMeta, WireObs, WireSpec } from './messages.js';
 
 export function obsToWire(obs: RobotObservation): WireObs {

@@ -3,7 +3,8 @@ import { readFileSync } from 'node:fs';
 import type { MqttTls } from '../../bridge/mqtt/client.js';
 import type { MqttRobotConfig, RobotConfig } from '../config.js';
 import { SafetyLayer, type InterventionEvent } from '../safety.js';
-import type { Robot, RobotSpec } from '../types.js';
+import type { RobotSpec } from '../../common/robot.js';
+import type { Robot } from '../types.js';
 
 /** A robot seen through a locally declared spec (the operator's limits, not the robot's own claim). */
 class WithSpec implements Robot {

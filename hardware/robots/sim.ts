@@ -1,6 +1,7 @@
 // The in-process sim robot: a sim/ Env behind the Robot interface (one act() = one control step).
 import { makeEnv, type Env, type Obs, type StepResult } from '../../sim/index.js';
-import type { Robot, RobotObservation, RobotSpec } from '../types.js';
+import type { RobotObservation, RobotSpec } from '../../common/robot.js';
+import type { Robot } from '../types.js';
 
 export interface SimRobotOptions {
   task: string;

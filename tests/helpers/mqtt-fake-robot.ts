@@ -1,7 +1,8 @@
 // A two-joint velocity-controlled integrator implementing Robot, for transport tests only
 // (the sim robot lives in sim/). It records every action it is given.
 
-import type { Robot, RobotObservation, RobotSpec } from '../../hardware/types.js';
+import type { RobotObservation, RobotSpec } from '../../common/robot.js';
+import type { Robot } from '../../hardware/types.js';
 
 export class FakeRobot implements Robot {
   readonly spec: RobotSpec = {
