@@ -2,8 +2,8 @@
 // its images. Types only, importing nothing: transports (bridge/), the episode record (episodes/),
 // policies and the Robot contract (hardware/types.ts) all speak in them.
 
-/** What a robot declares about itself; policies and the safety layer are configured from it. */
-export interface RobotSpec {
+/** What a robot declares about itself (its `spec`): joints, limits, action, control rate; policies and the safety layer are configured from it. */
+export interface RobotDeclaration {
   name: string;
   /** Joint names, in the order of every per-joint array below and of observations. */
   joints: string[];

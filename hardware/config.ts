@@ -4,7 +4,7 @@ import { readFileSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import { isMap, isScalar, isSeq, LineCounter, parseDocument, type Node as YamlNode } from 'yaml';
 import { DEFAULT_SAFETY, type SafetyConfig } from './safety.js';
-import type { ActionSpec, RobotSpec } from '../common/robot.js';
+import type { ActionSpec, RobotDeclaration } from '../common/robot.js';
 
 export interface RosCommandConfig {
   /** forward_command: std_msgs/Float64MultiArray; joint_trajectory: trajectory_msgs/JointTrajectory (one point). */
@@ -15,7 +15,7 @@ export interface RosCommandConfig {
 }
 
 export interface RobotConfig {
-  spec: RobotSpec;
+  spec: RobotDeclaration;
   transport: 'rosbridge' | 'ros2' | 'mqtt';
   /** rosbridge: ws://…; mqtt: mqtt://broker:1883. */
   url: string;
@@ -166,7 +166,7 @@ export function parseRobotConfig(text: string, file = '<robot.yaml>'): RobotConf
     featuresTopic = r.str(fm, 'topic', 'features.');
     features = r.strs(r.need(fm, 'names', 'features.'), 'features.names');
   }
-  let camera: RobotSpec['camera'], cameraTopic: string | undefined;
+  let camera: RobotDeclaration['camera'], cameraTopic: string | undefined;
   if (top.has('camera')) {
     const cam = r.map(top.get('camera'), 'camera', ['topic', 'width', 'height', 'encoding']);
     cameraTopic = r.str(cam, 'topic', 'camera.');

@@ -1,9 +1,9 @@
 // The Robot contract (DESIGN.md §4). A sim robot, a ROS robot and an MQTT robot implement it;
 // the safety layer wraps every one.
-import type { RobotObservation, RobotSpec } from '../common/robot.js';
+import type { RobotObservation, RobotDeclaration } from '../common/robot.js';
 
 export interface Robot extends AsyncDisposable {
-  readonly spec: RobotSpec;
+  readonly spec: RobotDeclaration;
   /** The latest observation (never older than one control period on a healthy connection). */
   observe(): Promise<RobotObservation>;
   /** Sends one command; returns the action actually sent, after any clipping on the way. */

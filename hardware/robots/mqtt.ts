@@ -15,7 +15,7 @@ import { onMessages, publish, subscribe } from '../../bridge/mqtt/client.js';
 import { obsFromWire, specFromWire } from '../../bridge/mqtt/convert.js';
 import { isReply, isSpec, isState, type CommandMsg, type RequestMsg } from '../../bridge/mqtt/messages.js';
 import { robotTopic } from '../../bridge/mqtt/topics.js';
-import type { RobotObservation, RobotSpec } from '../../common/robot.js';
+import type { RobotObservation, RobotDeclaration } from '../../common/robot.js';
 import type { Robot } from '../types.js';
 
 export interface MqttRobotOptions {
@@ -28,7 +28,7 @@ export interface MqttRobotOptions {
 }
 
 export class MqttRobot implements Robot {
-  readonly spec: RobotSpec;
+  readonly spec: RobotDeclaration;
   /** Clipping events: the policy asked for more than the action limits allow. */
   readonly events = new EventEmitter();
   private readonly session = randomUUID();
@@ -44,7 +44,7 @@ export class MqttRobot implements Robot {
   private constructor(
     private readonly client: MqttClient,
     readonly robotId: string,
-    spec: RobotSpec,
+    spec: RobotDeclaration,
     opts: MqttRobotOptions,
   ) {
     this.spec = spec;
@@ -81,7 +81,7 @@ export class MqttRobot implements Robot {
     const timeoutMs = opts.requestTimeoutMs ?? 5000;
     const specTopic = robotTopic(robotId, 'spec');
     let stop: () => void = () => {};
-    const spec = new Promise<RobotSpec>((resolve, reject) => {
+    const spec = new Promise<RobotDeclaration>((resolve, reject) => {
       const t = setTimeout(() => reject(new Error(`no spec from robot ${robotId} on ${specTopic} within ${timeoutMs} ms`)), timeoutMs);
       stop = onMessages(client, (topic) => topic === specTopic, (_topic, r) => {
         if (!r.ok || !isSpec(r.msg)) return reject(new Error(r.ok ? `unexpected message on ${specTopic}` : r.error));
