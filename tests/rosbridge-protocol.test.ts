@@ -275,7 +275,7 @@ describe('rosbridge protocol: every op, well-formed and malformed, over a real W
     },
     fragment: {
       malformed: { op: 'fragment', id: 'f1', data: 'x', num: -1, total: 2 },
-      error: "fragment: field 'num' must be an integer >= 0",
+      error: "fragment: field 'num' must be >= 0, got -1",
       async works(p) {
         const before = cmd.length;
         const frags = fragment('f2', JSON.stringify({ op: 'publish', topic: '/cmd', msg: { data: [7, 8, 9] } }), 20);

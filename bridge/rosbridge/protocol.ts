@@ -2,15 +2,16 @@
 // the message types (a union tagged by `op`) and the validation of incoming frames both derive.
 // Protocol: rosbridge_suite ROSBRIDGE_PROTOCOL.md (ros2 branch).
 
-import { Kind, Type, type Static, type TProperties, type TSchema } from '@sinclair/typebox';
+import { Type, type Static, type TProperties, type TSchema } from '@sinclair/typebox';
 import { TypeCompiler, type TypeCheck } from '@sinclair/typebox/compiler';
 import { ValueErrorType, type ValueError } from '@sinclair/typebox/errors';
+import { problem } from '../../common/schema.js';
 
 const Str = Type.String();
 const Int = (o: { minimum?: number } = {}) => Type.Integer(o);
 const Bool = Type.Boolean();
 /** A JSON object (ROS message, service args): its fields are checked against the ROS type elsewhere (ros/msgs.ts). */
-const Obj = Type.Record(Type.String(), Type.Unknown());
+const Obj = Type.Record(Type.String(), Type.Unknown(), { expected: 'an object' });
 const Any = Type.Unknown();
 /** An optional field; rosbridge clients send null for an absent one as often as they leave it out. */
 const Opt = <T extends TSchema>(t: T) => Type.Optional(Type.Union([t, Type.Null()]));
@@ -107,24 +108,10 @@ function depthExceeds(v: unknown, limit: number): boolean {
   return false;
 }
 
-/** What a schema accepts, in words: "a string", "an integer >= 1", "'info', 'warning' or 'error'". */
-function expected(s: TSchema): string {
-  const kind = s[Kind] as string;
-  if (kind === 'Union') {
-    const parts = (s.anyOf as TSchema[]).filter((m) => m[Kind] !== 'Null').map(expected);
-    return parts.length > 1 ? `${parts.slice(0, -1).join(', ')} or ${parts.at(-1)}` : parts[0]!;
-  }
-  if (kind === 'Literal') return `'${String(s.const)}'`;
-  if (kind === 'Integer') return s.minimum !== undefined ? `an integer >= ${s.minimum}` : 'an integer';
-  if (kind === 'Record' || kind === 'Object') return 'an object';
-  return `a ${kind.toLowerCase()}`;
-}
-
 /** The schema's first complaint as one line naming the op and the field. */
 function describe(op: Op, e: ValueError): string {
   const field = e.path.slice(1).replace(/\//g, '.');
-  if (e.type === ValueErrorType.ObjectRequiredProperty) return `${op}: missing field '${field}'`;
-  return `${op}: field '${field}' must be ${expected(e.schema)}`;
+  return e.type === ValueErrorType.ObjectRequiredProperty ? `${op}: missing field '${field}'` : `${op}: field '${field}' ${problem(e)}`;
 }
 
 /** Validates a decoded JSON value as one rosbridge message. */
