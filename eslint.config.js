@@ -7,6 +7,15 @@ const boundary = (files, patterns, message) => ({
   rules: { 'no-restricted-imports': ['error', { patterns: [{ group: patterns, message }] }] },
 });
 
+// The layering of DESIGN.md §2, arrows pointing down:
+//   bin/ → server/, trainers (wmrl/) → hardware/ → bridge/ → episodes/, sim/, nn/ → common/
+// worldmodel/ imports only nn/ and shared types (common/, the Episode types). A rule lists the
+// top-level folders a layer must not import, so every reverse arrow fails lint.
+const FOLDERS = ['common', 'nn', 'episodes', 'sim', 'bridge', 'hardware', 'policies', 'worldmodel', 'wmrl', 'autoresearch', 'server', 'web', 'bin', 'bench', 'tests', 'launch'];
+const folders = (names) => names.flatMap((f) => [`**/${f}`, `**/${f}/*`]);
+const onlyFrom = (allowed) => folders(FOLDERS.filter((f) => !allowed.includes(f)));
+const layer = (folder, allowed, message) => boundary([`${folder}/**/*.ts`], onlyFrom([folder, ...allowed]), message);
+
 export default tseslint.config(
   { ignores: ['node_modules/**', 'bench/results/**', 'dist/**', 'scratch/**', '.scratch/**', 'data/**', 'runs/**'] },
   js.configs.recommended,
@@ -17,9 +26,16 @@ export default tseslint.config(
       'no-constant-condition': ['error', { checkLoops: false }],
     },
   },
-  // nn/ is a self-contained engine: it imports nothing of the project.
+  // nn/ and common/ are self-contained: they import nothing of the project.
   boundary(['nn/**/*.ts'], ['../*', '../../*'], 'nn/ imports nothing of the project'),
-  boundary(['policies/**/*.ts'], ['**/bridge/*', '**/bridge'], 'policies/ never imports bridge/'),
+  layer('common', [], 'common/ (shared types, the config loader) imports nothing of the project'),
+  layer('episodes', ['nn', 'common'], 'episodes/ is data every layer reads: it imports only nn/ and common/'),
+  layer('sim', ['nn', 'common'], 'sim/ imports only nn/ and common/ (never hardware/ or the transports)'),
+  layer('bridge', ['episodes', 'sim', 'nn', 'common'], 'bridge/ (transports) imports only episodes/, sim/, nn/ and common/; never hardware/'),
+  // A world model is fitted from Episode records handed to it; the store and the formats stay out.
+  boundary(['worldmodel/**/*.ts'], [...onlyFrom(['worldmodel', 'nn', 'common', 'episodes']), '**/episodes/*', '!**/episodes/types.js'], 'worldmodel/ imports only nn/ and shared types (common/, episodes/types.ts)'),
+  boundary(['hardware/**/*.ts'], folders(['bin', 'server', 'wmrl', 'worldmodel', 'autoresearch', 'web', 'bench', 'tests']), 'hardware/ never imports the trainers, the server or bin/'),
+  boundary(['policies/**/*.ts'], folders(['bridge', 'bin', 'server', 'wmrl', 'web', 'bench', 'tests']), 'policies/ never imports the transports, the trainers or the server'),
   boundary(['web/**/*.ts', 'web/**/*.js'], ['**/hardware/*', '**/hardware'], 'web/ never imports hardware/'),
   boundary(['wmrl/**/*.ts'], ['**/bridge/*', '**/server/*', '**/web/*'], 'wmrl/ trainers do not depend on transports or the server'),
 );

@@ -1,9 +1,10 @@
 // Runs a policy on a robot in real time, through the safety layer, and records the episode as it
 // happens: each step is committed to the store before the next control tick.
 import { randomUUID } from 'node:crypto';
-import type { EpisodeStore } from './episodes/store.js';
+import type { EpisodeStore } from '../episodes/store/store.js';
 import { SafetyStop, type SafetyLayer } from './safety.js';
-import type { EpisodeMeta, EpisodeStatus, RobotObservation } from './types.js';
+import type { RobotObservation } from '../common/robot.js';
+import type { EpisodeMeta, EpisodeStatus } from '../episodes/types.js';
 
 export type Policy = (obs: RobotObservation) => Float32Array | Promise<Float32Array>;
 

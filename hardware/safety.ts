@@ -2,7 +2,8 @@
 // network glitch) produces reaches the transport unless it is finite, the right length, inside the
 // action range and the joint limits, and within the per-step change cap. A watchdog holds the robot
 // when commands stop; the e-stop latches until an explicit clear; episodes have a time cap.
-import type { Robot, RobotObservation, RobotSpec } from './types.js';
+import type { RobotObservation, RobotDeclaration } from '../common/robot.js';
+import type { Robot } from './types.js';
 
 export interface SafetyConfig {
   /** Largest change of any action component between consecutive commands. */
@@ -80,7 +81,7 @@ export class SafetyLayer implements Robot {
     }
   }
 
-  get spec(): RobotSpec {
+  get spec(): RobotDeclaration {
     return this.inner.spec;
   }
 

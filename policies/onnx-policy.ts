@@ -4,12 +4,12 @@
 import { readFileSync } from 'node:fs';
 import { InferenceSession, Tensor } from 'onnxruntime-node';
 import { readModelInfo } from '../nn/index.js';
-import type { RobotObservation, RobotSpec } from '../hardware/types.js';
+import type { RobotObservation, RobotDeclaration } from '../common/robot.js';
 
 export class OnnxPolicy {
   private constructor(private readonly session: InferenceSession, readonly obsDim: number, readonly actDim: number, readonly path: string) {}
 
-  static async load(path: string, spec: RobotSpec): Promise<OnnxPolicy> {
+  static async load(path: string, spec: RobotDeclaration): Promise<OnnxPolicy> {
     const info = readModelInfo(readFileSync(path));
     const obs = info.inputs.find((i) => i.name === 'obs');
     const act = info.outputs.find((o) => o.name === 'action');

@@ -1,85 +1,57 @@
 // Custom robots: the user's MJCF plus a small YAML mapping (actuators, joints, end-effector site, reward and
 // success terms) -> a reach-a-goal Env on the same machinery as the built-in tasks.
-import { readFileSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
-import { isMap, isScalar, LineCounter, parseDocument, type Node as YamlNode } from 'yaml';
+import { Type, type Static, type TProperties } from '@sinclair/typebox';
+import { parseConfig, readConfigFile } from '../common/config.js';
 import type { SimData, SimModel } from './mujoco.js';
-import { ProfileError, type HardwareProfile } from './profiles.js';
+import type { HardwareProfile } from './profiles.js';
 import { envForTask } from './registry.js';
 import type { BoundTask, TaskDef } from './task.js';
 import type { Env } from './types.js';
 
-export interface RobotMapping {
-  /** MJCF file, relative to the mapping file. */
-  mjcf: string;
-  /** Actuators in action order. */
-  actuators: string[];
-  /** Joints observed (position, velocity) and reported in the robot spec. */
-  joints: string[];
-  end_effector_site: string;
-  /** Goal position of the end effector (world frame, m). */
-  goal: [number, number, number];
-  instruction: string;
-  substeps: number;
-  horizon: number;
-  camera?: string;
-  keyframe?: string;
-  reward: { distance_weight: number; action_weight: number };
-  success: { radius: number };
-}
+const Names = Type.Array(Type.String(), { minItems: 1, errorMessage: 'must be a non-empty list of names' });
+const Count = Type.Optional(Type.Integer({ minimum: 1, errorMessage: 'must be a positive integer' }));
+const Weight = Type.Optional(Type.Number({ minimum: 0, errorMessage: 'must be a number >= 0' }));
+const Terms = <T extends TProperties>(terms: T) => Type.Optional(Type.Object(terms, { additionalProperties: false, errorMessage: 'must be a mapping' }));
 
-const SCHEMA: Record<string, 'string' | 'strings' | 'vec3' | 'int' | 'object'> = {
-  mjcf: 'string', actuators: 'strings', joints: 'strings', end_effector_site: 'string', goal: 'vec3',
-  instruction: 'string', substeps: 'int', horizon: 'int', camera: 'string', keyframe: 'string', reward: 'object', success: 'object',
-};
-const SUB: Record<string, string[]> = { reward: ['distance_weight', 'action_weight'], success: ['radius'] };
+/** A mapping file as written; parseRobotMapping fills the defaults. */
+const MappingFile = Type.Object(
+  {
+    /** MJCF file, relative to the mapping file. */
+    mjcf: Type.String(),
+    /** Actuators in action order. */
+    actuators: Names,
+    /** Joints observed (position, velocity) and reported in the robot's layout. */
+    joints: Names,
+    end_effector_site: Type.String(),
+    /** Goal position of the end effector (world frame, m). */
+    goal: Type.Tuple([Type.Number(), Type.Number(), Type.Number()], { errorMessage: 'must be [x, y, z]' }),
+    instruction: Type.Optional(Type.String()),
+    substeps: Count,
+    horizon: Count,
+    camera: Type.Optional(Type.String()),
+    keyframe: Type.Optional(Type.String()),
+    reward: Terms({ distance_weight: Weight, action_weight: Weight }),
+    success: Terms({ radius: Weight }),
+  },
+  { additionalProperties: false },
+);
 
-/** Parses and validates a mapping; errors are ProfileError-style: file, line, key. */
+type MappingFile = Static<typeof MappingFile>;
+export type RobotMapping = Required<Omit<MappingFile, 'camera' | 'keyframe' | 'reward' | 'success'>> &
+  Pick<MappingFile, 'camera' | 'keyframe'> & {
+    reward: Required<NonNullable<MappingFile['reward']>>;
+    success: Required<NonNullable<MappingFile['success']>>;
+  };
+
+/** Parses and validates a mapping; a ConfigError names the file, line and key. */
 export function parseRobotMapping(text: string, file: string): RobotMapping {
-  const lc = new LineCounter();
-  const doc = parseDocument(text, { lineCounter: lc, prettyErrors: false });
-  if (doc.errors.length) throw new ProfileError(file, doc.errors[0]!.message.split('\n')[0]!, doc.errors[0]!.linePos?.[0]?.line);
-  // line of the key itself (getIn would give the value, which may start on the next line)
-  const lineOf = (path: string[]) => {
-    const parent = path.length > 1 ? doc.getIn(path.slice(0, -1), true) : doc.contents;
-    if (!isMap(parent)) return undefined;
-    const pair = parent.items.find((it) => isScalar(it.key) && String(it.key.value) === path[path.length - 1]);
-    const node = pair?.key as YamlNode | undefined;
-    return node?.range ? lc.linePos(node.range[0]).line : undefined;
-  };
-  const raw = doc.toJS() as Record<string, unknown> | null;
-  if (!raw || typeof raw !== 'object' || Array.isArray(raw)) throw new ProfileError(file, 'a robot mapping is a mapping of key: value');
-  const bad = (key: string, msg: string, path = [key]): never => {
-    throw new ProfileError(file, msg, lineOf(path), key);
-  };
-  for (const [k, v] of Object.entries(raw)) {
-    const kind = SCHEMA[k];
-    if (!kind) bad(k, `unknown key (known: ${Object.keys(SCHEMA).join(', ')})`);
-    if (kind === 'string' && typeof v !== 'string') bad(k, 'must be a string');
-    if (kind === 'strings' && !(Array.isArray(v) && v.length > 0 && v.every((x) => typeof x === 'string'))) bad(k, 'must be a non-empty list of names');
-    if (kind === 'vec3' && !(Array.isArray(v) && v.length === 3 && v.every((x) => typeof x === 'number'))) bad(k, 'must be [x, y, z]');
-    if (kind === 'int' && !(Number.isInteger(v) && (v as number) > 0)) bad(k, 'must be a positive integer');
-    if (kind === 'object') {
-      if (!v || typeof v !== 'object' || Array.isArray(v)) bad(k, 'must be a mapping');
-      for (const [sk, sv] of Object.entries(v as object)) {
-        if (!SUB[k]!.includes(sk)) bad(`${k}.${sk}`, `unknown key (known: ${SUB[k]!.join(', ')})`, [k, sk]);
-        if (typeof sv !== 'number' || !(sv >= 0)) bad(`${k}.${sk}`, 'must be a number >= 0', [k, sk]);
-      }
-    }
-  }
-  for (const k of ['mjcf', 'actuators', 'joints', 'end_effector_site', 'goal']) if (!(k in raw)) throw new ProfileError(file, `missing key '${k}'`);
-  const r = raw as Partial<RobotMapping>;
+  const r = parseConfig(MappingFile, text, file, 'robot mapping').value;
   return {
-    mjcf: r.mjcf!,
-    actuators: r.actuators!,
-    joints: r.joints!,
-    end_effector_site: r.end_effector_site!,
-    goal: r.goal!,
+    ...r,
     instruction: r.instruction ?? 'move the end effector to the goal',
     substeps: r.substeps ?? 10,
     horizon: r.horizon ?? 200,
-    camera: r.camera,
-    keyframe: r.keyframe,
     reward: { distance_weight: 1, action_weight: 0, ...r.reward },
     success: { radius: 0.03, ...r.success },
   };
@@ -145,11 +117,5 @@ export function customTask(mapping: RobotMapping, mappingFile: string): TaskDef 
 /** An Env for the user's robot: `mappingFile` is the YAML mapping (its `mjcf` path is relative to it). */
 export async function makeCustomEnv(o: { robot: string; profile?: string | HardwareProfile; seed?: number; image?: number }): Promise<Env> {
   const file = resolve(o.robot);
-  let text: string;
-  try {
-    text = readFileSync(file, 'utf8');
-  } catch (e) {
-    throw new ProfileError(file, `cannot read robot mapping (${(e as Error).message})`);
-  }
-  return envForTask(customTask(parseRobotMapping(text, file), file), o);
+  return envForTask(customTask(parseRobotMapping(readConfigFile(file, 'robot mapping'), file), file), o);
 }

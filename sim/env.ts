@@ -5,7 +5,7 @@ import { Rng } from './rng.js';
 import { renderImage } from './render.js';
 import { sceneStatic, bodyPoses, type SceneStatic } from './scene.js';
 import type { BoundTask, TaskDef } from './task.js';
-import type { BoxSpace, Env, EnvState, Expert, Obs, ObservationSpace, RobotSpec, StepResult } from './types.js';
+import type { BoxSpace, Env, EnvState, Expert, Obs, ObservationSpace, SimRobotLayout, StepResult } from './types.js';
 
 export interface EnvOptions {
   seed?: number;
@@ -23,7 +23,7 @@ export async function loadTaskModel(task: TaskDef, profile: HardwareProfile): Pr
 export class MjEnv implements Env {
   readonly observationSpace: ObservationSpace;
   readonly actionSpace: BoxSpace;
-  readonly spec: RobotSpec;
+  readonly spec: SimRobotLayout;
   readonly horizon: number;
   readonly data: SimData;
   private readonly bound: BoundTask;

@@ -1,4 +1,4 @@
-// The Env contract of DESIGN.md §4: spaces, observations, step results, and the robot-facing spec.
+// The Env contract of DESIGN.md §4: spaces, observations, step results, and the simulated robot's layout.
 import type { SceneStatic } from './scene.js';
 
 /** A bounded float vector space; `names[i]` says what entry i means (with its unit). */
@@ -52,8 +52,11 @@ export interface StepResult {
   info: StepInfo;
 }
 
-/** What a robot adapter needs: joints, their limits, actuators and the control rate. */
-export interface RobotSpec {
+/**
+ * How the simulated robot is laid out, as the MuJoCo model defines it: its joints and their limits,
+ * its actuators, its control rate. hardware/robots/sim.ts builds a RobotDeclaration from it.
+ */
+export interface SimRobotLayout {
   jointNames: string[];
   /** [lo, hi] per joint in rad or m; [-Inf, Inf] when unlimited. */
   jointLimits: Array<[number, number]>;
@@ -76,7 +79,7 @@ export interface Env extends Disposable {
   readonly profile: string;
   readonly observationSpace: ObservationSpace;
   readonly actionSpace: BoxSpace;
-  readonly spec: RobotSpec;
+  readonly spec: SimRobotLayout;
   /** Control steps after which an episode is truncated. */
   readonly horizon: number;
   reset(seed?: number): Obs;

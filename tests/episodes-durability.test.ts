@@ -8,7 +8,7 @@ import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
-import { EpisodeStore } from '../hardware/episodes/store.js';
+import { EpisodeStore } from '../episodes/store/store.js';
 import { transpileEntry } from './helpers/episode-build.js';
 import { makeStep, rng } from './helpers/episode-data.js';
 

@@ -7,11 +7,11 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { afterEach, describe, expect, it } from 'vitest';
-import { MIGRATIONS } from '../hardware/episodes/schema.js';
-import { EpisodeStore } from '../hardware/episodes/store.js';
-import { EpisodeStoreError } from '../hardware/episodes/validate.js';
-import { incarnationOf } from '../hardware/episodes/writer.js';
-import type { EpisodeStep } from '../hardware/types.js';
+import { MIGRATIONS } from '../episodes/store/schema.js';
+import { EpisodeStore } from '../episodes/store/store.js';
+import { EpisodeStoreError } from '../episodes/store/validate.js';
+import { incarnationOf } from '../episodes/store/writer.js';
+import type { EpisodeStep } from '../episodes/types.js';
 import { makeStep, meta, richEpisode } from './helpers/episode-data.js';
 
 const open: EpisodeStore[] = [];

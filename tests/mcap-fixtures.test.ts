@@ -8,9 +8,9 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { McapWriter } from '@mcap/core';
 import { describe, expect, it } from 'vitest';
-import { exportEpisode } from '../bridge/mcap/export.js';
-import { McapReadError, importEpisode, importEpisodeBytes, readMcap } from '../bridge/mcap/import.js';
-import { codecFor } from '../bridge/mcap/schemas.js';
+import { exportEpisode } from '../episodes/mcap/export.js';
+import { McapReadError, importEpisode, importEpisodeBytes, readMcap } from '../episodes/mcap/import.js';
+import { codecFor } from '../episodes/mcap/schemas.js';
 import { richEpisode } from './helpers/episode-data.js';
 
 const repoRoot = join(dirname(fileURLToPath(import.meta.url)), '..');

@@ -7,9 +7,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { McapWriter } from '@mcap/core';
 import { describe, expect, it } from 'vitest';
-import { encodeEpisodeMcap } from '../bridge/mcap/export.js';
-import { McapReadError, importEpisode, importEpisodeBytes, readMcap } from '../bridge/mcap/import.js';
-import { codecFor } from '../bridge/mcap/schemas.js';
+import { encodeEpisodeMcap } from '../episodes/mcap/export.js';
+import { McapReadError, importEpisode, importEpisodeBytes, readMcap } from '../episodes/mcap/import.js';
+import { codecFor } from '../episodes/mcap/schemas.js';
 import { richEpisode, rng } from './helpers/episode-data.js';
 
 const SEED = Number(process.env.MCAP_FUZZ_SEED ?? Math.floor(Math.random() * 1e6));

@@ -11,10 +11,11 @@ import { MessageReader } from '@foxglove/rosmsg2-serialization';
 import { ros2jazzy } from '@foxglove/rosmsg-msgs-common';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { TOPICS, encodeEpisodeMcap, exportEpisode, fromRosTime, toRosTime } from '../bridge/mcap/export.js';
-import { importEpisode, importEpisodeBytes } from '../bridge/mcap/import.js';
-import { parseRos2msg, ros2msgSchema } from '../bridge/mcap/schemas.js';
-import type { Episode, EpisodeStep, ImageEncoding } from '../hardware/types.js';
+import { TOPICS, encodeEpisodeMcap, exportEpisode, fromRosTime, toRosTime } from '../episodes/mcap/export.js';
+import { importEpisode, importEpisodeBytes } from '../episodes/mcap/import.js';
+import { parseRos2msg, ros2msgSchema } from '../episodes/mcap/schemas.js';
+import type { ImageEncoding } from '../common/robot.js';
+import type { Episode, EpisodeStep } from '../episodes/types.js';
 import { richEpisode } from './helpers/episode-data.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'mcap-'));

@@ -10,7 +10,7 @@ import { connect, endClient, type MqttClient } from '../bridge/mqtt/client.js';
 import { EpisodeIngest, EpisodeUploader, type EpisodeSink } from '../bridge/mqtt/episodes.js';
 import type { AckMsg } from '../bridge/mqtt/messages.js';
 import { startMosquitto } from '../bridge/mqtt/mosquitto.js';
-import type { EpisodeStep } from '../hardware/types.js';
+import type { EpisodeStep } from '../episodes/types.js';
 import { rng as rng01 } from './helpers/episode-data.js';
 import { MemorySink } from './helpers/mqtt-sink.js';
 

@@ -6,7 +6,7 @@ import { describe, expect, it } from 'vitest';
 import { obsFromWire, obsToWire, specFromWire, specToWire, stepFromWire, stepToWire } from '../bridge/mqtt/convert.js';
 import { encodePayload, isEpisodeStep, isSpec, isState, parsePayload } from '../bridge/mqtt/messages.js';
 import { parseTopic, robotTopic, sharedJobsFilter } from '../bridge/mqtt/topics.js';
-import type { RobotObservation, RobotSpec } from '../hardware/types.js';
+import type { RobotObservation, RobotDeclaration } from '../common/robot.js';
 
 // JSON has no -0 (it arrives as 0), the one value the wire does not preserve.
 const noNegZero = (x: number): number => (x === 0 ? 0 : x);
@@ -52,7 +52,7 @@ describe('MQTT wire format', () => {
     const r = parsePayload(robotTopic('r', 'episodes'), encodePayload(stepToWire('ep', step, 2)));
     expect(r.ok && isEpisodeStep(r.msg) && stepFromWire(r.msg)).toEqual(step);
 
-    const spec: RobotSpec = {
+    const spec: RobotDeclaration = {
       name: 'arm',
       joints: ['a', 'b'],
       positionLimits: [[-Infinity, Infinity], [-1, 2]],

@@ -13,7 +13,7 @@ import { connect, endClient } from '../bridge/mqtt/client.js';
 import { EpisodeIngest } from '../bridge/mqtt/episodes.js';
 import { startMosquitto } from '../bridge/mqtt/mosquitto.js';
 import { storeSink } from '../bridge/mqtt/store-sink.js';
-import { EpisodeStore } from '../hardware/episodes/store.js';
+import { EpisodeStore } from '../episodes/store/store.js';
 import { transpileEntry } from './helpers/episode-build.js';
 import { makeStep, rng } from './helpers/episode-data.js';
 

@@ -6,7 +6,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { publish } from '../bridge/mqtt/client.js';
 import type { CommandMsg } from '../bridge/mqtt/messages.js';
 import { robotTopic } from '../bridge/mqtt/topics.js';
-import { MqttRobot, serveRobotOverMqtt, type RobotServer } from '../hardware/robots/mqtt.js';
+import { serveRobotOverMqtt, type RobotServer } from '../hardware/robots/mqtt-server.js';
+import { MqttRobot } from '../hardware/robots/mqtt.js';
 import { BROKERS, type TestBroker } from './helpers/mqtt-brokers.js';
 import { FakeRobot } from './helpers/mqtt-fake-robot.js';
 

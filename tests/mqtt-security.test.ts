@@ -10,8 +10,9 @@ import type { MqttClient } from 'mqtt';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { connect, endClient, subscribe, type ConnectOptions } from '../bridge/mqtt/client.js';
 import { startMosquitto, type Mosquitto } from '../bridge/mqtt/mosquitto.js';
-import { ConfigError, parseRobotConfig } from '../hardware/config.js';
-import { serveRobotOverMqtt, type RobotServer } from '../hardware/robots/mqtt.js';
+import { ConfigError } from '../common/config.js';
+import { parseRobotConfig } from '../hardware/config.js';
+import { serveRobotOverMqtt, type RobotServer } from '../hardware/robots/mqtt-server.js';
 import { connectRobot, mqttSecurity } from '../hardware/robots/index.js';
 import { FakeRobot } from './helpers/mqtt-fake-robot.js';
 
@@ -148,10 +149,10 @@ describe('MQTT security on Mosquitto: passwords, ACLs, TLS', () => {
 describe('robot YAML mqtt security keys', () => {
   const head = 'name: a\ntransport: mqtt\nurl: mqtts://b:8883\njoints: [j]\nposition_limits: [[-1, 1]]\nvelocity_limits: [1]\ncontrol_hz: 50\naction: {kind: joint_velocity, low: [-1], high: [1]}\n';
   it.each([
-    ['password without a user', 'mqtt: {robot_id: r, password_env: PW}\n', /r\.yaml:9: 'mqtt\.password_env' needs 'mqtt\.username'/],
-    ['a password in the file', 'mqtt: {robot_id: r, username: u, password_env: "hunter2!"}\n', /r\.yaml:9: 'mqtt\.password_env' must name an environment variable/],
-    ['cert without key', 'mqtt:\n  robot_id: r\n  cert_file: c.pem\n', /r\.yaml:11: 'mqtt\.cert_file' and 'mqtt\.key_file' go together/],
-    ['unknown key', 'mqtt: {robot_id: r, pasword: x}\n', /r\.yaml:9: unknown key 'mqtt\.pasword'/],
+    ['password without a user', 'mqtt: {robot_id: r, password_env: PW}\n', /r\.yaml:9: key 'mqtt\.password_env': needs 'mqtt\.username'/],
+    ['a password in the file', 'mqtt: {robot_id: r, username: u, password_env: "hunter2!"}\n', /r\.yaml:9: key 'mqtt\.password_env': must name an environment variable/],
+    ['cert without key', 'mqtt:\n  robot_id: r\n  cert_file: c.pem\n', /r\.yaml:11: key 'mqtt\.cert_file': goes with 'mqtt\.key_file' \(mutual TLS\)/],
+    ['unknown key', 'mqtt: {robot_id: r, pasword: x}\n', /r\.yaml:9: key 'mqtt\.pasword': unknown key/],
   ])('%s is an error naming the file, line and key', (_n, tail, msg) => {
     expect(() => parseRobotConfig(head + tail, 'r.yaml')).toThrow(ConfigError);
     expect(() => parseRobotConfig(head + tail, 'r.yaml')).toThrow(msg);

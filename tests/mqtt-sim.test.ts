@@ -4,7 +4,7 @@ import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { parseRobotConfig } from '../hardware/config.js';
 import { connectRobot } from '../hardware/robots/index.js';
-import { serveRobotOverMqtt } from '../hardware/robots/mqtt.js';
+import { serveRobotOverMqtt } from '../hardware/robots/mqtt-server.js';
 import { SimRobot } from '../hardware/robots/sim.js';
 import { SafetyStop } from '../hardware/safety.js';
 import { BROKERS } from './helpers/mqtt-brokers.js';

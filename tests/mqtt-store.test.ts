@@ -6,8 +6,8 @@ import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { EpisodeIngest, EpisodeUploader } from '../bridge/mqtt/episodes.js';
 import { storeSink } from '../bridge/mqtt/store-sink.js';
-import { EpisodeStore } from '../hardware/episodes/store.js';
-import type { EpisodeMeta, EpisodeStep } from '../hardware/types.js';
+import { EpisodeStore } from '../episodes/store/store.js';
+import type { EpisodeMeta, EpisodeStep } from '../episodes/types.js';
 import { BROKERS } from './helpers/mqtt-brokers.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'mqtt-store-'));

@@ -4,7 +4,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { EpisodeStore } from '../hardware/episodes/store.js';
+import { EpisodeStore } from '../episodes/store/store.js';
 import { runEpisode } from '../hardware/record.js';
 import { SimRobot } from '../hardware/robots/sim.js';
 import { DEFAULT_SAFETY, SafetyLayer } from '../hardware/safety.js';

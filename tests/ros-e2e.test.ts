@@ -2,7 +2,8 @@
 // real roslib client in RosRobot, and the safety layer on top — as a policy would drive a robot.
 import { Ros, Topic } from 'roslib';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ConfigError, loadRobotConfig, parseRobotConfig, type RobotConfig } from '../hardware/config.js';
+import { ConfigError } from '../common/config.js';
+import { loadRobotConfig, parseRobotConfig, type RobotConfig } from '../hardware/config.js';
 import { NotConnectedError, RosRobot } from '../hardware/robots/ros.js';
 import { SafetyLayer, SafetyStop } from '../hardware/safety.js';
 import { RosbridgeServer } from '../bridge/rosbridge/server.js';
@@ -173,15 +174,18 @@ describe('robot YAML', () => {
   });
 
   it.each([
-    ['unknown key', 'name: a\njoints: [j]\nposition_limits: [[-1, 1]]\nvelocity_limits: [1]\ncontrol_hz: 50\naction: {kind: joint_velocity, low: [-1], high: [1]}\ncommand: {mode: forward_command, topic: /c}\nsaftey: {}\n', /r\.yaml:8: unknown key 'saftey'/],
-    ['wrong count', 'name: a\njoints: [j, k]\nposition_limits: [[-1, 1]]\n', /r\.yaml:3: 'position_limits' needs one \[lower, upper\] pair per joint \(2\)/],
-    ['bad value', 'name: a\njoints: [j]\nposition_limits: [[-1, 1]]\nvelocity_limits: [1]\ncontrol_hz: fast\n', /r\.yaml:5: 'control_hz' must be a rate/],
-    ['bad mode', 'name: a\njoints: [j]\nposition_limits: [[-1, 1]]\nvelocity_limits: [1]\ncontrol_hz: 50\naction: {kind: joint_velocity, low: [-1], high: [1]}\ncommand: {mode: teleport, topic: /c}\n', /r\.yaml:7: 'command\.mode' must be one of forward_command, joint_trajectory, got 'teleport'/],
+    ['unknown key', 'name: a\njoints: [j]\nposition_limits: [[-1, 1]]\nvelocity_limits: [1]\ncontrol_hz: 50\naction: {kind: joint_velocity, low: [-1], high: [1]}\ncommand: {mode: forward_command, topic: /c}\nsaftey: {}\n', /r\.yaml:8: key 'saftey': unknown key/],
+    ['wrong count', 'name: a\njoints: [j, k]\nposition_limits: [[-1, 1]]\nvelocity_limits: [1, 1]\ncontrol_hz: 50\naction: {kind: joint_velocity, low: [-1, -1], high: [1, 1]}\ncommand: {mode: forward_command, topic: /c}\n', /r\.yaml:3: key 'position_limits': needs one \[lower, upper\] pair per joint \(2\)/],
+    ['bad value', 'name: a\njoints: [j]\nposition_limits: [[-1, 1]]\nvelocity_limits: [1]\ncontrol_hz: fast\n', /r\.yaml:5: key 'control_hz': must be a rate in \(0, 2000\] Hz, got 'fast'/],
+    ['bad mode', 'name: a\njoints: [j]\nposition_limits: [[-1, 1]]\nvelocity_limits: [1]\ncontrol_hz: 50\naction: {kind: joint_velocity, low: [-1], high: [1]}\ncommand: {mode: teleport, topic: /c}\n', /r\.yaml:7: key 'command\.mode': must be 'forward_command' or 'joint_trajectory', got 'teleport'/],
     ['yaml syntax', 'name: [a\n', /r\.yaml:\d+: YAML syntax/],
-    ['missing key', 'name: a\njoints: [j]\nposition_limits: [[-1, 1]]\nvelocity_limits: [1]\ncontrol_hz: 50\naction: {kind: joint_velocity, high: [1]}\n', /r\.yaml:6: missing key 'action\.low'/],
-    ['missing mapping key', 'joints: [j]\nposition_limits: [[-1, 1]]\nvelocity_limits: [1]\ncontrol_hz: 50\naction: {kind: joint_velocity, low: [-1], high: [1]}\ncommand: {topic: /c}\n', /r\.yaml:6: missing key 'command\.mode'/],
-    ['mqtt without a broker url', 'name: a\ntransport: mqtt\nmqtt: {robot_id: r}\njoints: [j]\nposition_limits: [[-1, 1]]\nvelocity_limits: [1]\ncontrol_hz: 50\naction: {kind: joint_velocity, low: [-1], high: [1]}\n', /r\.yaml:1: missing key 'url'/],
-    ['rosbridge with an mqtt url', 'name: a\nurl: mqtt://b:1883\njoints: [j]\nposition_limits: [[-1, 1]]\nvelocity_limits: [1]\ncontrol_hz: 50\naction: {kind: joint_velocity, low: [-1], high: [1]}\ncommand: {mode: forward_command, topic: /c}\n', /r\.yaml:2: 'url' for transport rosbridge must be a ws:\/\/ or wss:\/\/ URL, got 'mqtt:\/\/b:1883'/],
+    ['bad limit', 'name: a\njoints: [j]\nposition_limits: [[-1, x]]\nvelocity_limits: [1]\ncontrol_hz: 50\naction: {kind: joint_velocity, low: [-1], high: [1]}\ncommand: {mode: forward_command, topic: /c}\n', /r\.yaml:3: key 'position_limits\[0\]\[1\]': must be a number, got 'x'/],
+    ['limits reversed', 'name: a\njoints: [j]\nposition_limits:\n  - [1, -1]\nvelocity_limits: [1]\ncontrol_hz: 50\naction: {kind: joint_velocity, low: [-1], high: [1]}\ncommand: {mode: forward_command, topic: /c}\n', /r\.yaml:4: key 'position_limits\[0\]': lower 1 exceeds upper -1/],
+    ['a typo reported as the typo', 'naem: a\njoints: [j]\nposition_limits: [[-1, 1]]\nvelocity_limits: [1]\ncontrol_hz: 50\naction: {kind: joint_velocity, low: [-1], high: [1]}\ncommand: {mode: forward_command, topic: /c}\n', /^r\.yaml:1: key 'naem': unknown key/],
+    ['missing key', 'name: a\njoints: [j]\nposition_limits: [[-1, 1]]\nvelocity_limits: [1]\ncontrol_hz: 50\naction: {kind: joint_velocity, high: [1]}\n', /r\.yaml:6: key 'action\.low': missing/],
+    ['missing mapping key', 'name: a\njoints: [j]\nposition_limits: [[-1, 1]]\nvelocity_limits: [1]\ncontrol_hz: 50\naction: {kind: joint_velocity, low: [-1], high: [1]}\ncommand: {topic: /c}\n', /r\.yaml:7: key 'command\.mode': missing/],
+    ['mqtt without a broker url', 'name: a\ntransport: mqtt\nmqtt: {robot_id: r}\njoints: [j]\nposition_limits: [[-1, 1]]\nvelocity_limits: [1]\ncontrol_hz: 50\naction: {kind: joint_velocity, low: [-1], high: [1]}\n', /r\.yaml:1: key 'url': missing/],
+    ['rosbridge with an mqtt url', 'name: a\nurl: mqtt://b:1883\njoints: [j]\nposition_limits: [[-1, 1]]\nvelocity_limits: [1]\ncontrol_hz: 50\naction: {kind: joint_velocity, low: [-1], high: [1]}\ncommand: {mode: forward_command, topic: /c}\n', /r\.yaml:2: key 'url': must be a ws:\/\/ or wss:\/\/ URL for transport rosbridge, got 'mqtt:\/\/b:1883'/],
   ])('%s gives an error naming file, line and key', (_n, text, msg) => {
     expect(() => parseRobotConfig(text, 'r.yaml')).toThrow(ConfigError);
     expect(() => parseRobotConfig(text, 'r.yaml')).toThrow(msg);

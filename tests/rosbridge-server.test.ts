@@ -222,9 +222,12 @@ describe('oversized frames', () => {
 describe('protocol pieces', () => {
   it('parseFrame names the problem', () => {
     expect(parseFrame('{"op":"subscribe"}')).toEqual({ ok: false, error: "subscribe: missing field 'topic'" });
-    expect(parseFrame('{"op":"publish","topic":"/a","msg":[]}')).toMatchObject({ ok: false, error: "publish: field 'msg' must be a object" });
+    expect(parseFrame('{"op":"publish","topic":"/a","msg":[]}')).toMatchObject({ ok: false, error: "publish: field 'msg' must be an object" });
     expect(parseFrame('x'.repeat(100), { maxFrameLength: 50, maxDepth: 8 })).toMatchObject({ ok: false, error: 'frame of 100 bytes exceeds the 50-byte limit' });
     expect(parseFrame('{"op":"call_service","id":"7","service":3}')).toEqual({ ok: false, error: "call_service: field 'service' must be a string", id: '7' });
+    // clients send null for an absent optional field as often as they leave it out
+    expect(parseFrame('{"op":"subscribe","topic":"/a","type":null,"throttle_rate":null}')).toMatchObject({ ok: true, msg: { op: 'subscribe', topic: '/a' } });
+    expect(parseFrame('{"op":"subscribe","topic":null}')).toMatchObject({ ok: false, error: "subscribe: field 'topic' must be a string" });
   });
 
   it('fragment buffer: reassembles out of order, bounds totals and pending messages, expires old ones', () => {

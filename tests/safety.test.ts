@@ -4,14 +4,15 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { SafetyLayer, SafetyStop, type SafetyConfig } from '../hardware/safety.js';
-import type { Robot, RobotObservation, RobotSpec } from '../hardware/types.js';
+import type { RobotObservation, RobotDeclaration } from '../common/robot.js';
+import type { Robot } from '../hardware/types.js';
 
 class RecordingRobot implements Robot {
   sent: Float32Array[] = [];
   sentAt: number[] = [];
   position: Float64Array;
   stops = 0;
-  constructor(readonly spec: RobotSpec) {
+  constructor(readonly spec: RobotDeclaration) {
     this.position = new Float64Array(spec.joints.length);
   }
   async observe(): Promise<RobotObservation> {
@@ -31,7 +32,7 @@ class RecordingRobot implements Robot {
   async [Symbol.asyncDispose](): Promise<void> {}
 }
 
-const velocitySpec: RobotSpec = {
+const velocitySpec: RobotDeclaration = {
   name: 'fake-vel',
   joints: ['a', 'b', 'c'],
   positionLimits: [[-1, 1], [-2, 2], [-Infinity, Infinity]],
@@ -39,11 +40,11 @@ const velocitySpec: RobotSpec = {
   action: { kind: 'joint_velocity', names: ['a', 'b', 'c'], low: [-3, -3, -3], high: [3, 3, 3] },
   controlHz: 50,
 };
-const positionSpec: RobotSpec = { ...velocitySpec, name: 'fake-pos', action: { kind: 'joint_position', names: ['a', 'b', 'c'], low: [-5, -5, -5], high: [5, 5, 5] } };
+const positionSpec: RobotDeclaration = { ...velocitySpec, name: 'fake-pos', action: { kind: 'joint_position', names: ['a', 'b', 'c'], low: [-5, -5, -5], high: [5, 5, 5] } };
 const cfg: SafetyConfig = { maxDelta: 0.3, watchdogMs: 50, watchdogAction: 'hold', maxCommandAgeMs: 100, maxEpisodeSeconds: 1e9 };
 
 /** Every value that reached the transport obeys every limit; returns the violations found. */
-function violations(spec: RobotSpec, r: RecordingRobot, positions: Float64Array[]): string[] {
+function violations(spec: RobotDeclaration, r: RecordingRobot, positions: Float64Array[]): string[] {
   const bad: string[] = [];
   let prev: Float32Array = new Float32Array(spec.joints.length);
   r.sent.forEach((a, k) => {

@@ -3,7 +3,8 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { makeCustomEnv } from '../sim/custom.js';
+import { ConfigError } from '../common/config.js';
+import { makeCustomEnv, parseRobotMapping } from '../sim/custom.js';
 import { MujocoLoadError, SimModel } from '../sim/mujoco.js';
 import { makeEnv } from '../sim/registry.js';
 
@@ -56,5 +57,30 @@ describe('bad inputs', () => {
     await expect(makeCustomEnv({ robot: typ })).rejects.toThrowError(new RegExp(`${typ}:5: key 'goal': must be \\[x, y, z\\]`));
     const name = write('name.yaml', base.replace('end_effector_site: ee', 'end_effector_site: hand'));
     await expect(makeCustomEnv({ robot: name })).rejects.toThrowError(/arm\.xml: no site named 'hand'/);
+  });
+
+  it('robot mapping errors are ConfigErrors about a robot mapping (never a profile), with file, line and key', async () => {
+    const base = 'mjcf: arm.xml\nactuators: [a, b]\njoints: [a, b]\nend_effector_site: ee\ngoal: [0.2, 0, 0.35]\n';
+    const thrown = (text: string): ConfigError => {
+      try {
+        parseRobotMapping(text, 'robot.yaml');
+      } catch (e) {
+        expect(e).toBeInstanceOf(ConfigError);
+        expect((e as Error).message).not.toMatch(/profile/i);
+        return e as ConfigError;
+      }
+      throw new Error(`no error for:\n${text}`);
+    };
+    expect(thrown('- a\n- b\n')).toMatchObject({ message: 'robot.yaml:1: a robot mapping is a mapping of key: value', key: undefined });
+    expect(thrown(base.replace('end_effector_site: ee\n', ''))).toMatchObject({ message: "robot.yaml:1: key 'end_effector_site': missing", line: 1, key: 'end_effector_site' });
+    expect(thrown(base.replace('actuators: [a, b]', 'actuators: [a, 5]'))).toMatchObject({ line: 2, key: 'actuators', detail: 'must be a non-empty list of names' });
+    expect(thrown(base + 'reward:\n  action_weight: 0.1\n  distance_weight: -1\n')).toMatchObject({ line: 8, key: 'reward.distance_weight', detail: 'must be a number >= 0, got -1' });
+    expect(thrown(base + 'horizon: 0\n')).toMatchObject({ line: 6, key: 'horizon', detail: 'must be a positive integer, got 0' });
+    expect(thrown(base + 'goal: [1, 2, 3]\n')).toMatchObject({ line: 6, detail: expect.stringMatching(/YAML syntax: .*unique/) });
+    const absent = join(dir, 'absent.yaml');
+    await expect(makeCustomEnv({ robot: absent })).rejects.toThrowError(new RegExp(`^${absent}: cannot read robot mapping`));
+    await expect(makeCustomEnv({ robot: absent })).rejects.toBeInstanceOf(ConfigError);
+    // defaults fill what the file leaves out
+    expect(parseRobotMapping(base + 'success: {radius: 0.1}\n', 'robot.yaml')).toMatchObject({ substeps: 10, horizon: 200, reward: { distance_weight: 1, action_weight: 0 }, success: { radius: 0.1 } });
   });
 });

@@ -3,7 +3,8 @@ import fc from 'fast-check';
 import { stringify } from 'yaml';
 import { describe, expect, it } from 'vitest';
 import { SimModel } from '../sim/mujoco.js';
-import { applyProfileToModel, loadProfile, NOMINAL, parseProfile, ProfileError } from '../sim/profiles.js';
+import { ConfigError } from '../common/config.js';
+import { applyProfileToModel, loadProfile, NOMINAL, parseProfile } from '../sim/profiles.js';
 import { taskDef } from '../sim/registry.js';
 
 const KEYS = Object.keys(NOMINAL).filter((k) => k !== 'name' && k !== 'description');
@@ -27,8 +28,8 @@ describe('hardware profiles', () => {
     expect(() => parseProfile('name: x\nobs_noise_std: -1\n', 'p.yaml')).toThrowError(/p\.yaml:2: .*must be in \[0, 10\]/);
     expect(() => parseProfile('name: x\n  mass_scale: [1\n', 'p.yaml')).toThrowError(/^p\.yaml(:\d+)?: /);
     expect(() => parseProfile('- 1\n- 2\n', 'p.yaml')).toThrowError(/p\.yaml:1: a profile is a mapping/);
-    expect(() => parseProfile('mass_scale: 2\n', 'p.yaml')).toThrowError(/missing key 'name'/);
-    expect(() => loadProfile('/nonexistent/x.yaml')).toThrowError(ProfileError);
+    expect(() => parseProfile('mass_scale: 2\n', 'p.yaml')).toThrowError(/^p\.yaml:1: key 'name': missing/);
+    expect(() => loadProfile('/nonexistent/x.yaml')).toThrowError(ConfigError);
     expect(() => loadProfile('no_such_profile')).toThrowError(/no_such_profile\.yaml: cannot read profile/);
   });
 

@@ -4,7 +4,7 @@ import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { parseArgs } from 'node:util';
 import { loadRobotConfig } from '../../hardware/config.js';
-import { EpisodeStore } from '../../hardware/episodes/store.js';
+import { EpisodeStore } from '../../episodes/store/store.js';
 import { runEpisode, type Policy, type Scorer } from '../../hardware/record.js';
 import { connectRobot } from '../../hardware/robots/index.js';
 import { SimRobot } from '../../hardware/robots/sim.js';

@@ -1,8 +1,8 @@
 // `wmrl episodes`: the recorded episodes — list them, export one to MCAP, import a bag.
 import { parseArgs } from 'node:util';
-import { exportEpisode } from '../../bridge/mcap/export.js';
-import { importEpisode } from '../../bridge/mcap/import.js';
-import { EpisodeStore } from '../../hardware/episodes/store.js';
+import { exportEpisode } from '../../episodes/mcap/export.js';
+import { importEpisode } from '../../episodes/mcap/import.js';
+import { EpisodeStore } from '../../episodes/store/store.js';
 import { DEFAULT_STORE } from './drive.js';
 
 export async function episodes(args: string[]): Promise<void> {

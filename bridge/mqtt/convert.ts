@@ -1,7 +1,8 @@
-// Conversions between the hardware/ types (typed arrays, binary images, ±Infinity limits) and
+// Conversions between the robot and episode types (common/, episodes/: typed arrays, binary images, ±Infinity limits) and
 // their JSON wire form in messages.ts.
 
-import type { EpisodeMeta, EpisodeStep, RobotObservation, RobotSpec } from '../../hardware/types.js';
+import type { RobotObservation, RobotDeclaration } from '../../common/robot.js';
+import type { EpisodeMeta, EpisodeStep } from '../../episodes/types.js';
 import type { EpisodeStepMsg, WireMeta, WireObs, WireSpec } from './messages.js';
 
 export function obsToWire(obs: RobotObservation): WireObs {
@@ -32,7 +33,7 @@ export function obsFromWire(w: WireObs): RobotObservation {
 
 const finiteOrNull = (x: number): number | null => (Number.isFinite(x) ? x : null);
 
-export function specToWire(spec: RobotSpec): WireSpec {
+export function specToWire(spec: RobotDeclaration): WireSpec {
   const w: WireSpec = {
     name: spec.name,
     joints: [...spec.joints],
@@ -46,8 +47,8 @@ export function specToWire(spec: RobotSpec): WireSpec {
   return w;
 }
 
-export function specFromWire(w: WireSpec): RobotSpec {
-  const spec: RobotSpec = {
+export function specFromWire(w: WireSpec): RobotDeclaration {
+  const spec: RobotDeclaration = {
     name: w.name,
     joints: [...w.joints],
     positionLimits: w.positionLimits.map(([lo, hi]) => [lo ?? -Infinity, hi ?? Infinity]),

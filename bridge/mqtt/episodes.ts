@@ -9,7 +9,7 @@
 
 import { EventEmitter } from 'node:events';
 import type { MqttClient } from 'mqtt';
-import type { EpisodeMeta, EpisodeStatus, EpisodeStep } from '../../hardware/types.js';
+import type { EpisodeMeta, EpisodeStatus, EpisodeStep } from '../../episodes/types.js';
 import { onMessages, publish, subscribe } from './client.js';
 import { metaFromWire, metaToWire, stepFromWire, stepToWire } from './convert.js';
 import { isAck, isEpisodeBegin, isEpisodeEnd, isEpisodeStep, type AckMsg, type EpisodeStepMsg, type MqttMessage } from './messages.js';

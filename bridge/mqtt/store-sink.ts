@@ -1,6 +1,6 @@
 // The durable end of MQTT episode upload: steps arriving from remote robots go into the SQLite
 // episode store, which dedupes by (episode, seq) and commits before the ingest acknowledges.
-import type { EpisodeStore } from '../../hardware/episodes/store.js';
+import type { EpisodeStore } from '../../episodes/store/store.js';
 import type { EpisodeSink } from './episodes.js';
 
 export function storeSink(store: EpisodeStore): EpisodeSink {

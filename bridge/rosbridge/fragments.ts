@@ -1,5 +1,6 @@
 // Reassembly of fragmented frames with hard bounds: a peer that sends huge totals or never
 // finishes a message cannot grow memory without limit.
+import type { Fragment } from './protocol.js';
 
 export interface FragmentLimits {
   /** Largest `total` accepted for one message. */
@@ -83,7 +84,7 @@ export class FragmentBuffer {
 }
 
 /** Splits a frame into rosbridge fragment messages of at most `size` characters of data each. */
-export function fragment(id: string, text: string, size: number): Array<{ op: 'fragment'; id: string; data: string; num: number; total: number }> {
+export function fragment(id: string, text: string, size: number): Fragment[] {
   const total = Math.max(1, Math.ceil(text.length / size));
   return Array.from({ length: total }, (_, num) => ({ op: 'fragment' as const, id, data: text.slice(num * size, (num + 1) * size), num, total }));
 }

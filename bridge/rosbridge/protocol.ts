@@ -1,69 +1,89 @@
-// Every rosbridge v2 operation this bridge speaks, in one place: a union tagged by `op`, a type
-// guard per variant, and a parser that turns any frame into a typed message or a clear error.
+// Every rosbridge v2 operation this bridge speaks, defined once: a TypeBox schema per op, from which
+// the message types (a union tagged by `op`) and the validation of incoming frames both derive.
 // Protocol: rosbridge_suite ROSBRIDGE_PROTOCOL.md (ros2 branch).
 
-export interface Advertise { op: 'advertise'; id?: string; topic: string; type: string; latch?: boolean; queue_size?: number }
-export interface Unadvertise { op: 'unadvertise'; id?: string; topic: string }
-export interface Publish { op: 'publish'; id?: string; topic: string; msg: Record<string, unknown> }
-export interface Subscribe { op: 'subscribe'; id?: string; topic: string; type?: string; throttle_rate?: number; queue_length?: number; fragment_size?: number; compression?: string }
-export interface Unsubscribe { op: 'unsubscribe'; id?: string; topic: string }
-export interface CallService { op: 'call_service'; id?: string; service: string; args?: Record<string, unknown>; fragment_size?: number; timeout?: number }
-export interface ServiceResponse { op: 'service_response'; id?: string; service: string; values?: unknown; result: boolean }
-export interface AdvertiseService { op: 'advertise_service'; service: string; type: string }
-export interface UnadvertiseService { op: 'unadvertise_service'; service: string }
-export interface AdvertiseAction { op: 'advertise_action'; action: string; type: string }
-export interface UnadvertiseAction { op: 'unadvertise_action'; action: string }
-export interface SendActionGoal { op: 'send_action_goal'; id: string; action: string; action_type: string; args?: Record<string, unknown>; feedback?: boolean }
-export interface CancelActionGoal { op: 'cancel_action_goal'; id: string; action: string }
-export interface ActionFeedback { op: 'action_feedback'; id: string; action: string; values: unknown }
-export interface ActionResult { op: 'action_result'; id: string; action: string; values?: unknown; status: number; result: boolean }
-export interface Fragment { op: 'fragment'; id: string; data: string; num: number; total: number }
-export interface SetLevel { op: 'set_level'; id?: string; level: 'info' | 'warning' | 'error' | 'none' }
-export interface Status { op: 'status'; id?: string; level: 'info' | 'warning' | 'error'; msg: string }
+import { Type, type Static, type TProperties, type TSchema } from '@sinclair/typebox';
+import { TypeCompiler, type TypeCheck } from '@sinclair/typebox/compiler';
+import { ValueErrorType, type ValueError } from '@sinclair/typebox/errors';
+import { problem } from '../../common/schema.js';
 
-export type RosbridgeMessage =
-  | Advertise | Unadvertise | Publish | Subscribe | Unsubscribe
-  | CallService | ServiceResponse | AdvertiseService | UnadvertiseService
-  | AdvertiseAction | UnadvertiseAction | SendActionGoal | CancelActionGoal | ActionFeedback | ActionResult
-  | Fragment | SetLevel | Status;
+const Str = Type.String();
+const Int = (o: { minimum?: number } = {}) => Type.Integer(o);
+const Bool = Type.Boolean();
+/** A JSON object (ROS message, service args): its fields are checked against the ROS type elsewhere (ros/msgs.ts). */
+const Obj = Type.Record(Type.String(), Type.Unknown(), { expected: 'an object' });
+const Any = Type.Unknown();
+/** An optional field; rosbridge clients send null for an absent one as often as they leave it out. */
+const Opt = <T extends TSchema>(t: T) => Type.Optional(Type.Union([t, Type.Null()]));
 
+/** One op: `{op: name, ...fields}`. Extra fields are allowed, as rosbridge_server allows them. */
+const op = <N extends string, P extends TProperties>(name: N, fields: P) => Type.Object({ op: Type.Literal(name), ...fields });
+
+const AdvertiseSchema = op('advertise', { id: Opt(Str), topic: Str, type: Str, latch: Opt(Bool), queue_size: Opt(Int()) });
+const UnadvertiseSchema = op('unadvertise', { id: Opt(Str), topic: Str });
+const PublishSchema = op('publish', { id: Opt(Str), topic: Str, msg: Obj });
+const SubscribeSchema = op('subscribe', {
+  id: Opt(Str), topic: Str, type: Opt(Str), throttle_rate: Opt(Int()), queue_length: Opt(Int()), fragment_size: Opt(Int()), compression: Opt(Str),
+});
+const UnsubscribeSchema = op('unsubscribe', { id: Opt(Str), topic: Str });
+const CallServiceSchema = op('call_service', {
+  id: Opt(Str), service: Str, args: Opt(Obj), fragment_size: Opt(Int()), timeout: Opt(Type.Number()), compression: Opt(Str), type: Opt(Str),
+});
+const ServiceResponseSchema = op('service_response', { id: Opt(Str), service: Str, values: Type.Optional(Any), result: Bool });
+const AdvertiseServiceSchema = op('advertise_service', { service: Str, type: Str });
+const UnadvertiseServiceSchema = op('unadvertise_service', { service: Str });
+const AdvertiseActionSchema = op('advertise_action', { action: Str, type: Str });
+const UnadvertiseActionSchema = op('unadvertise_action', { action: Str });
+const SendActionGoalSchema = op('send_action_goal', {
+  id: Str, action: Str, action_type: Str, args: Opt(Obj), feedback: Opt(Bool), fragment_size: Opt(Int()), compression: Opt(Str),
+});
+const CancelActionGoalSchema = op('cancel_action_goal', { id: Str, action: Str });
+const ActionFeedbackSchema = op('action_feedback', { id: Str, action: Str, values: Any });
+const ActionResultSchema = op('action_result', { id: Str, action: Str, values: Type.Optional(Any), status: Int(), result: Bool });
+/** One piece of a larger frame; `num` < `total` is checked after the schema (validate). */
+const FragmentSchema = op('fragment', { id: Str, data: Str, num: Int({ minimum: 0 }), total: Int({ minimum: 1 }) });
+const SetLevelSchema = op('set_level', { id: Opt(Str), level: Type.Union([Type.Literal('info'), Type.Literal('warning'), Type.Literal('error'), Type.Literal('none')]) });
+const StatusSchema = op('status', { id: Opt(Str), level: Type.Union([Type.Literal('info'), Type.Literal('warning'), Type.Literal('error')]), msg: Str });
+
+const SCHEMAS = [
+  AdvertiseSchema, UnadvertiseSchema, PublishSchema, SubscribeSchema, UnsubscribeSchema,
+  CallServiceSchema, ServiceResponseSchema, AdvertiseServiceSchema, UnadvertiseServiceSchema,
+  AdvertiseActionSchema, UnadvertiseActionSchema, SendActionGoalSchema, CancelActionGoalSchema, ActionFeedbackSchema, ActionResultSchema,
+  FragmentSchema, SetLevelSchema, StatusSchema,
+] as const;
+
+export type Advertise = Static<typeof AdvertiseSchema>;
+export type Unadvertise = Static<typeof UnadvertiseSchema>;
+export type Publish = Static<typeof PublishSchema>;
+export type Subscribe = Static<typeof SubscribeSchema>;
+export type Unsubscribe = Static<typeof UnsubscribeSchema>;
+export type CallService = Static<typeof CallServiceSchema>;
+export type ServiceResponse = Static<typeof ServiceResponseSchema>;
+export type AdvertiseService = Static<typeof AdvertiseServiceSchema>;
+export type UnadvertiseService = Static<typeof UnadvertiseServiceSchema>;
+export type AdvertiseAction = Static<typeof AdvertiseActionSchema>;
+export type UnadvertiseAction = Static<typeof UnadvertiseActionSchema>;
+export type SendActionGoal = Static<typeof SendActionGoalSchema>;
+export type CancelActionGoal = Static<typeof CancelActionGoalSchema>;
+export type ActionFeedback = Static<typeof ActionFeedbackSchema>;
+export type ActionResult = Static<typeof ActionResultSchema>;
+export type Fragment = Static<typeof FragmentSchema>;
+export type SetLevel = Static<typeof SetLevelSchema>;
+export type Status = Static<typeof StatusSchema>;
+
+/** Any rosbridge message, in either direction; narrowed by `switch (m.op)`. */
+export type RosbridgeMessage = Static<(typeof SCHEMAS)[number]>;
 export type Op = RosbridgeMessage['op'];
+
+/** Every op, in protocol order. */
+export const OPS: readonly Op[] = SCHEMAS.map((s) => s.properties.op.const);
+
+const CHECKS = new Map<string, TypeCheck<TSchema>>(SCHEMAS.map((s) => [s.properties.op.const, TypeCompiler.Compile(s)]));
 
 /** ROS 2 action_msgs/GoalStatus codes, as rosbridge reports them. */
 export const GoalStatus = { UNKNOWN: 0, ACCEPTED: 1, EXECUTING: 2, CANCELING: 3, SUCCEEDED: 4, CANCELED: 5, ABORTED: 6 } as const;
 
-type FieldKind = 'string' | 'number' | 'boolean' | 'object' | 'any' | 'int';
-type FieldSpec = Record<string, [FieldKind, boolean]>; // [kind, required]
-
-const S = (req = true): [FieldKind, boolean] => ['string', req];
-const N = (req = true): [FieldKind, boolean] => ['number', req];
-const I = (req = true): [FieldKind, boolean] => ['int', req];
-const B = (req = true): [FieldKind, boolean] => ['boolean', req];
-const O = (req = true): [FieldKind, boolean] => ['object', req];
-const A = (req = true): [FieldKind, boolean] => ['any', req];
-
-const SPECS: Record<Op, FieldSpec> = {
-  advertise: { id: S(false), topic: S(), type: S(), latch: B(false), queue_size: I(false) },
-  unadvertise: { id: S(false), topic: S() },
-  publish: { id: S(false), topic: S(), msg: O() },
-  subscribe: { id: S(false), topic: S(), type: S(false), throttle_rate: I(false), queue_length: I(false), fragment_size: I(false), compression: S(false) },
-  unsubscribe: { id: S(false), topic: S() },
-  call_service: { id: S(false), service: S(), args: O(false), fragment_size: I(false), timeout: N(false), compression: S(false), type: S(false) },
-  service_response: { id: S(false), service: S(), values: A(false), result: B() },
-  advertise_service: { service: S(), type: S() },
-  unadvertise_service: { service: S() },
-  advertise_action: { action: S(), type: S() },
-  unadvertise_action: { action: S() },
-  send_action_goal: { id: S(), action: S(), action_type: S(), args: O(false), feedback: B(false), fragment_size: I(false), compression: S(false) },
-  cancel_action_goal: { id: S(), action: S() },
-  action_feedback: { id: S(), action: S(), values: A() },
-  action_result: { id: S(), action: S(), values: A(false), status: I(), result: B() },
-  fragment: { id: S(), data: S(), num: I(), total: I() },
-  set_level: { id: S(false), level: S() },
-  status: { id: S(false), level: S(), msg: S() },
-};
-
-export const isOp = (op: unknown): op is Op => typeof op === 'string' && Object.hasOwn(SPECS, op);
+export const isOp = (op: unknown): op is Op => typeof op === 'string' && CHECKS.has(op);
 
 export interface ParseLimits {
   /** Largest frame accepted, in UTF-16 code units (≈ bytes for JSON). */
@@ -88,32 +108,24 @@ function depthExceeds(v: unknown, limit: number): boolean {
   return false;
 }
 
+/** The schema's first complaint as one line naming the op and the field. */
+function describe(op: Op, e: ValueError): string {
+  const field = e.path.slice(1).replace(/\//g, '.');
+  return e.type === ValueErrorType.ObjectRequiredProperty ? `${op}: missing field '${field}'` : `${op}: field '${field}' ${problem(e)}`;
+}
+
 /** Validates a decoded JSON value as one rosbridge message. */
 export function validate(v: unknown): ParseResult {
   if (v === null || typeof v !== 'object' || Array.isArray(v)) return { ok: false, error: 'frame is not a JSON object' };
   const o = v as Record<string, unknown>;
   const id = typeof o.id === 'string' ? o.id : undefined;
   if (!isOp(o.op)) return { ok: false, error: `unknown op ${JSON.stringify(o.op)?.slice(0, 40) ?? 'undefined'}`, id };
-  for (const [field, [kind, required]] of Object.entries(SPECS[o.op])) {
-    const x = o[field];
-    if (x === undefined || (x === null && !required)) {
-      if (required) return { ok: false, error: `${o.op}: missing field '${field}'`, id };
-      continue;
-    }
-    const bad =
-      (kind === 'string' && typeof x !== 'string') ||
-      (kind === 'number' && (typeof x !== 'number' || !Number.isFinite(x))) ||
-      (kind === 'int' && !(typeof x === 'number' && Number.isInteger(x))) ||
-      (kind === 'boolean' && typeof x !== 'boolean') ||
-      (kind === 'object' && (x === null || typeof x !== 'object' || Array.isArray(x)));
-    if (bad) return { ok: false, error: `${o.op}: field '${field}' must be ${kind === 'int' ? 'an integer' : `a ${kind}`}`, id };
-  }
-  if (o.op === 'fragment') {
-    const f = o as unknown as Fragment;
-    if (f.total < 1 || f.num < 0 || f.num >= f.total) return { ok: false, error: `fragment: num ${f.num} outside [0, ${f.total})`, id };
-  }
-  if (o.op === 'set_level' && !['info', 'warning', 'error', 'none'].includes(o.level as string)) return { ok: false, error: `set_level: unknown level '${String(o.level)}'`, id };
-  return { ok: true, msg: o as unknown as RosbridgeMessage };
+  const op = o.op;
+  const check = CHECKS.get(op)!;
+  if (!check.Check(o)) return { ok: false, error: describe(op, check.Errors(o).First()!), id };
+  const m = o as RosbridgeMessage;
+  if (m.op === 'fragment' && m.num >= m.total) return { ok: false, error: `fragment: num ${m.num} outside [0, ${m.total})`, id };
+  return { ok: true, msg: m };
 }
 
 /** Parses one text frame; never throws. */
@@ -128,12 +140,3 @@ export function parseFrame(text: string, limits: ParseLimits = DEFAULT_LIMITS): 
   if (depthExceeds(v, limits.maxDepth)) return { ok: false, error: `frame nests deeper than ${limits.maxDepth} levels` };
   return validate(v);
 }
-
-export const isPublish = (m: RosbridgeMessage): m is Publish => m.op === 'publish';
-export const isSubscribe = (m: RosbridgeMessage): m is Subscribe => m.op === 'subscribe';
-export const isCallService = (m: RosbridgeMessage): m is CallService => m.op === 'call_service';
-export const isServiceResponse = (m: RosbridgeMessage): m is ServiceResponse => m.op === 'service_response';
-export const isSendActionGoal = (m: RosbridgeMessage): m is SendActionGoal => m.op === 'send_action_goal';
-export const isActionResult = (m: RosbridgeMessage): m is ActionResult => m.op === 'action_result';
-export const isFragment = (m: RosbridgeMessage): m is Fragment => m.op === 'fragment';
-export const isStatus = (m: RosbridgeMessage): m is Status => m.op === 'status';

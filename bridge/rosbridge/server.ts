@@ -7,7 +7,7 @@ import type { AddressInfo } from 'node:net';
 import { WebSocketServer, type WebSocket } from 'ws';
 import { conform, conformService, knownMessageType, normalizeType } from '../ros/msgs.js';
 import { DEFAULT_FRAGMENT_LIMITS, FragmentBuffer, fragment, type FragmentLimits } from './fragments.js';
-import { DEFAULT_LIMITS, GoalStatus, parseFrame, type ParseLimits, type RosbridgeMessage, type SendActionGoal } from './protocol.js';
+import { DEFAULT_LIMITS, GoalStatus, parseFrame, type ParseLimits, type RosbridgeMessage, type SendActionGoal, type Status } from './protocol.js';
 
 export interface RosbridgeServerOptions {
   host?: string;
@@ -57,7 +57,7 @@ export interface ServerStats {
 
 // uint8[] fields travel as base64 text, as rosbridge sends them. The holder's raw value is read
 // because JSON.stringify applies Buffer's own toJSON before a replacer sees the value.
-function toJson(m: unknown): string {
+function toJson(m: RosbridgeMessage): string {
   return JSON.stringify(m, function (this: Record<string, unknown>, k: string, v: unknown) {
     const raw = this[k];
     return raw instanceof Uint8Array ? Buffer.from(raw.buffer, raw.byteOffset, raw.byteLength).toString('base64') : v;
@@ -71,7 +71,7 @@ export class RosbridgeServer extends EventEmitter {
   private readonly services = new Map<string, Provider>();
   private readonly actions = new Map<string, ActionProvider>();
   /** Forwarded request id → where its reply goes. */
-  private readonly forwarded = new Map<string, { caller: Client; id?: string; kind: 'service' | 'action' }>();
+  private readonly forwarded = new Map<string, { caller: Client; id?: string | null; kind: 'service' | 'action' }>();
   private readonly limits: ParseLimits;
   private readonly fragLimits: FragmentLimits;
   private nextClient = 1;
@@ -198,7 +198,7 @@ export class RosbridgeServer extends EventEmitter {
     try {
       this.dispatch(c, m);
     } catch (e) {
-      this.status(c, 'error', `${m.op}: ${(e as Error).message}`, (m as { id?: string }).id);
+      this.status(c, 'error', `${m.op}: ${(e as Error).message}`, 'id' in m ? m.id : undefined);
     }
   }
 
@@ -225,7 +225,7 @@ export class RosbridgeServer extends EventEmitter {
         if (!existing && !m.type) return this.status(c, 'error', `subscribe: topic ${m.topic} is unknown; give its type`, m.id);
         if (!existing) this.topic(m.topic, m.type!);
         else if (m.type && normalizeType(m.type) !== normalizeType(existing.type)) return this.status(c, 'error', `subscribe: ${m.topic} has type ${existing.type}, not ${m.type}`, m.id);
-        c.subs.set(m.topic, { throttleMs: m.throttle_rate ?? 0, last: 0, fragmentSize: m.fragment_size });
+        c.subs.set(m.topic, { throttleMs: m.throttle_rate ?? 0, last: 0, fragmentSize: m.fragment_size ?? undefined });
         const latched = this.topics.get(m.topic)!.latched;
         if (latched) this.send(c, { op: 'publish', topic: m.topic, msg: latched });
         return;
@@ -282,7 +282,7 @@ export class RosbridgeServer extends EventEmitter {
     }
   }
 
-  private callService(c: Client, service: string, args: Record<string, unknown>, id?: string): void {
+  private callService(c: Client, service: string, args: Record<string, unknown>, id?: string | null): void {
     const p = this.services.get(service);
     const fail = (msg: string) => this.send(c, { op: 'service_response', id, service, values: msg, result: false });
     if (!p) return fail(`service ${service} does not exist`);
@@ -364,7 +364,7 @@ export class RosbridgeServer extends EventEmitter {
     }
   }
 
-  private send(c: Client, m: RosbridgeMessage | { op: string; [k: string]: unknown }): void {
+  private send(c: Client, m: RosbridgeMessage): void {
     this.sendText(c, toJson(m));
   }
 
@@ -379,7 +379,7 @@ export class RosbridgeServer extends EventEmitter {
     } else c.ws.send(text);
   }
 
-  private status(c: Client, level: 'info' | 'warning' | 'error', msg: string, id?: string): void {
+  private status(c: Client, level: Status['level'], msg: string, id?: string | null): void {
     if (level === 'error') this.stats.errors++;
     this.send(c, { op: 'status', level, msg, ...(id ? { id } : {}) });
   }

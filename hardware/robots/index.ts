@@ -3,11 +3,12 @@ import { readFileSync } from 'node:fs';
 import type { MqttTls } from '../../bridge/mqtt/client.js';
 import type { MqttRobotConfig, RobotConfig } from '../config.js';
 import { SafetyLayer, type InterventionEvent } from '../safety.js';
-import type { Robot, RobotSpec } from '../types.js';
+import type { RobotDeclaration } from '../../common/robot.js';
+import type { Robot } from '../types.js';
 
 /** A robot seen through a locally declared spec (the operator's limits, not the robot's own claim). */
 class WithSpec implements Robot {
-  constructor(private readonly inner: Robot, readonly spec: RobotSpec, private readonly onDispose: () => Promise<void>) {}
+  constructor(private readonly inner: Robot, readonly spec: RobotDeclaration, private readonly onDispose: () => Promise<void>) {}
   observe = () => this.inner.observe();
   act = (a: Float32Array) => this.inner.act(a);
   reset = () => this.inner.reset();

@@ -1,4 +1,4 @@
-// A Robot reached over MQTT (service side) and the robot-side server exposing any Robot.
+// A Robot reached over MQTT: the service side of the link (the robot side is mqtt-server.ts).
 //
 //   service: MqttRobot ── cmd (command | request) ──▶ broker ──▶ serveRobotOverMqtt ── Robot
 //            ◀── state (QoS 0, control rate), reply, spec (retained) ──
@@ -12,12 +12,11 @@ import { randomUUID } from 'node:crypto';
 import { EventEmitter } from 'node:events';
 import type { MqttClient } from 'mqtt';
 import { onMessages, publish, subscribe } from '../../bridge/mqtt/client.js';
-import { obsFromWire, obsToWire, specFromWire, specToWire } from '../../bridge/mqtt/convert.js';
-import { isCommand, isReply, isRequest, isSpec, isState, type CommandMsg, type RequestMsg } from '../../bridge/mqtt/messages.js';
+import { obsFromWire, specFromWire } from '../../bridge/mqtt/convert.js';
+import { isReply, isSpec, isState, type CommandMsg, type RequestMsg } from '../../bridge/mqtt/messages.js';
 import { robotTopic } from '../../bridge/mqtt/topics.js';
-import type { Robot, RobotObservation, RobotSpec } from '../types.js';
-
-// ---------------------------------------------------------------- service side
+import type { RobotObservation, RobotDeclaration } from '../../common/robot.js';
+import type { Robot } from '../types.js';
 
 export interface MqttRobotOptions {
   /** How long a command stays valid after it is sent (default: 3 control periods, at least 50 ms). */
@@ -29,7 +28,7 @@ export interface MqttRobotOptions {
 }
 
 export class MqttRobot implements Robot {
-  readonly spec: RobotSpec;
+  readonly spec: RobotDeclaration;
   /** Clipping events: the policy asked for more than the action limits allow. */
   readonly events = new EventEmitter();
   private readonly session = randomUUID();
@@ -45,7 +44,7 @@ export class MqttRobot implements Robot {
   private constructor(
     private readonly client: MqttClient,
     readonly robotId: string,
-    spec: RobotSpec,
+    spec: RobotDeclaration,
     opts: MqttRobotOptions,
   ) {
     this.spec = spec;
@@ -82,7 +81,7 @@ export class MqttRobot implements Robot {
     const timeoutMs = opts.requestTimeoutMs ?? 5000;
     const specTopic = robotTopic(robotId, 'spec');
     let stop: () => void = () => {};
-    const spec = new Promise<RobotSpec>((resolve, reject) => {
+    const spec = new Promise<RobotDeclaration>((resolve, reject) => {
       const t = setTimeout(() => reject(new Error(`no spec from robot ${robotId} on ${specTopic} within ${timeoutMs} ms`)), timeoutMs);
       stop = onMessages(client, (topic) => topic === specTopic, (_topic, r) => {
         if (!r.ok || !isSpec(r.msg)) return reject(new Error(r.ok ? `unexpected message on ${specTopic}` : r.error));
@@ -178,128 +177,4 @@ function withTimeout<T>(p: Promise<T>, ms: number, what: string): Promise<T> {
       (e) => (clearTimeout(t), reject(e)),
     );
   });
-}
-
-// ---------------------------------------------------------------- robot side
-
-export type RefusalReason = 'stale' | 'duplicate' | 'estopped' | 'invalid';
-
-export interface RobotServerStats {
-  statesPublished: number;
-  applied: number;
-  refused: Record<RefusalReason, number>;
-  estops: number;
-  resets: number;
-}
-
-export interface RobotServer {
-  stats: RobotServerStats;
-  /** 'refused' ({reason, seq?, detail}): a command was not applied. */
-  events: EventEmitter;
-  stop(): Promise<void>;
-}
-
-export interface ServeOptions {
-  /** Tolerated clock difference when checking command deadlines (default 0). */
-  clockSkewMs?: number;
-  /** A robot call (observe/act/reset/estop) or a publish failed. */
-  onError: (err: Error) => void;
-}
-
-/**
- * Exposes `robot` on wmrl/robots/{robotId}/…: announces its spec (retained), publishes state at
- * spec.controlHz, applies fresh commands in order, answers reset/estop requests.
- * Errors surface through opts.onError.
- */
-export async function serveRobotOverMqtt(robot: Robot, client: MqttClient, robotId: string, opts: ServeOptions): Promise<RobotServer> {
-  const events = new EventEmitter();
-  const stats: RobotServerStats = { statesPublished: 0, applied: 0, refused: { stale: 0, duplicate: 0, estopped: 0, invalid: 0 }, estops: 0, resets: 0 };
-  const skew = opts.clockSkewMs ?? 0;
-  const cmdTopic = robotTopic(robotId, 'cmd');
-  const stateTopic = robotTopic(robotId, 'state');
-  const replyTopic = robotTopic(robotId, 'reply');
-  let session = '';
-  let lastSeq = -1;
-  let estopped = false;
-  // Commands and requests run one at a time, in arrival order; e-stop jumps the queue.
-  let chain: Promise<void> = Promise.resolve();
-  const fail = (e: unknown): void => opts.onError(e instanceof Error ? e : new Error(String(e)));
-  const refuse = (reason: RefusalReason, detail: string, seq?: number) => {
-    stats.refused[reason]++;
-    events.emit('refused', { reason, seq, detail });
-  };
-
-  const applyCommand = async (m: CommandMsg) => {
-    if (estopped) return refuse('estopped', `command ${m.seq} refused: e-stop latched until reset`, m.seq);
-    const now = Date.now();
-    if (now > m.deadline + skew) return refuse('stale', `command ${m.seq} arrived ${now - m.deadline} ms past its deadline`, m.seq);
-    // A new session (service restarted) restarts seq; its commands passed the deadline check above.
-    if (m.session === session && m.seq <= lastSeq) return refuse('duplicate', `command ${m.seq} is not newer than ${lastSeq}`, m.seq);
-    if (m.action.length !== robot.spec.action.low.length) return refuse('invalid', `command ${m.seq} has ${m.action.length} values, robot takes ${robot.spec.action.low.length}`, m.seq);
-    session = m.session;
-    lastSeq = m.seq;
-    await robot.act(Float32Array.from(m.action));
-    stats.applied++;
-  };
-
-  const answer = async (m: RequestMsg) => {
-    try {
-      if (m.op === 'estop') {
-        stats.estops++;
-        await robot.estop();
-        await publish(client, replyTopic, { type: 'reply', id: m.id, op: 'estop', ok: true });
-      } else if (Date.now() > m.deadline + skew) {
-        // A reset moves the robot: one its caller has given up on must not run late.
-        refuse('stale', `reset request ${m.id} arrived ${Date.now() - m.deadline} ms past its deadline`);
-        await publish(client, replyTopic, { type: 'reply', id: m.id, op: 'reset', ok: false, error: 'stale reset request refused' });
-      } else {
-        const obs = await robot.reset();
-        estopped = false;
-        stats.resets++;
-        await publish(client, replyTopic, { type: 'reply', id: m.id, op: 'reset', ok: true, obs: obsToWire(obs) });
-      }
-    } catch (e) {
-      await publish(client, replyTopic, { type: 'reply', id: m.id, op: m.op, ok: false, error: (e as Error).message }).catch(fail);
-      throw e;
-    }
-  };
-
-  const stopRouting = onMessages(client, (t) => t === cmdTopic, (_t, r) => {
-    if (!r.ok) return refuse('invalid', r.error);
-    const m = r.msg;
-    if (isRequest(m) && m.op === 'estop') {
-      // Latch first, synchronously: commands already queued behind this one are refused.
-      estopped = true;
-      answer(m).catch(fail);
-      return;
-    }
-    if (isCommand(m)) chain = chain.then(() => applyCommand(m)).catch(fail);
-    else if (isRequest(m)) chain = chain.then(() => answer(m)).catch(fail);
-  });
-
-  await publish(client, robotTopic(robotId, 'spec'), { type: 'spec', robotId, spec: specToWire(robot.spec) }, { qos: 1, retain: true });
-  await subscribe(client, cmdTopic, 1);
-
-  let publishing = false;
-  const timer = setInterval(() => {
-    // A slow observe() skips ticks instead of piling them up; state is latest-wins, so none is
-    // queued while the broker is unreachable.
-    if (publishing || !client.connected) return;
-    publishing = true;
-    robot
-      .observe()
-      .then((obs) => publish(client, stateTopic, { type: 'state', ...obsToWire(obs) }, { qos: 0 }))
-      .then(() => void stats.statesPublished++, fail)
-      .finally(() => (publishing = false));
-  }, 1000 / robot.spec.controlHz);
-
-  return {
-    stats,
-    events,
-    async stop() {
-      clearInterval(timer);
-      stopRouting();
-      await chain;
-    },
-  };
 }

@@ -5,7 +5,8 @@
 import { Ros, Service, Topic } from 'roslib';
 import type { ITransportFactory } from 'roslib';
 import type { RobotConfig } from '../config.js';
-import type { Image, Robot, RobotObservation, RobotSpec } from '../types.js';
+import type { Image, RobotObservation, RobotDeclaration } from '../../common/robot.js';
+import type { Robot } from '../types.js';
 import { commandMessage, commandType, JointStateReader, type JointStateMsg } from './ros-messages.js';
 
 export class NotConnectedError extends Error {
@@ -26,7 +27,7 @@ export interface RosRobotOptions {
 
 
 export class RosRobot implements Robot {
-  readonly spec: RobotSpec;
+  readonly spec: RobotDeclaration;
   private ros: Ros;
   private command?: Topic;
   private subs: Topic[] = [];

@@ -2,11 +2,12 @@
 // this service runs inside a sourced ROS 2 environment (no rosbridge hop).
 import { loadRclnodejs, type Rclnodejs, type RclNode } from '../../bridge/ros2native.js';
 import type { RobotConfig } from '../config.js';
-import type { Robot, RobotObservation, RobotSpec } from '../types.js';
+import type { RobotObservation, RobotDeclaration } from '../../common/robot.js';
+import type { Robot } from '../types.js';
 import { commandMessage, commandType, JointStateReader, type JointStateMsg } from './ros-messages.js';
 
 export class Ros2Robot implements Robot {
-  readonly spec: RobotSpec;
+  readonly spec: RobotDeclaration;
   private joint?: { stamp: number; position: Float64Array; velocity: Float64Array };
   private features?: Float32Array;
   private featureSeq = 0;

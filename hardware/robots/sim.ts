@@ -1,6 +1,7 @@
 // The in-process sim robot: a sim/ Env behind the Robot interface (one act() = one control step).
 import { makeEnv, type Env, type Obs, type StepResult } from '../../sim/index.js';
-import type { Robot, RobotObservation, RobotSpec } from '../types.js';
+import type { RobotObservation, RobotDeclaration } from '../../common/robot.js';
+import type { Robot } from '../types.js';
 
 export interface SimRobotOptions {
   task: string;
@@ -29,7 +30,7 @@ export function stateLayout(env: Env): { pos: number[]; vel: number[]; features:
 }
 
 export class SimRobot implements Robot {
-  readonly spec: RobotSpec;
+  readonly spec: RobotDeclaration;
   private obs: Obs;
   private seed: number;
   private stopped = false;

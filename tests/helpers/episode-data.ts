@@ -1,6 +1,7 @@
 // Deterministic episodes for the store and MCAP tests.
 
-import type { Episode, EpisodeMeta, EpisodeStep, ImageEncoding } from '../../hardware/types.js';
+import type { ImageEncoding } from '../../common/robot.js';
+import type { Episode, EpisodeMeta, EpisodeStep } from '../../episodes/types.js';
 import { Rng } from '../../nn/rng.js';
 
 /** Uniform numbers in [0, 1) from the project's seeded PRNG, so failures reproduce from the seed. */

@@ -7,7 +7,7 @@
 //   F <episode>           finish() returned
 // Usage: node --import tsx tests/helpers/episode-writer.ts <db> <seed> (the test runs it transpiled)
 
-import { EpisodeStore } from '../../hardware/episodes/store.js';
+import { EpisodeStore } from '../../episodes/store/store.js';
 import { makeStep, rng } from './episode-data.js';
 
 const [db, seedArg] = process.argv.slice(2);

@@ -1,10 +1,11 @@
 // A two-joint velocity-controlled integrator implementing Robot, for transport tests only
 // (the sim robot lives in sim/). It records every action it is given.
 
-import type { Robot, RobotObservation, RobotSpec } from '../../hardware/types.js';
+import type { RobotObservation, RobotDeclaration } from '../../common/robot.js';
+import type { Robot } from '../../hardware/types.js';
 
 export class FakeRobot implements Robot {
-  readonly spec: RobotSpec = {
+  readonly spec: RobotDeclaration = {
     name: 'fake-integrator',
     joints: ['j0', 'j1'],
     positionLimits: [[-Infinity, Infinity], [-1, 1]],

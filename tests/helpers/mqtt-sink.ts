@@ -1,7 +1,7 @@
 // In-memory EpisodeSink for transport tests: dedupes by (episode, seq), as the SQLite store does.
 
 import type { EpisodeSink } from '../../bridge/mqtt/episodes.js';
-import type { EpisodeMeta, EpisodeStep } from '../../hardware/types.js';
+import type { EpisodeMeta, EpisodeStep } from '../../episodes/types.js';
 
 export class MemorySink implements EpisodeSink {
   readonly steps = new Map<string, EpisodeStep>();

@@ -2,7 +2,8 @@
 // reward is stored as-is: a policy that emitted NaN is worth seeing), but a step whose *shape*
 // disagrees with the episode's first step, or whose fields have the wrong types, is refused.
 
-import type { EpisodeMeta, EpisodeStep, Image } from '../types.js';
+import type { Image } from '../../common/robot.js';
+import type { EpisodeMeta, EpisodeStep } from '../types.js';
 
 export type EpisodeErrorCode =
   | 'BAD_META'

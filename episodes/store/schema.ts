@@ -3,7 +3,8 @@
 // features): 8 or 4 bytes a value, and exact (NaN and -0 included), unlike JSON.
 
 import type Database from 'better-sqlite3';
-import type { EpisodeStep, ImageEncoding } from '../types.js';
+import type { ImageEncoding } from '../../common/robot.js';
+import type { EpisodeStep } from '../types.js';
 import { EpisodeStoreError } from './validate.js';
 
 /** One migration brings the database from version i to i + 1 (index i); it runs in a transaction. */

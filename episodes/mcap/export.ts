@@ -5,7 +5,7 @@
 import { writeFile } from 'node:fs/promises';
 import { McapWriter, type IWritable } from '@mcap/core';
 import * as lz4 from 'lz4js';
-import type { Episode, EpisodeStep } from '../../hardware/types.js';
+import type { Episode, EpisodeStep } from '../types.js';
 import { codecFor } from './schemas.js';
 
 export const TOPICS = {

@@ -4,7 +4,8 @@
 // instruction/features messages join the latest step at or before their log time.
 
 import { basename, extname } from 'node:path';
-import type { Episode, EpisodeMeta, EpisodeStatus, EpisodeStep, Image } from '../../hardware/types.js';
+import type { Image } from '../../common/robot.js';
+import type { Episode, EpisodeMeta, EpisodeStatus, EpisodeStep } from '../types.js';
 import { EPISODE_FORMAT, EPISODE_METADATA, TOPICS, fromRosTime } from './export.js';
 import { McapReadError, readMcap, readMcapBytes, type DecodedMessage, type McapContents, type ReadOptions } from './read.js';
 
