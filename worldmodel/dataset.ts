@@ -159,18 +159,20 @@ export function bootstrapIndices(members: number, n: number, rng: Rng): Int32Arr
   return Array.from({ length: members }, () => Int32Array.from({ length: n }, () => rng.int(n)));
 }
 
-/** Mean and standard deviation per column of a rows x width array; a constant column gets std 1. */
-export function columnStats(a: Float32Array, width: number): { mean: Float32Array; std: Float32Array } {
+/**
+ * Mean and standard deviation per column of a rows x width array. A constant column (a goal one-hot, a fixed
+ * target) gets std `constantStd`: 1 to leave it as is when standardizing, 0 to mark it as not modeled.
+ */
+export function columnStats(a: Float32Array, width: number, constantStd: 0 | 1 = 1): { mean: Float32Array; std: Float32Array } {
   const n = a.length / width;
   const mean = new Float64Array(width);
   const sq = new Float64Array(width);
   for (let i = 0; i < n; i++) for (let j = 0; j < width; j++) mean[j]! += a[i * width + j]!;
   for (let j = 0; j < width; j++) mean[j]! /= n;
   for (let i = 0; i < n; i++) for (let j = 0; j < width; j++) sq[j]! += (a[i * width + j]! - mean[j]!) ** 2;
-  // A constant column (a goal one-hot, a fixed target) would divide by ~0.
   const std = Float32Array.from(sq, (s) => {
     const sd = Math.sqrt(s / n);
-    return sd > 1e-6 ? sd : 1;
+    return sd > 1e-6 ? sd : constantStd;
   });
   return { mean: Float32Array.from(mean), std };
 }
@@ -194,7 +196,8 @@ export function deltaRows(t: Pick<Transitions, 'obs' | 'nextObs'>): Float32Array
 
 /**
  * Normalization fitted from data and stored with the parameters: inputs [obs, action] and targets
- * (next-obs delta, reward) are standardized per column.
+ * (next-obs delta, reward) are standardized per column. A delta column that never changes in the training
+ * data gets `deltaStd` 0: it is not modeled, the model carries it over by its (constant) mean delta.
  */
 export interface Normalizer {
   inMean: Float32Array;
@@ -207,7 +210,7 @@ export interface Normalizer {
 
 export function fitNormalizer(t: Transitions): Normalizer {
   const inp = columnStats(inputRows(t), t.dObs + t.dAct);
-  const delta = columnStats(deltaRows(t), t.dObs);
+  const delta = columnStats(deltaRows(t), t.dObs, 0);
   const rew = columnStats(t.reward, 1);
   return { inMean: inp.mean, inStd: inp.std, deltaMean: delta.mean, deltaStd: delta.std, rewardMean: rew.mean[0]!, rewardStd: rew.std[0]! };
 }

@@ -21,8 +21,10 @@ export interface EnsembleConfig {
   dAct: number;
   /** Ensemble members E (default 5). */
   members?: number;
-  /** Hidden layer widths (default [200, 200, 200]). */
+  /** Hidden layer widths of the dynamics network (default [200, 200, 200]). */
   hidden?: number[];
+  /** Hidden layer widths of the reward and success network (default: `hidden`). */
+  rewardHidden?: number[];
   activation?: nn.Activation;
   /** Names of the observation entries (with units), written into the exported model. */
   obsNames?: string[];
@@ -55,13 +57,13 @@ export interface FitOptions {
 
 /** Held-out metrics; weight-averaged over rows when the transitions carry weights. */
 export interface EvalReport {
-  /** Gaussian NLL per next-obs dimension in normalized delta units, averaged over members, rows and dims (constants included). */
+  /** Gaussian NLL per next-obs dimension in normalized delta units, averaged over members, rows and the modeled dims. */
   nll: number;
-  /** The same, per dimension: Shape dObs. */
+  /** The same, per dimension: Shape dObs; NaN for dims not modeled (constant in the training data). */
   nllPerDim: Float32Array;
-  /** Squared error of the members' mean next observation, raw units, averaged over dims. */
+  /** Squared error of the members' mean next observation, raw units, averaged over all dims. */
   mse: number;
-  /** The same in normalized delta units (each dim divided by its delta std). */
+  /** The same in normalized delta units (each dim divided by its delta std), over the modeled dims. */
   mseNorm: number;
   /** Squared error of the members' mean reward, raw units. */
   rewardMse: number;
@@ -122,7 +124,7 @@ export interface StepTensors {
   reward: nn.Tensor;
   /** [B] */
   successProb: nn.Tensor;
-  /** [B]: members' variance of the normalized delta mean, averaged over dims. */
+  /** [B]: members' variance of the normalized delta mean, averaged over the modeled dims. */
   disagreement: nn.Tensor;
   /** [E, B]: every member's reward prediction at the same (obs, action). */
   memberReward: nn.Tensor;
@@ -132,7 +134,14 @@ export class EnsembleModel {
   readonly store: nn.ParamStore;
   readonly members: number;
   readonly hidden: number[];
+  readonly rewardHidden: number[];
+  /** Dynamics: [delta mean, raw log-variance] per member. */
   readonly net: nn.EnsembleMLP;
+  /**
+   * Reward and success logit per member: a network apart from the dynamics, whose precision-weighted NLL
+   * gradients would otherwise swamp a shared trunk (measured: the reward head then learned almost nothing).
+   */
+  readonly rewardNet: nn.EnsembleMLP;
   /** Bumped whenever parameters change (fit, load), so compiled consumers know to refresh. */
   version = 0;
   private normalized = false;
@@ -146,7 +155,10 @@ export class EnsembleModel {
     this.members = config.members ?? 5;
     this.hidden = config.hidden ?? [200, 200, 200];
     this.store = new nn.ParamStore(config.seed ?? 0);
-    this.net = new nn.EnsembleMLP(this.store, `${PREFIX}.net`, this.members, { sizes: [dObs + dAct, ...this.hidden, 2 * dObs + 2], activation: config.activation ?? 'silu' });
+    this.rewardHidden = config.rewardHidden ?? this.hidden;
+    const activation = config.activation ?? 'silu';
+    this.net = new nn.EnsembleMLP(this.store, `${PREFIX}.net`, this.members, { sizes: [dObs + dAct, ...this.hidden, 2 * dObs], activation });
+    this.rewardNet = new nn.EnsembleMLP(this.store, `${PREFIX}.reward_net`, this.members, { sizes: [dObs + dAct, ...this.rewardHidden, 2], activation });
     // PETS bounds: log-variance is softly kept within learned [min, max].
     this.store.create(P.maxLogVar, [1, dObs], 'zeros').data.fill(0.5);
     this.store.create(P.minLogVar, [1, dObs], 'zeros').data.fill(-10);
@@ -186,6 +198,7 @@ export class EnsembleModel {
     const { dObs } = this;
     const g = x.graph;
     const out = this.net.forward(x);
+    const rs = this.rewardNet.forward(x);
     const raw = nn.slice(out, 2, dObs, 2 * dObs);
     const hi = g.param(P.maxLogVar, [1, dObs]);
     const lo = g.param(P.minLogVar, [1, dObs]);
@@ -193,8 +206,8 @@ export class EnsembleModel {
     return {
       mu: nn.slice(out, 2, 0, dObs),
       logVar,
-      reward: nn.squeeze(nn.slice(out, 2, 2 * dObs, 2 * dObs + 1), [2]),
-      successLogit: nn.squeeze(nn.slice(out, 2, 2 * dObs + 1, 2 * dObs + 2), [2]),
+      reward: nn.squeeze(nn.slice(rs, 2, 0, 1), [2]),
+      successLogit: nn.squeeze(nn.slice(rs, 2, 1, 2), [2]),
     };
   }
 
@@ -233,11 +246,14 @@ export class EnsembleModel {
     const nextObs = nn.add(obs, nn.add(nn.mul(deltaN, obs.graph.param(P.deltaStd, [this.dObs])), obs.graph.param(P.deltaMean, [this.dObs])));
     const memberReward = this.denormReward(h.reward);
     const centered = nn.sub(h.mu, nn.mean(h.mu, 0, true));
+    // Unmodeled (constant) dims have arbitrary member outputs: they do not count.
+    const modeled = nn.toFloat(nn.greater(obs.graph.param(P.deltaStd, [this.dObs]), 0));
+    const perDim = nn.mul(nn.mean(nn.square(centered), 0), modeled);
     return {
       nextObs,
       reward: nn.sum(nn.mul(mix, memberReward), 0),
       successProb: nn.sum(nn.mul(mix, nn.sigmoid(h.successLogit)), 0),
-      disagreement: nn.mean(nn.mean(nn.square(centered), 0), -1),
+      disagreement: nn.div(nn.sum(perDim, -1), nn.maximum(nn.sum(modeled), 1)),
       memberReward,
     };
   }
@@ -324,19 +340,26 @@ export class EnsembleModel {
     const delta = deltaRows(data);
     const w = data.weight ?? new Float32Array(n).fill(1);
     const wSum = w.reduce((a, b) => a + b, 0);
-    const nllPerDim = new Float64Array(dObs);
+    const modeled = Array.from({ length: dObs }, (_, j) => j).filter((j) => nz.deltaStd[j]! > 0);
+    const nllPerDim = new Float64Array(dObs).fill(NaN);
+    for (const j of modeled) nllPerDim[j] = 0;
     let mse = 0, mseNorm = 0, rewardMse = 0, rewardMseNorm = 0, bce = 0, memberBce = 0;
     for (let i = 0; i < n; i++) {
       const wi = w[i]! / wSum;
       for (let j = 0; j < dObs; j++) {
-        const y = (delta[i * dObs + j]! - nz.deltaMean[j]!) / nz.deltaStd[j]!;
+        const d = delta[i * dObs + j]! - nz.deltaMean[j]!;
+        if (nz.deltaStd[j] === 0) {
+          mse += (wi * d ** 2) / dObs;
+          continue;
+        }
+        const y = d / nz.deltaStd[j]!;
         let muMean = 0;
         for (let e = 0; e < E; e++) {
           const k = (e * n + i) * dObs + j;
           nllPerDim[j]! += (wi * (0.5 * ((r.mu[k]! - y) ** 2 * Math.exp(-r.logVar[k]!) + r.logVar[k]!) + HALF_LOG_2PI)) / E;
           muMean += r.mu[k]! / E;
         }
-        mseNorm += (wi * (muMean - y) ** 2) / dObs;
+        mseNorm += (wi * (muMean - y) ** 2) / modeled.length;
         mse += (wi * ((muMean - y) * nz.deltaStd[j]!) ** 2) / dObs;
       }
       const yr = (data.reward[i]! - nz.rewardMean) / nz.rewardStd;
@@ -353,7 +376,7 @@ export class EnsembleModel {
       const p = Math.min(Math.max(pMean, 1e-7), 1 - 1e-7);
       bce += -wi * (s * Math.log(p) + (1 - s) * Math.log(1 - p));
     }
-    const nll = nllPerDim.reduce((a, b) => a + b, 0) / dObs;
+    const nll = modeled.length ? modeled.reduce((a, j) => a + nllPerDim[j]!, 0) / modeled.length : 0;
     return { nll, nllPerDim: Float32Array.from(nllPerDim), mse, mseNorm, rewardMse, successBce: bce, loss: nll - HALF_LOG_2PI + 0.5 * rewardMseNorm + memberBce };
   }
 
@@ -393,7 +416,7 @@ export class EnsembleModel {
     // Standardized rows, computed once; minibatches gather from them.
     const nz = this.normalizer;
     const X = inputRows(train).map((v, k) => (v - nz.inMean[k % dIn]!) / nz.inStd[k % dIn]!);
-    const Y = deltaRows(train).map((v, k) => (v - nz.deltaMean[k % dObs]!) / nz.deltaStd[k % dObs]!);
+    const Y = deltaRows(train).map((v, k) => (v - nz.deltaMean[k % dObs]!) / (nz.deltaStd[k % dObs]! || 1));
     const R = train.reward.map((v) => (v - nz.rewardMean) / nz.rewardStd);
     const wRaw = train.weight ?? new Float32Array(nTrain).fill(1);
     const wMean = wRaw.reduce((a, b) => a + b, 0) / nTrain;
@@ -469,13 +492,18 @@ export class EnsembleModel {
     const s = g.input('s', [E, 'batch']);
     const w = g.input('w', [E, 'batch']);
     const h = this.heads(x);
-    // Gaussian NLL (constants dropped), reward regression, success BCE with logits.
-    const nll = nn.mean(nn.add(nn.mul(nn.square(nn.sub(h.mu, y)), nn.exp(nn.neg(h.logVar))), h.logVar), -1);
+    // Gaussian NLL (constants dropped) over the modeled dims, reward regression, success BCE with logits.
+    // Unmodeled (constant) dims stay out: their log-variance would sink to its bound and its e^10 precision
+    // would swamp every other gradient.
+    const mask = Array.from(this.normalizer.deltaStd, (sd) => (sd > 0 ? 1 : 0));
+    const modeled = Math.max(1, mask.reduce<number>((a, b) => a + b, 0));
+    const sqErr = nn.mul(nn.square(nn.sub(h.mu, y)), nn.exp(nn.neg(h.logVar)));
+    const nll = nn.div(nn.sum(nn.mul(nn.add(sqErr, h.logVar), g.constant(mask, [dObs])), -1), modeled);
     const rew = nn.mul(nn.square(nn.sub(h.reward, r)), 0.5);
     const bce = nn.sub(nn.softplus(h.successLogit), nn.mul(s, h.successLogit));
     const perRow = nn.mul(w, nn.add(nn.mul(nll, 0.5), nn.add(rew, bce)));
     // Sum over members: each member's gradient is its own mean loss.
-    const bound = nn.mul(nn.sub(nn.sum(g.param(P.maxLogVar, [1, dObs])), nn.sum(g.param(P.minLogVar, [1, dObs]))), 0.01);
+    const bound = nn.mul(nn.sum(nn.mul(nn.sub(g.param(P.maxLogVar, [1, dObs]), g.param(P.minLogVar, [1, dObs])), g.constant(mask, [1, dObs]))), 0.01);
     const loss = nn.add(nn.sum(nn.mean(perRow, 1)), bound);
     const trainable = [...g.params.keys()];
     return nn.Trainer.create({ loss, store: this.store, trainable, optimizer: { lr: opts.lr ?? 1e-3, weightDecay: opts.weightDecay ?? 0 } });
@@ -485,7 +513,7 @@ export class EnsembleModel {
 
   /** Saves parameters and normalization in one safetensors file, the config in its metadata. */
   save(path: string): void {
-    this.store.save(path, { kind: 'wmrl.worldmodel.ensemble', config: JSON.stringify({ ...this.config, members: this.members, hidden: this.hidden }), normalized: String(this.normalized) });
+    this.store.save(path, { kind: 'wmrl.worldmodel.ensemble', config: JSON.stringify({ ...this.config, members: this.members, hidden: this.hidden, rewardHidden: this.rewardHidden }), normalized: String(this.normalized) });
   }
 
   static load(path: string): EnsembleModel {
@@ -529,6 +557,7 @@ export class EnsembleModel {
         obs_dim: this.dObs,
         action_dim: this.dAct,
         hidden: this.hidden,
+        reward_hidden: this.rewardHidden,
         parameterization: 'delta',
         ...(this.config.obsNames ? { obs_names: this.config.obsNames } : {}),
         ...(this.config.actionNames ? { action_names: this.config.actionNames } : {}),
