@@ -119,6 +119,21 @@ describe('ModelEnv.step', () => {
     await random.release();
   });
 
+  it("reads the model's parameters at every step, so an env outlives a refit", async () => {
+    const m = new EnsembleModel({ dObs: D, dAct: A, members: 2, hidden: [8], seed: 1 });
+    const env = new ModelEnv(m, { members: 'mean' });
+    const start = rows(3, D), actions = rows(3, A);
+    env.reset(start);
+    const before = (await env.step(actions)).obs.slice();
+    m.store.get('wm.net.l1.bias').data.fill(0.3);
+    env.reset(start);
+    const after = (await env.step(actions)).obs;
+    expect(Math.abs(after[0]! - before[0]!)).toBeGreaterThan(0.1);
+    const p = await m.predict(start, actions);
+    expect(after[0]).toBeCloseTo((p.nextObsMean[0]! + p.nextObsMean[3 * D]!) / 2, 5);
+    await Promise.all([env.release(), m.release()]);
+  });
+
   it('names the problem on bad input', async () => {
     const env = new ModelEnv(model, { members: 'fixed' });
     await expect(env.step(rows(2, A))).rejects.toThrow(/before reset/);

@@ -142,8 +142,6 @@ export class EnsembleModel {
    * gradients would otherwise swamp a shared trunk (measured: the reward head then learned almost nothing).
    */
   readonly rewardNet: nn.EnsembleMLP;
-  /** Bumped whenever parameters change (fit, load), so compiled consumers know to refresh. */
-  version = 0;
   private normalized = false;
   private forwardProgram: Promise<{ prog: nn.Program; params: string[] }> | null = null;
 
@@ -458,7 +456,6 @@ export class EnsembleModel {
           steps++;
         }
         trainer.syncToStore();
-        this.version++;
         const ev = await this.evaluate(val);
         const rep = { epoch, steps, trainLoss: lossSum / batches, val: ev };
         history.push(rep);
@@ -475,7 +472,6 @@ export class EnsembleModel {
     let finalVal = history[history.length - 1]!.val;
     if (best && best.epoch !== keptEpoch) {
       for (const [k, v] of best.values) this.store.set(k, v);
-      this.version++;
       keptEpoch = best.epoch;
       finalVal = history[best.epoch - 1]!.val;
     }
@@ -522,7 +518,6 @@ export class EnsembleModel {
     const m = new EnsembleModel(JSON.parse(metadata.config) as EnsembleConfig);
     m.store.load(path);
     m.normalized = metadata.normalized === 'true';
-    m.version++;
     return m;
   }
 

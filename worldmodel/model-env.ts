@@ -88,10 +88,10 @@ export interface Imagined {
   policy: Record<string, Float32Array>;
 }
 
+/** A compiled graph; every parameter is a graph input, fed from the stores at each run, so a refit or a policy update needs no recompiling. */
 interface Compiled {
   prog: nn.Program;
   params: string[];
-  version: number;
 }
 
 export class ModelEnv {
@@ -160,9 +160,7 @@ export class ModelEnv {
   }
 
   private async compiledStep(): Promise<Compiled> {
-    const cur = this.stepProgram && (await this.stepProgram);
-    if (cur && cur.version === this.model.version) return cur;
-    if (cur) await cur.prog.release();
+    if (this.stepProgram) return this.stepProgram;
     this.stepProgram = (async () => {
       const { dObs, dAct, members: E } = this.model;
       const g = new nn.Graph();
@@ -182,7 +180,7 @@ export class ModelEnv {
           { name: 'member_reward', tensor: s.memberReward },
         ],
       });
-      return { prog, params, version: this.model.version };
+      return { prog, params };
     })();
     try {
       return await this.stepProgram;
@@ -299,14 +297,12 @@ export class ModelEnv {
     return res;
   }
 
-  /** The graph of u steps of policy + ensemble; compiled per policy and u, recompiled when the model changes. */
+  /** The graph of u steps of policy + ensemble, compiled once per policy and u. */
   private async compiledUnroll(policy: GraphPolicy, u: number): Promise<Compiled> {
     let byU = this.unrolled.get(policy);
     if (!byU) this.unrolled.set(policy, (byU = new Map()));
     const prev = byU.get(u);
-    const cur = prev && (await prev);
-    if (cur && cur.version === this.model.version) return cur;
-    if (cur) await cur.prog.release();
+    if (prev) return prev;
     const made = buildUnroll(this.model, policy, u);
     byU.set(u, made);
     try {
@@ -374,7 +370,7 @@ async function buildUnroll(model: EnsembleModel, policy: GraphPolicy, u: number)
     inputs: [start, mix, obsNoise, ...(pNoise ? [pNoise] : [])].map((t) => ({ name: t.attrs.name as string, tensor: t })).concat(params.map((p) => ({ name: p, tensor: g.params.get(p)! }))),
     outputs: [...collected].map(([name, ts]) => ({ name, tensor: ts.length > 1 ? nn.concat(ts, 0) : ts[0]! })),
   });
-  return { prog, params, version: model.version };
+  return { prog, params };
 }
 
 /** Each of B rows (Shape B x width) repeated G times in a row: Shape (B·G) x width, rollout b·G + j from start b. */
