@@ -257,8 +257,13 @@ export class SafetyLayer implements Robot {
     try {
       if (this.config.watchdogAction === 'stop') {
         if (first) {
-          await this.send(this.holdAction());
-          await this.estop('watchdog');
+          // The latch must not depend on the link: a hold command that fails (a timed-out
+          // broker ack, a dropped connection) still ends in the e-stop.
+          try {
+            await this.send(this.holdAction());
+          } finally {
+            await this.estop('watchdog');
+          }
         }
       } else await this.send(this.holdAction());
     } catch (e) {

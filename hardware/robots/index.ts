@@ -56,7 +56,9 @@ const FACTORIES: Record<RobotConfig['transport'], (cfg: RobotConfig) => Promise<
     const security = mqttSecurity(cfg.spec.name, m);
     if (security.tls && !cfg.url.startsWith('mqtts://')) throw new Error(`${cfg.spec.name}: mqtt TLS files are set but url ${cfg.url} is not mqtts://`);
     const client = await connect({ url: cfg.url, clientId: `wmrl-${m.robotId}-${process.pid}`, protocolVersion: m.protocolVersion, clean: true, ...security, onError: (e) => process.emitWarning(e) });
-    const robot = await MqttRobot.connect(client, m.robotId);
+    // safety.max_command_age_ms is also each command's lifetime on the link: the robot refuses it
+    // after that, and act() fails when the broker has not acknowledged it by then.
+    const robot = await MqttRobot.connect(client, m.robotId, { commandTtlMs: cfg.safety.maxCommandAgeMs });
     // The operator's YAML, not the robot's own announcement, sets the limits the safety layer enforces.
     if (robot.spec.joints.join() !== cfg.spec.joints.join()) {
       await robot[Symbol.asyncDispose]();

@@ -40,6 +40,7 @@ export class MqttRobot implements Robot {
   private readonly ttlMs: number;
   private readonly maxAgeMs: number;
   private readonly timeoutMs: number;
+  private disposed = false;
 
   private constructor(
     private readonly client: MqttClient,
@@ -121,6 +122,7 @@ export class MqttRobot implements Robot {
   }
 
   async act(action: Float32Array): Promise<Float32Array> {
+    this.assertOpen();
     const { low, high } = this.spec.action;
     if (action.length !== low.length) throw new Error(`robot ${this.robotId} takes ${low.length} action values, got ${action.length}`);
     const sent = new Float32Array(action.length);
@@ -150,19 +152,31 @@ export class MqttRobot implements Robot {
   }
 
   private async request(op: RequestMsg['op']): Promise<RobotObservation | undefined> {
+    this.assertOpen();
     const id = randomUUID();
     const reply = new Promise<RobotObservation | undefined>((resolve, reject) => this.pending.set(id, { resolve, reject }));
+    const now = Date.now();
+    const sent = publish(this.client, robotTopic(this.robotId, 'cmd'), { type: 'request', id, op, stamp: now, deadline: now + this.timeoutMs }, { qos: 1 });
     try {
-      const now = Date.now();
-      await publish(this.client, robotTopic(this.robotId, 'cmd'), { type: 'request', id, op, stamp: now, deadline: now + this.timeoutMs }, { qos: 1 });
-      return await withTimeout(reply, this.timeoutMs, `${op} on robot ${this.robotId} got no reply`);
+      // Publish and reply awaited together: a dispose while the publish is still in flight rejects
+      // the reply, and that rejection must reach this caller, not become an unhandled one.
+      const [, obs] = await withTimeout(Promise.all([sent, reply]), this.timeoutMs, `${op} on robot ${this.robotId} got no reply`);
+      return obs;
     } finally {
       this.pending.delete(id);
     }
   }
 
-  /** Stops routing messages; the client belongs to the caller and stays open. */
+  private assertOpen(): void {
+    if (this.disposed) throw new Error(`robot ${this.robotId} disposed`);
+  }
+
+  /**
+   * Stops routing messages; reset()/estop() still waiting for a reply reject with "robot … disposed",
+   * and later calls throw it. The client belongs to the caller and stays open.
+   */
   async [Symbol.asyncDispose](): Promise<void> {
+    this.disposed = true;
     this.stopRouting();
     for (const p of this.pending.values()) p.reject(new Error(`robot ${this.robotId} disposed`));
     this.pending.clear();
