@@ -2,7 +2,7 @@
 // action bounds, state-independent log-std. The same module emits its forward pass into the acting
 // graph, the training loss (pg.ts), the world model's fused imagination and the exported artifact.
 import {
-  Graph, MLP, ParamStore, Program, add, clip, div, exp, gaussianLogProb, mul, sub, tanh, tensor, f32,
+  Graph, MLP, ParamStore, Program, add, clip, div, exp, gaussianLogProb, maximum, minimum, mul, sub, tanh, tensor, f32,
   type Activation, type Tensor, type ort,
 } from '../nn/index.js';
 
@@ -127,11 +127,35 @@ export class GaussianPolicy {
     return { mean, logStd };
   }
 
+  /** Clamps [..., A] into the action bounds, per dimension. */
+  clipToBounds(a: Tensor): Tensor {
+    const c = this.config, g = a.graph;
+    return minimum(maximum(a, g.constant(c.actLow, [c.actDim])), g.constant(c.actHigh, [c.actDim]));
+  }
+
   /** Emits sampling: action = mean + exp(logStd) · noise, and its log-probability. */
   sample(obs: Tensor, noise: Tensor): { action: Tensor; mean: Tensor; logProb: Tensor } {
     const { mean, logStd } = this.forward(obs);
     const action = add(mean, mul(exp(logStd), noise));
     return { action, mean, logProb: gaussianLogProb(action, mean, logStd) };
+  }
+
+  /**
+   * The policy as a graph for the world model's fused imagination (worldmodel's GraphPolicy, matched
+   * structurally). Per step: `action` — the sample clipped to the action bounds, as a robot's safety
+   * layer would send it (the model steps with it); `action_raw` — the sample itself, whose `logProb` the
+   * policy gradient needs; `mean`. Without noise: the mean action only.
+   */
+  graphPolicy(): { store: ParamStore; noiseDim: number; build(obs: Tensor, noise: Tensor | null): Record<string, Tensor> } {
+    return {
+      store: this.store,
+      noiseDim: this.actDim,
+      build: (obs, noise): Record<string, Tensor> => {
+        if (!noise) return { action: this.forward(obs).mean };
+        const s = this.sample(obs, noise);
+        return { action: this.clipToBounds(s.action), action_raw: s.action, logProb: s.logProb, mean: s.mean };
+      },
+    };
   }
 
   /** Param values as graph feeds (views, no copy): acting graphs take params as inputs so updates need no rebuild. */

@@ -53,13 +53,6 @@ export interface PgStats {
   minibatches: number;
 }
 
-function shuffle(a: number[], rng: Rng): void {
-  for (let i = a.length - 1; i > 0; i--) {
-    const j = rng.int(i + 1);
-    [a[i], a[j]] = [a[j]!, a[i]!];
-  }
-}
-
 export class ClippedPolicyGradient {
   private constructor(readonly policy: GaussianPolicy, readonly trainer: Trainer, readonly config: PgConfig) {}
 
@@ -110,7 +103,7 @@ export class ClippedPolicyGradient {
     let last = { loss: 0, kl: 0, clip: 0, ent: 0, norm: 0, n: 0 };
     let minibatches = 0;
     for (let e = 0; e < this.config.epochs; e++) {
-      shuffle(order, rng);
+      rng.shuffle(order);
       last = { loss: 0, kl: 0, clip: 0, ent: 0, norm: 0, n: 0 };
       for (let s = 0; s + mb <= M; s += mb) {
         const idx = order.slice(s, s + mb);
