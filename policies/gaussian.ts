@@ -3,7 +3,7 @@
 // graph, the training loss (pg.ts), the world model's fused imagination and the exported artifact.
 import {
   Graph, MLP, ParamStore, Program, add, clip, div, exp, gaussianLogProb, maximum, minimum, mul, sub, tanh, tensor, f32,
-  type Activation, type Tensor, type ort,
+  exportOnnx, type Activation, type ModelInfo, type Tensor, type ort,
 } from '../nn/index.js';
 
 export interface GaussianPolicyConfig {
@@ -210,4 +210,49 @@ export class GaussianPolicy {
     await this.actProgram?.release();
     this.actProgram = null;
   }
+}
+
+/** Deployment facts written into an exported policy's metadata_props. */
+export interface PolicyArtifactMeta {
+  /** Observation entries with units, in the order of `obs`. */
+  observationNames: string[];
+  actionNames: string[];
+  controlHz: number;
+  policyVersion: string;
+  runId: string;
+  /** Anything else (e.g. the observation layout as JSON). */
+  extra?: Record<string, unknown>;
+}
+
+/**
+ * Writes the deployable artifact: one `.onnx` with input `obs` [batch, D] and output `action`
+ * [batch, A] = the policy's mean action clipped to its bounds (deterministic, as a robot runs it).
+ */
+export function exportPolicy(policy: GaussianPolicy, path: string, meta: PolicyArtifactMeta): ModelInfo {
+  const c = policy.config;
+  if (meta.observationNames.length !== c.obsDim) throw new Error(`exportPolicy: ${meta.observationNames.length} observation names for obsDim ${c.obsDim}`);
+  if (meta.actionNames.length !== c.actDim) throw new Error(`exportPolicy: ${meta.actionNames.length} action names for actDim ${c.actDim}`);
+  const g = new Graph();
+  const obs = g.input('obs', ['batch', c.obsDim]);
+  const action = policy.clipToBounds(policy.forward(obs).mean);
+  return exportOnnx(path, {
+    inputs: [{ name: 'obs', tensor: obs, doc: `observation [batch, ${c.obsDim}]: ${meta.observationNames.join(', ')}` }],
+    outputs: [{ name: 'action', tensor: action, doc: `action [batch, ${c.actDim}] in [${c.actLow.join(', ')}] .. [${c.actHigh.join(', ')}]: ${meta.actionNames.join(', ')}` }],
+    store: policy.store,
+    graphName: 'policy',
+    docString: 'WMRL Bridge policy: the Gaussian policy\'s mean action, clipped to the action bounds.',
+    metadata: {
+      kind: 'wmrl.policy.gaussian_mlp',
+      observation_names: meta.observationNames,
+      action_names: meta.actionNames,
+      action_low: c.actLow,
+      action_high: c.actHigh,
+      obs_mean: c.obsMean,
+      obs_std: c.obsStd,
+      control_hz: meta.controlHz,
+      policy_version: meta.policyVersion,
+      training_run: meta.runId,
+      ...meta.extra,
+    },
+  });
 }

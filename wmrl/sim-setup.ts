@@ -27,6 +27,8 @@ export interface PretrainOptions {
   policyHidden: number[];
   initLogStd: number;
   seed: number;
+  /** false: build the policy (its normalization), the model and the sim data without fitting them (a resumed run loads its own). */
+  fit?: boolean;
   onProgress?: (what: string, done: number, total: number) => void;
 }
 
@@ -89,15 +91,16 @@ export async function pretrain(o: PretrainOptions): Promise<Pretrained> {
   for (let i = 0; i < M; i++) for (let j = 0; j < D; j++) sd[j]! += (demos.obs[i * D + j]! - mean[j]!) ** 2 / M;
   const std = Array.from(sd, (v) => (v > 1e-8 ? Math.sqrt(v) : 1));
   const policy = new GaussianPolicy({ obsDim: D, actDim: A, hidden: o.policyHidden, initLogStd: o.initLogStd, obsMean: mean, obsStd: std, seed: o.seed });
-  const bcLoss = await behaviourClone(policy, demos, { epochs: o.bcEpochs, seed: o.seed, onEpoch: (e) => o.onProgress?.('behaviour cloning', e + 1, o.bcEpochs) });
+  const fit = o.fit ?? true;
+  const bcLoss = fit ? await behaviourClone(policy, demos, { epochs: o.bcEpochs, seed: o.seed, onEpoch: (e) => o.onProgress?.('behaviour cloning', e + 1, o.bcEpochs) }) : NaN;
 
   const data = await exploratoryEpisodes(o.task, o.wmEpisodes, 50_000 + o.seed * 1000);
   const buf = new TransitionBuffer(data.dObs, data.dAct);
   for (const e of data.episodes) buf.addEpisode({ ...e, weight: 1 });
   const simData = buf.transitions();
   const model = new EnsembleModel({ dObs: D, dAct: A, members: o.wmMembers, hidden: o.wmHidden, obsNames: data.obsNames, seed: o.seed });
-  const fit = await model.fit(simData, { epochs: o.wmEpochs, seed: o.seed, onEpoch: (r) => o.onProgress?.('world model', r.epoch, o.wmEpochs) });
-  return { policy, model, simData, bcLoss, wmValLoss: fit.val.loss };
+  const report = fit ? await model.fit(simData, { epochs: o.wmEpochs, seed: o.seed, onEpoch: (r) => o.onProgress?.('world model', r.epoch, o.wmEpochs) }) : null;
+  return { policy, model, simData, bcLoss, wmValLoss: report?.val.loss ?? NaN };
 }
 
 export interface SimRobotTargetOptions {
