@@ -24,6 +24,11 @@ const commands: Record<string, Command> = {
     usage: 'episodes list|export ID OUT.mcap [--lz4]|import IN.mcap [--store DB]',
     run: async (a) => (await import('./commands/episodes.js')).episodes(a),
   },
+  train: {
+    summary: 'post-train a policy on a robot with WMRL (or the standard-GRPO baseline), export it as .onnx',
+    usage: 'train [--algo wmrl|standard] [--robot sim:TASK[:PROFILE]] [--no-debias] [--no-denoise] [--pure-wm] [--anchors random|active] [--updates N] [--prompts B] [--group G] [--robots N] [--reset-seconds S] [--seed S] [--out DIR] [--resume] [--quick]',
+    run: async (a) => (await import('./commands/train.js')).train(a),
+  },
   inspect: { summary: 'print the inputs, outputs and metadata of an .onnx file', usage: 'inspect <model.onnx>', run: async (a) => (await import('./commands/inspect.js')).inspect(a) },
 };
 

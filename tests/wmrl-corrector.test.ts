@@ -382,3 +382,21 @@ describe('correctorConfig', () => {
     expect(st.guard).toBeUndefined();
   });
 });
+
+describe('paired scores', () => {
+  it('fits the map on the world-model scores of what was executed when the trusted scorer returns them', async () => {
+    // The world model scored imagined rollouts in [0, 1]; the robot executed something else, which the
+    // world model (replaying it) scores 5 + r, and whose real score is 2·(5 + r).
+    const paired: TrustedScorer<R> = { async score(rs) { return { real: rs.map((x) => 2 * (5 + x.r)), worldModel: rs.map((x) => 5 + x.r) }; } };
+    const imagined: WorldModelScorer<R> = { async score(groups) { return groups.map((g) => ({ scores: g.map((x) => x.r) })); } };
+    const c = new Corrector<R>(cfg({ denoise: false, guard: false }), imagined, paired);
+    const rng = new Rng(5);
+    for (let t = 0; t < 30; t++) await c.step(makeGroups(rng, 16));
+    expect(c.state().debiaser!.fits).toBeGreaterThan(0);
+    expect(c.calibrate(5.2)).toBeCloseTo(10.4, 0);
+    expect(c.calibrate(5.8)).toBeCloseTo(11.6, 0);
+    const bad: TrustedScorer<R> = { async score(rs) { return { real: rs.map(() => 1), worldModel: [1] }; } };
+    const c2 = new Corrector<R>(cfg(), imagined, bad);
+    await expect(c2.step(makeGroups(rng, 16))).rejects.toThrow(/1 world-model pair scores for 8 rollouts/);
+  });
+});

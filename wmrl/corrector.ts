@@ -18,8 +18,19 @@ import { ppiMeanInterval, type Interval, type RectifierUnit } from './ppi.js';
 
 /** Real execution of one group (robot episodes, sandbox runs): scarce and slow. */
 export interface TrustedScorer<R> {
-  /** Scores of `rollouts` (length G out); null = unscored (timeout, fault), excluded downstream. */
-  score(rollouts: readonly R[]): Promise<Score[]>;
+  /**
+   * Scores of `rollouts` (length G out); null = unscored (timeout, fault), excluded downstream.
+   * Where real execution does not replay the rollout the world model scored (a robot policy samples
+   * its own actions on the robot), return the world model's scores of what was actually executed
+   * too (`PairedScores`), so that both scores of each anchor pair describe the same episode.
+   */
+  score(rollouts: readonly R[]): Promise<Score[] | PairedScores>;
+}
+
+/** Real scores with the world model's scores of the same executions (e.g. the recorded actions replayed open loop). */
+export interface PairedScores {
+  real: Score[];
+  worldModel: Score[];
 }
 
 /**
@@ -338,7 +349,7 @@ export class Corrector<R> {
     const worker = async () => {
       while (next < groups.length) {
         const g = next++;
-        real[g] = await this.scoreTrusted(groups[g]!);
+        real[g] = (await this.scoreTrusted(groups[g]!)).real;
       }
     };
     const slots = Math.min(groups.length, this.cfg.anchors.maxInFlight);
@@ -376,9 +387,9 @@ export class Corrector<R> {
       const id = this.nextJobId++;
       const wmScores = [...wm[g]!.scores];
       this.realExecutions += groups[g]!.length;
-      const done = this.scoreTrusted(groups[g]!).then((real) => {
+      const done = this.scoreTrusted(groups[g]!).then(({ real, worldModel }) => {
         const inclusion = choice.inclusion[j]!;
-        this.finished.push({ id, step, context: contexts[g]!, wm: wmScores, real, inclusion, selectionWeight: meanInclusion / inclusion });
+        this.finished.push({ id, step, context: contexts[g]!, wm: worldModel ?? wmScores, real, inclusion, selectionWeight: meanInclusion / inclusion });
         this.running.delete(id);
       });
       this.running.set(id, done);
@@ -493,12 +504,18 @@ export class Corrector<R> {
    * default) records the run's failure, which the waiting step throws; 'unscored' makes the group's
    * rollouts unscored. A group with no scored rollout extends the failed-anchor streak.
    */
-  private async scoreTrusted(rollouts: readonly R[]): Promise<Score[]> {
+  private async scoreTrusted(rollouts: readonly R[]): Promise<{ real: Score[]; worldModel?: Score[] }> {
     let scores: Score[];
+    let worldModel: Score[] | undefined;
     let cause: unknown = null;
     try {
-      scores = await this.trusted.score(rollouts);
+      const out = await this.trusted.score(rollouts);
+      scores = Array.isArray(out) ? out : out.real;
       if (scores.length !== rollouts.length) throw new Error(`trusted scorer returned ${scores.length} scores for ${rollouts.length} rollouts`);
+      if (!Array.isArray(out)) {
+        worldModel = out.worldModel;
+        if (worldModel.length !== rollouts.length) throw new Error(`trusted scorer returned ${worldModel.length} world-model pair scores for ${rollouts.length} rollouts`);
+      }
     } catch (error) {
       let policy: TrustedErrorPolicy = 'throw';
       cause = error;
@@ -511,7 +528,7 @@ export class Corrector<R> {
       }
       if (policy !== 'unscored') {
         this.failure ??= new TrustedScorerError(`real execution failed: ${describeError(cause)}`, { cause });
-        return rollouts.map(() => null);
+        return { real: rollouts.map(() => null) };
       }
       this.trustedErrors++;
       scores = rollouts.map(() => null);
@@ -525,7 +542,7 @@ export class Corrector<R> {
         cause === null ? undefined : { cause },
       );
     }
-    return scores;
+    return worldModel ? { real: scores, worldModel } : { real: scores };
   }
 
   private trueMean(predictions: number[]): Interval | null {

@@ -1,7 +1,7 @@
 // The in-process sim robot: a sim/ Env behind the Robot interface (one act() = one control step).
 import { makeEnv, type Env, type Obs, type StepResult } from '../../sim/index.js';
 import type { RobotObservation, RobotDeclaration } from '../../common/robot.js';
-import type { Robot } from '../types.js';
+import type { ResetOptions, Robot } from '../types.js';
 
 export interface SimRobotOptions {
   task: string;
@@ -89,10 +89,9 @@ export class SimRobot implements Robot {
     return r.info.appliedAction;
   }
 
-  async reset(): Promise<RobotObservation> {
+  async reset(options?: ResetOptions): Promise<RobotObservation> {
     this.stopped = false;
-    this.seed++;
-    this.obs = this.env.reset(this.seed);
+    this.obs = this.env.reset(options?.seed ?? ++this.seed);
     this.lastStep = undefined;
     return this.observe();
   }
