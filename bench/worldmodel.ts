@@ -12,7 +12,7 @@ const TASK = 'reach';
 const H = 20;
 
 /** Control steps/s of a bare loop on the env's MjData: write ctrl, mj_step x substeps (as bench/sim.ts). */
-function rawSimSps(env: MjEnv, substeps: number, steps: number, rng: nn.Rng): number {
+export function rawSimSps(env: MjEnv, substeps: number, steps: number, rng: nn.Rng): number {
   const { mj } = env.model;
   const m = env.model.raw;
   const nu = env.actionSpace.shape[0];

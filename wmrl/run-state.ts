@@ -37,6 +37,9 @@ export interface RunRow {
   hackingAlarm?: boolean;
   flaggedContexts?: number;
   refit?: boolean;
+  /** Imagined transitions this update (policy + ensemble) and the seconds they took. */
+  imaginedTransitions?: number;
+  imagineSeconds?: number;
 }
 
 export interface RunState {

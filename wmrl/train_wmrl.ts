@@ -16,7 +16,7 @@ import type { GaussianPolicy } from '../policies/gaussian.js';
 import type { ClippedPolicyGradient } from '../policies/pg.js';
 import { ModelEnv, TransitionBuffer, repeatRows, replayScore, type EnsembleModel, type Transitions } from '../worldmodel/index.js';
 import { groupAdvantages, DEFAULT_ADVANTAGE_CONFIG } from './advantages.js';
-import { Corrector, type CorrectorConfig, type CorrectorState } from './corrector.js';
+import { Corrector, correctorConfig, type CorrectorConfig, type CorrectorState } from './corrector.js';
 import { episodeTransitions, pgBatch, robotEpisode, type Evaluation, type RobotEpisode, type RobotTarget, type SimPrompts, type Trajectory } from './embodied.js';
 import { loadRunState, saveRunState, type RunHooks, type RunRow, type RunState } from './run-state.js';
 
@@ -46,6 +46,27 @@ export interface WmrlConfig {
   alarmWindow: number;
   alarmGap: number;
 }
+
+/**
+ * Defaults for robot runs: one anchor group of eight rollouts per update gives few pairs, so the map
+ * starts at 48 pairs (not the core's 200) and the anchor weight's warm-up is 4 groups (not 64).
+ */
+export const DEFAULT_WMRL: Omit<WmrlConfig, 'horizon'> = {
+  updates: 20,
+  prompts: 8,
+  groupSize: 8,
+  evalEvery: 4,
+  promptSeed0: 1_000_000,
+  seed: 0,
+  corrector: correctorConfig({ debias: { minPairs: 48, refitEvery: 16 }, denoise: { warmupGroups: 4 } }),
+  scoreK: 5,
+  successThreshold: 0.5,
+  refitEvery: 10,
+  refitEpochs: 2,
+  realWeight: 4,
+  alarmWindow: 5,
+  alarmGap: 0.3,
+};
 
 export interface WmrlRun {
   config: WmrlConfig;
@@ -151,7 +172,9 @@ export async function trainWmrl(run: WmrlRun): Promise<RunState> {
     for (let b = 0; b < c.prompts; b++) starts.set(prompts.get(c.promptSeed0 + u * c.prompts + b).startObs, b * D);
     const N = c.prompts * G;
     const members = Int32Array.from({ length: N }, () => rng.int(E));
+    const ti = performance.now();
     const im = await env.imagine(repeatRows(starts, D, G), graphPolicy, H, { members, policyNoise: Float32Array.from({ length: N * H * A }, () => rng.normal()) });
+    const imagineSeconds = (performance.now() - ti) / 1000;
     imagined = { traj: [], score: [], variance: [], successProb: [] };
     for (let i = 0; i < N; i++) {
       const p = im.successProb.subarray(i * H, (i + 1) * H);
@@ -238,6 +261,8 @@ export async function trainWmrl(run: WmrlRun): Promise<RunState> {
       hackingAlarm: alarm,
       flaggedContexts: log?.flaggedContexts ?? 0,
       refit,
+      imaginedTransitions: N * H,
+      imagineSeconds,
     };
     if ((u + 1) % c.evalEvery === 0 || u + 1 === c.updates) {
       const ev = await run.evaluate(policy);

@@ -8,7 +8,7 @@ import { exportPolicy } from '../../policies/gaussian.js';
 import { correctorConfig } from '../../wmrl/corrector.js';
 import { DEFAULT_PRETRAIN, SimPrompts, heldOutEvaluation, pretrain, simRobotTarget } from '../../wmrl/sim-setup.js';
 import { trainStandard } from '../../wmrl/train_standard.js';
-import { trainWmrl } from '../../wmrl/train_wmrl.js';
+import { DEFAULT_WMRL, trainWmrl } from '../../wmrl/train_wmrl.js';
 import type { RunRow } from '../../wmrl/run-state.js';
 import { progressBar } from '../progress.js';
 
@@ -112,9 +112,9 @@ export async function train(args: string[]): Promise<void> {
     if (a.algo === 'standard') {
       rows = (await trainStandard({ config: common, policy: pre.policy, pg, target, prompts, evaluate, outDir: out, resume, hooks })).rows;
     } else {
-      const corrector = a.pureWm ? false : correctorConfig({ ...(a.debias ? {} : { debias: false }), ...(a.denoise ? {} : { denoise: false }), anchors: { mode: a.anchors }, seed: a.seed });
+      const corrector = a.pureWm ? false : correctorConfig({ ...(a.debias ? {} : { debias: false }), ...(a.denoise ? {} : { denoise: false }), anchors: { mode: a.anchors }, seed: a.seed }, DEFAULT_WMRL.corrector || undefined);
       rows = (await trainWmrl({
-        config: { ...common, corrector, horizon: target.maxSteps, scoreK: 5, successThreshold: 0.5, refitEvery: 5, refitEpochs: 3, realWeight: 4, alarmWindow: 5, alarmGap: 0.3 },
+        config: { ...DEFAULT_WMRL, ...common, corrector, horizon: target.maxSteps },
         policy: pre.policy, pg, model: pre.model, simData: pre.simData, target, prompts, evaluate, outDir: out, resume, hooks,
       })).rows;
     }
