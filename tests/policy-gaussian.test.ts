@@ -6,7 +6,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { Rng } from '../nn/index.js';
-import { GaussianPolicy } from '../policies/gaussian.js';
+import * as ort from 'onnxruntime-node';
+import { GaussianPolicy, exportPolicy } from '../policies/gaussian.js';
+import { onnxCheck } from './helpers/onnx-check.js';
 import { ClippedPolicyGradient, DEFAULT_PG_CONFIG, type PgBatch } from '../policies/pg.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'policy-'));
@@ -146,5 +148,26 @@ describe('ClippedPolicyGradient', () => {
       await x.pg.release();
       await x.p.release();
     }
+  });
+});
+
+describe('exportPolicy', () => {
+  it('writes an artifact onnx.checker accepts whose action is the clipped mean, with its deployment metadata', async () => {
+    const p = new GaussianPolicy({ obsDim: 3, actDim: 2, hidden: [8], seed: 2, obsMean: [0.1, 0, -0.2], obsStd: [2, 1, 0.5], actLow: [-1, 0], actHigh: [1, 0.5] });
+    const path = join(dir, 'policy.onnx');
+    const info = exportPolicy(p, path, { observationNames: ['a', 'b', 'c'], actionNames: ['x', 'y'], controlHz: 50, policyVersion: 'v3', runId: 'runs/t' });
+    expect(onnxCheck(path).opset).toBe(17);
+    expect(info.metadata.control_hz).toBe('50');
+    expect(JSON.parse(info.metadata.action_high!)).toEqual([1, 0.5]);
+    expect(info.metadata.training_run).toBe('runs/t');
+    const rng = new Rng(8);
+    const obs = Float32Array.from({ length: 4 * 3 }, () => rng.uniform(-3, 3));
+    const session = await ort.InferenceSession.create(path);
+    const out = (await session.run({ obs: new ort.Tensor('float32', obs, [4, 3]) })).action!.data as Float32Array;
+    const mean = (await p.act(obs, new Float32Array(8))).mean;
+    out.forEach((v, i) => expect(v).toBeCloseTo(Math.min(i % 2 ? 0.5 : 1, Math.max(i % 2 ? 0 : -1, mean[i]!)), 5));
+    expect(() => exportPolicy(p, path, { observationNames: ['a'], actionNames: ['x', 'y'], controlHz: 50, policyVersion: 'v', runId: 'r' })).toThrow(/1 observation names for obsDim 3/);
+    await session.release();
+    await p.release();
   });
 });
