@@ -27,7 +27,11 @@ export interface RobotConfig {
   featuresTopic?: string;
   cameraTopic?: string;
   instructionTopic?: string;
-  services: { reset?: string; estop?: string };
+  /**
+   * reset, estop: std_srvs/srv/Trigger services. resetSeed: a std_msgs/msg/UInt32 topic (latched) whose last
+   * value the robot applies on the next reset call, so a seeded reset reproduces a start state.
+   */
+  services: { reset?: string; estop?: string; resetSeed?: string };
   safety: SafetyConfig;
 }
 
@@ -80,7 +84,7 @@ const RobotFile = Type.Object(
     features: Section({ topic: Type.String(), names: Names }),
     camera: Section({ topic: Type.String(), width: Pixels, height: Pixels, encoding: Type.Optional(OneOf('rgb8', 'jpeg', 'png')) }),
     instruction_topic: Type.Optional(Type.String()),
-    services: Section({ reset: Type.Optional(Type.String()), estop: Type.Optional(Type.String()) }),
+    services: Section({ reset: Type.Optional(Type.String()), estop: Type.Optional(Type.String()), reset_seed_topic: Type.Optional(Type.String()) }),
     safety: Section({
       max_delta: Type.Optional(Positive),
       watchdog_ms: Type.Optional(Positive),
@@ -148,6 +152,10 @@ export function parseRobotConfig(text: string, file = '<robot.yaml>'): RobotConf
   const services: RobotConfig['services'] = {};
   if (y.services?.reset !== undefined) services.reset = y.services.reset;
   if (y.services?.estop !== undefined) services.estop = y.services.estop;
+  if (y.services?.reset_seed_topic !== undefined) {
+    if (services.reset === undefined) fail(['services', 'reset_seed_topic'], "needs 'services.reset' (the seed is applied on the next reset call)");
+    services.resetSeed = y.services.reset_seed_topic;
+  }
   const sf = y.safety ?? {};
   const safety: SafetyConfig = {
     maxDelta: sf.max_delta ?? DEFAULT_SAFETY.maxDelta,

@@ -4,14 +4,14 @@ import type { MqttTls } from '../../bridge/mqtt/client.js';
 import type { MqttRobotConfig, RobotConfig } from '../config.js';
 import { SafetyLayer, type InterventionEvent } from '../safety.js';
 import type { RobotDeclaration } from '../../common/robot.js';
-import type { Robot } from '../types.js';
+import type { ResetOptions, Robot } from '../types.js';
 
 /** A robot seen through a locally declared spec (the operator's limits, not the robot's own claim). */
 class WithSpec implements Robot {
   constructor(private readonly inner: Robot, readonly spec: RobotDeclaration, private readonly onDispose: () => Promise<void>) {}
   observe = () => this.inner.observe();
   act = (a: Float32Array) => this.inner.act(a);
-  reset = () => this.inner.reset();
+  reset = (options?: ResetOptions) => this.inner.reset(options);
   estop = () => this.inner.estop();
   [Symbol.asyncDispose] = async () => {
     await this.inner[Symbol.asyncDispose]();
