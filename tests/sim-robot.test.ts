@@ -6,8 +6,8 @@ import { buildObservation, layoutDim, layoutMismatch, layoutOf } from '../common
 import { SimRobot } from '../hardware/robots/sim.js';
 import { MjEnv } from '../sim/env.js';
 import { UnseededResetError } from '../hardware/types.js';
+import { TASKS } from './helpers/tasks.js';
 
-export const TASKS = ['reach', 'push', 'pick', 'tests/fixtures/sim/custom/robot.yaml'];
 
 describe('sim tasks declare their layout; the sim robot observes through it', () => {
   for (const task of TASKS) {
