@@ -1,6 +1,6 @@
 // Custom robots: the user's MJCF plus a small YAML mapping (actuators, joints, end-effector site, reward and
 // success terms) -> a reach-a-goal Env on the same machinery as the built-in tasks.
-import { dirname, resolve } from 'node:path';
+import { basename, dirname, resolve } from 'node:path';
 import { Type, type Static, type TProperties } from '@sinclair/typebox';
 import { parseConfig, readConfigFile } from '../common/config.js';
 import { defineLayout } from '../common/layout.js';
@@ -20,6 +20,8 @@ const Terms = <T extends TProperties>(terms: T) => Type.Optional(Type.Object(ter
 /** A mapping file as written; parseRobotMapping fills the defaults. */
 const MappingFile = Type.Object(
   {
+    /** The robot's name (task `custom:NAME`, sim robot `sim-custom:NAME-PROFILE`); default the mapping file's name. */
+    name: Type.Optional(Type.String({ pattern: '^[A-Za-z0-9_.-]{1,64}$', errorMessage: 'must be 1-64 letters, digits, _ . or -' })),
     /** MJCF file, relative to the mapping file. */
     mjcf: Type.String(),
     /** Actuators in action order. */
@@ -57,6 +59,7 @@ export function parseRobotMapping(text: string, file: string): RobotMapping {
   goal.low.forEach((lo, i) => lo <= goal.high[i]! || fail(['goal', 'low'], `${'xyz'[i]} ${lo} exceeds goal.high's ${goal.high[i]}`));
   return {
     ...r,
+    name: r.name ?? basename(file).replace(/\.ya?ml$/i, ''),
     goal,
     instruction: r.instruction ?? 'move the end effector to the goal',
     substeps: r.substeps ?? 10,
@@ -71,7 +74,7 @@ export function customTask(mapping: RobotMapping, mappingFile: string): TaskDef 
   const { low, high } = mapping.goal;
   const mid = low.map((l, i) => (l + high[i]!) / 2);
   return {
-    name: `custom:${mappingFile}`,
+    name: `custom:${mapping.name}`,
     scene,
     substeps: mapping.substeps,
     horizon: mapping.horizon,

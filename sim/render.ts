@@ -163,10 +163,10 @@ export interface CameraView {
 }
 
 /**
- * A view that frames the robot, for a scene without a camera: the bounding sphere of the geoms on moving
- * bodies (all non-plane geoms when none move), seen from the side and above (azimuth 90°, elevation -30°,
- * MuJoCo's free-camera convention), far enough that the sphere fits the field of view with a margin.
- * Kinematics must be current.
+ * A view that frames the robot, for a scene without a camera: a sphere around the robot's base (the bodies
+ * attached to the world) holding every geom of the moving bodies (all non-plane geoms when none move), so the
+ * arm stays in view wherever it reaches; seen from the side and above (azimuth 90°, elevation -30°, MuJoCo's
+ * free-camera convention), far enough that the sphere fits the field of view. Kinematics must be current.
  */
 export function defaultView(model: SimModel, data: SimData, fovy = 45): CameraView {
   const m = model.raw;
@@ -178,14 +178,17 @@ export function defaultView(model: SimModel, data: SimData, fovy = 45): CameraVi
   let geoms = pick(true);
   if (geoms.length === 0) geoms = pick(false);
   if (geoms.length === 0) throw new Error(`${model.file}: nothing to frame (no geoms besides planes) and no camera in the MJCF`);
-  const lo = [Infinity, Infinity, Infinity], hi = [-Infinity, -Infinity, -Infinity];
-  for (const g of geoms) for (let k = 0; k < 3; k++) {
-    lo[k] = Math.min(lo[k]!, gx[3 * g + k]! - rb[g]!);
-    hi[k] = Math.max(hi[k]!, gx[3 * g + k]! + rb[g]!);
-  }
-  const c = lo.map((l, k) => (l + hi[k]!) / 2);
-  const r = Math.max(0.05, Math.hypot(hi[0]! - lo[0]!, hi[1]! - lo[1]!, hi[2]! - lo[2]!) / 2);
-  const dist = (1.15 * r) / Math.sin((fovy * Math.PI) / 360);
+  // the base: centre of the bodies hanging from the world that carry these geoms (or of the geoms themselves)
+  const parent = m.body_parentid as Int32Array;
+  const bx = data.raw.xpos as Float64Array;
+  const roots = new Set(geoms.map((g) => body[g]!).filter((b) => b > 0).map((b) => {
+    while (parent[b]! > 0) b = parent[b]!;
+    return b;
+  }));
+  const pts = roots.size ? [...roots].map((b) => [bx[3 * b]!, bx[3 * b + 1]!, bx[3 * b + 2]!]) : geoms.map((g) => [gx[3 * g]!, gx[3 * g + 1]!, gx[3 * g + 2]!]);
+  const c = [0, 1, 2].map((k) => pts.reduce((s, p) => s + p[k]!, 0) / pts.length);
+  const r = Math.max(0.05, ...geoms.map((g) => Math.hypot(gx[3 * g]! - c[0]!, gx[3 * g + 1]! - c[1]!, gx[3 * g + 2]! - c[2]!) + rb[g]!));
+  const dist = (1.05 * r) / Math.sin((fovy * Math.PI) / 360);
   const az = Math.PI / 2, el = -Math.PI / 6;
   const f = [Math.cos(el) * Math.cos(az), Math.cos(el) * Math.sin(az), Math.sin(el)];
   const right = [f[1]!, -f[0]!, 0]; // f x (0, 0, 1)
