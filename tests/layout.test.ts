@@ -15,6 +15,7 @@ import {
   splitObservation,
 } from '../common/layout.js';
 import type { RobotDeclaration } from '../common/robot.js';
+import { parseRobotConfig } from '../hardware/config.js';
 
 const L = defineLayout(
   [
@@ -92,5 +93,18 @@ describe('observation layout', () => {
     expect(plain.joints.map((j) => j.unit)).toEqual(['rad', 'rad']);
     expect(plain.features[0]!.unit).toBe('1');
     expect(() => layoutOf({ name: 'arm', joints: ['a', 'b'], jointUnits: ['rad'] } as RobotDeclaration)).toThrow('arm: 1 joint units for 2 joints');
+  });
+});
+
+describe('a robot YAML declares its layout', () => {
+  const base = `name: arm\njoints: [a, b]\nposition_limits: [[-1, 1], [-1, 1]]\nvelocity_limits: [1, 1]\ncontrol_hz: 50\naction: {kind: normalized, low: [-1, -1], high: [1, 1]}\ncommand: {mode: forward_command, topic: /cmd}\n`;
+  it('joint_units and features.units give the units; services.reset_seed_topic goes with services.reset', () => {
+    const c = parseRobotConfig(base + 'joint_units: [rad, m]\nfeatures: {topic: /f, names: [x, onehot], units: [m, "1"]}\nservices: {reset: /r, reset_seed_topic: /seed}\n');
+    expect(layoutEntries(layoutOf(c.spec)).map((e) => e.label)).toEqual(['a position (rad)', 'b position (m)', 'a velocity (rad/s)', 'b velocity (m/s)', 'x (m)', 'onehot (1)']);
+    expect(c.services).toEqual({ reset: '/r', resetSeed: '/seed' });
+    expect(() => parseRobotConfig(base + 'joint_units: [rad]\n', 'r.yaml')).toThrow("r.yaml:8: key 'joint_units': needs 2 units (one per joint), got 1");
+    expect(() => parseRobotConfig(base + 'joint_units: [rad, deg]\n', 'r.yaml')).toThrow(/key 'joint_units'/);
+    expect(() => parseRobotConfig(base + 'features: {topic: /f, names: [x], units: [m, m]}\n', 'r.yaml')).toThrow("key 'features.units': needs 1 units (one per feature), got 2");
+    expect(() => parseRobotConfig(base + 'services: {reset_seed_topic: /seed}\n', 'r.yaml')).toThrow("key 'services.reset_seed_topic': needs 'services.reset'");
   });
 });
