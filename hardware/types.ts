@@ -22,3 +22,19 @@ export interface Robot extends AsyncDisposable {
   /** Stops the robot now. */
   estop(): Promise<void>;
 }
+
+/** A seeded reset asked of a robot that has no way to reproduce a start state from a seed. */
+export class UnseededResetError extends Error {
+  constructor(robot: string, how: string) {
+    super(`${robot}: cannot reset to a seeded start state: ${how}`);
+    this.name = 'UnseededResetError';
+  }
+}
+
+/** The seed of `options`, checked: undefined, or an integer in [0, 2^32). */
+export function resetSeed(robot: string, options: ResetOptions | undefined): number | undefined {
+  const seed = options?.seed;
+  if (seed === undefined) return undefined;
+  if (!Number.isInteger(seed) || seed < 0 || seed > 0xffffffff) throw new RangeError(`${robot}: reset seed must be an integer in [0, 2^32), got ${seed}`);
+  return seed;
+}

@@ -3,12 +3,12 @@
 // the policy-gradient batch, and evaluation on held-out start states. The trainers read top to bottom
 // in their own files; nothing here decides anything about world models.
 import { Rng } from '../nn/index.js';
+import { buildObservation, layoutDim, layoutOf, type ObservationLayout } from '../common/layout.js';
 import type { EpisodeStore } from '../episodes/store/store.js';
 import type { Episode, EpisodeStatus } from '../episodes/types.js';
 import { runEpisode, type Scorer } from '../hardware/record.js';
 import type { SafetyLayer } from '../hardware/safety.js';
 import type { GaussianPolicy } from '../policies/gaussian.js';
-import { OnnxPolicy } from '../policies/onnx-policy.js';
 import type { PgBatch } from '../policies/pg.js';
 import { VecEnv, makeEnv, type Env } from '../sim/index.js';
 
@@ -121,6 +121,7 @@ export async function robotEpisode(target: RobotTarget, policy: GaussianPolicy, 
   const D = policy.obsDim, A = policy.actDim;
   const obs: Float32Array[] = [], action: Float32Array[] = [], sent: Float32Array[] = [], logProb: number[] = [], reward: number[] = [];
   let success = false;
+  const layout = layoutOf(target.robot.spec);
   const out = await runEpisode({
     robot: target.robot,
     reset: { seed },
@@ -130,7 +131,7 @@ export async function robotEpisode(target: RobotTarget, policy: GaussianPolicy, 
     signal: target.signal,
     meta: { ...target.meta, policyVersion, extra: { seed } },
     policy: async (o) => {
-      const x = OnnxPolicy.observationVector(o);
+      const x = buildObservation(layout, o);
       if (x.length !== D) throw new Error(`robot episode: the robot's observation has ${x.length} entries, the policy takes ${D}`);
       const noise = Float32Array.from({ length: A }, () => rng.normal());
       const r = await policy.act(x, noise);
@@ -147,7 +148,7 @@ export async function robotEpisode(target: RobotTarget, policy: GaussianPolicy, 
     },
     onSent: (a: Float32Array) => sent.push(Float32Array.from(a)),
   });
-  obs.push(OnnxPolicy.observationVector(await target.robot.observe()));
+  obs.push(buildObservation(layout, await target.robot.observe()));
   target.clock.charge(out.steps, target.robot.spec.controlHz);
   const T = out.steps;
   const flat = (rows: Float32Array[], w: number, n: number) => {
@@ -246,14 +247,14 @@ export async function evaluateSuccess(policy: GaussianPolicy, task: string, prof
  * the last action, which the trainer keeps with its checkpoint) completes the last transition, without
  * which it is left out.
  */
-export function episodeTransitions(ep: Episode, D: number, finalObs?: Float32Array): { states: Float32Array; actions: Float32Array; rewards: Float32Array; success: Float32Array } | null {
+export function episodeTransitions(ep: Episode, layout: ObservationLayout, finalObs?: Float32Array): { states: Float32Array; actions: Float32Array; rewards: Float32Array; success: Float32Array } | null {
   const T = finalObs ? ep.steps.length : ep.steps.length - 1;
   if (T < 1) return null;
+  const D = layoutDim(layout);
   const A = ep.steps[0]!.action.length;
   const states = new Float32Array((T + 1) * D), actions = new Float32Array(T * A), rewards = new Float32Array(T), success = new Float32Array(T);
   ep.steps.forEach((s, t) => {
-    const x = OnnxPolicy.observationVector(s.obs);
-    if (x.length !== D) throw new Error(`episode ${ep.meta.id}: step ${t} has ${x.length} observation entries, expected ${D}`);
+    const x = buildObservation(layout, s.obs, `episode ${ep.meta.id} step ${t}`);
     states.set(x, t * D);
     if (t < T) {
       actions.set(s.action, t * A);

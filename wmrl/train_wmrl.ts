@@ -12,6 +12,7 @@
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Rng } from '../nn/index.js';
+import { layoutOf } from '../common/layout.js';
 import type { GaussianPolicy } from '../policies/gaussian.js';
 import type { ClippedPolicyGradient } from '../policies/pg.js';
 import { ModelEnv, TransitionBuffer, repeatRows, replayScore, type EnsembleModel, type Transitions } from '../worldmodel/index.js';
@@ -218,7 +219,7 @@ export async function trainWmrl(run: WmrlRun): Promise<RunState> {
     if (c.refitEvery > 0 && (u + 1) % c.refitEvery === 0 && state.episodeIds.length > 0 && target.store) {
       const buf = new TransitionBuffer(D, A);
       for (const id of state.episodeIds) {
-        const tr = episodeTransitions(target.store.get(id), D, Float32Array.from(state.finalObs[id] ?? []));
+        const tr = episodeTransitions(target.store.get(id), layoutOf(target.robot.spec), Float32Array.from(state.finalObs[id] ?? []));
         if (tr) buf.addEpisode({ states: tr.states, actions: tr.actions, rewards: tr.rewards, success: tr.success, weight: c.realWeight });
       }
       const sim = { ...run.simData, weight: run.simData.weight ?? new Float32Array(run.simData.reward.length).fill(1) };

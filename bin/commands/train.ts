@@ -3,6 +3,7 @@
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
+import { OBSERVATION_LAYOUT_KEY, layoutEntries, layoutOf, layoutToJson } from '../../common/layout.js';
 import { ClippedPolicyGradient, DEFAULT_PG_CONFIG } from '../../policies/pg.js';
 import { exportPolicy } from '../../policies/gaussian.js';
 import { correctorConfig } from '../../wmrl/corrector.js';
@@ -124,9 +125,11 @@ export async function train(args: string[]): Promise<void> {
   }
   const spec = target.robot.spec;
   const policyPath = join(out, 'policy.onnx');
+  const layout = layoutOf(spec);
   exportPolicy(pre.policy, policyPath, {
-    observationNames: [...spec.joints.map((j) => `${j} position`), ...spec.joints.map((j) => `${j} velocity`), ...(spec.features ?? [])],
+    observationNames: layoutEntries(layout).map((e) => e.label),
     actionNames: spec.action.names, controlHz: spec.controlHz, policyVersion: `${a.algo}-${rows.length}`, runId: out,
+    extra: { [OBSERVATION_LAYOUT_KEY]: layoutToJson(layout) },
   });
   const evals = rows.filter((r) => r.evalSuccess !== undefined);
   const last = rows.at(-1)!;
