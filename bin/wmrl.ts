@@ -26,7 +26,7 @@ const commands: Record<string, Command> = {
   },
   train: {
     summary: 'post-train a policy on a robot with WMRL (or the standard-GRPO baseline), export it as .onnx',
-    usage: 'train [--algo wmrl|standard] [--robot sim:TASK[:PROFILE]] [--no-debias] [--no-denoise] [--pure-wm] [--anchors random|active] [--updates N] [--prompts B] [--group G] [--robots N] [--reset-seconds S] [--seed S] [--out DIR] [--resume] [--quick]',
+    usage: 'train [--algo wmrl|standard] [--robot sim:TASK[:PROFILE]|ROBOT.yaml --task TASK] [--no-debias] [--no-denoise] [--pure-wm] [--anchors random|active] [--updates N] [--prompts B] [--group G] [--robots N] [--reset-seconds S] [--seed S] [--out DIR] [--resume] [--quick]',
     run: async (a) => (await import('./commands/train.js')).train(a),
   },
   inspect: { summary: 'print the inputs, outputs and metadata of an .onnx file', usage: 'inspect <model.onnx>', run: async (a) => (await import('./commands/inspect.js')).inspect(a) },

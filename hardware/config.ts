@@ -28,6 +28,11 @@ export interface RobotConfig {
   cameraTopic?: string;
   instructionTopic?: string;
   /**
+   * std_msgs/msg/Float64MultiArray `[t, reward, success, terminated, truncated]` published each control
+   * step: the robot's own outcome signal (a success detector), which training on the robot needs.
+   */
+  outcomeTopic?: string;
+  /**
    * reset, estop: std_srvs/srv/Trigger services. resetSeed: a std_msgs/msg/UInt32 topic (latched) whose last
    * value the robot applies on the next reset call, so a seeded reset reproduces a start state.
    */
@@ -85,6 +90,7 @@ const RobotFile = Type.Object(
     features: Section({ topic: Type.String(), names: Names, units: Type.Optional(Names) }),
     camera: Section({ topic: Type.String(), width: Pixels, height: Pixels, encoding: Type.Optional(OneOf('rgb8', 'jpeg', 'png')) }),
     instruction_topic: Type.Optional(Type.String()),
+    outcome_topic: Type.Optional(Type.String()),
     services: Section({ reset: Type.Optional(Type.String()), estop: Type.Optional(Type.String()), reset_seed_topic: Type.Optional(Type.String()) }),
     safety: Section({
       max_delta: Type.Optional(Positive),
@@ -189,6 +195,7 @@ export function parseRobotConfig(text: string, file = '<robot.yaml>'): RobotConf
     featuresTopic: y.features?.topic,
     cameraTopic: y.camera?.topic,
     instructionTopic: y.instruction_topic,
+    outcomeTopic: y.outcome_topic,
     services,
     safety,
   };

@@ -9,8 +9,12 @@ import type { EpisodeMeta, EpisodeStatus } from '../episodes/types.js';
 
 export type Policy = (obs: RobotObservation) => Float32Array | Promise<Float32Array>;
 
-/** Per-step outcome; robots that cannot score themselves leave reward 0 and never end early. */
-export type Scorer = () => { reward: number; done: boolean; success?: boolean };
+/**
+ * Per-step outcome, asked right after each command; robots that cannot score themselves leave reward 0
+ * and never end early. A remote robot's scorer waits for the robot to report the step (RosRobot.outcomeOfLastCommand).
+ */
+export type Scorer = () => StepOutcome | Promise<StepOutcome>;
+export interface StepOutcome { reward: number; done: boolean; success?: boolean }
 
 export interface RunEpisodeOptions {
   robot: SafetyLayer;
@@ -62,7 +66,7 @@ export async function runEpisode(o: RunEpisodeOptions): Promise<EpisodeOutcome> 
       o.onSent?.(sent);
       // The action's time on the robot's clock: the observation's stamp plus the policy's latency.
       const tAct = tObs + (performance.now() - obsAt) / 1000;
-      const s = o.score?.() ?? { reward: 0, done: false };
+      const s = (await o.score?.()) ?? { reward: 0, done: false };
       const done = s.done || seq === o.maxSteps - 1;
       if (s.success !== undefined) success = s.success;
       ret += s.reward;

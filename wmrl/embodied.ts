@@ -28,6 +28,14 @@ export class SimPrompts implements Disposable {
     return new SimPrompts(await makeEnv({ task, profile }));
   }
 
+  /** The task's episode length in control steps. */
+  static async horizon(task: string): Promise<number> {
+    const env = await makeEnv({ task, profile: 'nominal' });
+    const h = env.horizon;
+    env.dispose();
+    return h;
+  }
+
   get(seed: number): Prompt {
     const o = this.env.reset(seed);
     return { seed, startObs: o.state, instruction: o.instruction };
@@ -140,8 +148,8 @@ export async function robotEpisode(target: RobotTarget, policy: GaussianPolicy, 
       logProb.push(r.logProb[0]!);
       return r.action;
     },
-    score: () => {
-      const s = target.outcome();
+    score: async () => {
+      const s = await target.outcome();
       reward.push(s.reward);
       if (s.success !== undefined) success = s.success;
       return s;

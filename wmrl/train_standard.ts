@@ -33,7 +33,8 @@ export interface StandardRun {
   target: RobotTarget;
   prompts: SimPrompts;
   /** The policy's true success rate (held-out start states on the robot's profile). */
-  evaluate: (policy: GaussianPolicy) => Promise<Evaluation>;
+  /** Held-out measurement of true success; omit where none exists beside the robot (the robot's own episodes are then the measure). */
+  evaluate?: (policy: GaussianPolicy) => Promise<Evaluation>;
   /** Checkpoint folder; with `resume`, the run continues from the state saved there. */
   outDir?: string;
   resume?: boolean;
@@ -88,7 +89,7 @@ export async function trainStandard(run: StandardRun): Promise<RunState> {
       loss: stats?.loss ?? null,
       approxKl: stats?.approxKl ?? null,
     };
-    if ((u + 1) % c.evalEvery === 0 || u + 1 === c.updates) {
+    if (run.evaluate && ((u + 1) % c.evalEvery === 0 || u + 1 === c.updates)) {
       const ev = await run.evaluate(policy);
       row.evalSuccess = ev.success;
       row.evalReturn = ev.meanReturn;

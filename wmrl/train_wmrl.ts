@@ -78,7 +78,8 @@ export interface WmrlRun {
   simData: Transitions;
   target: RobotTarget;
   prompts: SimPrompts;
-  evaluate: (policy: GaussianPolicy) => Promise<Evaluation>;
+  /** Held-out measurement of true success; omit where none exists beside the robot (the robot's own episodes are then the measure). */
+  evaluate?: (policy: GaussianPolicy) => Promise<Evaluation>;
   outDir?: string;
   resume?: boolean;
   hooks?: RunHooks;
@@ -265,7 +266,7 @@ export async function trainWmrl(run: WmrlRun): Promise<RunState> {
       imaginedTransitions: N * H,
       imagineSeconds,
     };
-    if ((u + 1) % c.evalEvery === 0 || u + 1 === c.updates) {
+    if (run.evaluate && ((u + 1) % c.evalEvery === 0 || u + 1 === c.updates)) {
       const ev = await run.evaluate(policy);
       row.evalSuccess = ev.success;
       row.evalReturn = ev.meanReturn;

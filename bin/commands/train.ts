@@ -8,6 +8,7 @@ import { ClippedPolicyGradient, DEFAULT_PG_CONFIG } from '../../policies/pg.js';
 import { exportPolicy } from '../../policies/gaussian.js';
 import { correctorConfig } from '../../wmrl/corrector.js';
 import { DEFAULT_PRETRAIN, SimPrompts, heldOutEvaluation, pretrain, simRobotTarget } from '../../wmrl/sim-setup.js';
+import { yamlRobotTarget } from '../../wmrl/robot-target.js';
 import { trainStandard } from '../../wmrl/train_standard.js';
 import { DEFAULT_WMRL, trainWmrl } from '../../wmrl/train_wmrl.js';
 import type { RunRow } from '../../wmrl/run-state.js';
@@ -57,6 +58,7 @@ function parse(args: string[]): { a: TrainArgs; out: string; resume: boolean; gi
       out: { type: 'string' },
       resume: { type: 'boolean', default: false },
       quick: { type: 'boolean', default: false },
+      task: { type: 'string' },
     },
   });
   // With --resume only --updates may change (to extend a finished run).
@@ -64,11 +66,11 @@ function parse(args: string[]): { a: TrainArgs; out: string; resume: boolean; gi
   if (values.algo !== 'wmrl' && values.algo !== 'standard') throw new Error(`--algo must be wmrl or standard, got '${values.algo}'`);
   if (values.anchors !== 'random' && values.anchors !== 'active') throw new Error(`--anchors must be random or active, got '${values.anchors}'`);
   if (values.algo === 'standard' && (values['no-debias'] || values['no-denoise'] || values['pure-wm'])) throw new Error('--no-debias, --no-denoise and --pure-wm are WMRL options; --algo standard has no world model');
-  if (!values.robot.startsWith('sim:')) {
-    throw new Error(`--robot ${values.robot}: training on a robot YAML needs the robot's reward/success channel, which robot YAML does not declare yet; train on sim:TASK[:PROFILE] (e.g. sim:reach:gap) and deploy the exported policy with 'wmrl drive --robot ${values.robot} --policy OUT/policy.onnx'`);
-  }
-  const [, task = '', profile = 'nominal'] = values.robot.split(':');
-  if (!task) throw new Error('--robot sim:TASK[:PROFILE] needs a task');
+  const sim = values.robot.startsWith('sim:');
+  const [, simTask = '', profile = sim ? 'nominal' : 'real'] = sim ? values.robot.split(':') : [];
+  const task = sim ? simTask : values.task;
+  if (!task) throw new Error(sim ? '--robot sim:TASK[:PROFILE] needs a task' : `--robot ${values.robot}: a robot YAML needs --task TASK, the sim task whose expert and world model the run starts from and whose seeded resets give the prompts`);
+  if (sim && values.task && values.task !== task) throw new Error(`--task ${values.task} contradicts --robot ${values.robot}`);
   const out = values.out ?? join('runs', `${values.algo}-${new Date().toISOString().replace(/[:.]/g, '-')}`);
   const a: TrainArgs = {
     algo: values.algo, robot: values.robot, task, profile,
@@ -102,10 +104,15 @@ export async function train(args: string[]): Promise<void> {
     ...(a.quick ? { bcEpisodes: 10, bcEpochs: 20, wmEpisodes: 12, wmEpochs: 3, wmHidden: [64, 64], wmMembers: 3 } : {}),
     onProgress: (what, done, total) => bar(done, total, what),
   });
-  const target = await simRobotTarget({ task: a.task, profile: a.profile, store: join(out, 'episodes.db'), robots: a.robots, resetSeconds: a.resetSeconds, seed: a.seed });
+  const store = join(out, 'episodes.db');
+  const horizon = (await SimPrompts.horizon(a.task));
+  const target = a.robot.startsWith('sim:')
+    ? await simRobotTarget({ task: a.task, profile: a.profile, store, robots: a.robots, resetSeconds: a.resetSeconds, seed: a.seed })
+    : await yamlRobotTarget({ config: a.robot, maxSteps: horizon, store, robots: a.robots, resetSeconds: a.resetSeconds, task: a.task, log: (e) => console.error(`safety: ${e.kind}: ${e.detail}`) });
   using prompts = await SimPrompts.create(a.task);
   const pg = await ClippedPolicyGradient.create(pre.policy, { ...DEFAULT_PG_CONFIG, optimizer: { lr: 3e-4, clipNorm: 0.5 }, epochs: 2, minibatch: 1024 });
-  const evaluate = heldOutEvaluation(a.task, a.profile, a.quick ? 10 : 100);
+  // Held-out success is measured where the robot has a sim twin under its profile; a robot YAML's own episodes are its measure.
+  const evaluate = a.robot.startsWith('sim:') ? heldOutEvaluation(a.task, a.profile, a.quick ? 10 : 100) : undefined;
   const common = { updates: a.updates, prompts: a.prompts, groupSize: a.group, evalEvery: Math.max(1, Math.floor(a.updates / 5)), promptSeed0: 1_000_000, seed: a.seed };
   const hooks = { onUpdate: (r: RunRow) => bar(r.update, a.updates, `update · robot ${(r.robotSeconds / 3600).toFixed(2)} h${r.evalSuccess !== undefined ? ` · success ${(100 * r.evalSuccess).toFixed(0)}%` : ''}`) };
   let rows: RunRow[];
@@ -134,6 +141,7 @@ export async function train(args: string[]): Promise<void> {
   const evals = rows.filter((r) => r.evalSuccess !== undefined);
   const last = rows.at(-1)!;
   console.log(`\n| run | algo | updates | robot episodes | robot hours | compute s | success first → last eval |\n|---|---|---|---|---|---|---|`);
-  console.log(`| ${out} | ${a.algo}${a.pureWm ? ' (pure world model)' : ''} | ${last.update} | ${last.robotEpisodes} | ${(last.robotSeconds / 3600).toFixed(3)} | ${last.computeSeconds.toFixed(0)} | ${evals.map((r) => `${(100 * r.evalSuccess!).toFixed(0)}%`).join(' → ')} |`);
+  const successes = evals.length ? evals.map((r) => `${(100 * r.evalSuccess!).toFixed(0)}%`).join(' → ') : `robot episodes: ${rows.filter((r) => r.trainSuccess !== null).map((r) => `${(100 * r.trainSuccess!).toFixed(0)}%`).join(' → ')}`;
+  console.log(`| ${out} | ${a.algo}${a.pureWm ? ' (pure world model)' : ''} | ${last.update} | ${last.robotEpisodes} | ${(last.robotSeconds / 3600).toFixed(3)} | ${last.computeSeconds.toFixed(0)} | ${successes} |`);
   console.log(`\npolicy: ${policyPath}   episodes: ${join(out, 'episodes.db')}   history: ${join(out, 'history.json')}`);
 }

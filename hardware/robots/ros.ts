@@ -42,6 +42,9 @@ export class RosRobot implements Robot {
   private image?: Image;
   private instruction?: string;
   private closed = false;
+  private outcome: { reward: number; success: boolean; done: boolean } | null = null;
+  private outcomeSeq = 0;
+  private outcomeAtCommand = 0;
   private connected = false;
   private backoff: number;
   private reconnectTimer?: NodeJS.Timeout;
@@ -96,6 +99,12 @@ export class RosRobot implements Robot {
         this.features = Float32Array.from(m.data);
         this.featureSeq++;
         this.featuresAtJoint = this.jointSeq;
+        this.wake();
+      });
+    if (c.outcomeTopic) sub<{ data: number[] }>(c.outcomeTopic, 'std_msgs/msg/Float64MultiArray', (m) => {
+        const [, reward, success, terminated, truncated] = m.data;
+        this.outcome = { reward: reward ?? NaN, success: success === 1, done: terminated === 1 || truncated === 1 };
+        this.outcomeSeq++;
         this.wake();
       });
     if (c.instructionTopic) sub<{ data: string }>(c.instructionTopic, 'std_msgs/msg/String', (m) => (this.instruction = m.data));
@@ -175,8 +184,22 @@ export class RosRobot implements Robot {
 
   async act(action: Float32Array): Promise<Float32Array> {
     if (!this.isConnected || !this.command) throw new NotConnectedError(this.spec.name, 'the command');
+    this.outcomeAtCommand = this.outcomeSeq;
     this.command.publish(commandMessage(this.config, action));
     return action;
+  }
+
+  /**
+   * The robot's outcome (reward, success, episode end) of the first control step it reports after the
+   * last command was sent: the step that applied it. Needs `outcome_topic` in the robot config.
+   */
+  async outcomeOfLastCommand(): Promise<{ reward: number; success: boolean; done: boolean }> {
+    if (!this.config.outcomeTopic) throw new Error(`${this.spec.name}: its robot config declares no outcome_topic, so it reports no reward or success`);
+    const since = this.outcomeAtCommand;
+    await this.waitFor(() => this.outcomeSeq > since, this.opts.timeoutMs ?? 5000, `an outcome on ${this.config.outcomeTopic} after the last command`);
+    const o = this.outcome!;
+    if (!Number.isFinite(o.reward)) throw new Error(`${this.spec.name}: outcome message on ${this.config.outcomeTopic} has no finite reward`);
+    return o;
   }
 
   /** Calls a Trigger service; `onAnswer` runs synchronously as the answer arrives, before anything received after it. */
