@@ -4,7 +4,9 @@
 // in their own files; nothing here decides anything about world models.
 import { Rng } from '../nn/index.js';
 import { buildObservation, layoutDim, layoutOf, type ObservationLayout } from '../common/layout.js';
-import type { EpisodeStore } from '../episodes/store/store.js';
+import { mkdirSync } from 'node:fs';
+import { dirname } from 'node:path';
+import { EpisodeStore } from '../episodes/store/store.js';
 import type { Episode, EpisodeStatus } from '../episodes/types.js';
 import { runEpisode, type Scorer } from '../hardware/record.js';
 import type { SafetyLayer } from '../hardware/safety.js';
@@ -99,6 +101,31 @@ export interface RobotTarget {
   meta: { robot: string; hardwareProfile: string; task?: string };
   clock: RobotClock;
   signal?: AbortSignal;
+}
+
+export type ClosableTarget = RobotTarget & { close(): Promise<void> };
+
+/** A trainer's target for `robot`: the store opened (its folder made) when a path is given; `close()` closes both. */
+export function robotTarget(robot: SafetyLayer, o: Omit<RobotTarget, 'robot' | 'store' | 'clock'> & { store?: string; robots: number; resetSeconds: number }): ClosableTarget {
+  let store: EpisodeStore | undefined;
+  if (o.store) {
+    mkdirSync(dirname(o.store), { recursive: true });
+    store = EpisodeStore.open(o.store);
+  }
+  return {
+    robot,
+    outcome: o.outcome,
+    maxSteps: o.maxSteps,
+    realTime: o.realTime,
+    store,
+    meta: o.meta,
+    clock: new RobotClock(o.robots, o.resetSeconds),
+    signal: o.signal,
+    async close() {
+      store?.close();
+      await robot[Symbol.asyncDispose]();
+    },
+  };
 }
 
 /** One policy episode on the robot, as the trainers need it. T = steps. */

@@ -1,13 +1,10 @@
 // A robot described by a robot YAML as a trainer's robot target: the real path (rosbridge), where
 // episodes run in real time, seeded resets go through `services.reset_seed_topic` and the reward and
 // success of each step come from the robot's `outcome_topic`.
-import { mkdirSync } from 'node:fs';
-import { dirname } from 'node:path';
-import { EpisodeStore } from '../episodes/store/store.js';
 import { loadRobotConfig } from '../hardware/config.js';
 import { RosRobot } from '../hardware/robots/ros.js';
 import { SafetyLayer, type InterventionEvent } from '../hardware/safety.js';
-import { RobotClock, type RobotTarget } from './embodied.js';
+import { robotTarget, type ClosableTarget } from './embodied.js';
 
 export interface YamlRobotTargetOptions {
   /** Path of the robot YAML. */
@@ -23,30 +20,21 @@ export interface YamlRobotTargetOptions {
   signal?: AbortSignal;
 }
 
-export async function yamlRobotTarget(o: YamlRobotTargetOptions): Promise<RobotTarget & { close(): Promise<void> }> {
+export async function yamlRobotTarget(o: YamlRobotTargetOptions): Promise<ClosableTarget> {
   const cfg = loadRobotConfig(o.config);
   if (cfg.transport !== 'rosbridge') throw new Error(`${o.config}: training on a robot runs over rosbridge for now (transport is '${cfg.transport}')`);
   if (!cfg.outcomeTopic) throw new Error(`${o.config}: training needs the robot's reward and success each step: declare outcome_topic (std_msgs/Float64MultiArray [t, reward, success, terminated, truncated])`);
   if (!cfg.services.resetSeed) throw new Error(`${o.config}: training needs seeded resets (a prompt is a start state the reset reproduces): declare services.reset_seed_topic`);
   const ros = await RosRobot.connect(cfg);
   const robot = new SafetyLayer(ros, cfg.safety, { log: o.log });
-  let store: EpisodeStore | undefined;
-  if (o.store) {
-    mkdirSync(dirname(o.store), { recursive: true });
-    store = EpisodeStore.open(o.store);
-  }
-  return {
-    robot,
+  return robotTarget(robot, {
     outcome: () => ros.outcomeOfLastCommand(),
     maxSteps: o.maxSteps,
     realTime: true,
-    store,
+    store: o.store,
     meta: { robot: robot.spec.name, hardwareProfile: 'real', ...(o.task ? { task: o.task } : {}) },
-    clock: new RobotClock(o.robots, o.resetSeconds),
+    robots: o.robots,
+    resetSeconds: o.resetSeconds,
     signal: o.signal,
-    async close() {
-      store?.close();
-      await robot[Symbol.asyncDispose]();
-    },
-  };
+  });
 }

@@ -2,17 +2,14 @@
 // profile, behind the safety layer, recorded in the store), prompts, a behaviour-cloned policy and a
 // world model pretrained on nominal sim data. The CLI, the bench and the tests build runs with it;
 // a real robot replaces `target` and keeps the rest.
-import { mkdirSync } from 'node:fs';
-import { dirname } from 'node:path';
 import { Rng } from '../nn/index.js';
-import { EpisodeStore } from '../episodes/store/store.js';
 import { DEFAULT_SAFETY, SafetyLayer } from '../hardware/safety.js';
 import { SimRobot } from '../hardware/robots/sim.js';
 import { behaviourClone } from '../policies/bc.js';
 import { GaussianPolicy } from '../policies/gaussian.js';
 import { exploratoryEpisodes, makeEnv } from '../sim/index.js';
 import { EnsembleModel, TransitionBuffer, type Transitions } from '../worldmodel/index.js';
-import { RobotClock, SimPrompts, evaluateSuccess, type Evaluation, type RobotTarget } from './embodied.js';
+import { SimPrompts, evaluateSuccess, robotTarget, type ClosableTarget, type Evaluation } from './embodied.js';
 
 export interface PretrainOptions {
   task: string;
@@ -116,28 +113,19 @@ export interface SimRobotTargetOptions {
 }
 
 /** A sim robot behind the safety layer, as a trainer's robot target; dispose it with `close()`. */
-export async function simRobotTarget(o: SimRobotTargetOptions): Promise<RobotTarget & { close(): Promise<void> }> {
+export async function simRobotTarget(o: SimRobotTargetOptions): Promise<ClosableTarget> {
   const sim = await SimRobot.create({ task: o.task, profile: o.profile, seed: o.seed });
   const robot = new SafetyLayer(sim, { ...DEFAULT_SAFETY, maxDelta: 2 }, { watchdog: false });
-  let store: EpisodeStore | undefined;
-  if (o.store) {
-    mkdirSync(dirname(o.store), { recursive: true });
-    store = EpisodeStore.open(o.store);
-  }
-  return {
-    robot,
+  return robotTarget(robot, {
     outcome: () => ({ reward: sim.lastStep?.reward ?? 0, done: !!(sim.lastStep?.terminated || sim.lastStep?.truncated), success: sim.lastStep?.info.success }),
     maxSteps: sim.env.horizon,
     realTime: false,
-    store,
+    store: o.store,
     meta: { robot: robot.spec.name, hardwareProfile: o.profile, task: o.task },
-    clock: new RobotClock(o.robots, o.resetSeconds),
+    robots: o.robots,
+    resetSeconds: o.resetSeconds,
     signal: o.signal,
-    async close() {
-      store?.close();
-      await robot[Symbol.asyncDispose]();
-    },
-  };
+  });
 }
 
 /** Held-out evaluation: `episodes` start states from seed 9,000,000 on, under the robot's profile. */
