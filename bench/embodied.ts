@@ -46,7 +46,7 @@ export async function run(o: BenchOptions): Promise<BenchReport> {
   const task = 'reach';
   const seeds = q ? [0] : [0, 1, 2];
   const updates = q ? 3 : 20;
-  const evalEpisodes = q ? 10 : 100;
+  const evalEpisodes = q ? 10 : 200;
   const cfg = { ...DEFAULT_WMRL, updates, prompts: q ? 4 : 8, groupSize: q ? 4 : 8, evalEvery: q ? 3 : 4 };
   const pgConfig: PgConfig = { ...DEFAULT_PG_CONFIG, optimizer: { lr: 3e-4, clipNorm: 0.5 }, epochs: 2, minibatch: 1024 };
   const pre = q ? { bcEpisodes: 10, bcEpochs: 20, wmEpisodes: 12, wmEpochs: 3, wmHidden: [64, 64], wmMembers: 3 } : {};
@@ -105,10 +105,15 @@ export async function run(o: BenchOptions): Promise<BenchReport> {
   const finalOf = (name: string) => curves[name]!.map((c) => c.points.at(-1)![1]);
   const hoursOf = (name: string) => curves[name]!.map((c) => c.points.at(-1)![0]);
   const stdFinal = finalOf('standard');
+  const starts = curves.standard!.map((c) => c.points[0]![1]);
+  // A speedup is defined on a seed only where standard GRPO improved on the behaviour-cloned start:
+  // otherwise "reaching its final success" costs nothing and says nothing.
   const speedups = curves.full!.map((c, i) => {
+    if (!(stdFinal[i]! > starts[i]!)) return null;
     const h = hoursToReach(c, stdFinal[i]!);
-    return h === null ? 0 : h === 0 ? Number.POSITIVE_INFINITY : hoursOf('standard')[i]! / h;
+    return h === null ? 0 : hoursOf('standard')[i]! / h;
   });
+  const defined = speedups.filter((x): x is number => x !== null);
   const rows = names.map((n) => {
     const reach = curves[n]!.map((c, i) => hoursToReach(c, stdFinal[i]!));
     return [
@@ -121,14 +126,22 @@ export async function run(o: BenchOptions): Promise<BenchReport> {
     ];
   });
   const med = (n: string) => median(finalOf(n));
-  const speedup = median(speedups);
+  const speedup = defined.length ? median(defined) : null;
   const lines: Series[] = names.map((n) => ({ label: VARIANTS[n]!.label, points: curves[n]![0]!.points }));
-  const verdict = (a: string, b: string) => (med(a) > med(b) ? 'above' : med(a) < med(b) ? 'below' : 'equal to');
+  // Two evaluations' binomial standard errors: differences within two of them are not called a difference.
+  const se2 = (a: string, b: string) => 2 * Math.sqrt((Math.max(med(a), 0.5 / evalEpisodes) * (1 - med(a)) + Math.max(med(b), 0.5 / evalEpisodes) * (1 - med(b))) / evalEpisodes);
+  const verdict = (a: string, b: string) => {
+    const d = med(a) - med(b);
+    const word = Math.abs(d) <= se2(a, b) ? 'indistinguishable from' : d > 0 ? 'above' : 'below';
+    return `${word} (${d >= 0 ? '+' : ''}${fmt(d, 2)}, two standard errors ${fmt(se2(a, b), 2)})`;
+  };
   const summary = [
     `Task ${task}; robot = the sim under the gap profile; world model pretrained on nominal sim data; ${seeds.length} seed(s), ${updates} updates of ${cfg.prompts} prompts × ${cfg.groupSize} rollouts; true success = mean action on ${evalEpisodes} held-out start states.`,
-    `Median final success: full WMRL ${fmt(med('full'))}, standard GRPO ${fmt(med('standard'))}, pure world model ${fmt(med('pure_wm'))} (behaviour-cloned start ${fmt(median(curves.standard!.map((c) => c.points[0]![1])))}).`,
-    `After the same number of updates full WMRL is ${verdict('full', 'standard')} standard GRPO, and pure world model is ${verdict('pure_wm', 'full')} full WMRL.`,
-    `Robot-time speedup of full WMRL to standard GRPO's final success (median over seeds): ${Number.isFinite(speedup) ? fmt(speedup) : 'reached at 0 h'}${speedups.some((s) => s === 0) ? ` (not reached on ${speedups.filter((s) => s === 0).length} of ${seeds.length} seed(s), counted as 0)` : ''}.`,
+    `Median final success: full WMRL ${fmt(med('full'))}, standard GRPO ${fmt(med('standard'))}, pure world model ${fmt(med('pure_wm'))} (behaviour-cloned start ${fmt(median(starts))}); one evaluation's binomial standard error at the median is ±${fmt(Math.sqrt(Math.max(med('full'), 1 / evalEpisodes) * (1 - med('full')) / evalEpisodes), 2)}.`,
+    `After the same number of updates full WMRL is ${verdict('full', 'standard')} standard GRPO; pure world model is ${verdict('pure_wm', 'full')} full WMRL.`,
+    speedup === null
+      ? `Robot-time speedup: not defined — standard GRPO did not improve on the behaviour-cloned start on any seed (start ${starts.map((x) => fmt(x, 2)).join(' / ')}, final ${stdFinal.map((x) => fmt(x, 2)).join(' / ')}).`
+      : `Robot-time speedup of full WMRL to standard GRPO's final success, median over the ${defined.length} seed(s) where standard improved on the start: ${fmt(speedup)}${defined.some((x) => x === 0) ? ` (not reached on ${defined.filter((x) => x === 0).length}, counted as 0)` : ''}.`,
     `Imagination ran at ${fmt(imagineTps, 4)} transitions/s (policy + ensemble, batched) against ${fmt(simSps, 4)} raw MuJoCo control steps/s: ${fmt(imagineTps / simSps)}×.`,
   ].join('\n');
   return {
@@ -138,7 +151,7 @@ export async function run(o: BenchOptions): Promise<BenchReport> {
     rows,
     plot: { title: `${task} on the gap robot: true success against robot-hours (seed ${seeds[0]})`, xLabel: 'robot hours', yLabel: 'success on held-out starts', lines },
     result: {
-      robot_time_speedup: Number.isFinite(speedup) ? speedup : 'inf',
+      robot_time_speedup: speedup ?? 'n/a',
       final_success_wmrl: med('full'),
       final_success_standard: med('standard'),
       final_success_pure_wm: med('pure_wm'),
