@@ -114,6 +114,10 @@ export async function run(o: BenchOptions): Promise<BenchReport> {
     return h === null ? 0 : hoursOf('standard')[i]! / h;
   });
   const defined = speedups.filter((x): x is number => x !== null);
+  // Whether standard GRPO's improvement itself is more than evaluation noise.
+  const stdGain = median(stdFinal) - median(starts);
+  const pS = Math.max(median(stdFinal), 0.5 / evalEpisodes), p0 = Math.max(median(starts), 0.5 / evalEpisodes);
+  const stdGainSe2 = 2 * Math.sqrt((pS * (1 - pS) + p0 * (1 - p0)) / evalEpisodes);
   const rows = names.map((n) => {
     const reach = curves[n]!.map((c, i) => hoursToReach(c, stdFinal[i]!));
     return [
@@ -141,7 +145,8 @@ export async function run(o: BenchOptions): Promise<BenchReport> {
     `After the same number of updates full WMRL is ${verdict('full', 'standard')} standard GRPO; pure world model is ${verdict('pure_wm', 'full')} full WMRL.`,
     speedup === null
       ? `Robot-time speedup: not defined — standard GRPO did not improve on the behaviour-cloned start on any seed (start ${starts.map((x) => fmt(x, 2)).join(' / ')}, final ${stdFinal.map((x) => fmt(x, 2)).join(' / ')}).`
-      : `Robot-time speedup of full WMRL to standard GRPO's final success, median over the ${defined.length} seed(s) where standard improved on the start: ${fmt(speedup)}${defined.some((x) => x === 0) ? ` (not reached on ${defined.filter((x) => x === 0).length}, counted as 0)` : ''}.`,
+      : `Robot-time speedup of full WMRL to standard GRPO's final success, median over the ${defined.length} seed(s) where standard improved on the start: ${fmt(speedup)}${defined.some((x) => x === 0) ? ` (not reached on ${defined.filter((x) => x === 0).length}, counted as 0)` : ''}` +
+        (stdGain <= stdGainSe2 ? `; standard GRPO's own gain over the start (${fmt(stdGain, 2)}) is within two standard errors (${fmt(stdGainSe2, 2)}), so this ratio measures noise, not a speedup.` : '.'),
     `Imagination ran at ${fmt(imagineTps, 4)} transitions/s (policy + ensemble, batched) against ${fmt(simSps, 4)} raw MuJoCo control steps/s: ${fmt(imagineTps / simSps)}×.`,
   ].join('\n');
   return {
