@@ -14,7 +14,7 @@ import { ApiError } from './errors.js';
 import type { PolicyLibrary } from './policy-library.js';
 import type { RobotHost } from './robot-host.js';
 import type { RunManager } from './runs.js';
-import { ErrorBody, type ErrorCode } from './schemas.js';
+import type { ErrorCode } from './schemas.js';
 import type { StreamHub } from './stream-hub.js';
 import { episodesPlugin } from './routes/episodes.js';
 import { healthPlugin } from './routes/health.js';
@@ -90,7 +90,6 @@ export async function buildApp(ctx: AppContext, o: AppOptions = {}): Promise<App
     ajv: { customOptions: { removeAdditional: false, allErrors: true, coerceTypes: 'array', useDefaults: true } },
   }).withTypeProvider<TypeBoxTypeProvider>();
 
-  app.addSchema(ErrorBody);
   app.setErrorHandler((err: FastifyError, _req, reply) => {
     if (err instanceof ApiError) return reply.status(err.statusCode).send({ statusCode: err.statusCode, code: err.code, message: err.message });
     if (err.validation) return reply.status(400).send({ statusCode: 400, code: 'WMRL_VALIDATION', message: validationMessage(err) });
@@ -118,7 +117,6 @@ export async function buildApp(ctx: AppContext, o: AppOptions = {}): Promise<App
       info: { title: 'WMRL Bridge', version: ctx.version, description: 'Runs, robots, policies, episodes and live streams of the WMRL Bridge service.' },
       components: { securitySchemes: { bearer: { type: 'http', scheme: 'bearer', description: 'the token in data/token' } } },
     },
-    refResolver: { buildLocalReference: (json, _base, _frag, i) => (typeof json.$id === 'string' ? json.$id : `def-${i}`) },
   });
   await app.register(fastifySwaggerUi, { routePrefix: '/docs' });
   await app.register(fastifyWebsocket, { options: { maxPayload: 64 * 1024 } });

@@ -1,6 +1,6 @@
 // The Foxglove WebSocket endpoint (foxglove.websocket.v1): live joint states, the commands the robots
 // apply, and imagined rollouts as JSON channels, so Foxglove users see them in the tool they use.
-import { FoxgloveServer } from '@foxglove/ws-protocol';
+import { FoxgloveServer } from './foxglove-protocol.js';
 import { WebSocketServer } from 'ws';
 import type { AddressInfo } from 'node:net';
 import type { RobotHost } from './robot-host.js';

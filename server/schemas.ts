@@ -32,7 +32,6 @@ export const ErrorBody = Type.Object(
     code: Type.Union(Object.keys(ERROR_CODES).map((c) => Type.Literal(c))),
     message: Type.String({ description: 'what went wrong, naming the field or the resource' }),
   },
-  { $id: 'Error' },
 );
 export type ErrorBody = Static<typeof ErrorBody>;
 

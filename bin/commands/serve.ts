@@ -31,7 +31,7 @@ export async function serve(o: ServeOptions): Promise<void> {
     robots: [{ id: 'sim', task: o.task, profile: o.profile }],
     viewerDir,
   });
-  const url = svc.url.replace('://127.0.0.1', '://localhost');
+  const url = svc.url;
   console.log(`WMRL Bridge ${svc.ctx.version} serving on ${svc.url}`);
   console.log(`  viewer:       ${url}/#token=${svc.token}`);
   console.log(`  access token: ${svc.tokenFile} (mode 0600; send it as "Authorization: Bearer <token>")`);

@@ -7,7 +7,7 @@ import type { Episode } from '../../episodes/types.js';
 import type { EpisodeSummary as StoredSummary } from '../../episodes/store/store.js';
 import type { AppContext } from '../app.js';
 import { ApiError } from '../errors.js';
-import { EpisodeDetail, EpisodeListQuery, EpisodeSummary, ExportQuery, replies } from '../schemas.js';
+import { ErrorBody, EpisodeDetail, EpisodeListQuery, EpisodeSummary, ExportQuery, replies } from '../schemas.js';
 
 const EpisodeParams = Type.Object({ id: Type.String({ minLength: 1, maxLength: 128 }) });
 const round = (x: number) => Math.round(x * 1e6) / 1e6;
@@ -40,7 +40,7 @@ export const episodesPlugin = (ctx: AppContext): FastifyPluginAsyncTypebox => as
   });
   app.get(
     '/:id/mcap',
-    { schema: { tags: ['episodes'], summary: 'the episode as a ROS 2 MCAP bag (CDR; Foxglove and ros2 bag read it)', params: EpisodeParams, querystring: ExportQuery, produces: ['application/octet-stream'], response: { 200: Type.Unknown(), 400: Type.Ref('Error'), 404: Type.Ref('Error') } } },
+    { schema: { tags: ['episodes'], summary: 'the episode as a ROS 2 MCAP bag (CDR; Foxglove and ros2 bag read it)', params: EpisodeParams, querystring: ExportQuery, produces: ['application/octet-stream'], response: { 200: Type.Unknown(), 400: ErrorBody, 404: ErrorBody } } },
     async (req, reply) => {
       const bytes = await encodeEpisodeMcap(get(req.params.id), { compression: req.query.compression });
       return reply.type('application/octet-stream').header('content-disposition', `attachment; filename="${req.params.id}.mcap"`).send(Buffer.from(bytes));

@@ -4,7 +4,7 @@ import { Type } from '@sinclair/typebox';
 import { OnnxPolicy } from '../../policies/onnx-policy.js';
 import type { AppContext } from '../app.js';
 import { ApiError } from '../errors.js';
-import { DeployBody, IdParams, PolicyInfo, RunStatus, replies } from '../schemas.js';
+import { ErrorBody, DeployBody, IdParams, PolicyInfo, RunStatus, replies } from '../schemas.js';
 
 const secured = { security: [{ bearer: [] }] };
 
@@ -14,7 +14,7 @@ export const policiesPlugin = (ctx: AppContext, uploadLimit: number): FastifyPlu
   app.get('/:id', { schema: { tags: ['policies'], summary: "a policy's inputs, outputs and metadata", params: IdParams, response: replies(PolicyInfo, 400, 404) } }, async (req) => ctx.policies.info(req.params.id));
   app.get(
     '/:id/download',
-    { schema: { tags: ['policies'], summary: 'the policy .onnx file', params: IdParams, produces: ['application/octet-stream'], response: { 200: Type.Unknown(), 400: Type.Ref('Error'), 404: Type.Ref('Error') } } },
+    { schema: { tags: ['policies'], summary: 'the policy .onnx file', params: IdParams, produces: ['application/octet-stream'], response: { 200: Type.Unknown(), 400: ErrorBody, 404: ErrorBody } } },
     async (req, reply) => {
       const bytes = ctx.policies.bytes(req.params.id);
       return reply.type('application/octet-stream').header('content-disposition', `attachment; filename="${req.params.id}.onnx"`).send(bytes);

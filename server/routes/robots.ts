@@ -4,7 +4,7 @@ import { Type } from '@sinclair/typebox';
 import type { AppContext } from '../app.js';
 import { ApiError } from '../errors.js';
 import type { RobotHost } from '../robot-host.js';
-import { EstopBody, IdParams, RobotStatus, replies } from '../schemas.js';
+import { ErrorBody, EstopBody, IdParams, RobotStatus, replies } from '../schemas.js';
 
 const secured = { security: [{ bearer: [] }] };
 
@@ -16,7 +16,7 @@ export const robotsPlugin = (ctx: AppContext): FastifyPluginAsyncTypebox => asyn
   };
   app.get('/', { schema: { tags: ['robots'], summary: 'the robots', response: replies(Type.Array(RobotStatus)) } }, async () => [...ctx.robots.values()].map((r) => r.status()));
   app.get('/:id', { schema: { tags: ['robots'], summary: "a robot's status", params: IdParams, response: replies(RobotStatus, 400, 404) } }, async (req) => robot(req.params.id).status());
-  app.get('/:id/scene', { schema: { tags: ['robots'], summary: "the robot's 3D scene (sim/scene.ts wmrl-scene/1: bodies, geoms, meshes, initial poses)", params: IdParams, response: { 200: Type.Unknown(), 400: Type.Ref('Error'), 404: Type.Ref('Error') } } }, async (req) => robot(req.params.id).scene);
+  app.get('/:id/scene', { schema: { tags: ['robots'], summary: "the robot's 3D scene (sim/scene.ts wmrl-scene/1: bodies, geoms, meshes, initial poses)", params: IdParams, response: { 200: Type.Unknown(), 400: ErrorBody, 404: ErrorBody } } }, async (req) => robot(req.params.id).scene);
   app.post(
     '/:id/estop',
     { config: { auth: true }, schema: { tags: ['robots'], summary: 'e-stop: latches until reset', ...secured, params: IdParams, body: Type.Optional(EstopBody), response: replies(RobotStatus, 400, 401, 404, 429) } },
