@@ -1,6 +1,7 @@
 // The fastify application: one plugin per domain, TypeBox schemas on every route, OpenAPI at /docs,
 // bearer-token auth on routes that change state, stable error codes, the viewer as static files.
 import { existsSync } from 'node:fs';
+import AjvCompiler, { type ValidatorFactory } from '@fastify/ajv-compiler';
 import fastifyStatic from '@fastify/static';
 import fastifySwagger from '@fastify/swagger';
 import fastifySwaggerUi from '@fastify/swagger-ui';
@@ -65,6 +66,18 @@ const FASTIFY_CODES: Record<string, ErrorCode> = {
   FST_ERR_CTP_INVALID_CONTENT_LENGTH: 'WMRL_VALIDATION',
 };
 
+/**
+ * Unknown fields are errors, not silently dropped; every error is reported, not just the first.
+ * Query strings and path parameters are text, so their numbers are coerced; JSON bodies are not
+ * (`"episodes": "5"` is a violation, not a 5).
+ */
+const buildValidator: ValidatorFactory = (external, server) => {
+  const base = { ...(server?.customOptions ?? {}), removeAdditional: false, allErrors: true, useDefaults: true } as const;
+  const strict = AjvCompiler()(external, { customOptions: { ...base, coerceTypes: false } });
+  const coerce = AjvCompiler()(external, { customOptions: { ...base, coerceTypes: 'array' } });
+  return (route) => (route.httpPart === 'body' ? strict : coerce)(route);
+};
+
 /** Names the field of every schema violation, e.g. "body.episodes: must be >= 1". */
 function validationMessage(e: FastifyError): string {
   const ctx = e.validationContext ?? 'request';
@@ -86,8 +99,7 @@ export async function buildApp(ctx: AppContext, o: AppOptions = {}): Promise<App
     requestTimeout: o.requestTimeoutMs ?? 30_000,
     connectionTimeout: 60_000,
     return503OnClosing: true,
-    // Unknown fields are errors, not silently dropped; every error is reported, not just the first.
-    ajv: { customOptions: { removeAdditional: false, allErrors: true, coerceTypes: 'array', useDefaults: true } },
+    schemaController: { compilersFactory: { buildValidator } },
   }).withTypeProvider<TypeBoxTypeProvider>();
 
   app.setErrorHandler((err: FastifyError, _req, reply) => {

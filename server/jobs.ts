@@ -55,8 +55,13 @@ async function session(s: SessionSpec): Promise<string> {
   const layout = s.imagined ? stateLayout(s.imagined) : null;
   let episode: string | null = null;
   let t = 0;
+  let shown = 0;
+  // One real frame per policy step: the watchdog's hold commands (between episodes, or when a step
+  // runs late) move the robot too but are not steps of the episode.
   const onStep = (a: { q: number[]; command: number[]; poses: number[] }) => {
-    if (episode) ctx.emit({ type: 'real', robot: host.id, episode, t: t - 1, q: a.q, command: a.command, poses: a.poses });
+    if (!episode || t <= shown) return;
+    shown = t;
+    ctx.emit({ type: 'real', robot: host.id, episode, t: t - 1, q: a.q, command: a.command, poses: a.poses });
   };
   host.events.on('step', onStep);
   let done = 0;
@@ -73,6 +78,7 @@ async function session(s: SessionSpec): Promise<string> {
       }
       episode = randomUUID();
       t = 0;
+      shown = 0;
       const inner = s.policy();
       const policy: Policy = async (obs) => {
         if (t === 0 && s.imagined) s.imagined.setState({ ...host.sim.env.getState(), queue: [] });

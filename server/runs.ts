@@ -82,10 +82,8 @@ export class RunManager {
     const job = this.jobs.get(kind);
     if (!job) throw new ApiError('WMRL_JOB_NOT_FOUND', `no job kind '${kind}' (known: ${[...this.jobs.keys()].join(', ')})`);
     const robotId = typeof options.robot === 'string' ? options.robot : null;
-    if (robotId !== null) {
-      const robot = this.robot(robotId);
-      if (robot.run) throw new ApiError('WMRL_ROBOT_BUSY', `robot '${robotId}' is driven by run '${robot.run}'; stop it first`);
-    }
+    const robot = robotId === null ? null : this.robot(robotId);
+    if (robot?.run) throw new ApiError('WMRL_ROBOT_BUSY', `robot '${robotId}' is driven by run '${robot.run}'; stop it first`);
     const id = `${kind}-${new Date().toISOString().replace(/[:.]/g, '-')}-${randomUUID().slice(0, 6)}`;
     const dir = join(this.deps.dataDir, 'runs', id);
     mkdirSync(dir, { recursive: true });
@@ -93,7 +91,12 @@ export class RunManager {
     const status: RunStatus = { id, kind, state: 'running', robot: robotId, options, startedAt: Date.now(), endedAt: null, progress: { done: 0, total: 0 }, error: null, checkpoint: null, lastMetrics: null };
     const rec: RunRecord = { status, abort, done: Promise.resolve(), metrics: [], rollouts: new Map() };
     this.runs.set(id, rec);
+    // The run's robot is claimed now, before any await, so a second start cannot slip in.
     const claimed: RobotHost[] = [];
+    if (robot) {
+      robot.run = id;
+      claimed.push(robot);
+    }
     const ctx: JobContext = {
       runId: id,
       signal: abort.signal,
@@ -104,6 +107,7 @@ export class RunManager {
       robot: (rid) => this.robot(rid),
       claim: (robot) => {
         if (robot.run && robot.run !== id) throw new ApiError('WMRL_ROBOT_BUSY', `robot '${robot.id}' is driven by run '${robot.run}'`);
+        if (robot.run === id) return;
         robot.run = id;
         claimed.push(robot);
       },

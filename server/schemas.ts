@@ -71,7 +71,8 @@ export const RobotStatus = Type.Object({
 });
 export type RobotStatus = Static<typeof RobotStatus>;
 
-export const EstopBody = Type.Object({ reason: Type.Optional(Type.String({ maxLength: 200 })) }, { additionalProperties: false });
+/** The e-stop needs no body, so nothing a client sends can make it fail; a reason may ride in the query. */
+export const EstopQuery = Type.Object({ reason: Type.Optional(Type.String({ maxLength: 200 })) }, { additionalProperties: false });
 
 // ── Runs ────────────────────────────────────────────────────────────────────────────────────────
 export const ExpertSessionOptions = Type.Object(

@@ -30,6 +30,8 @@ export interface ServiceOptions {
   viewerDir?: string;
   logger?: boolean;
   auth?: AuthOptions;
+  /** Largest policy upload, bytes (default 64 MiB). */
+  policyBodyLimit?: number;
   /** Safety watchdogs of the robots (default on). */
   watchdog?: boolean;
   /** Faults of background work (a run that failed, the broker): reported, never swallowed. */
@@ -122,7 +124,7 @@ export async function startService(o: ServiceOptions): Promise<Service> {
       startedAt: Date.now(),
       endpoints: () => ({ foxglove: foxglove?.url ?? null, mqtt: broker?.url ?? null }),
     };
-    const app = await buildApp(ctx, { viewerDir: o.viewerDir, logger: o.logger });
+    const app = await buildApp(ctx, { viewerDir: o.viewerDir, logger: o.logger, policyBodyLimit: o.policyBodyLimit });
     cleanup.push(async () => {
       hub.closeAll();
       await app.close();

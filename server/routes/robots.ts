@@ -4,7 +4,7 @@ import { Type } from '@sinclair/typebox';
 import type { AppContext } from '../app.js';
 import { ApiError } from '../errors.js';
 import type { RobotHost } from '../robot-host.js';
-import { ErrorBody, EstopBody, IdParams, RobotStatus, replies } from '../schemas.js';
+import { ErrorBody, EstopQuery, IdParams, RobotStatus, replies } from '../schemas.js';
 
 const secured = { security: [{ bearer: [] }] };
 
@@ -19,10 +19,10 @@ export const robotsPlugin = (ctx: AppContext): FastifyPluginAsyncTypebox => asyn
   app.get('/:id/scene', { schema: { tags: ['robots'], summary: "the robot's 3D scene (sim/scene.ts wmrl-scene/1: bodies, geoms, meshes, initial poses)", params: IdParams, response: { 200: Type.Unknown(), 400: ErrorBody, 404: ErrorBody } } }, async (req) => robot(req.params.id).scene);
   app.post(
     '/:id/estop',
-    { config: { auth: true }, schema: { tags: ['robots'], summary: 'e-stop: latches until reset', ...secured, params: IdParams, body: Type.Optional(EstopBody), response: replies(RobotStatus, 400, 401, 404, 429) } },
+    { config: { auth: true }, schema: { tags: ['robots'], summary: 'e-stop: latches until reset', ...secured, params: IdParams, querystring: EstopQuery, response: replies(RobotStatus, 400, 401, 404, 429) } },
     async (req) => {
       const r = robot(req.params.id);
-      await r.estop(req.body?.reason ?? 'e-stop requested through the API');
+      await r.estop(req.query.reason ?? 'e-stop requested through the API');
       return r.status();
     },
   );
