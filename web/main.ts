@@ -134,12 +134,22 @@ function tipPosition(poses: ArrayLike<number>, tip: { body: number; offset: THRE
 }
 
 /** A polyline that grows as frames arrive. */
+/** A trajectory: a line through the points, each point a dot of a few pixels (unlit, so its colour is exact). */
 function trail(color: number, opacity = 1): { line: THREE.Line; set(points: THREE.Vector3[]): void } {
-  const geo = new THREE.BufferGeometry();
-  const line = new THREE.Line(geo, new THREE.LineBasicMaterial({ color, transparent: opacity < 1, opacity }));
-  line.frustumCulled = false;
-  scene.add(line);
-  return { line, set: (pts) => geo.setFromPoints(pts) };
+  const line = new THREE.Line(new THREE.BufferGeometry(), new THREE.LineBasicMaterial({ color, transparent: opacity < 1, opacity }));
+  const dots = new THREE.Points(new THREE.BufferGeometry(), new THREE.PointsMaterial({ color, size: 4, sizeAttenuation: false, transparent: opacity < 1, opacity }));
+  line.frustumCulled = dots.frustumCulled = false;
+  scene.add(line, dots);
+  // A geometry's buffers cannot grow: each update gets a fresh one.
+  return {
+    line,
+    set: (pts) => {
+      line.geometry.dispose();
+      dots.geometry.dispose();
+      line.geometry = new THREE.BufferGeometry().setFromPoints(pts);
+      dots.geometry = new THREE.BufferGeometry().setFromPoints(pts);
+    },
+  };
 }
 
 let real: BodySet | null = null;
@@ -230,7 +240,7 @@ function drawMetrics(): void {
   ];
   const series = wm.map((s) => ({ points: m.filter((p) => p[s.key] !== null).map((p) => [p.step, p[s.key]!] as [number, number]), color: s.color }));
   const missing = wm.filter((_s, i) => m.length && !series[i]!.points.length).map((s) => s.key);
-  plot($<HTMLCanvasElement>('wmrl'), series, { xLabel: 'step', empty: 'no metrics yet' });
+  plot($<HTMLCanvasElement>('wmrl'), series, { yMin: 0, xLabel: 'step', empty: 'no metrics yet' });
   notes.textContent = missing.length ? `${missing.join(', ')}: not measured by this run's job (${state.run?.kind ?? '?'}); the WMRL trainer reports them.` : '';
 }
 
@@ -261,6 +271,7 @@ function onEvent(ev: StreamEvent): void {
   } else if (ev.type === 'metrics') {
     if (ev.run === state.run?.id) {
       state.metrics.push(ev.metrics);
+      state.run.progress.done = ev.metrics.step;
       drawMetrics();
     }
   } else if (ev.type === 'episode') {
