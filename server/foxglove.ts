@@ -40,6 +40,15 @@ export async function startFoxglove(o: { host: string; port: number; robots: Rob
     server.handleConnection(conn, `${req.socket.remoteAddress}:${req.socket.remotePort}`);
   });
   const enc = new TextEncoder();
+  // Messages are sent after the current task, never inside the control step that made them.
+  let pending: Array<() => void> = [];
+  const later = (f: () => void) => {
+    if (pending.push(f) === 1) setImmediate(() => {
+      const q = pending;
+      pending = [];
+      for (const g of q) g();
+    });
+  };
   const stamp = () => {
     const ns = process.hrtime.bigint();
     const ms = Date.now();
@@ -57,8 +66,10 @@ export async function startFoxglove(o: { host: string; port: number; robots: Rob
     const onStep = (s: { q: number[]; command: number[] }) => {
       if (clients === 0) return;
       const t = stamp();
-      server.sendMessage(js, t.ns, enc.encode(JSON.stringify({ timestamp: t.ts, name: names, position: s.q })));
-      server.sendMessage(cmd, t.ns, enc.encode(JSON.stringify({ timestamp: t.ts, name: actuators, effort: s.command })));
+      later(() => {
+        server.sendMessage(js, t.ns, enc.encode(JSON.stringify({ timestamp: t.ts, name: names, position: s.q })));
+        server.sendMessage(cmd, t.ns, enc.encode(JSON.stringify({ timestamp: t.ts, name: actuators, effort: s.command })));
+      });
     };
     r.events.on('step', onStep);
     unsubscribe.push(() => r.events.off('step', onStep));
@@ -68,7 +79,7 @@ export async function startFoxglove(o: { host: string; port: number; robots: Rob
     const c = imaginedCh.get(ev.robot);
     if (!c) return;
     const t = stamp();
-    server.sendMessage(c.ch, t.ns, enc.encode(JSON.stringify({ timestamp: t.ts, run: ev.run, episode: ev.episode, source: ev.source, t: ev.t, name: c.joints, members: ev.members })));
+    later(() => server.sendMessage(c.ch, t.ns, enc.encode(JSON.stringify({ timestamp: t.ts, run: ev.run, episode: ev.episode, source: ev.source, t: ev.t, name: c.joints, members: ev.members }))));
   };
   o.runs.events.on('event', onRun);
   unsubscribe.push(() => o.runs.events.off('event', onRun));

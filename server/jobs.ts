@@ -3,13 +3,14 @@
 // is — the episode's actions replayed open-loop in a nominal-profile sim (source 'sim-replay') while
 // the robot runs its own profile — so the viewer's imagined-vs-real view shows the reality gap.
 import { randomUUID } from 'node:crypto';
-import { writeFileSync } from 'node:fs';
+import { renameSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { runEpisode, type Policy } from '../hardware/record.js';
 import { stateLayout } from '../hardware/robots/sim.js';
 import { OnnxPolicy } from '../policies/onnx-policy.js';
 import { makeEnv, type Env, type Expert } from '../sim/index.js';
 import type { JobContext, JobDefinition } from './runs.js';
+import { fitBehaviourCloning, type BcData } from './bc.js';
 import type { RobotHost } from './robot-host.js';
 import { ExpertSessionOptions, PolicyRunOptions, type MetricsPoint } from './schemas.js';
 
@@ -40,6 +41,8 @@ interface SessionSpec {
   policy(): Policy;
   /** Nominal-profile env for the sim-replay imagined rollout, or null. */
   imagined: Env | null;
+  /** Fit a behaviour-cloning policy to the session's (observation, action) pairs at the checkpoint. */
+  clone?: boolean;
 }
 
 /**
@@ -56,11 +59,16 @@ async function session(s: SessionSpec): Promise<string> {
   let episode: string | null = null;
   let t = 0;
   let shown = 0;
+  let obsAt = 0;
+  let episodeStart = 0;
+  const period = 1000 / spec.controlHz;
   // One real frame per policy step: the watchdog's hold commands (between episodes, or when a step
   // runs late) move the robot too but are not steps of the episode.
   const onStep = (a: { q: number[]; command: number[]; poses: number[] }) => {
     if (!episode || t <= shown) return;
     shown = t;
+    const now = performance.now();
+    host.ticks.push({ at: now, obsToApplied: now - obsAt, late: now - (episodeStart + (t - 1) * period) });
     ctx.emit({ type: 'real', robot: host.id, episode, t: t - 1, q: a.q, command: a.command, poses: a.poses });
   };
   host.events.on('step', onStep);
@@ -69,6 +77,7 @@ async function session(s: SessionSpec): Promise<string> {
   let robotSeconds = 0;
   const ids: string[] = [];
   const metrics: MetricsPoint[] = [];
+  const pairs: BcData = { obs: [], act: [] };
   try {
     ctx.progress(0, s.episodes);
     while (done < s.episodes && !ctx.signal.aborted) {
@@ -81,9 +90,15 @@ async function session(s: SessionSpec): Promise<string> {
       shown = 0;
       const inner = s.policy();
       const policy: Policy = async (obs) => {
+        obsAt = performance.now();
+        if (t === 0) episodeStart = obsAt;
         if (t === 0 && s.imagined) s.imagined.setState({ ...host.sim.env.getState(), queue: [] });
         const a = await inner(obs);
         t++;
+        if (s.clone) {
+          pairs.obs.push(OnnxPolicy.observationVector(obs));
+          pairs.act.push(Float32Array.from(a));
+        }
         if (s.imagined && layout) {
           // Open loop: the real episode's action, applied in the nominal sim from the same start state.
           const r = s.imagined.step(a);
@@ -120,14 +135,25 @@ async function session(s: SessionSpec): Promise<string> {
     host.events.off('step', onStep);
     s.imagined?.dispose();
   }
+  let policy: { id: string; samples: number; trainMse: number } | null = null;
+  if (s.clone && pairs.obs.length >= MIN_BC_PAIRS) {
+    const id = `bc-${ctx.runId}`;
+    const bc = await fitBehaviourCloning(pairs, { metadata: { run: ctx.runId, task: host.task, robot: spec.name, joints: spec.joints, control_hz: spec.controlHz } });
+    writeFileSync(`${ctx.policyPath(id)}.tmp`, bc.bytes);
+    renameSync(`${ctx.policyPath(id)}.tmp`, ctx.policyPath(id));
+    policy = { id, samples: bc.samples, trainMse: bc.loss };
+  }
   const file = join(ctx.dir, 'checkpoint.json');
-  writeFileSync(file, JSON.stringify({ run: ctx.runId, policyVersion: s.policyVersion, episodesDone: done, successes, robotSeconds, episodes: ids, metrics, stoppedEarly: ctx.signal.aborted }, null, 1));
+  writeFileSync(file, JSON.stringify({ run: ctx.runId, policyVersion: s.policyVersion, episodesDone: done, successes, robotSeconds, episodes: ids, policy, metrics, stoppedEarly: ctx.signal.aborted }, null, 1));
   return file;
 }
 
+/** Fewer pairs than this (two reach episodes) leave no policy behind. */
+const MIN_BC_PAIRS = 200;
+
 export const expertSession: JobDefinition<typeof ExpertSessionOptions> = {
   kind: 'expert-session',
-  description: "the sim's scripted expert drives the robot; every episode is recorded; the imagined rollout replays its actions in a nominal-profile sim (until the WMRL trainer lands, this is the default job)",
+  description: "the sim's scripted expert drives the robot; every episode is recorded; the imagined rollout replays its actions in a nominal-profile sim; the checkpoint fits a behaviour-cloning policy to the demonstrations (until the WMRL trainer lands, this is the default job)",
   options: ExpertSessionOptions,
   async run(o, ctx) {
     const host = ctx.robot(o.robot);
@@ -139,6 +165,7 @@ export const expertSession: JobDefinition<typeof ExpertSessionOptions> = {
       episodes: o.episodes,
       policyVersion: 'expert',
       imagined,
+      clone: o.clone,
       policy: () => {
         let expert: Expert | null = null;
         return () => {

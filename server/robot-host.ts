@@ -58,7 +58,31 @@ export interface RobotHostOptions {
   onIntervention?: (e: InterventionEvent) => void;
 }
 
+/** Timing of control steps, as the job driving the robot saw them (ms, performance.now clock). */
+export interface ControlTick {
+  /** When the action was applied on the robot. */
+  at: number;
+  /** From the observation the action was computed from to the action applied. */
+  obsToApplied: number;
+  /** From the tick's slot on the control clock (episode start + k periods) to the action applied. */
+  late: number;
+}
+
+/** A bounded log of the latest control ticks. */
+export class TickLog {
+  private buf: ControlTick[] = [];
+  constructor(private readonly cap = 200_000) {}
+  push(t: ControlTick): void {
+    this.buf.push(t);
+    if (this.buf.length > this.cap) this.buf.splice(0, this.buf.length - this.cap);
+  }
+  between(from: number, to: number): ControlTick[] {
+    return this.buf.filter((t) => t.at >= from && t.at < to);
+  }
+}
+
 export class RobotHost {
+  readonly ticks = new TickLog();
   readonly events = new EventEmitter<{ step: [AppliedStep]; status: [RobotStatus] }>();
   /** The run driving the robot, if any (one at a time). */
   run: string | null = null;

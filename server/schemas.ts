@@ -81,6 +81,7 @@ export const ExpertSessionOptions = Type.Object(
     episodes: Type.Integer({ minimum: 1, maximum: 100000, default: 20, description: 'episodes to record' }),
     imagined: Type.Boolean({ default: true, description: "replay each episode's actions in a nominal-profile sim as the imagined rollout" }),
     seed: Type.Integer({ default: 0 }),
+    clone: Type.Boolean({ default: true, description: 'at the checkpoint, fit a behaviour-cloning policy to the demonstrations and add it to the policies (as bc-<run id>)' }),
   },
   { additionalProperties: false },
 );

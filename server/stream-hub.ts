@@ -1,6 +1,7 @@
 // Fans the service's events out to WebSocket viewers: each event is serialized once, sent to every
-// client that asked for its type, and dropped for a client whose socket is backed up (a slow viewer
-// must never slow the control loop).
+// client that asked for its type, and dropped for a client whose socket is backed up. Events are
+// queued and sent after the current task (setImmediate), never inside the control step that made
+// them: a slow viewer, or fifty, must never slow the control loop.
 import type { WebSocket } from 'ws';
 import type { StreamEvent } from './schemas.js';
 
@@ -24,8 +25,25 @@ export class StreamHub {
     ws.once('close', () => this.clients.delete(ws));
   }
 
+  private queue: StreamEvent[] = [];
+  private scheduled = false;
+
   publish(ev: StreamEvent): void {
     if (this.clients.size === 0) return;
+    this.queue.push(ev);
+    if (this.scheduled) return;
+    this.scheduled = true;
+    setImmediate(() => this.flush());
+  }
+
+  private flush(): void {
+    this.scheduled = false;
+    const q = this.queue;
+    this.queue = [];
+    for (const ev of q) this.send(ev);
+  }
+
+  private send(ev: StreamEvent): void {
     let text: string | undefined;
     for (const [ws, topics] of this.clients) {
       if (!topics.has(ev.type) || ws.readyState !== ws.OPEN) continue;

@@ -158,6 +158,14 @@ describe('service API: runs and episodes', () => {
     const done = await runDone(runId);
     expect(done).toMatchObject({ state: 'finished', progress: { done: 2, total: 2 }, error: null });
     expect(existsSync(done.checkpoint!)).toBe(true);
+    // The checkpoint left a behaviour-cloning policy, deployable on the robot it was recorded on.
+    const cp = JSON.parse(readFileSync(done.checkpoint!, 'utf8')) as { policy: { id: string; samples: number; trainMse: number } };
+    expect(cp.policy.id).toBe(`bc-${runId}`);
+    expect(cp.policy.samples).toBeGreaterThanOrEqual(200);
+    expect(cp.policy.trainMse).toBeLessThan(0.2);
+    const bc = (await inject({ url: `/api/policies/bc-${runId}` })).json<{ metadata: Record<string, string>; inputs: Array<{ name: string }> }>();
+    expect(bc.metadata).toMatchObject({ kind: 'policy', source: 'behaviour-cloning', run: runId, task: 'reach' });
+    expect(bc.inputs.map((i) => i.name)).toEqual(['obs']);
     const metrics = (await inject({ url: `/api/runs/${runId}/metrics` })).json<MetricsPoint[]>();
     expect(metrics.map((m) => m.step)).toEqual([1, 2]);
     const m = metrics[1]!;

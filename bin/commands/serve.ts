@@ -1,6 +1,7 @@
 // `wmrl serve` (the default of `npm start`): the service on embedded defaults — SQLite store under
 // data/, the sim stand-in robot, the embedded MQTT broker, the API with the viewer, the Foxglove
 // endpoint — and the default job. Ctrl-C finishes the episode being recorded and checkpoints the run.
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { startService } from '../../server/service.js';
 import { progressBar } from '../progress.js';
@@ -45,6 +46,11 @@ export async function serve(o: ServeOptions): Promise<void> {
     const bar = progressBar();
     svc.ctx.runs.events.on('event', (ev) => {
       if (ev.type === 'metrics' && ev.run === run.id) bar(ev.metrics.step, o.episodes, `true success ${ev.metrics.trueSuccess?.toFixed(2)} [${ev.metrics.ppi?.map((x) => x.toFixed(2)).join(', ')}]`);
+      if (ev.type === 'run' && ev.status.id === run.id && ev.status.state === 'finished' && ev.status.checkpoint) {
+        const cp = JSON.parse(readFileSync(ev.status.checkpoint, 'utf8')) as { policy: { id: string; samples: number } | null };
+        console.log(`default job finished; checkpoint ${ev.status.checkpoint}`);
+        if (cp.policy) console.log(`  policy ${cp.policy.id} (behaviour cloning on ${cp.policy.samples} steps): deploy it with  npm start -- deploy ${join(o.data, 'policies', `${cp.policy.id}.onnx`)} --url ${svc.url}`);
+      }
     });
   }
   console.log('Ctrl-C stops: the episode being recorded is finished and the run checkpointed.');
