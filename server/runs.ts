@@ -6,6 +6,7 @@ import { EventEmitter } from 'node:events';
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Static, TObject } from '@sinclair/typebox';
+import { Value } from '@sinclair/typebox/value';
 import type { EpisodeStore } from '../episodes/store/store.js';
 import { ApiError } from './errors.js';
 import type { RobotHost } from './robot-host.js';
@@ -77,10 +78,16 @@ export class RunManager {
     return r;
   }
 
-  /** Starts a run; options must already be validated against the job's schema (fastify does, at the edge). */
-  start(kind: string, options: Record<string, unknown>): RunStatus {
+  /**
+   * Starts a run. The options are checked against the job's schema and its defaults filled in here too,
+   * so a caller inside the process (serve, a test, a trainer) gets exactly what the API would.
+   */
+  start(kind: string, given: Record<string, unknown>): RunStatus {
     const job = this.jobs.get(kind);
     if (!job) throw new ApiError('WMRL_JOB_NOT_FOUND', `no job kind '${kind}' (known: ${[...this.jobs.keys()].join(', ')})`);
+    const options = Value.Default(job.options, structuredClone(given)) as Record<string, unknown>;
+    const bad = [...Value.Errors(job.options, options)].map((e) => `options${e.path.replace(/\//g, '.')}: ${e.message}`);
+    if (bad.length) throw new ApiError('WMRL_VALIDATION', bad.join('; '));
     const robotId = typeof options.robot === 'string' ? options.robot : null;
     const robot = robotId === null ? null : this.robot(robotId);
     if (robot?.run) throw new ApiError('WMRL_ROBOT_BUSY', `robot '${robotId}' is driven by run '${robot.run}'; stop it first`);

@@ -43,8 +43,11 @@ describe('wmrl serve', () => {
     expect(out).toMatch(/shutting down: finishing the episode being recorded, checkpointing runs/);
     const row = /^(expert-session-\S+)\s+stopped\s+(\d+)\/50\s+.*?(\S+checkpoint\.json)$/m.exec(out);
     expect(row, out).not.toBeNull();
-    const cp = JSON.parse(readFileSync(row![3]!, 'utf8')) as { episodes: string[]; stoppedEarly: boolean };
+    const cp = JSON.parse(readFileSync(row![3]!, 'utf8')) as { episodes: string[]; stoppedEarly: boolean; policy: { id: string } | null };
     expect(cp.stoppedEarly).toBe(true);
+    // The checkpoint of the stopped run left the policy cloned from the episodes so far.
+    expect(cp.policy!.id).toBe(`bc-${row![1]}`);
+    expect(existsSync(join(data, 'policies', `${cp.policy!.id}.onnx`))).toBe(true);
     // The episode being recorded at Ctrl-C was finished (partial), not left 'recording'.
     const store = EpisodeStore.open(join(data, 'episodes.db'));
     try {

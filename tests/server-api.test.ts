@@ -286,3 +286,10 @@ describe('service API: policies', () => {
     expect(eps.at(-1)!.policyVersion).toBe('pi');
   });
 });
+
+describe('RunManager', () => {
+  it('fills in defaults and validates options for callers inside the process too', () => {
+    expect(() => svc.ctx.runs.start('expert-session', { robot: 'sim', episodes: -1 })).toThrow(/options\.episodes: Expected integer to be greater or equal to 1/);
+    expect(() => svc.ctx.runs.start('expert-session', { robot: 'sim', warp: 9 })).toThrow(/options.warp: Unexpected property/);
+  });
+});
