@@ -31,6 +31,9 @@ export async function serve(o: ServeOptions): Promise<void> {
     mqttPort: o.mqtt ? o.mqttPort : null,
     robots: [{ id: 'sim', task: o.task, profile: o.profile }],
     viewerDir,
+  }).catch((e: NodeJS.ErrnoException) => {
+    if (e.code === 'EADDRINUSE') throw new Error(`${e.message}: is another service running? Choose other ports (--port, --foxglove-port, --mqtt-port; 0 = any free port) or --no-mqtt`, { cause: e });
+    throw e;
   });
   const url = svc.url;
   console.log(`WMRL Bridge ${svc.ctx.version} serving on ${svc.url}`);
