@@ -20,7 +20,10 @@ export async function ensureViewer(log: (s: string) => void = (s) => console.err
   if (viewerIsCurrent()) return VIEWER_DIR;
   log('building the viewer (web/ → dist/web) ...');
   const t0 = performance.now();
-  const { build } = await import('vite');
+  const vite = await import('vite').catch((e: Error) => {
+    throw new Error(`the viewer is not built (${VIEWER_DIR}) and Vite, which builds it, cannot be loaded (${e.message}); run npm ci, then npm run build:web`, { cause: e });
+  });
+  const { build } = vite;
   await build({ configFile: join(WEB_SRC, 'vite.config.ts'), logLevel: 'warn' });
   log(`viewer built in ${((performance.now() - t0) / 1000).toFixed(1)} s`);
   return VIEWER_DIR;

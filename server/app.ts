@@ -44,6 +44,8 @@ export interface AppContext {
   version: string;
   startedAt: number;
   endpoints(): { foxglove: string | null; mqtt: string | null };
+  /** Faults of the service itself (a 500): never only in the reply. */
+  onError(e: Error): void;
 }
 
 export interface AppOptions {
@@ -102,7 +104,7 @@ export async function buildApp(ctx: AppContext, o: AppOptions = {}): Promise<App
     schemaController: { compilersFactory: { buildValidator } },
   }).withTypeProvider<TypeBoxTypeProvider>();
 
-  app.setErrorHandler((err: FastifyError, _req, reply) => {
+  app.setErrorHandler((err: FastifyError, req, reply) => {
     if (err instanceof ApiError) return reply.status(err.statusCode).send({ statusCode: err.statusCode, code: err.code, message: err.message });
     if (err.validation) return reply.status(400).send({ statusCode: 400, code: 'WMRL_VALIDATION', message: validationMessage(err) });
     const mapped = err.code ? FASTIFY_CODES[err.code] : undefined;
@@ -110,9 +112,8 @@ export async function buildApp(ctx: AppContext, o: AppOptions = {}): Promise<App
       const status = mapped === 'WMRL_VALIDATION' ? 400 : (err.statusCode ?? 400);
       return reply.status(status).send({ statusCode: status, code: mapped, message: err.message });
     }
-    // Anything else is a fault of the service: logged, and reported without internals.
-    app.log.error(err);
-    reply.log.error({ err }, 'unhandled error');
+    // Anything else is a fault of the service: reported to the service's error sink and to the caller.
+    ctx.onError(new Error(`${req.method} ${req.url}: ${err.message}`, { cause: err }));
     return reply.status(500).send({ statusCode: 500, code: 'WMRL_INTERNAL', message: `internal error: ${err.message}` });
   });
   app.setNotFoundHandler((req, reply) => reply.status(404).send({ statusCode: 404, code: 'WMRL_NOT_FOUND', message: `no route ${req.method} ${req.url.split('?')[0]}` }));

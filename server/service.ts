@@ -123,6 +123,7 @@ export async function startService(o: ServiceOptions): Promise<Service> {
       version: VERSION,
       startedAt: Date.now(),
       endpoints: () => ({ foxglove: foxglove?.url ?? null, mqtt: broker?.url ?? null }),
+      onError,
     };
     const app = await buildApp(ctx, { viewerDir: o.viewerDir, logger: o.logger, policyBodyLimit: o.policyBodyLimit });
     cleanup.push(async () => {

@@ -167,8 +167,14 @@ function drawTrails(realFrames: RealFrame[], imaginedFrames: ImaginedFrame[]): v
   imaginedTrails.forEach((t, m) => t.set(imaginedFrames.map((f) => (f.poses[m] ? tipPosition(f.poses[m]!, tip!) : null)).filter((p): p is THREE.Vector3 => !!p)));
 }
 
+// Drawn on demand (a new frame, a resize), not 60 times a second: an idle viewer costs nothing.
+let dirty = true;
+const redraw = () => (dirty = true);
+window.addEventListener('resize', redraw);
 function animate(): void {
   requestAnimationFrame(animate);
+  if (!dirty) return;
+  dirty = false;
   resize();
   renderer.render(scene, camera);
   state.renders++;
@@ -258,6 +264,7 @@ function showFrames(realFrames: RealFrame[], imaginedFrames: ImaginedFrame[], up
   for (const g of ghost?.groups ?? []) g.visible = !!lastIm;
   drawTrails(r, im);
   drawJoints(r, im);
+  redraw();
   $('real-count').textContent = String(r.length);
   $('imagined-count').textContent = String(im.length);
   $('imagined-source').textContent = lastIm ? `(${lastIm.source})` : '';
