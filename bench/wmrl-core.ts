@@ -11,10 +11,12 @@ import { median, quantile, type BenchOptions, type BenchReport, type Series } fr
 import type { Score } from '../wmrl/advantages.js';
 import {
   Corrector, correctorConfig, DEFAULT_CORRECTOR_CONFIG, type CorrectorConfig, type CorrectorOverrides, type CorrectorState, type StepResult,
-  type TrustedScorer, type WorldModelScorer, type WorldModelScores,
+  type WorldModelScorer, type WorldModelScores,
 } from '../wmrl/corrector.js';
 import type { DenoiseConfig } from '../wmrl/denoise.js';
+import { DEFAULT_GRPO_CONFIG, StandardGrpo } from '../wmrl/grpo.js';
 import { Rng } from '../wmrl/rng.js';
+import type { TrustedScorer } from '../wmrl/trusted.js';
 
 // ---- problem ------------------------------------------------------------------------------------
 
@@ -201,19 +203,25 @@ class WorldModel implements WorldModelScorer<Rollout> {
 
 type ArmKey = 'standard' | 'pure' | 'debias' | 'denoise' | 'full' | 'active' | 'perRollout' | 'noGuard';
 
+/** An arm's estimator: standard GRPO (wmrl/grpo.ts), or the Corrector with this config. */
+type ArmConfig = CorrectorConfig | 'standard';
+
 interface Arm {
   key: ArmKey;
   name: string;
-  cfg: (seed: number) => CorrectorConfig;
+  cfg: (seed: number) => ArmConfig;
 }
 
 /** GRPO-standardized advantages in every arm, training and measurement alike. */
 const ADV = { ...DEFAULT_CORRECTOR_CONFIG.advantages };
+const SLOTS = 64;
 const base = (seed: number, over: CorrectorOverrides): CorrectorConfig =>
-  correctorConfig(over, correctorConfig({ advantages: ADV, anchors: { maxInFlight: 64 }, seed }));
+  correctorConfig(over, correctorConfig({ advantages: ADV, anchors: { maxInFlight: SLOTS }, seed }));
+const standardGrpo = (real: TrustedScorer<Rollout>): StandardGrpo<Rollout> =>
+  new StandardGrpo<Rollout>({ ...DEFAULT_GRPO_CONFIG, advantages: ADV, maxInFlight: SLOTS }, real);
 
 const ARMS: Arm[] = [
-  { key: 'standard', name: 'standard GRPO (all real)', cfg: (s) => base(s, { worldModel: false }) },
+  { key: 'standard', name: 'standard GRPO (all real)', cfg: () => 'standard' },
   { key: 'pure', name: 'pure world model', cfg: (s) => base(s, { debias: false, denoise: false, anchors: { fraction: 0, floor: 0 } }) },
   { key: 'debias', name: '+ debias', cfg: (s) => base(s, { denoise: false }) },
   { key: 'denoise', name: '+ denoise', cfg: (s) => base(s, { debias: false }) },
@@ -229,7 +237,7 @@ interface RunOut {
   realToTarget: number; // Infinity when never reached
   finalRatio: number; // true J / J* at the end
   thetas: Float64Array[]; // at checkpoints
-  states: CorrectorState[]; // at checkpoints
+  states: CorrectorState[]; // at checkpoints; none for standard GRPO
   biasReductionLog: number | null;
   anchorWeight: number;
   ciCover: number; // fraction of logged steps whose interval covered the true mean score
@@ -244,7 +252,9 @@ interface RunOut {
 async function train(arm: Arm, seed: number, b: Bandit, steps: number, checkpoints: number[], realBudget = Number.POSITIVE_INFINITY): Promise<RunOut> {
   const sampler = new Rng(seed * 101 + 3);
   const wm = new WorldModel(b, new Rng(seed * 101 + 5));
-  const corrector = new Corrector<Rollout>(arm.cfg(seed), wm, new RealExecution(b, new Rng(seed * 101 + 7)), { contextOf });
+  const real = new RealExecution(b, new Rng(seed * 101 + 7));
+  const cfg = arm.cfg(seed);
+  const trainer = cfg === 'standard' ? standardGrpo(real) : new Corrector<Rollout>(cfg, wm, real, { contextOf });
   const theta = new Float64Array(P * K);
   const curve: Array<[number, number]> = [];
   const thetas: Float64Array[] = [];
@@ -256,14 +266,16 @@ async function train(arm: Arm, seed: number, b: Bandit, steps: number, checkpoin
   let intervals = 0;
   for (let t = 0; t < steps; t++) {
     if (checkpoints.includes(t)) {
-      await corrector.drain();
       thetas.push(Float64Array.from(theta));
-      states.push(corrector.state());
+      if (trainer instanceof Corrector) {
+        await trainer.drain();
+        states.push(trainer.state());
+      }
     }
     const j = trueJ(theta, b);
     wm.progress = Math.min(1, Math.max(0, (j - b.j0) / (b.jStar - b.j0)));
     const groups = sampleGroups(theta, sampler);
-    const res = await corrector.step(groups);
+    const res = await trainer.step(groups);
     if (res.log.trueMean) {
       intervals++;
       if (res.log.trueMean.lo <= j && j <= res.log.trueMean.hi) covered++;
@@ -335,10 +347,9 @@ async function moments(reps: number, draw: (r: number) => Promise<Float64Array[]
  * every group (what standard GRPO follows), by Monte Carlo over `reps` draws.
  */
 async function referenceGradient(seed: number, b: Bandit, theta: Float64Array, reps: number, salt: number) {
-  const cfg = base(seed, { worldModel: false });
   const [m] = await moments(reps, async (r) => {
     const rs = seed * 2_000_003 + salt * 30_011 + r;
-    const c = new Corrector<Rollout>(cfg, null, new RealExecution(b, new Rng(rs * 2 + 1)));
+    const c = standardGrpo(new RealExecution(b, new Rng(rs * 2 + 1)));
     const groups = sampleGroups(theta, new Rng(rs * 2 + 2));
     return [gradientEstimate(theta, groups, await c.step(groups))];
   });
@@ -420,20 +431,27 @@ export function replicateState(state: CorrectorState, seed: number, salt: number
 
 /**
  * Moments of the arm's gradient estimator at the reference policy θ, with the arm's own corrector
- * state restored for each of `reps` replicates. Replicate r draws its actions, world-model noise,
+ * state restored for each of `reps` replicates (standard GRPO has none). Replicate r draws its actions, world-model noise,
  * real noise *and its anchors* (the scheduler's random state is replaced) from streams fixed by
  * (seed, salt, r) alone: the variance includes anchor selection, and two configurations measured
  * with the same arguments share their random numbers (paired comparison).
  */
-async function measure(cfg: CorrectorConfig, seed: number, b: Bandit, theta: Float64Array, state: CorrectorState, reps: number, salt: number,
+async function measure(cfg: ArmConfig, seed: number, b: Bandit, theta: Float64Array, state: CorrectorState | undefined, reps: number, salt: number,
   ref: { mean: Float64Array; variance: number; reps: number }, extras = false): Promise<Measurement> {
   const j = trueJ(theta, b);
   const ms = await moments(reps, async (r) => {
     const rs = seed * 1_000_003 + salt * 10_007 + r;
     const wm = new WorldModel(b, new Rng(rs * 3 + 1));
     wm.progress = Math.min(1, Math.max(0, (j - b.j0) / (b.jStar - b.j0)));
-    const c = new Corrector<Rollout>(cfg, wm, new RealExecution(b, new Rng(rs * 3 + 2)), { contextOf });
-    if (cfg.worldModel) c.restore(replicateState(state, seed, salt, r));
+    const real = new RealExecution(b, new Rng(rs * 3 + 2));
+    let c: Corrector<Rollout> | StandardGrpo<Rollout>;
+    if (cfg === 'standard') {
+      c = standardGrpo(real);
+    } else {
+      if (!state) throw new Error('a Corrector arm is measured from its saved state');
+      c = new Corrector<Rollout>(cfg, wm, real, { contextOf });
+      c.restore(replicateState(state, seed, salt, r));
+    }
     const groups = sampleGroups(theta, new Rng(rs * 3 + 3));
     const res = await c.step(groups);
     const main = gradientEstimate(theta, groups, res);
@@ -541,13 +559,14 @@ export async function run(opts: BenchOptions): Promise<BenchReport> {
       const mine: Measured[] = [];
       for (let k = 0; k < checkpoints.length; k++) {
         const theta = out.thetas[k]!;
-        const st = out.states[k]!;
+        const st = out.states[k]; // none for standard GRPO
         const ref = await referenceGradient(seed, b, theta, refReps, k);
         const cfg = arm.cfg(seed);
-        if (arm.key !== 'full') {
+        if (arm.key !== 'full' || cfg === 'standard') {
           mine.push((await measure(cfg, seed, b, theta, st, reps, k, ref)).main);
           continue;
         }
+        if (!st) throw new Error(`${arm.name} saved no state at checkpoint ${checkpoints[k]}`);
         const n = pairedReps;
         const on = await measure(cfg, seed, b, theta, st, n, k, ref, true);
         mine.push(on.main);
@@ -559,7 +578,7 @@ export async function run(opts: BenchOptions): Promise<BenchReport> {
           noDenoise: (await measure(correctorConfig({ denoise: false }, cfg), seed, b, theta, st, n, k, ref)).main,
           noGuard: (await measure(correctorConfig({ guard: false }, cfg), seed, b, theta, st, n, k, ref)).main,
           // Equal steps: every group executed for real at the same policy (its own random numbers).
-          allReal: (await measure(base(seed, { worldModel: false }), seed, b, theta, st, n, k, ref)).main,
+          allReal: (await measure('standard', seed, b, theta, st, n, k, ref)).main,
         });
         const ws = st.weighter!;
         const s2 = ws.norm > 0 ? ws.ewma / ws.norm : 0;

@@ -95,6 +95,22 @@ program
   .option('--token-file <F>', 'access token file (or set WMRL_TOKEN)', 'data/token')
   .action(async (file, o) => (await import('./commands/deploy.js')).deploy(file, o));
 
+// `train` parses its own options (bin/commands/train.ts); commander passes them through untouched.
+const TRAIN_USAGE = 'train [--algo wmrl|standard] [--robot sim:TASK[:PROFILE]|ROBOT.yaml --task TASK] [--no-debias] [--no-denoise] [--pure-wm] [--anchors random|active] [--updates N] [--prompts B] [--group G] [--robots N] [--reset-seconds S] [--seed S] [--out DIR] [--resume] [--quick]';
+const TRAIN_SUMMARY = 'post-train a policy on a robot with WMRL (or the standard-GRPO baseline), export it as .onnx';
+program
+  .command('train')
+  .summary(TRAIN_SUMMARY)
+  .usage(TRAIN_USAGE.slice('train '.length))
+  .helpOption(false)
+  .allowUnknownOption()
+  .allowExcessArguments()
+  .argument('[options...]')
+  .action(async (args: string[]) => {
+    if (args.includes('--help') || args.includes('-h')) console.log(`usage: wmrl ${TRAIN_USAGE}\n\n${TRAIN_SUMMARY}`);
+    else await (await import('./commands/train.js')).train(args);
+  });
+
 program
   .command('bench')
   .summary('run a benchmark: prints a markdown table and a RESULT line (see README)')

@@ -1,12 +1,16 @@
 // The data a robot exchanges with every layer: what it declares about itself, what it observes,
 // its images. Types only, importing nothing: transports (bridge/), the episode record (episodes/),
-// policies and the Robot contract (hardware/types.ts) all speak in them.
+// policies and the Robot contract (hardware/types.ts) all speak in them. The observation vector a
+// declaration implies is defined in layout.ts (layoutOf).
+import type { JointUnit } from './layout.js';
 
 /** What a robot declares about itself (its `spec`): joints, limits, action, control rate; policies and the safety layer are configured from it. */
 export interface RobotDeclaration {
   name: string;
   /** Joint names, in the order of every per-joint array below and of observations. */
   joints: string[];
+  /** Unit of each joint's position, in `joints` order: 'rad' (revolute) or 'm' (prismatic); all 'rad' when absent. */
+  jointUnits?: JointUnit[];
   /** [lower, upper] joint position limits (rad or m); ±Infinity when unlimited. */
   positionLimits: Array<[number, number]>;
   /** Maximum |joint velocity| (rad/s or m/s). */
@@ -17,6 +21,8 @@ export interface RobotDeclaration {
   controlHz: number;
   /** Extra observation features the robot provides beyond joint states (e.g. task state from perception). */
   features?: string[];
+  /** Unit of each feature, in `features` order ('m', 'm/s', '1' for dimensionless); all '1' when absent. */
+  featureUnits?: string[];
   camera?: { width: number; height: number; encoding: ImageEncoding };
 }
 

@@ -27,7 +27,16 @@ export interface RobotConfig {
   featuresTopic?: string;
   cameraTopic?: string;
   instructionTopic?: string;
-  services: { reset?: string; estop?: string };
+  /**
+   * std_msgs/msg/Float64MultiArray `[t, reward, success, terminated, truncated]` published each control
+   * step: the robot's own outcome signal (a success detector), which training on the robot needs.
+   */
+  outcomeTopic?: string;
+  /**
+   * reset, estop: std_srvs/srv/Trigger services. resetSeed: a std_msgs/msg/UInt32 topic (latched) whose last
+   * value the robot applies on the next reset call, so a seeded reset reproduces a start state.
+   */
+  services: { reset?: string; estop?: string; resetSeed?: string };
   safety: SafetyConfig;
 }
 
@@ -71,16 +80,18 @@ const RobotFile = Type.Object(
       key_file: Type.Optional(Type.String()),
     }),
     joints: Type.Array(Type.String(), { minItems: 1, errorMessage: 'must name at least one joint' }),
+    joint_units: Type.Optional(Type.Array(OneOf('rad', 'm'), { errorMessage: "must be a list of 'rad' or 'm', one per joint" })),
     position_limits: Type.Array(Type.Tuple([Real, Real], { errorMessage: 'must be a [lower, upper] pair' }), { errorMessage: 'must be a list of [lower, upper] pairs' }),
     velocity_limits: Type.Array(Positive, { errorMessage: 'must be a list of positive numbers' }),
     control_hz: Type.Number({ exclusiveMinimum: 0, maximum: 2000, errorMessage: 'must be a rate in (0, 2000] Hz' }),
     action: Type.Object({ kind: OneOf('joint_position', 'joint_velocity', 'normalized'), names: Type.Optional(Names), low: Reals, high: Reals }, { additionalProperties: false }),
     command: Section({ mode: OneOf('forward_command', 'joint_trajectory'), topic: Type.String(), trajectory_field: Type.Optional(OneOf('positions', 'velocities', 'effort')) }),
     state_topic: Type.Optional(Type.String()),
-    features: Section({ topic: Type.String(), names: Names }),
+    features: Section({ topic: Type.String(), names: Names, units: Type.Optional(Names) }),
     camera: Section({ topic: Type.String(), width: Pixels, height: Pixels, encoding: Type.Optional(OneOf('rgb8', 'jpeg', 'png')) }),
     instruction_topic: Type.Optional(Type.String()),
-    services: Section({ reset: Type.Optional(Type.String()), estop: Type.Optional(Type.String()) }),
+    outcome_topic: Type.Optional(Type.String()),
+    services: Section({ reset: Type.Optional(Type.String()), estop: Type.Optional(Type.String()), reset_seed_topic: Type.Optional(Type.String()) }),
     safety: Section({
       max_delta: Type.Optional(Positive),
       watchdog_ms: Type.Optional(Positive),
@@ -104,6 +115,8 @@ export function parseRobotConfig(text: string, file = '<robot.yaml>'): RobotConf
     return vs;
   };
   const velocityLimits = count('velocity_limits', y.velocity_limits, joints.length, 'joint');
+  if (y.joint_units && y.joint_units.length !== joints.length) fail(['joint_units'], `needs ${joints.length} units (one per joint), got ${y.joint_units.length}`);
+  if (y.features?.units && y.features.units.length !== y.features.names.length) fail(['features', 'units'], `needs ${y.features.names.length} units (one per feature), got ${y.features.units.length}`);
   const names = y.action.names ?? joints;
   const low = count('low', y.action.low, names.length, 'action');
   const high = count('high', y.action.high, names.length, 'action');
@@ -148,6 +161,10 @@ export function parseRobotConfig(text: string, file = '<robot.yaml>'): RobotConf
   const services: RobotConfig['services'] = {};
   if (y.services?.reset !== undefined) services.reset = y.services.reset;
   if (y.services?.estop !== undefined) services.estop = y.services.estop;
+  if (y.services?.reset_seed_topic !== undefined) {
+    if (services.reset === undefined) fail(['services', 'reset_seed_topic'], "needs 'services.reset' (the seed is applied on the next reset call)");
+    services.resetSeed = y.services.reset_seed_topic;
+  }
   const sf = y.safety ?? {};
   const safety: SafetyConfig = {
     maxDelta: sf.max_delta ?? DEFAULT_SAFETY.maxDelta,
@@ -158,7 +175,18 @@ export function parseRobotConfig(text: string, file = '<robot.yaml>'): RobotConf
   };
   const camera: RobotDeclaration['camera'] = y.camera && { width: y.camera.width, height: y.camera.height, encoding: y.camera.encoding ?? 'png' };
   return {
-    spec: { name: y.name, joints, positionLimits, velocityLimits, action, controlHz: y.control_hz, ...(y.features ? { features: y.features.names } : {}), ...(camera ? { camera } : {}) },
+    spec: {
+      name: y.name,
+      joints,
+      ...(y.joint_units ? { jointUnits: y.joint_units } : {}),
+      positionLimits,
+      velocityLimits,
+      action,
+      controlHz: y.control_hz,
+      ...(y.features ? { features: y.features.names } : {}),
+      ...(y.features?.units ? { featureUnits: y.features.units } : {}),
+      ...(camera ? { camera } : {}),
+    },
     transport,
     ...(mqtt ? { mqtt } : {}),
     url,
@@ -167,6 +195,7 @@ export function parseRobotConfig(text: string, file = '<robot.yaml>'): RobotConf
     featuresTopic: y.features?.topic,
     cameraTopic: y.camera?.topic,
     instructionTopic: y.instruction_topic,
+    outcomeTopic: y.outcome_topic,
     services,
     safety,
   };

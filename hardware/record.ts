@@ -4,15 +4,22 @@ import { randomUUID } from 'node:crypto';
 import type { EpisodeStore } from '../episodes/store/store.js';
 import { SafetyStop, type SafetyLayer } from './safety.js';
 import type { RobotObservation } from '../common/robot.js';
+import type { ResetOptions } from './types.js';
 import type { EpisodeMeta, EpisodeStatus } from '../episodes/types.js';
 
 export type Policy = (obs: RobotObservation) => Float32Array | Promise<Float32Array>;
 
-/** Per-step outcome; robots that cannot score themselves leave reward 0 and never end early. */
-export type Scorer = () => { reward: number; done: boolean; success?: boolean };
+/**
+ * Per-step outcome, asked right after each command; robots that cannot score themselves leave reward 0
+ * and never end early. A remote robot's scorer waits for the robot to report the step (RosRobot.outcomeOfLastCommand).
+ */
+export type Scorer = () => StepOutcome | Promise<StepOutcome>;
+export interface StepOutcome { reward: number; done: boolean; success?: boolean }
 
 export interface RunEpisodeOptions {
   robot: SafetyLayer;
+  /** Options of the reset that starts the episode (a seed selects the start state). */
+  reset?: ResetOptions;
   policy: Policy;
   maxSteps: number;
   store?: EpisodeStore;
@@ -22,6 +29,8 @@ export interface RunEpisodeOptions {
   realTime?: boolean;
   signal?: AbortSignal;
   onStep?: (seq: number, reward: number) => void;
+  /** Called with each action as the robot actually received it (after the safety layer's clipping). */
+  onSent?: (action: Float32Array) => void;
 }
 
 export interface EpisodeOutcome {
@@ -35,7 +44,7 @@ export interface EpisodeOutcome {
 
 export async function runEpisode(o: RunEpisodeOptions): Promise<EpisodeOutcome> {
   // Reset first: the episode's instruction is the one the robot gives after the reset.
-  let obs = await o.robot.reset();
+  let obs = await o.robot.reset(o.reset);
   let obsAt = performance.now();
   const meta: EpisodeMeta = { ...o.meta, id: o.meta.id ?? randomUUID(), startedAt: Date.now(), ...(obs.instruction !== undefined && o.meta.instruction === undefined ? { instruction: obs.instruction } : {}) };
   const rec = o.store?.begin(meta);
@@ -54,9 +63,10 @@ export async function runEpisode(o: RunEpisodeOptions): Promise<EpisodeOutcome> 
       const tObs = obs.stamp;
       const action = await o.policy(obs);
       const sent = await o.robot.act(action, { stamp: obsAt });
+      o.onSent?.(sent);
       // The action's time on the robot's clock: the observation's stamp plus the policy's latency.
       const tAct = tObs + (performance.now() - obsAt) / 1000;
-      const s = o.score?.() ?? { reward: 0, done: false };
+      const s = (await o.score?.()) ?? { reward: 0, done: false };
       const done = s.done || seq === o.maxSteps - 1;
       if (s.success !== undefined) success = s.success;
       ret += s.reward;

@@ -3,7 +3,7 @@
 // action range and the joint limits, and within the per-step change cap. A watchdog holds the robot
 // when commands stop; the e-stop latches until an explicit clear; episodes have a time cap.
 import type { RobotObservation, RobotDeclaration } from '../common/robot.js';
-import type { Robot } from './types.js';
+import type { ResetOptions, Robot } from './types.js';
 
 export interface SafetyConfig {
   /** Largest change of any action component between consecutive commands. */
@@ -214,9 +214,9 @@ export class SafetyLayer implements Robot {
     return o;
   }
 
-  async reset(): Promise<RobotObservation> {
+  async reset(options?: ResetOptions): Promise<RobotObservation> {
     if (this.estopped) throw new SafetyStop('estop', `${this.spec.name}: e-stop is latched; reset() does not clear it — call clearEstop()`);
-    const o = await this.inner.reset();
+    const o = await this.inner.reset(options);
     this.lastObs = o;
     this.last = this.holdAction();
     this.timedOut = false;
@@ -257,8 +257,13 @@ export class SafetyLayer implements Robot {
     try {
       if (this.config.watchdogAction === 'stop') {
         if (first) {
-          await this.send(this.holdAction());
-          await this.estop('watchdog');
+          // The latch must not depend on the link: a hold command that fails (a timed-out
+          // broker ack, a dropped connection) still ends in the e-stop.
+          try {
+            await this.send(this.holdAction());
+          } finally {
+            await this.estop('watchdog');
+          }
         }
       } else await this.send(this.holdAction());
     } catch (e) {

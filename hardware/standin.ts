@@ -5,6 +5,9 @@ import { encodePng } from '../sim/index.js';
 import { fromRosTime, toRosTime } from '../bridge/ros/msgs.js';
 import { RosbridgeServer } from '../bridge/rosbridge/server.js';
 import { SimRobot, type SimRobotOptions } from './robots/sim.js';
+import type { RobotConfig } from './config.js';
+import { DEFAULT_SAFETY } from './safety.js';
+import type { RobotDeclaration } from '../common/robot.js';
 
 /** Topic, service and action names the stand-in serves (the example robot YAML uses the same). */
 export const STANDIN = {
@@ -17,6 +20,7 @@ export const STANDIN = {
   instruction: '/wmrl/instruction',
   camera: '/camera/image/compressed',
   reset: '/wmrl/reset',
+  resetSeed: '/wmrl/reset_seed',
   estop: '/wmrl/estop',
   runExpert: '/wmrl/run_expert',
 } as const;
@@ -30,6 +34,21 @@ export interface StandInOptions extends SimRobotOptions {
   commandTimeoutMs?: number;
   /** A trajectory command stamped longer ago than this is refused as stale. */
   maxCommandAgeMs?: number;
+}
+
+/** The robot config of a stand-in serving `spec` at `url`: the topics and services above, the safety defaults. */
+export function standInConfig(spec: RobotDeclaration, url: string): RobotConfig {
+  return {
+    spec,
+    transport: 'rosbridge',
+    url,
+    command: { mode: 'forward_command', topic: STANDIN.forwardCommand, trajectoryField: 'positions' },
+    stateTopic: STANDIN.jointStates,
+    featuresTopic: STANDIN.taskState,
+    instructionTopic: STANDIN.instruction,
+    services: { reset: STANDIN.reset, estop: STANDIN.estop, resetSeed: STANDIN.resetSeed },
+    safety: { ...DEFAULT_SAFETY },
+  };
 }
 
 export interface StandIn {
@@ -85,13 +104,18 @@ export async function startStandIn(o: StandInOptions): Promise<StandIn> {
 
   const publishInstruction = () => pubInstr({ data: robot.lastObs.instruction });
   publishInstruction();
+  // A seed published here is applied by the next reset call (and only that one).
+  let seed: number | undefined;
+  server.subscribe(STANDIN.resetSeed, 'std_msgs/msg/UInt32', (m) => (seed = Number(m.data)));
   server.advertiseService(STANDIN.reset, 'std_srvs/srv/Trigger', async () => {
-    await robot.reset();
+    const s = seed;
+    seed = undefined;
+    await robot.reset(s === undefined ? undefined : { seed: s });
     command = new Float32Array(n);
     commandAt = -Infinity;
     counters.resets++;
     publishInstruction();
-    return { success: true, message: `reset: ${robot.lastObs.instruction}` };
+    return { success: true, message: `reset${s === undefined ? '' : ` (seed ${s})`}: ${robot.lastObs.instruction}` };
   });
   server.advertiseService(STANDIN.estop, 'std_srvs/srv/Trigger', async () => {
     await robot.estop();

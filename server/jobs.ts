@@ -3,14 +3,15 @@
 // is — the episode's actions replayed open-loop in a nominal-profile sim (source 'sim-replay') while
 // the robot runs its own profile — so the viewer's imagined-vs-real view shows the reality gap.
 import { randomUUID } from 'node:crypto';
-import { renameSync, writeFileSync } from 'node:fs';
+import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { runEpisode, type Policy } from '../hardware/record.js';
-import { stateLayout } from '../hardware/robots/sim.js';
+import { OBSERVATION_LAYOUT_KEY, buildObservation, layoutEntries, layoutOf, layoutToJson, splitObservation } from '../common/layout.js';
+import { behaviourClone } from '../policies/bc.js';
+import { GaussianPolicy, exportPolicy } from '../policies/gaussian.js';
 import { OnnxPolicy } from '../policies/onnx-policy.js';
 import { makeEnv, type Env, type Expert } from '../sim/index.js';
 import type { JobContext, JobDefinition } from './runs.js';
-import { fitBehaviourCloning, type BcData } from './bc.js';
 import type { RobotHost } from './robot-host.js';
 import { ExpertSessionOptions, PolicyRunOptions, type MetricsPoint } from './schemas.js';
 
@@ -55,7 +56,7 @@ async function session(s: SessionSpec): Promise<string> {
   const { ctx, host } = s;
   ctx.claim(host);
   const spec = host.sim.spec;
-  const layout = s.imagined ? stateLayout(s.imagined) : null;
+  const layout = layoutOf(spec);
   let episode: string | null = null;
   let t = 0;
   let shown = 0;
@@ -77,7 +78,7 @@ async function session(s: SessionSpec): Promise<string> {
   let robotSeconds = 0;
   const ids: string[] = [];
   const metrics: MetricsPoint[] = [];
-  const pairs: BcData = { obs: [], act: [] };
+  const pairs: { obs: Float32Array[]; act: Float32Array[] } = { obs: [], act: [] };
   try {
     ctx.progress(0, s.episodes);
     while (done < s.episodes && !ctx.signal.aborted) {
@@ -96,13 +97,14 @@ async function session(s: SessionSpec): Promise<string> {
         const a = await inner(obs);
         t++;
         if (s.clone) {
-          pairs.obs.push(OnnxPolicy.observationVector(obs));
+          pairs.obs.push(buildObservation(layout, obs, spec.name));
           pairs.act.push(Float32Array.from(a));
         }
-        if (s.imagined && layout) {
+        if (s.imagined) {
           // Open loop: the real episode's action, applied in the nominal sim from the same start state.
           const r = s.imagined.step(a);
-          ctx.emit({ type: 'imagined', robot: host.id, episode: episode!, source: 'sim-replay', t: t - 1, members: [layout.pos.map((i) => round(r.obs.state[i]!))], poses: [Array.from(s.imagined.poses(), round)] });
+          const q = splitObservation(s.imagined.layout, r.obs.state, 'imagined').position;
+          ctx.emit({ type: 'imagined', robot: host.id, episode: episode!, source: 'sim-replay', t: t - 1, members: [Array.from(q, round)], poses: [Array.from(s.imagined.poses(), round)] });
         }
         return a;
       };
@@ -138,14 +140,42 @@ async function session(s: SessionSpec): Promise<string> {
   let policy: { id: string; samples: number; trainMse: number } | null = null;
   if (s.clone && pairs.obs.length >= MIN_BC_PAIRS) {
     const id = `bc-${ctx.runId}`;
-    const bc = await fitBehaviourCloning(pairs, { metadata: { run: ctx.runId, task: host.task, robot: spec.name, joints: spec.joints, control_hz: spec.controlHz } });
-    writeFileSync(`${ctx.policyPath(id)}.tmp`, bc.bytes);
-    renameSync(`${ctx.policyPath(id)}.tmp`, ctx.policyPath(id));
-    policy = { id, samples: bc.samples, trainMse: bc.loss };
+    const trainMse = await clonePolicy(pairs, host, id, ctx);
+    policy = { id, samples: pairs.obs.length, trainMse };
   }
   const file = join(ctx.dir, 'checkpoint.json');
   writeFileSync(file, JSON.stringify({ run: ctx.runId, policyVersion: s.policyVersion, episodesDone: done, successes, robotSeconds, episodes: ids, policy, metrics, stoppedEarly: ctx.signal.aborted }, null, 1));
   return file;
+}
+
+/**
+ * Behaviour cloning (policies/bc.ts) of the session's (observation, commanded action) pairs into the
+ * Gaussian MLP policy, exported as a deployable artifact with the robot's observation layout. Returns
+ * the last epoch's mean squared action error (summed over the action's entries).
+ */
+async function clonePolicy(pairs: { obs: Float32Array[]; act: Float32Array[] }, host: RobotHost, id: string, ctx: JobContext): Promise<number> {
+  const spec = host.sim.spec;
+  const layout = layoutOf(spec);
+  const M = pairs.obs.length, D = pairs.obs[0]!.length, A = pairs.act[0]!.length;
+  const obs = new Float32Array(M * D), action = new Float32Array(M * A);
+  pairs.obs.forEach((o, i) => obs.set(o, i * D));
+  pairs.act.forEach((a, i) => action.set(a, i * A));
+  // Normalization from the demonstrations (entries that never vary keep std 1).
+  const mean = new Float32Array(D), sd = new Float32Array(D);
+  for (let i = 0; i < M; i++) for (let j = 0; j < D; j++) mean[j]! += obs[i * D + j]! / M;
+  for (let i = 0; i < M; i++) for (let j = 0; j < D; j++) sd[j]! += (obs[i * D + j]! - mean[j]!) ** 2 / M;
+  const policy = new GaussianPolicy({ obsDim: D, actDim: A, obsMean: mean, obsStd: Array.from(sd, (v) => (v > 1e-8 ? Math.sqrt(v) : 1)), actLow: spec.action.low, actHigh: spec.action.high, seed: 0 });
+  // About 400 optimizer steps whatever the amount of data (an epoch is M / 256 steps).
+  const loss = await behaviourClone(policy, { obs, action }, { epochs: Math.ceil(400 / Math.max(1, Math.floor(M / 256))), optimizer: { lr: 3e-3, clipNorm: 1 } });
+  exportPolicy(policy, ctx.policyPath(id), {
+    observationNames: layoutEntries(layout).map((e) => e.label),
+    actionNames: spec.action.names,
+    controlHz: spec.controlHz,
+    policyVersion: id,
+    runId: ctx.runId,
+    extra: { [OBSERVATION_LAYOUT_KEY]: layoutToJson(layout), source: 'behaviour-cloning', task: host.task },
+  });
+  return loss;
 }
 
 /** Fewer pairs than this (two reach episodes) leave no policy behind. */

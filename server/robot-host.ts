@@ -3,7 +3,7 @@
 import { EventEmitter } from 'node:events';
 import { SafetyLayer, DEFAULT_SAFETY, type InterventionEvent } from '../hardware/safety.js';
 import { SimRobot } from '../hardware/robots/sim.js';
-import type { Robot } from '../hardware/types.js';
+import type { ResetOptions, Robot } from '../hardware/types.js';
 import type { RobotObservation, RobotDeclaration } from '../common/robot.js';
 import type { SceneStatic } from '../sim/index.js';
 import type { RobotStatus } from './schemas.js';
@@ -37,8 +37,8 @@ class ReportingRobot implements Robot {
     this.report(action);
     return applied;
   }
-  reset(): Promise<RobotObservation> {
-    return this.inner.reset();
+  reset(options?: ResetOptions): Promise<RobotObservation> {
+    return this.inner.reset(options);
   }
   estop(): Promise<void> {
     return this.inner.estop();

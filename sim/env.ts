@@ -1,10 +1,11 @@
 // The generic MuJoCo env: a TaskDef plus a hardware profile -> the Env contract of DESIGN.md §4.
+import { layoutDim, layoutEntries, type ObservationLayout } from '../common/layout.js';
 import { SimData, SimModel } from './mujoco.js';
-import { applyProfileToModel, type HardwareProfile } from './profiles.js';
+import { applyProfileToModel, loadProfile, type HardwareProfile } from './profiles.js';
 import { Rng } from './rng.js';
-import { renderImage } from './render.js';
+import { defaultView, renderImage, type CameraView } from './render.js';
 import { sceneStatic, bodyPoses, type SceneStatic } from './scene.js';
-import type { BoundTask, TaskDef } from './task.js';
+import { jointUnit, type BoundTask, type TaskDef } from './task.js';
 import type { BoxSpace, Env, EnvState, Expert, Obs, ObservationSpace, SimRobotLayout, StepResult } from './types.js';
 
 export interface EnvOptions {
@@ -15,15 +16,24 @@ export interface EnvOptions {
 
 /** A model with the profile applied, shared by every env of a vectorized batch. */
 export async function loadTaskModel(task: TaskDef, profile: HardwareProfile): Promise<SimModel> {
-  const model = await SimModel.load(task.scene);
+  const model = await SimModel.load(task.scene, { worldbody: task.worldbody });
   applyProfileToModel(model, profile);
   return model;
+}
+
+/** A declared joint must exist in the model and be a hinge ('rad') or a slide ('m'). */
+function checkJointUnits(task: string, model: SimModel, layout: ObservationLayout): void {
+  for (const j of layout.joints) {
+    const { type, unit: want } = jointUnit(model, j.name);
+    if (want !== j.unit) throw new Error(`${task}: layout declares joint '${j.name}' in ${j.unit}, but the model's joint is a ${type} joint${want ? ` (measured in ${want})` : ' (only hinge and slide joints can be observed as joints)'}`);
+  }
 }
 
 export class MjEnv implements Env {
   readonly observationSpace: ObservationSpace;
   readonly actionSpace: BoxSpace;
   readonly spec: SimRobotLayout;
+  readonly layout: ObservationLayout;
   readonly horizon: number;
   readonly data: SimData;
   private readonly bound: BoundTask;
@@ -36,6 +46,7 @@ export class MjEnv implements Env {
   private goal = 0;
   private t = 0;
   private readonly stateBuf: Float32Array;
+  private view?: CameraView;
 
   constructor(
     readonly taskDef: TaskDef,
@@ -55,7 +66,9 @@ export class MjEnv implements Env {
     const cr = model.raw.actuator_ctrlrange as Float64Array;
     this.ctrlLo = Float64Array.from(this.actIds, (id) => cr[2 * id]!);
     this.ctrlHi = Float64Array.from(this.actIds, (id) => cr[2 * id + 1]!);
-    const ns = b.stateNames.length;
+    this.layout = b.layout;
+    checkJointUnits(taskDef.name, model, b.layout);
+    const ns = layoutDim(b.layout);
     this.stateBuf = new Float32Array(ns);
     this.observationSpace = {
       state: {
@@ -63,7 +76,7 @@ export class MjEnv implements Env {
         shape: [ns],
         low: b.stateLow ?? new Float32Array(ns).fill(-Infinity),
         high: b.stateHigh ?? new Float32Array(ns).fill(Infinity),
-        names: b.stateNames,
+        names: layoutEntries(b.layout).map((e) => e.label),
       },
       instructions: b.instructions,
       ...(opts.image ? { image: { kind: 'image' as const, shape: [opts.image, opts.image, 3] as [number, number, 3] } } : {}),
@@ -77,9 +90,10 @@ export class MjEnv implements Env {
     };
     const jr = model.raw.jnt_range as Float64Array;
     const limited = model.raw.jnt_limited as Uint8Array;
+    const jointNames = b.layout.joints.map((j) => j.name);
     this.spec = {
-      jointNames: b.jointNames,
-      jointLimits: b.jointNames.map((n) => {
+      jointNames,
+      jointLimits: jointNames.map((n) => {
         const j = model.id('mjOBJ_JOINT', n);
         return limited[j] ? [jr[2 * j]!, jr[2 * j + 1]!] : [-Infinity, Infinity];
       }),
@@ -162,7 +176,23 @@ export class MjEnv implements Env {
   render(size = this.opts.image ?? 64): Uint8Array {
     if (!Number.isInteger(size) || size < 1 || size > 1024) throw new Error(`render: size must be an integer in [1, 1024] px, got ${size}`);
     this.data.forward();
-    return renderImage(this.model, this.data, this.taskDef.camera, size, size);
+    return renderImage(this.model, this.data, this.camera(), size, size);
+  }
+
+  /** The task's camera; a scene without any gets a fixed view framing the robot in its reset pose. */
+  private camera(): string | CameraView {
+    if (this.taskDef.camera !== '' || this.model.raw.ncam > 0) return this.taskDef.camera;
+    if (!this.view) {
+      const d = new SimData(this.model);
+      try {
+        d.reset(this.bound.keyframe);
+        d.forward();
+        this.view = defaultView(this.model, d);
+      } finally {
+        d.dispose();
+      }
+    }
+    return this.view;
   }
 
   sceneStatic(): SceneStatic {
@@ -196,11 +226,28 @@ export class MjEnv implements Env {
   }
 
   dispose(): void {
+    this.bound.dispose?.();
     this.data.dispose();
     if (this.ownsModel) this.model.dispose();
   }
 
   [Symbol.dispose](): void {
     this.dispose();
+  }
+}
+
+export function resolveProfile(p: string | HardwareProfile | undefined): HardwareProfile {
+  return typeof p === 'object' ? p : loadProfile(p ?? 'nominal');
+}
+
+/** Compiles a task's model under a profile and wraps it in an Env; the model is freed if that fails. */
+export async function envForTask(task: TaskDef, o: { profile?: string | HardwareProfile; seed?: number; image?: number }): Promise<Env> {
+  const profile = resolveProfile(o.profile);
+  const model = await loadTaskModel(task, profile);
+  try {
+    return new MjEnv(task, model, profile, { seed: o.seed, image: o.image });
+  } catch (e) {
+    model.dispose();
+    throw e;
   }
 }

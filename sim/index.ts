@@ -9,4 +9,4 @@ export { renderImage } from './render.js';
 export { encodePng, decodePng } from './png.js';
 export { sceneStatic, bodyPoses, encodeFrame, decodeFrame, type SceneStatic, type SceneGeom } from './scene.js';
 export type * from './types.js';
-export { expertEpisode, expertSuccess, type Demo } from './rollout.js';
+export { expertEpisode, expertSuccess, exploratoryEpisodes, type Demo, type ExploratoryData, type ExploratoryEpisode } from './rollout.js';

@@ -98,9 +98,10 @@ export class SimModel implements Disposable {
 
   /**
    * Loads an MJCF file from the host file system; its folder (includes, meshes) is copied into the WASM file
-   * system first. Errors name the file and, where MuJoCo reports one, the line.
+   * system first. `worldbody`: MJCF elements added to the world body (the file is included into a wrapper
+   * scene). Errors name the file and, where MuJoCo reports one, the line.
    */
-  static async load(file: string): Promise<SimModel> {
+  static async load(file: string, opts: { worldbody?: string } = {}): Promise<SimModel> {
     const mj = await mujoco();
     const host = resolve(file);
     let text: string;
@@ -120,7 +121,13 @@ export class SimModel implements Disposable {
       }
       takeMujocoLog();
       try {
-        raw = mj.MjModel.loadFromXML(`${memDir}/${basename(host)}`);
+        let main = `${memDir}/${basename(host)}`;
+        if (opts.worldbody) {
+          // the file as a menagerie scene.xml would include it, plus elements the caller adds to the world
+          main = `${memDir}/__wmrl_scene.xml`;
+          mj.FS.writeFile(main, `<mujoco><include file="${basename(host)}"/><worldbody>${opts.worldbody}</worldbody></mujoco>`);
+        }
+        raw = mj.MjModel.loadFromXML(main);
       } catch (e) {
         // (the C++ exception object, ~1 KB, is not freed: decrementing its refcount aborts in this build)
         throw SimModel.loadError(host, cppMessage(e) ?? (e as Error).message ?? String(e));

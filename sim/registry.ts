@@ -1,6 +1,7 @@
-// Tasks by name, and the makeEnv factory.
-import { MjEnv, loadTaskModel } from './env.js';
-import { loadProfile, type HardwareProfile } from './profiles.js';
+// Tasks by name (or a user's robot by its mapping file), and the makeEnv factory.
+import { loadCustomTask } from './custom.js';
+import { envForTask, resolveProfile } from './env.js';
+import type { HardwareProfile } from './profiles.js';
 import type { TaskDef } from './task.js';
 import { pick } from './tasks/pick.js';
 import { push } from './tasks/push.js';
@@ -10,6 +11,7 @@ import type { Env } from './types.js';
 export const TASKS = new Map<string, TaskDef>([reach, push, pick].map((t) => [t.name, t]));
 
 export interface MakeEnvOptions {
+  /** A built-in task (reach, push, pick) or the path of a user's robot mapping (*.yaml, *.yml). */
   task: string;
   /** Profile name (sim/profiles/<name>.yaml), a path to a YAML file, or a parsed profile. Default 'nominal'. */
   profile?: string | HardwareProfile;
@@ -18,28 +20,18 @@ export interface MakeEnvOptions {
   image?: number;
 }
 
+/** A path ending in .yaml or .yml names a user's robot mapping; anything else a built-in task. */
+export const isMappingFile = (task: string): boolean => /\.ya?ml$/i.test(task);
+
 export function taskDef(name: string): TaskDef {
+  if (isMappingFile(name)) return loadCustomTask(name);
   const t = TASKS.get(name);
-  if (!t) throw new Error(`unknown task '${name}' (known: ${[...TASKS.keys()].join(', ')})`);
+  if (!t) throw new Error(`unknown task '${name}' (known: ${[...TASKS.keys()].join(', ')}, or a robot mapping file *.yaml)`);
   return t;
 }
 
-export function resolveProfile(p: string | HardwareProfile | undefined): HardwareProfile {
-  return typeof p === 'object' ? p : loadProfile(p ?? 'nominal');
-}
+export { envForTask, resolveProfile };
 
 export async function makeEnv(o: MakeEnvOptions): Promise<Env> {
   return envForTask(taskDef(o.task), o);
-}
-
-/** Compiles a task's model under a profile and wraps it in an Env; the model is freed if that fails. */
-export async function envForTask(task: TaskDef, o: Omit<MakeEnvOptions, 'task'>): Promise<Env> {
-  const profile = resolveProfile(o.profile);
-  const model = await loadTaskModel(task, profile);
-  try {
-    return new MjEnv(task, model, profile, { seed: o.seed, image: o.image });
-  } catch (e) {
-    model.dispose();
-    throw e;
-  }
 }

@@ -155,19 +155,70 @@ function hitMesh(ox: number, oy: number, oz: number, dx: number, dy: number, dz:
   return hit;
 }
 
+/** A camera pose not in the model: position, orientation (row-major 3x3, columns x right, y up, z back), vertical fov in degrees. */
+export interface CameraView {
+  pos: Float64Array;
+  mat: Float64Array;
+  fovy: number;
+}
+
 /**
- * Renders `width` x `height` RGB (row-major, top row first) from the named camera ('' = the model's first).
+ * A view that frames the robot, for a scene without a camera: a sphere around the robot's base (the bodies
+ * attached to the world) holding every geom of the moving bodies (all non-plane geoms when none move), so the
+ * arm stays in view wherever it reaches; seen from the side and above (azimuth 90°, elevation -30°, MuJoCo's
+ * free-camera convention), far enough that the sphere fits the field of view. Kinematics must be current.
+ */
+export function defaultView(model: SimModel, data: SimData, fovy = 45): CameraView {
+  const m = model.raw;
+  const type = m.geom_type as Int32Array;
+  const body = m.geom_bodyid as Int32Array;
+  const rb = m.geom_rbound as Float64Array;
+  const gx = data.raw.geom_xpos as Float64Array;
+  const pick = (moving: boolean) => Array.from({ length: m.ngeom }, (_, g) => g).filter((g) => type[g] !== 0 && (!moving || body[g]! > 0));
+  let geoms = pick(true);
+  if (geoms.length === 0) geoms = pick(false);
+  if (geoms.length === 0) throw new Error(`${model.file}: nothing to frame (no geoms besides planes) and no camera in the MJCF`);
+  // the base: centre of the bodies hanging from the world that carry these geoms (or of the geoms themselves)
+  const parent = m.body_parentid as Int32Array;
+  const bx = data.raw.xpos as Float64Array;
+  const roots = new Set(geoms.map((g) => body[g]!).filter((b) => b > 0).map((b) => {
+    while (parent[b]! > 0) b = parent[b]!;
+    return b;
+  }));
+  const pts = roots.size ? [...roots].map((b) => [bx[3 * b]!, bx[3 * b + 1]!, bx[3 * b + 2]!]) : geoms.map((g) => [gx[3 * g]!, gx[3 * g + 1]!, gx[3 * g + 2]!]);
+  const c = [0, 1, 2].map((k) => pts.reduce((s, p) => s + p[k]!, 0) / pts.length);
+  const r = Math.max(0.05, ...geoms.map((g) => Math.hypot(gx[3 * g]! - c[0]!, gx[3 * g + 1]! - c[1]!, gx[3 * g + 2]! - c[2]!) + rb[g]!));
+  const dist = (1.05 * r) / Math.sin((fovy * Math.PI) / 360);
+  const az = Math.PI / 2, el = -Math.PI / 6;
+  const f = [Math.cos(el) * Math.cos(az), Math.cos(el) * Math.sin(az), Math.sin(el)];
+  const right = [f[1]!, -f[0]!, 0]; // f x (0, 0, 1)
+  const rl = Math.hypot(right[0]!, right[1]!);
+  right[0]! /= rl;
+  right[1]! /= rl;
+  const up = [right[1]! * f[2]! - right[2]! * f[1]!, right[2]! * f[0]! - right[0]! * f[2]!, right[0]! * f[1]! - right[1]! * f[0]!];
+  return {
+    pos: Float64Array.from(c, (v, k) => v - dist * f[k]!),
+    mat: Float64Array.of(right[0]!, up[0]!, -f[0]!, right[1]!, up[1]!, -f[1]!, right[2]!, up[2]!, -f[2]!),
+    fovy,
+  };
+}
+
+/**
+ * Renders `width` x `height` RGB (row-major, top row first) from the named camera ('' = the model's first) or a given view.
  * Kinematics must be current (mj_forward or the env's post-step forward).
  * Draws geoms of groups 0-2 with alpha > 0; light: the model's first light as a directional light.
  */
-export function renderImage(model: SimModel, data: SimData, camera: string, width: number, height: number, out?: Uint8Array): Uint8Array {
+export function renderImage(model: SimModel, data: SimData, camera: string | CameraView, width: number, height: number, out?: Uint8Array): Uint8Array {
   const m = model.raw;
   const d = data.raw;
-  if (m.ncam === 0) throw new Error(`${model.file}: no camera to render from (add a <camera> to the MJCF)`);
-  const cam = camera === '' ? 0 : model.id('mjOBJ_CAMERA', camera);
-  const cpos = (d.cam_xpos as Float64Array).slice(3 * cam, 3 * cam + 3);
-  const cmat = (d.cam_xmat as Float64Array).slice(9 * cam, 9 * cam + 9);
-  const fovy = (m.cam_fovy as Float64Array)[cam]!;
+  let cpos: Float64Array, cmat: Float64Array, fovy: number;
+  if (typeof camera === 'string') {
+    if (m.ncam === 0) throw new Error(`${model.file}: no camera to render from (add a <camera> to the MJCF)`);
+    const cam = camera === '' ? 0 : model.id('mjOBJ_CAMERA', camera);
+    cpos = (d.cam_xpos as Float64Array).slice(3 * cam, 3 * cam + 3);
+    cmat = (d.cam_xmat as Float64Array).slice(9 * cam, 9 * cam + 9);
+    fovy = (m.cam_fovy as Float64Array)[cam]!;
+  } else ({ pos: cpos, mat: cmat, fovy } = camera);
   const tanY = Math.tan((fovy * Math.PI) / 360);
   const tanX = (tanY * width) / height;
   // light direction (towards the light), from the first light or straight down

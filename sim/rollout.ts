@@ -1,4 +1,6 @@
 // Running a task's scripted expert: success rates and demonstrations.
+import { Rng } from '../nn/rng.js';
+import { makeEnv } from './registry.js';
 import type { Env, Obs } from './types.js';
 
 export interface Demo {
@@ -33,4 +35,72 @@ export function expertSuccess(env: Env, episodes: number, seed0 = 0): number {
   let ok = 0;
   for (let ep = 0; ep < episodes; ep++) if (expertEpisode(env, seed0 + ep).success) ok++;
   return ok / episodes;
+}
+
+// Exploratory data (world-model fitting, tests, benches): the expert's path and what lies around it.
+
+export interface ExploratoryEpisode {
+  /** Shape (T+1) x dObs. */
+  states: Float32Array;
+  /** Shape T x dAct. */
+  actions: Float32Array;
+  rewards: Float32Array;
+  success: Float32Array;
+}
+
+export interface ExploratoryData {
+  dObs: number;
+  dAct: number;
+  episodes: ExploratoryEpisode[];
+  obsNames: string[];
+}
+
+/**
+ * `episodes` episodes of `task` under `profile` from seeds seed0, seed0+1, ...; every third is random
+ * (a slowly drifting action), the rest the expert with Gaussian noise (std 0.3) and 20% random steps.
+ * Episodes end at the task's success or horizon, or after `maxSteps`.
+ */
+export async function exploratoryEpisodes(task: string, episodes: number, seed0: number, opts: { profile?: string; maxSteps?: number } = {}): Promise<ExploratoryData> {
+  const env = await makeEnv({ task, profile: opts.profile ?? 'nominal' });
+  try {
+    const dObs = env.observationSpace.state.shape[0];
+    const dAct = env.actionSpace.shape[0];
+    const out: ExploratoryEpisode[] = [];
+    for (let ep = 0; ep < episodes; ep++) {
+      const seed = seed0 + ep;
+      const rng = new Rng(seed * 7919 + 1);
+      let obs = env.reset(seed);
+      const expert = env.expert();
+      const random = ep % 3 === 2;
+      const drift = Float32Array.from({ length: dAct }, () => rng.uniform(-1, 1));
+      const states = [obs.state];
+      const actions: Float32Array[] = [];
+      const rewards: number[] = [];
+      const success: number[] = [];
+      for (let t = 0; t < (opts.maxSteps ?? env.horizon); t++) {
+        let a: Float32Array;
+        if (random) {
+          for (let i = 0; i < dAct; i++) drift[i] = Math.max(-1, Math.min(1, 0.9 * drift[i]! + 0.45 * rng.normal()));
+          a = drift.slice();
+        } else if (rng.next() < 0.2) a = Float32Array.from({ length: dAct }, () => rng.uniform(-1, 1));
+        else a = expert.act(obs).map((v) => Math.max(-1, Math.min(1, v + 0.3 * rng.normal())));
+        const r = env.step(a);
+        actions.push(a);
+        rewards.push(r.reward);
+        success.push(r.info.success ? 1 : 0);
+        states.push(r.obs.state);
+        obs = r.obs;
+        if (r.terminated || r.truncated) break;
+      }
+      const flat = (rows: Float32Array[], w: number) => {
+        const f = new Float32Array(rows.length * w);
+        rows.forEach((r, i) => f.set(r, i * w));
+        return f;
+      };
+      out.push({ states: flat(states, dObs), actions: flat(actions, dAct), rewards: Float32Array.from(rewards), success: Float32Array.from(success) });
+    }
+    return { dObs, dAct, episodes: out, obsNames: env.observationSpace.state.names };
+  } finally {
+    env.dispose();
+  }
 }

@@ -1,5 +1,6 @@
 // What a task supplies to the generic MuJoCo env: its scene, how an episode starts, what is observed,
 // how it is scored, and a scripted expert.
+import type { JointUnit, ObservationLayout } from '../common/layout.js';
 import type { SimData, SimModel } from './mujoco.js';
 import type { Rng } from './rng.js';
 import type { Obs } from './types.js';
@@ -12,28 +13,32 @@ export interface TaskDef {
   substeps: number;
   /** Control steps per episode before truncation. */
   horizon: number;
-  /** Fixed camera used for image observations ('' = the model's first camera). */
+  /** Fixed camera used for image observations ('' = the model's first camera, or a default view when it has none). */
   camera: string;
+  /** MJCF elements the task adds to the scene's world body (a user's robot: its goal marker). */
+  worldbody?: string;
   /** Resolve names to ids once per model. */
   bind(model: SimModel): BoundTask;
 }
 
 export interface BoundTask {
   actuatorNames: string[];
-  jointNames: string[];
-  stateNames: string[];
+  /** The observation layout: the state vector is [joint positions, joint velocities, features] in this order. */
+  layout: ObservationLayout;
   stateLow?: Float32Array;
   stateHigh?: Float32Array;
   instructions: string[];
   keyframe?: string;
   /** Lay out the episode (object and target positions) after the keyframe reset; returns the goal index. */
   resetEpisode(data: SimData, rng: Rng): number;
-  /** Write the true state features into `out` (length stateNames.length). Physics is at mj_forward level. */
+  /** Write the true state into `out` (length layoutDim(layout), in layout order). Physics is at mj_forward level. */
   observe(data: SimData, goal: number, out: Float32Array): void;
   /** Dense reward and sparse success of the current state. `action` is in action-space units. */
   evaluate(data: SimData, goal: number, action: Float32Array): { reward: number; success: boolean };
   /** A scripted controller that reads only observations; fresh per episode. */
   expert(): { act(obs: Obs): Float32Array };
+  /** Frees what bind() allocated in WASM memory (scratch data), when anything. */
+  dispose?(): void;
 }
 
 /** Index of `instruction` in the vocabulary of the task (the goal), read back from a state vector one-hot. */
@@ -41,4 +46,12 @@ export function argmaxFrom(state: Float32Array, from: number, n: number): number
   let best = 0;
   for (let i = 1; i < n; i++) if (state[from + i]! > state[from + best]!) best = i;
   return best;
+}
+
+const JOINT_TYPES = ['free', 'ball', 'slide', 'hinge'] as const;
+
+/** How a model's joint is measured: a hinge in rad, a slide in m; free and ball joints are not joints of a layout. */
+export function jointUnit(model: SimModel, name: string): { type: (typeof JOINT_TYPES)[number]; unit?: JointUnit } {
+  const type = JOINT_TYPES[(model.raw.jnt_type as Int32Array)[model.id('mjOBJ_JOINT', name)]!]!;
+  return { type, unit: type === 'hinge' ? 'rad' : type === 'slide' ? 'm' : undefined };
 }

@@ -1,7 +1,8 @@
 // The Env contract of DESIGN.md §4: spaces, observations, step results, and the simulated robot's layout.
+import type { ObservationLayout } from '../common/layout.js';
 import type { SceneStatic } from './scene.js';
 
-/** A bounded float vector space; `names[i]` says what entry i means (with its unit). */
+/** A bounded float vector space; `names[i]` says what entry i means (with its unit), for display. */
 export interface BoxSpace {
   kind: 'box';
   shape: [number];
@@ -25,7 +26,7 @@ export interface ObservationSpace {
 }
 
 export interface Obs {
-  /** Proprioception and task features, laid out as `observationSpace.state.names`. A fresh array per call. */
+  /** [joint positions, joint velocities, features] as the env's `layout` declares them. A fresh array per call. */
   state: Float32Array;
   /** The instruction in words, fixed for the episode ("reach the red target"). */
   instruction: string;
@@ -80,6 +81,8 @@ export interface Env extends Disposable {
   readonly observationSpace: ObservationSpace;
   readonly actionSpace: BoxSpace;
   readonly spec: SimRobotLayout;
+  /** The declared observation layout: `Obs.state` is [joint positions, joint velocities, features] in its order. */
+  readonly layout: ObservationLayout;
   /** Control steps after which an episode is truncated. */
   readonly horizon: number;
   reset(seed?: number): Obs;

@@ -128,6 +128,17 @@ describe.each(BROKERS)('MQTT robot over $name', (kind) => {
     expect(rate).toBeLessThanOrEqual(52);
   });
 
+  it('a dispose while a request is in flight rejects it with a clear error (never an unhandled one), and later calls too', async () => {
+    const c = await broker.client('service-r1-dispose');
+    const r = await MqttRobot.connect(c, 'r1');
+    // Disposed before the broker can have acknowledged the request's publish.
+    const inFlight = r.reset();
+    await r[Symbol.asyncDispose]();
+    await expect(inFlight).rejects.toThrow('robot r1 disposed');
+    await expect(r.estop()).rejects.toThrow('robot r1 disposed');
+    await expect(r.act(Float32Array.of(0, 0))).rejects.toThrow('robot r1 disposed');
+  });
+
   it('gives clear errors when the robot is absent', async () => {
     const c = await broker.client('service-ghost');
     await expect(MqttRobot.connect(c, 'ghost', { requestTimeoutMs: 300 })).rejects.toThrow(/no spec from robot ghost/);

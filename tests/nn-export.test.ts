@@ -1,41 +1,18 @@
 // Exported models: valid for the independent onnx checker (Debian python3-onnx), same outputs in a
 // fresh onnxruntime-node session, in onnxruntime-web (wasm) under Node, and in the float64 reference.
-import { execFileSync } from 'node:child_process';
-import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import * as ortweb from 'onnxruntime-web';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import * as nn from '../nn/index.js';
+import { onnxCheck } from './helpers/onnx-check.js';
 
-const PYTHON = '/usr/bin/python3';
 const dir = mkdtempSync(join(tmpdir(), 'nn-export-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 beforeAll(() => {
   ortweb.env.wasm.numThreads = 1;
 });
-
-/** Runs onnx.checker.check_model(full_check=True); returns (ir_version, opset) as Python sees them. */
-function onnxCheck(path: string): { ir: number; opset: number } {
-  const script = [
-    'import sys, onnx',
-    'm = onnx.load(sys.argv[1])',
-    'onnx.checker.check_model(m, full_check=True)',
-    'print(m.ir_version, [o.version for o in m.opset_import if o.domain in ("", "ai.onnx")][0])',
-  ].join('\n');
-  let out: string;
-  try {
-    out = execFileSync(PYTHON, ['-c', script, path], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] });
-  } catch (e) {
-    const err = e as { stderr?: string; message: string };
-    if (/No module named 'onnx'/.test(err.stderr ?? '') || !existsSync(PYTHON)) {
-      throw new Error('the onnx checker is missing: install Debian python3-onnx (apt-get install python3-onnx), as .ci/run does');
-    }
-    throw new Error(`onnx.checker rejected ${path}: ${err.stderr ?? err.message}`);
-  }
-  const [ir, opset] = out.trim().split(/\s+/).map(Number);
-  return { ir: ir!, opset: opset! };
-}
 
 function vlaPolicy() {
   const store = new nn.ParamStore(42);

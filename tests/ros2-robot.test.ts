@@ -82,6 +82,13 @@ describe('Ros2Robot through the rclnodejs API', () => {
       expect(Array.from(o.position)).toEqual([i, -i]);
       expect(Array.from(o.features ?? [])).toEqual(Array(11).fill(i));
     }
+    // a seeded reset publishes the seed on services.reset_seed_topic before calling the reset service
+    await robot.reset({ seed: 77 });
+    const seedAt = g.published.findIndex((p) => p.topic === cfg.services.resetSeed);
+    expect(g.published[seedAt]).toMatchObject({ type: 'std_msgs/msg/UInt32', msg: { data: 77 } });
+    expect(side.episode()).toBe(4);
+    await expect(robot.reset({ seed: -3 })).rejects.toThrow(/reset seed must be an integer/);
+    g.published.length = 0;
     const safe = new SafetyLayer(robot, { ...cfg.safety, watchdogMs: 10_000 });
     const sent = await safe.act(Float32Array.of(0.25, -0.5));
     const cmd = g.published.filter((p) => p.topic === cfg.command.topic);

@@ -164,6 +164,21 @@ describe('safety layer', () => {
     await safe[Symbol.asyncDispose]();
   });
 
+  it('watchdog "stop" latches the e-stop even when its hold command fails', async () => {
+    const inner = new RecordingRobot(velocitySpec);
+    const logged: string[] = [];
+    const safe = new SafetyLayer(inner, { ...cfg, watchdogAction: 'stop' }, { log: (e) => logged.push(`${e.kind}: ${e.detail}`) });
+    await safe.act(Float32Array.of(0.1, 0, 0));
+    inner.act = () => Promise.reject(new Error('link down'));
+    const end = performance.now() + 5000;
+    while (!safe.isEstopped && performance.now() < end) await new Promise((r) => setTimeout(r, 10));
+    expect(safe.isEstopped).toBe(true);
+    expect(inner.stops).toBe(1);
+    expect(logged).toContain('watchdog: hold command failed: link down');
+    await expect(safe.act(Float32Array.of(0, 0, 0))).rejects.toBeInstanceOf(SafetyStop);
+    await safe[Symbol.asyncDispose]();
+  });
+
   it('the e-stop latches: commands and reset() are refused until clearEstop()', async () => {
     const inner = new RecordingRobot(velocitySpec);
     const safe = new SafetyLayer(inner, cfg, { watchdog: false });

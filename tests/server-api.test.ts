@@ -162,9 +162,10 @@ describe('service API: runs and episodes', () => {
     const cp = JSON.parse(readFileSync(done.checkpoint!, 'utf8')) as { policy: { id: string; samples: number; trainMse: number } };
     expect(cp.policy.id).toBe(`bc-${runId}`);
     expect(cp.policy.samples).toBeGreaterThanOrEqual(200);
-    expect(cp.policy.trainMse).toBeLessThan(0.2);
+    expect(cp.policy.trainMse).toBeLessThan(0.1);
     const bc = (await inject({ url: `/api/policies/bc-${runId}` })).json<{ metadata: Record<string, string>; inputs: Array<{ name: string }> }>();
-    expect(bc.metadata).toMatchObject({ kind: 'policy', source: 'behaviour-cloning', run: runId, task: 'reach' });
+    expect(bc.metadata).toMatchObject({ kind: 'wmrl.policy.gaussian_mlp', source: 'behaviour-cloning', training_run: runId, task: 'reach', policy_version: `bc-${runId}` });
+    expect(bc.metadata.observation_layout).toBeDefined();
     expect(bc.inputs.map((i) => i.name)).toEqual(['obs']);
     const metrics = (await inject({ url: `/api/runs/${runId}/metrics` })).json<MetricsPoint[]>();
     expect(metrics.map((m) => m.step)).toEqual([1, 2]);

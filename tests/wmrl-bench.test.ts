@@ -4,8 +4,9 @@
 import { describe, expect, it } from 'vitest';
 import { change, replicateState, signed, than, verdict } from '../bench/wmrl-core.js';
 import type { Score } from '../wmrl/advantages.js';
-import { Corrector, correctorConfig, type TrustedScorer, type WorldModelScorer } from '../wmrl/corrector.js';
+import { Corrector, correctorConfig, type WorldModelScorer } from '../wmrl/corrector.js';
 import { Rng } from '../wmrl/rng.js';
+import type { TrustedScorer } from '../wmrl/trusted.js';
 
 interface R { r: number }
 const wm: WorldModelScorer<R> = { score: async (groups) => groups.map((g) => ({ scores: g.map((x) => x.r ** 2) })) };

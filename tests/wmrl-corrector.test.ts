@@ -1,15 +1,17 @@
 // The correction loop: step order (map updated before disagreement is measured), weight exactly 1
-// before calibration, exclusion of unscored rollouts, standard-GRPO mode, async anchors with
-// limited slots that never block world-model scoring, and restore-then-continue = never stopped.
+// before calibration, exclusion of unscored rollouts, async anchors with limited slots that never
+// block world-model scoring, and restore-then-continue = never stopped. Standard GRPO, the
+// baseline, is tests/wmrl-grpo.test.ts.
 import { describe, expect, it } from 'vitest';
 import type { Score } from '../wmrl/advantages.js';
 import { DEFAULT_ANCHOR_CONFIG, inclusionProbabilities } from '../wmrl/anchors.js';
 import {
-  Corrector, correctorConfig, DEFAULT_CORRECTOR_CONFIG, DEFAULT_PER_ROLLOUT_CONFIG, TrustedScorerError, type StepLog, type CorrectorConfig, type CorrectorOverrides, type TrustedScorer, type WorldModelScorer,
+  Corrector, correctorConfig, DEFAULT_CORRECTOR_CONFIG, DEFAULT_PER_ROLLOUT_CONFIG, type StepLog, type CorrectorConfig, type CorrectorOverrides, type WorldModelScorer,
 } from '../wmrl/corrector.js';
 import { binnedIsotonic, DEFAULT_DEBIAS_CONFIG, evalKnots } from '../wmrl/debias.js';
 import { normalizedDisagreement } from '../wmrl/denoise.js';
 import { Rng } from '../wmrl/rng.js';
+import { TrustedScorerError, type TrustedScorer } from '../wmrl/trusted.js';
 
 /** A rollout carries its true reward and a fixed noise draw, so scorers are pure functions of it. */
 interface R { r: number; e: number; v: number }
@@ -85,16 +87,6 @@ describe('Corrector', () => {
     for (const key of ['anchorFraction', 'calibrated', 'biasReduction', 'anchorWeight', 'realExecutions', 'trueMean'] as const) {
       expect(res.log).toHaveProperty(key);
     }
-  });
-
-  it('world model off is standard GRPO: every group executed for real', async () => {
-    const real = new Real();
-    const c = new Corrector<R>(cfg({ worldModel: false }), null, real);
-    const res = await c.step(makeGroups(new Rng(3), 10));
-    expect(real.calls.length).toBe(10);
-    expect(res.source.every((s) => s === 'real')).toBe(true);
-    expect(res.log.realExecutions).toBe(80);
-    expect(res.weights.flat().every((w) => w === 1)).toBe(true);
   });
 
   it('a slow trusted scorer never blocks world-model scoring; slots cap anchors in flight; late results join calibration', async () => {
@@ -267,9 +259,6 @@ describe('real-execution failures', () => {
     expect(((error as Error).cause as Error).message).toBe('robot 3: joint 2 encoder timeout');
     await expect(c.step(makeGroups(rng, 8))).rejects.toBe(error);
     await expect(c.drain()).rejects.toBe(error);
-    // World model off (standard GRPO) too.
-    const std = new Corrector<R>(cfg({ worldModel: false }), null, new Flaky((k) => k === 2));
-    await expect(std.step(makeGroups(rng, 4))).rejects.toThrow(/encoder timeout/);
   });
 
   it("a late anchor's exception surfaces at the next step", async () => {
@@ -380,5 +369,23 @@ describe('correctorConfig', () => {
     expect(st.debiaser).toBeUndefined();
     expect(st.weighter).toBeUndefined();
     expect(st.guard).toBeUndefined();
+  });
+});
+
+describe('paired scores', () => {
+  it('fits the map on the world-model scores of what was executed when the trusted scorer returns them', async () => {
+    // The world model scored imagined rollouts in [0, 1]; the robot executed something else, which the
+    // world model (replaying it) scores 5 + r, and whose real score is 2·(5 + r).
+    const paired: TrustedScorer<R> = { async score(rs) { return { real: rs.map((x) => 2 * (5 + x.r)), worldModel: rs.map((x) => 5 + x.r) }; } };
+    const imagined: WorldModelScorer<R> = { async score(groups) { return groups.map((g) => ({ scores: g.map((x) => x.r) })); } };
+    const c = new Corrector<R>(cfg({ denoise: false, guard: false }), imagined, paired);
+    const rng = new Rng(5);
+    for (let t = 0; t < 30; t++) await c.step(makeGroups(rng, 16));
+    expect(c.state().debiaser!.fits).toBeGreaterThan(0);
+    expect(c.calibrate(5.2)).toBeCloseTo(10.4, 0);
+    expect(c.calibrate(5.8)).toBeCloseTo(11.6, 0);
+    const bad: TrustedScorer<R> = { async score(rs) { return { real: rs.map(() => 1), worldModel: [1] }; } };
+    const c2 = new Corrector<R>(cfg(), imagined, bad);
+    await expect(c2.step(makeGroups(rng, 16))).rejects.toThrow(/1 world-model pair scores for 8 rollouts/);
   });
 });

@@ -4,9 +4,10 @@
 import { describe, expect, it } from 'vitest';
 import type { Score } from '../wmrl/advantages.js';
 import { AnchorScheduler, DEFAULT_ANCHOR_CONFIG } from '../wmrl/anchors.js';
-import { Corrector, correctorConfig, type CorrectorConfig, type CorrectorOverrides, type TrustedScorer, type WorldModelScorer } from '../wmrl/corrector.js';
+import { Corrector, correctorConfig, type CorrectorConfig, type CorrectorOverrides, type WorldModelScorer } from '../wmrl/corrector.js';
 import { DEFAULT_GUARD_CONFIG, ExploitationGuard, groupAlignment } from '../wmrl/guard.js';
 import { Rng } from '../wmrl/rng.js';
+import type { TrustedScorer } from '../wmrl/trusted.js';
 
 describe('groupAlignment', () => {
   it('is the real-score gain along the standardized world-model ranking: positive, negative, or null when degenerate', () => {

@@ -15,40 +15,15 @@ import { OnlineDebiaser, DEFAULT_DEBIAS_CONFIG, type DebiasConfig, type Debiaser
 import { InverseVarianceWeighter, DEFAULT_DENOISE_CONFIG, ensembleWeights, type DenoiseConfig, type WeighterState } from './denoise.js';
 import { ExploitationGuard, DEFAULT_GUARD_CONFIG, type GuardConfig, type GuardState } from './guard.js';
 import { ppiMeanInterval, type Interval, type RectifierUnit } from './ppi.js';
+import { TrustedExecution, type TrustedOptions, type TrustedScorer } from './trusted.js';
 
-/** Real execution of one group (robot episodes, sandbox runs): scarce and slow. */
-export interface TrustedScorer<R> {
-  /** Scores of `rollouts` (length G out); null = unscored (timeout, fault), excluded downstream. */
-  score(rollouts: readonly R[]): Promise<Score[]>;
-}
-
-/**
- * What to do with one exception of the trusted scorer: `'throw'` stops the run with it (the
- * step that waits for the anchor rejects, or the next `step()` / `drain()` for a late one);
- * `'unscored'` treats it as an expected fault, like null scores: the group's rollouts are excluded.
- */
-export type TrustedErrorPolicy = 'throw' | 'unscored';
-
-export interface CorrectorOptions<R> {
+export interface CorrectorOptions<R> extends TrustedOptions<R> {
   /**
    * The context (prompt, task) a group belongs to, for the exploitation guard; every rollout of a
    * group shares it. Without it the whole run is one context.
    */
   contextOf?: (group: readonly R[]) => string;
-  /**
-   * Called with every exception of the trusted scorer and the group it was scoring; its answer is
-   * the policy for that failure. Without it every exception stops the run. An exception thrown by
-   * `onTrustedError` itself stops the run with that exception.
-   */
-  onTrustedError?: (error: unknown, group: readonly R[]) => TrustedErrorPolicy;
 }
-
-/** The run stopped because real execution failed; `cause` is the scorer's exception when there was one. */
-export class TrustedScorerError extends Error {
-  override readonly name = 'TrustedScorerError';
-}
-
-const describeError = (e: unknown): string => (e instanceof Error ? `${e.name}: ${e.message}` : String(e));
 
 /** World-model scores of one group; `variance` is the ensemble's per-rollout variance when it has one. */
 export interface WorldModelScores {
@@ -75,8 +50,6 @@ export const DEFAULT_PER_ROLLOUT_CONFIG: PerRolloutConfig = { varianceFloor: 1e-
  * Build variants with `correctorConfig(overrides)`, never by nested spreads.
  */
 export interface CorrectorConfig {
-  /** false = standard GRPO: every group is executed for real, no world model, no anchors. */
-  worldModel: boolean;
   /** Anchor scheduling; `maxInFlight` is the number of trusted-scorer slots. */
   anchors: AnchorConfig;
   /** Online Debiasing; false: the map stays identity. */
@@ -103,7 +76,6 @@ export interface CorrectorConfig {
 }
 
 export const DEFAULT_CORRECTOR_CONFIG: CorrectorConfig = {
-  worldModel: true,
   anchors: DEFAULT_ANCHOR_CONFIG,
   debias: DEFAULT_DEBIAS_CONFIG,
   denoise: DEFAULT_DENOISE_CONFIG,
@@ -264,16 +236,13 @@ export class Corrector<R> {
   private readonly weighter: InverseVarianceWeighter | null;
   private readonly guard: ExploitationGuard | null;
   private readonly contextOf: (group: readonly R[]) => string;
-  private readonly onTrustedError: ((error: unknown, group: readonly R[]) => TrustedErrorPolicy) | null;
-  /** Set once real execution has failed for good; every later step() and drain() throws it. */
-  private failure: TrustedScorerError | null = null;
-  private failedAnchorStreak = 0;
+  /** Anchors' real execution; once it has failed for good, every later step() and drain() throws. */
+  private readonly trusted: TrustedExecution<R>;
   private stepIndex = 0;
   private nextJobId = 0;
   private realExecutions = 0;
   private anchorsLaunched = 0;
   private groupsSeen = 0;
-  private trustedErrors = 0;
   private finished: Finished[] = [];
   private ppi: PpiUnit[] = [];
   private realScale: ScaleState = { m1: 0, m2: 0, norm: 0 };
@@ -281,11 +250,10 @@ export class Corrector<R> {
 
   constructor(
     readonly cfg: CorrectorConfig,
-    private readonly worldModel: WorldModelScorer<R> | null,
-    private readonly trusted: TrustedScorer<R>,
+    private readonly worldModel: WorldModelScorer<R>,
+    trusted: TrustedScorer<R>,
     opts: CorrectorOptions<R> = {},
   ) {
-    if (cfg.worldModel && !worldModel) throw new Error('worldModel: true needs a world-model scorer');
     if (!(cfg.anchors.maxInFlight >= 1)) throw new Error('anchors.maxInFlight (trusted slots) must be ≥ 1');
     this.scheduler = new AnchorScheduler(cfg.anchors, cfg.seed);
     this.debiaser = cfg.debias ? new OnlineDebiaser(cfg.debias) : null;
@@ -293,7 +261,7 @@ export class Corrector<R> {
     this.guard = cfg.guard ? new ExploitationGuard(cfg.guard) : null;
     if (!(Number.isInteger(cfg.maxFailedAnchors) && cfg.maxFailedAnchors >= 1)) throw new Error(`maxFailedAnchors ${cfg.maxFailedAnchors} must be a positive integer`);
     this.contextOf = opts.contextOf ?? (() => '');
-    this.onTrustedError = opts.onTrustedError ?? null;
+    this.trusted = new TrustedExecution(trusted, cfg.maxFailedAnchors, 'anchor groups', opts.onTrustedError);
   }
 
   /** Whether the exploitation guard currently distrusts the world model in `context`. */
@@ -315,50 +283,11 @@ export class Corrector<R> {
    * execution failed (see `TrustedErrorPolicy` and `maxFailedAnchors`); the run cannot go on then.
    */
   async step(groups: ReadonlyArray<readonly R[]>): Promise<StepResult> {
-    this.throwIfFailed();
+    this.trusted.throwIfFailed();
     const step = this.stepIndex++;
     this.groupsSeen += groups.length;
-    return this.cfg.worldModel ? this.wmrlStep(step, groups) : this.standardStep(step, groups);
-  }
-
-  /** Waits for every anchor in flight; their results are kept for the next step to absorb. */
-  async drain(): Promise<void> {
-    await Promise.all([...this.running.values()]);
-    this.throwIfFailed();
-  }
-
-  private throwIfFailed(): void {
-    if (this.failure) throw this.failure;
-  }
-
-  // Standard GRPO: everything real, at most `maxInFlight` groups executing at once.
-  private async standardStep(step: number, groups: ReadonlyArray<readonly R[]>): Promise<StepResult> {
-    const real: Score[][] = new Array(groups.length);
-    let next = 0;
-    const worker = async () => {
-      while (next < groups.length) {
-        const g = next++;
-        real[g] = await this.scoreTrusted(groups[g]!);
-      }
-    };
-    const slots = Math.min(groups.length, this.cfg.anchors.maxInFlight);
-    await Promise.all(Array.from({ length: slots }, worker));
-    this.throwIfFailed();
-    for (const g of groups) this.realExecutions += g.length;
-    this.anchorsLaunched += groups.length;
-    const adv = groupAdvantages(real, this.cfg.advantages);
-    return {
-      advantages: adv.advantages,
-      weights: real.map((g) => g.map(() => 1)),
-      source: real.map(() => 'real'),
-      scores: real,
-      log: this.makeLog(step, groups.length, groups.length, groups.length, 0, adv, 1, null),
-    };
-  }
-
-  private async wmrlStep(step: number, groups: ReadonlyArray<readonly R[]>): Promise<StepResult> {
     const cfg = this.cfg;
-    const wm = await this.worldModel!.score(groups);
+    const wm = await this.worldModel.score(groups);
     if (wm.length !== groups.length) throw new Error(`world model returned ${wm.length} groups for ${groups.length}`);
 
     // Choose anchors; active mode reads the ensemble's mean variance per group.
@@ -376,9 +305,9 @@ export class Corrector<R> {
       const id = this.nextJobId++;
       const wmScores = [...wm[g]!.scores];
       this.realExecutions += groups[g]!.length;
-      const done = this.scoreTrusted(groups[g]!).then((real) => {
+      const done = this.trusted.score(groups[g]!).then(({ real, worldModel }) => {
         const inclusion = choice.inclusion[j]!;
-        this.finished.push({ id, step, context: contexts[g]!, wm: wmScores, real, inclusion, selectionWeight: meanInclusion / inclusion });
+        this.finished.push({ id, step, context: contexts[g]!, wm: worldModel ?? wmScores, real, inclusion, selectionWeight: meanInclusion / inclusion });
         this.running.delete(id);
       });
       this.running.set(id, done);
@@ -386,7 +315,7 @@ export class Corrector<R> {
     });
     this.anchorsLaunched += choice.groups.length;
     await this.waitFor(mine.map((m) => m.done));
-    this.throwIfFailed();
+    this.trusted.throwIfFailed();
 
     // Absorb everything finished, in launch order: all map updates first, then disagreement.
     const absorbed = this.finished.sort((a, b) => a.id - b.id);
@@ -456,6 +385,12 @@ export class Corrector<R> {
     return { advantages: adv.advantages, weights, source, scores, log };
   }
 
+  /** Waits for every anchor in flight; their results are kept for the next step to absorb. */
+  async drain(): Promise<void> {
+    await Promise.all([...this.running.values()]);
+    this.trusted.throwIfFailed();
+  }
+
   /** Feeds one anchor group's real scores into the score scale. */
   private updateScale(real: readonly Score[]): void {
     const ys = real.filter((y): y is number => y !== null);
@@ -488,46 +423,6 @@ export class Corrector<R> {
     clearTimeout(timer);
   }
 
-  /**
-   * Real scores of one group; never rejects. An exception goes to the caller's policy: 'throw' (the
-   * default) records the run's failure, which the waiting step throws; 'unscored' makes the group's
-   * rollouts unscored. A group with no scored rollout extends the failed-anchor streak.
-   */
-  private async scoreTrusted(rollouts: readonly R[]): Promise<Score[]> {
-    let scores: Score[];
-    let cause: unknown = null;
-    try {
-      scores = await this.trusted.score(rollouts);
-      if (scores.length !== rollouts.length) throw new Error(`trusted scorer returned ${scores.length} scores for ${rollouts.length} rollouts`);
-    } catch (error) {
-      let policy: TrustedErrorPolicy = 'throw';
-      cause = error;
-      if (this.onTrustedError) {
-        try {
-          policy = this.onTrustedError(error, rollouts);
-        } catch (e) {
-          cause = e;
-        }
-      }
-      if (policy !== 'unscored') {
-        this.failure ??= new TrustedScorerError(`real execution failed: ${describeError(cause)}`, { cause });
-        return rollouts.map(() => null);
-      }
-      this.trustedErrors++;
-      scores = rollouts.map(() => null);
-    }
-    if (scores.some((x) => x !== null)) {
-      this.failedAnchorStreak = 0;
-    } else if (++this.failedAnchorStreak >= this.cfg.maxFailedAnchors) {
-      const last = cause === null ? 'the last one returned only null scores' : `the last one threw ${describeError(cause)}`;
-      this.failure ??= new TrustedScorerError(
-        `real execution keeps failing: ${this.failedAnchorStreak} anchor groups in a row came back without a scored rollout; ${last}`,
-        cause === null ? undefined : { cause },
-      );
-    }
-    return scores;
-  }
-
   private trueMean(predictions: number[]): Interval | null {
     const units: RectifierUnit[] = [];
     for (const u of this.ppi) {
@@ -545,7 +440,7 @@ export class Corrector<R> {
   private makeLog(
     step: number, groups: number, launched: number, used: number, absorbed: number,
     adv: { scoredGroups: number; skippedGroups: number; excludedRollouts: number }, anchorWeight: number, trueMean: Interval | null,
-    distrustedGroups = 0,
+    distrustedGroups: number,
   ): StepLog {
     const held = this.debiaser?.heldOutDiagnostic() ?? null;
     return {
@@ -568,8 +463,8 @@ export class Corrector<R> {
       flaggedContexts: this.guard?.flaggedContexts.length ?? 0,
       distrustedGroups,
       trueMean,
-      trustedErrors: this.trustedErrors,
-      failedAnchorStreak: this.failedAnchorStreak,
+      trustedErrors: this.trusted.errors,
+      failedAnchorStreak: this.trusted.failedStreak,
     };
   }
 
@@ -583,8 +478,8 @@ export class Corrector<R> {
       realExecutions: this.realExecutions,
       anchorsLaunched: this.anchorsLaunched,
       groupsSeen: this.groupsSeen,
-      trustedErrors: this.trustedErrors,
-      failedAnchorStreak: this.failedAnchorStreak,
+      trustedErrors: this.trusted.errors,
+      failedAnchorStreak: this.trusted.failedStreak,
       scheduler: this.scheduler.state(),
       debiaser: this.debiaser?.state(),
       weighter: this.weighter?.state(),
@@ -605,8 +500,7 @@ export class Corrector<R> {
     this.realExecutions = c.realExecutions;
     this.anchorsLaunched = c.anchorsLaunched;
     this.groupsSeen = c.groupsSeen;
-    this.trustedErrors = c.trustedErrors;
-    this.failedAnchorStreak = c.failedAnchorStreak ?? 0;
+    this.trusted.restore(c.trustedErrors, c.failedAnchorStreak ?? 0);
     this.scheduler.restore(c.scheduler);
     // A part that is off ignores its saved state (a paired measurement may switch it off).
     if (this.debiaser) this.debiaser.restore(c.debiaser ?? new OnlineDebiaser(this.debiaser.cfg).state());

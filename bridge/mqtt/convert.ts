@@ -42,7 +42,9 @@ export function specToWire(spec: RobotDeclaration): WireSpec {
     action: { kind: spec.action.kind, names: [...spec.action.names], low: [...spec.action.low], high: [...spec.action.high] },
     controlHz: spec.controlHz,
   };
+  if (spec.jointUnits) w.jointUnits = [...spec.jointUnits];
   if (spec.features) w.features = [...spec.features];
+  if (spec.featureUnits) w.featureUnits = [...spec.featureUnits];
   if (spec.camera) w.camera = { ...spec.camera };
   return w;
 }
@@ -56,7 +58,9 @@ export function specFromWire(w: WireSpec): RobotDeclaration {
     action: { kind: w.action.kind, names: [...w.action.names], low: [...w.action.low], high: [...w.action.high] },
     controlHz: w.controlHz,
   };
+  if (w.jointUnits) spec.jointUnits = [...w.jointUnits];
   if (w.features) spec.features = [...w.features];
+  if (w.featureUnits) spec.featureUnits = [...w.featureUnits];
   if (w.camera) spec.camera = { ...w.camera };
   return spec;
 }

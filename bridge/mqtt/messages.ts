@@ -61,6 +61,8 @@ const RequestSchema = Type.Object({
   type: Type.Literal('request'),
   id: Id,
   op: Type.Union([Type.Literal('reset'), Type.Literal('estop')]),
+  /** reset only: reproduce the start state this seed selects (Robot.reset({seed})). */
+  seed: Type.Optional(Type.Integer({ minimum: 0, maximum: 0xffffffff })),
   stamp: Stamp,
   /** A reset arriving after this (sender wall clock, ms) is refused: the caller gave up. E-stop ignores it. */
   deadline: Stamp,
@@ -81,6 +83,8 @@ const SpecSchema = Type.Object({
   spec: Type.Object({
     name: Id,
     joints: Type.Array(Id, { maxItems: MAX_JOINTS }),
+    /** Per joint: 'rad' or 'm' (the observation layout, common/layout.ts); absent: all 'rad'. */
+    jointUnits: Type.Optional(Type.Array(Type.Union([Type.Literal('rad'), Type.Literal('m')]), { maxItems: MAX_JOINTS })),
     positionLimits: Type.Array(Type.Tuple([Bound, Bound]), { maxItems: MAX_JOINTS }),
     velocityLimits: Type.Array(Num, { maxItems: MAX_JOINTS }),
     action: Type.Object({
@@ -91,6 +95,7 @@ const SpecSchema = Type.Object({
     }),
     controlHz: Type.Number({ exclusiveMinimum: 0, maximum: 100_000 }),
     features: Type.Optional(Type.Array(Id, { maxItems: MAX_FEATURES })),
+    featureUnits: Type.Optional(Type.Array(Id, { maxItems: MAX_FEATURES })),
     camera: Type.Optional(
       Type.Object({
         width: Type.Integer({ minimum: 1, maximum: 16384 }),

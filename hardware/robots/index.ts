@@ -4,14 +4,15 @@ import type { MqttTls } from '../../bridge/mqtt/client.js';
 import type { MqttRobotConfig, RobotConfig } from '../config.js';
 import { SafetyLayer, type InterventionEvent } from '../safety.js';
 import type { RobotDeclaration } from '../../common/robot.js';
-import type { Robot } from '../types.js';
+import { layoutMismatch, layoutOf } from '../../common/layout.js';
+import type { ResetOptions, Robot } from '../types.js';
 
 /** A robot seen through a locally declared spec (the operator's limits, not the robot's own claim). */
 class WithSpec implements Robot {
   constructor(private readonly inner: Robot, readonly spec: RobotDeclaration, private readonly onDispose: () => Promise<void>) {}
   observe = () => this.inner.observe();
   act = (a: Float32Array) => this.inner.act(a);
-  reset = () => this.inner.reset();
+  reset = (options?: ResetOptions) => this.inner.reset(options);
   estop = () => this.inner.estop();
   [Symbol.asyncDispose] = async () => {
     await this.inner[Symbol.asyncDispose]();
@@ -56,14 +57,19 @@ const FACTORIES: Record<RobotConfig['transport'], (cfg: RobotConfig) => Promise<
     const security = mqttSecurity(cfg.spec.name, m);
     if (security.tls && !cfg.url.startsWith('mqtts://')) throw new Error(`${cfg.spec.name}: mqtt TLS files are set but url ${cfg.url} is not mqtts://`);
     const client = await connect({ url: cfg.url, clientId: `wmrl-${m.robotId}-${process.pid}`, protocolVersion: m.protocolVersion, clean: true, ...security, onError: (e) => process.emitWarning(e) });
-    const robot = await MqttRobot.connect(client, m.robotId);
+    // safety.max_command_age_ms is also each command's lifetime on the link: the robot refuses it
+    // after that, and act() fails when the broker has not acknowledged it by then.
+    const robot = await MqttRobot.connect(client, m.robotId, { commandTtlMs: cfg.safety.maxCommandAgeMs });
     // The operator's YAML, not the robot's own announcement, sets the limits the safety layer enforces.
-    if (robot.spec.joints.join() !== cfg.spec.joints.join()) {
+    // A YAML that lists no features takes the ones the robot announces; otherwise the layouts must agree.
+    const spec: RobotDeclaration = cfg.spec.features ? cfg.spec : { ...cfg.spec, features: robot.spec.features, featureUnits: robot.spec.featureUnits };
+    const mismatch = layoutMismatch(layoutOf(spec), layoutOf(robot.spec), 'the YAML', `robot '${m.robotId}'`);
+    if (mismatch) {
       await robot[Symbol.asyncDispose]();
       await endClient(client, true);
-      throw new Error(`${cfg.spec.name}: robot '${m.robotId}' announces joints [${robot.spec.joints}], the YAML says [${cfg.spec.joints}]`);
+      throw new Error(`${cfg.spec.name}: observation layouts differ: ${mismatch}`);
     }
-    return new WithSpec(robot, cfg.spec, () => endClient(client, true));
+    return new WithSpec(robot, spec, () => endClient(client, true));
   },
 };
 

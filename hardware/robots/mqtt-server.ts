@@ -83,7 +83,7 @@ export async function serveRobotOverMqtt(robot: Robot, client: MqttClient, robot
         refuse('stale', `reset request ${m.id} arrived ${Date.now() - m.deadline} ms past its deadline`);
         await publish(client, replyTopic, { type: 'reply', id: m.id, op: 'reset', ok: false, error: 'stale reset request refused' });
       } else {
-        const obs = await robot.reset();
+        const obs = await robot.reset(m.seed === undefined ? undefined : { seed: m.seed });
         estopped = false;
         stats.resets++;
         await publish(client, replyTopic, { type: 'reply', id: m.id, op: 'reset', ok: true, obs: obsToWire(obs) });

@@ -16,7 +16,8 @@ import { obsFromWire, specFromWire } from '../../bridge/mqtt/convert.js';
 import { isReply, isSpec, isState, type CommandMsg, type RequestMsg } from '../../bridge/mqtt/messages.js';
 import { robotTopic } from '../../bridge/mqtt/topics.js';
 import type { RobotObservation, RobotDeclaration } from '../../common/robot.js';
-import type { Robot } from '../types.js';
+import { checkObservation, layoutOf, type ObservationLayout } from '../../common/layout.js';
+import { resetSeed, type ResetOptions, type Robot } from '../types.js';
 
 export interface MqttRobotOptions {
   /** How long a command stays valid after it is sent (default: 3 control periods, at least 50 ms). */
@@ -40,6 +41,9 @@ export class MqttRobot implements Robot {
   private readonly ttlMs: number;
   private readonly maxAgeMs: number;
   private readonly timeoutMs: number;
+  private disposed = false;
+  /** The observation layout its spec declares; every state and reset observation is checked against it. */
+  readonly layout: ObservationLayout;
 
   private constructor(
     private readonly client: MqttClient,
@@ -48,6 +52,7 @@ export class MqttRobot implements Robot {
     opts: MqttRobotOptions,
   ) {
     this.spec = spec;
+    this.layout = layoutOf(spec);
     const period = 1000 / spec.controlHz;
     this.ttlMs = opts.commandTtlMs ?? Math.max(50, 3 * period);
     this.maxAgeMs = opts.maxStateAgeMs ?? Math.max(500, 10 * period);
@@ -117,10 +122,12 @@ export class MqttRobot implements Robot {
     const l = this.latest!;
     const age = Date.now() - l.at;
     if (age > this.maxAgeMs) throw new Error(`state of robot ${this.robotId} is ${age} ms old (limit ${this.maxAgeMs} ms): link or robot down`);
+    checkObservation(this.layout, l.obs, `robot ${this.robotId}`);
     return l.obs;
   }
 
   async act(action: Float32Array): Promise<Float32Array> {
+    this.assertOpen();
     const { low, high } = this.spec.action;
     if (action.length !== low.length) throw new Error(`robot ${this.robotId} takes ${low.length} action values, got ${action.length}`);
     const sent = new Float32Array(action.length);
@@ -138,9 +145,12 @@ export class MqttRobot implements Robot {
     return sent;
   }
 
-  async reset(): Promise<RobotObservation> {
-    const obs = await this.request('reset');
+  /** A seed travels in the reset request; a robot that cannot honour it refuses the reset. */
+  async reset(options?: ResetOptions): Promise<RobotObservation> {
+    const seed = resetSeed(this.spec.name, options);
+    const obs = await this.request('reset', seed);
     if (!obs) throw new Error(`robot ${this.robotId} replied to reset without an observation`);
+    checkObservation(this.layout, obs, `robot ${this.robotId}`);
     this.latest = { obs, at: Date.now() };
     return obs;
   }
@@ -149,20 +159,32 @@ export class MqttRobot implements Robot {
     await this.request('estop');
   }
 
-  private async request(op: RequestMsg['op']): Promise<RobotObservation | undefined> {
+  private async request(op: RequestMsg['op'], seed?: number): Promise<RobotObservation | undefined> {
+    this.assertOpen();
     const id = randomUUID();
     const reply = new Promise<RobotObservation | undefined>((resolve, reject) => this.pending.set(id, { resolve, reject }));
+    const now = Date.now();
+    const sent = publish(this.client, robotTopic(this.robotId, 'cmd'), { type: 'request', id, op, ...(seed === undefined ? {} : { seed }), stamp: now, deadline: now + this.timeoutMs }, { qos: 1 });
     try {
-      const now = Date.now();
-      await publish(this.client, robotTopic(this.robotId, 'cmd'), { type: 'request', id, op, stamp: now, deadline: now + this.timeoutMs }, { qos: 1 });
-      return await withTimeout(reply, this.timeoutMs, `${op} on robot ${this.robotId} got no reply`);
+      // Publish and reply awaited together: a dispose while the publish is still in flight rejects
+      // the reply, and that rejection must reach this caller, not become an unhandled one.
+      const [, obs] = await withTimeout(Promise.all([sent, reply]), this.timeoutMs, `${op} on robot ${this.robotId} got no reply`);
+      return obs;
     } finally {
       this.pending.delete(id);
     }
   }
 
-  /** Stops routing messages; the client belongs to the caller and stays open. */
+  private assertOpen(): void {
+    if (this.disposed) throw new Error(`robot ${this.robotId} disposed`);
+  }
+
+  /**
+   * Stops routing messages; reset()/estop() still waiting for a reply reject with "robot … disposed",
+   * and later calls throw it. The client belongs to the caller and stays open.
+   */
   async [Symbol.asyncDispose](): Promise<void> {
+    this.disposed = true;
     this.stopRouting();
     for (const p of this.pending.values()) p.reject(new Error(`robot ${this.robotId} disposed`));
     this.pending.clear();

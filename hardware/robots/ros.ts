@@ -6,7 +6,8 @@ import { Ros, Service, Topic } from 'roslib';
 import type { ITransportFactory } from 'roslib';
 import type { RobotConfig } from '../config.js';
 import type { Image, RobotObservation, RobotDeclaration } from '../../common/robot.js';
-import type { Robot } from '../types.js';
+import { checkObservation, layoutOf, type ObservationLayout } from '../../common/layout.js';
+import { resetSeed, UnseededResetError, type ResetOptions, type Robot } from '../types.js';
 import { commandMessage, commandType, JointStateReader, type JointStateMsg } from './ros-messages.js';
 
 export class NotConnectedError extends Error {
@@ -33,11 +34,17 @@ export class RosRobot implements Robot {
   private subs: Topic[] = [];
   private joint?: { stamp: number; position: Float64Array; velocity: Float64Array };
   private features?: Float32Array;
-  /** Counts feature messages, so a reset can wait for the first one of the new episode. */
+  /** Counts joint states and feature messages, so a reset can wait for the first ones of the new episode. */
+  private jointSeq = 0;
   private featureSeq = 0;
+  /** jointSeq when the latest features arrived: features after the latest joint state belong to its tick. */
+  private featuresAtJoint = -1;
   private image?: Image;
   private instruction?: string;
   private closed = false;
+  private outcome: { reward: number; success: boolean; done: boolean } | null = null;
+  private outcomeSeq = 0;
+  private outcomeAtCommand = 0;
   private connected = false;
   private backoff: number;
   private reconnectTimer?: NodeJS.Timeout;
@@ -45,9 +52,13 @@ export class RosRobot implements Robot {
   /** Times the link came up (1 after the first connect). */
   connections = 0;
   private readonly jointReader: JointStateReader;
+  /** The observation layout of the config's spec: every observation is checked against it. */
+  readonly layout: ObservationLayout;
+  private seedTopic?: Topic;
 
   private constructor(readonly config: RobotConfig, private readonly opts: RosRobotOptions) {
     this.spec = config.spec;
+    this.layout = layoutOf(config.spec);
     this.jointReader = new JointStateReader(config.spec.joints);
     this.backoff = opts.reconnectMinMs ?? 100;
     this.ros = new Ros({ transportFactory: opts.transportFactory });
@@ -87,6 +98,13 @@ export class RosRobot implements Robot {
     if (c.featuresTopic) sub<{ data: number[] }>(c.featuresTopic, 'std_msgs/msg/Float32MultiArray', (m) => {
         this.features = Float32Array.from(m.data);
         this.featureSeq++;
+        this.featuresAtJoint = this.jointSeq;
+        this.wake();
+      });
+    if (c.outcomeTopic) sub<{ data: number[] }>(c.outcomeTopic, 'std_msgs/msg/Float64MultiArray', (m) => {
+        const [, reward, success, terminated, truncated] = m.data;
+        this.outcome = { reward: reward ?? NaN, success: success === 1, done: terminated === 1 || truncated === 1 };
+        this.outcomeSeq++;
         this.wake();
       });
     if (c.instructionTopic) sub<{ data: string }>(c.instructionTopic, 'std_msgs/msg/String', (m) => (this.instruction = m.data));
@@ -99,6 +117,10 @@ export class RosRobot implements Robot {
     }
     this.command = new Topic({ ros: this.ros, name: c.command.topic, messageType: commandType(c) });
     this.command.advertise();
+    if (c.services.resetSeed) {
+      this.seedTopic = new Topic({ ros: this.ros, name: c.services.resetSeed, messageType: 'std_msgs/msg/UInt32', latch: true });
+      this.seedTopic.advertise();
+    }
     this.wake();
   }
 
@@ -106,6 +128,7 @@ export class RosRobot implements Robot {
     if (!this.connected && this.reconnectTimer) return;
     this.connected = false;
     this.command = undefined;
+    this.seedTopic = undefined;
     if (this.closed) return;
     clearTimeout(this.reconnectTimer);
     this.reconnectTimer = setTimeout(() => {
@@ -119,6 +142,7 @@ export class RosRobot implements Robot {
     const j = this.jointReader.read(m);
     if (!j) return; // a JointState of some other joints
     this.joint = j;
+    this.jointSeq++;
     this.wake();
   }
 
@@ -146,7 +170,7 @@ export class RosRobot implements Robot {
 
   async observe(): Promise<RobotObservation> {
     if (!this.joint) throw new Error(`${this.spec.name}: no joint state received yet`);
-    return {
+    const o: RobotObservation = {
       stamp: this.joint.stamp,
       position: this.joint.position,
       velocity: this.joint.velocity,
@@ -154,15 +178,32 @@ export class RosRobot implements Robot {
       ...(this.image ? { image: this.image } : {}),
       ...(this.instruction !== undefined ? { instruction: this.instruction } : {}),
     };
+    checkObservation(this.layout, o, this.spec.name);
+    return o;
   }
 
   async act(action: Float32Array): Promise<Float32Array> {
     if (!this.isConnected || !this.command) throw new NotConnectedError(this.spec.name, 'the command');
+    this.outcomeAtCommand = this.outcomeSeq;
     this.command.publish(commandMessage(this.config, action));
     return action;
   }
 
-  private trigger(name: string | undefined, what: string): Promise<string> {
+  /**
+   * The robot's outcome (reward, success, episode end) of the first control step it reports after the
+   * last command was sent: the step that applied it. Needs `outcome_topic` in the robot config.
+   */
+  async outcomeOfLastCommand(): Promise<{ reward: number; success: boolean; done: boolean }> {
+    if (!this.config.outcomeTopic) throw new Error(`${this.spec.name}: its robot config declares no outcome_topic, so it reports no reward or success`);
+    const since = this.outcomeAtCommand;
+    await this.waitFor(() => this.outcomeSeq > since, this.opts.timeoutMs ?? 5000, `an outcome on ${this.config.outcomeTopic} after the last command`);
+    const o = this.outcome!;
+    if (!Number.isFinite(o.reward)) throw new Error(`${this.spec.name}: outcome message on ${this.config.outcomeTopic} has no finite reward`);
+    return o;
+  }
+
+  /** Calls a Trigger service; `onAnswer` runs synchronously as the answer arrives, before anything received after it. */
+  private trigger(name: string | undefined, what: string, onAnswer?: () => void): Promise<string> {
     if (!name) return Promise.reject(new Error(`${this.spec.name}: no ${what} service configured`));
     if (!this.isConnected) return Promise.reject(new NotConnectedError(this.spec.name, `the ${what} request`));
     const svc = new Service<Record<string, never>, { success: boolean; message: string }>({ ros: this.ros, name, serviceType: 'std_srvs/srv/Trigger' });
@@ -172,6 +213,7 @@ export class RosRobot implements Robot {
         {},
         (r) => {
           clearTimeout(t);
+          onAnswer?.();
           if (r.success) resolve(r.message);
           else reject(new Error(`${this.spec.name}: ${what} failed: ${r.message}`));
         },
@@ -183,20 +225,45 @@ export class RosRobot implements Robot {
     });
   }
 
-  async reset(): Promise<RobotObservation> {
-    await this.trigger(this.config.services.reset, 'reset');
-    // The first joint state after the reset answer reflects the new episode.
-    // Joint state and task features travel on separate topics; wait for both, so the episode's
-    // first observation has the same layout as every later one.
-    const before = this.joint?.stamp ?? -Infinity;
-    const featuresBefore = this.featureSeq;
+  /**
+   * With a seed, publishes it on `services.reset_seed_topic` before calling the reset service, on the same
+   * socket, so the robot has it when the call arrives. A robot whose config declares no such topic cannot
+   * honour a seed: UnseededResetError.
+   */
+  async reset(options?: ResetOptions): Promise<RobotObservation> {
+    const seed = resetSeed(this.spec.name, options);
+    if (seed !== undefined) {
+      if (!this.config.services.resetSeed) throw new UnseededResetError(this.spec.name, 'its robot config declares no services.reset_seed_topic');
+      if (!this.isConnected || !this.seedTopic) throw new NotConnectedError(this.spec.name, 'the reset seed');
+      this.seedTopic.publish({ data: seed });
+    }
+    // The first joint state after the reset answer reflects the new episode. Counted from the moment the
+    // answer arrives: messages in the same socket read may be handled before this method resumes.
+    let since = { joints: this.jointSeq, features: this.featureSeq };
+    await this.trigger(this.config.services.reset, 'reset', () => (since = { joints: this.jointSeq, features: this.featureSeq }));
+    return this.nextObservation('after reset', since);
+  }
+
+  /**
+   * The first complete observation received after this call. Joint state and task features travel on
+   * separate topics; a robot publishes the features of a tick after its joint state, so features that
+   * arrive after the latest joint state complete it (positions, velocities and features of one tick).
+   */
+  async nextObservation(what = 'next observation', since = { joints: this.jointSeq, features: this.featureSeq }): Promise<RobotObservation> {
+    const { joints, features } = since;
     const wantFeatures = this.config.featuresTopic !== undefined;
+    let snapshot: Promise<RobotObservation> | undefined;
     await this.waitFor(
-      () => (this.joint?.stamp ?? -Infinity) > before && (!wantFeatures || this.featureSeq > featuresBefore),
+      () => {
+        if (!(this.jointSeq > joints && (!wantFeatures || (this.featureSeq > features && this.featuresAtJoint === this.jointSeq)))) return false;
+        // taken as the condition turns true: a later message must not tear the pair
+        snapshot ??= this.observe();
+        return true;
+      },
       this.opts.timeoutMs ?? 5000,
-      wantFeatures ? `joint state and features (${this.config.featuresTopic}) after reset` : 'joint state after reset',
+      wantFeatures ? `joint state and features (${this.config.featuresTopic}) ${what}` : `joint state ${what}`,
     );
-    return this.observe();
+    return snapshot!;
   }
 
   async estop(): Promise<void> {

@@ -3,7 +3,8 @@
 import { loadRclnodejs, type Rclnodejs, type RclNode } from '../../bridge/ros2native.js';
 import type { RobotConfig } from '../config.js';
 import type { RobotObservation, RobotDeclaration } from '../../common/robot.js';
-import type { Robot } from '../types.js';
+import { checkObservation, layoutOf, type ObservationLayout } from '../../common/layout.js';
+import { resetSeed, UnseededResetError, type ResetOptions, type Robot } from '../types.js';
 import { commandMessage, commandType, JointStateReader, type JointStateMsg } from './ros-messages.js';
 
 export class Ros2Robot implements Robot {
@@ -13,10 +14,13 @@ export class Ros2Robot implements Robot {
   private featureSeq = 0;
   private instruction?: string;
   private readonly reader: JointStateReader;
+  readonly layout: ObservationLayout;
   private readonly pub: { publish(msg: unknown): void };
+  private seedPub?: { publish(msg: unknown): void };
 
   private constructor(readonly config: RobotConfig, private readonly rcl: Rclnodejs, private readonly node: RclNode) {
     this.spec = config.spec;
+    this.layout = layoutOf(config.spec);
     this.reader = new JointStateReader(config.spec.joints);
     this.pub = node.createPublisher(commandType(config), config.command.topic);
     node.createSubscription('sensor_msgs/msg/JointState', config.stateTopic, (m) => {
@@ -39,7 +43,9 @@ export class Ros2Robot implements Robot {
 
   async observe(): Promise<RobotObservation> {
     if (!this.joint) throw new Error(`${this.spec.name}: no joint state received yet on ${this.config.stateTopic}`);
-    return { ...this.joint, ...(this.features ? { features: this.features } : {}), ...(this.instruction !== undefined ? { instruction: this.instruction } : {}) };
+    const o = { ...this.joint, ...(this.features ? { features: this.features } : {}), ...(this.instruction !== undefined ? { instruction: this.instruction } : {}) };
+    checkObservation(this.layout, o, this.spec.name);
+    return o;
   }
 
   async act(action: Float32Array): Promise<Float32Array> {
@@ -55,7 +61,13 @@ export class Ros2Robot implements Robot {
     if (!res.success) throw new Error(`${this.spec.name}: ${what} failed: ${res.message}`);
   }
 
-  async reset(): Promise<RobotObservation> {
+  async reset(options?: ResetOptions): Promise<RobotObservation> {
+    const seed = resetSeed(this.spec.name, options);
+    if (seed !== undefined) {
+      if (!this.config.services.resetSeed) throw new UnseededResetError(this.spec.name, 'its robot config declares no services.reset_seed_topic');
+      this.seedPub ??= this.node.createPublisher('std_msgs/msg/UInt32', this.config.services.resetSeed);
+      this.seedPub.publish({ data: seed });
+    }
     const before = this.joint?.stamp ?? -Infinity;
     const featuresBefore = this.featureSeq;
     await this.trigger(this.config.services.reset, 'reset');

@@ -1,4 +1,6 @@
 // The planar two-link arm shared by `reach` and `push`: kinematics and the joint-space PD used by experts.
+import { defineLayout, type LayoutFeature, type ObservationLayout } from '../../common/layout.js';
+
 export const L1 = 0.2;
 export const L2 = 0.2;
 
@@ -40,7 +42,15 @@ export function pd(q: [number, number], qd: [number, number], target: [number, n
   return Float32Array.of(clip(kp * e0 - kd * qd[0]), clip(kp * e1 - kd * qd[1]));
 }
 
-/** The two-link arm's part of the state: joint angles, joint velocities, tip x/y (entries 0..5). */
+/** The arm's layout: shoulder and elbow, then the tip position and the task's own features. */
+export function armLayout(features: LayoutFeature[]): ObservationLayout {
+  return defineLayout(
+    [{ name: 'shoulder', unit: 'rad' }, { name: 'elbow', unit: 'rad' }],
+    [{ name: 'tip x', unit: 'm' }, { name: 'tip y', unit: 'm' }, ...features],
+  );
+}
+
+/** The two-link arm's part of the state, in armLayout order: joint angles, joint velocities, tip x/y (entries 0..5). */
 export function armState(q: Float64Array, qd: Float64Array, siteXpos: Float64Array, tip: number, out: Float32Array): void {
   out[0] = q[0]!;
   out[1] = q[1]!;

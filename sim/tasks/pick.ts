@@ -3,13 +3,29 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { SimData, SimModel } from '../mujoco.js';
 import type { Rng } from '../rng.js';
+import { defineLayout } from '../../common/layout.js';
 import { argmaxFrom, type BoundTask, type TaskDef } from '../task.js';
 import type { Obs } from '../types.js';
 import { COLOURS, spreadPoints } from './layout.js';
 
 const ASSETS = join(dirname(fileURLToPath(import.meta.url)), '..', 'assets', 'pick');
 const PAD = 0.05;
-const G = 20; // offset of the goal one-hot in the state
+
+// State: positions (0..4) and velocities (5..9) of the five joints, then cube (10..15), pads (16..21), goal (22..24).
+const LAYOUT = defineLayout(
+  ['x', 'y', 'z', 'finger_left', 'finger_right'].map((name) => ({ name, unit: 'm' as const })),
+  [
+    ...['x', 'y', 'z'].map((a) => ({ name: `cube ${a}`, unit: 'm' })),
+    ...['vx', 'vy', 'vz'].map((a) => ({ name: `cube ${a}`, unit: 'm/s' })),
+    ...COLOURS.flatMap((c) => [{ name: `${c} pad x`, unit: 'm' }, { name: `${c} pad y`, unit: 'm' }]),
+    ...COLOURS.map((c) => ({ name: `goal is ${c}`, unit: '1' })),
+  ],
+);
+const NJ = LAYOUT.joints.length;
+const CUBE = 2 * NJ; // offset of the cube position in the state
+const PADS = CUBE + 6;
+const G = PADS + 6; // offset of the goal one-hot
+const FINGER = 3; // finger_left position: how far the fingers have closed
 
 export const pick: TaskDef = {
   name: 'pick',
@@ -21,7 +37,7 @@ export const pick: TaskDef = {
     const jadr = (name: string) => (model.raw.jnt_qposadr as Int32Array)[model.id('mjOBJ_JOINT', name)]!;
     const vadr = (name: string) => (model.raw.jnt_dofadr as Int32Array)[model.id('mjOBJ_JOINT', name)]!;
     const [qx, qf, qc] = [jadr('x'), jadr('finger_left'), jadr('cube')];
-    const [vx, vf, vc] = [vadr('x'), vadr('finger_left'), vadr('cube')];
+    const vc = vadr('cube');
     const mocap = COLOURS.map((c) => (model.raw.body_mocapid as Int32Array)[model.id('mjOBJ_BODY', `pad_${c}`)]!);
     const actuators = ['x', 'y', 'z', 'grip'];
     const cr = model.raw.actuator_ctrlrange as Float64Array;
@@ -29,17 +45,11 @@ export const pick: TaskDef = {
       const id = model.id('mjOBJ_ACTUATOR', a);
       return [cr[2 * id]!, cr[2 * id + 1]!] as [number, number];
     });
-    const stateNames = [
-      'gripper x (m)', 'gripper y (m)', 'gripper z (m)', 'gripper vx (m/s)', 'gripper vy (m/s)', 'gripper vz (m/s)',
-      'finger closing (m)', 'finger closing vel (m/s)',
-      'cube x (m)', 'cube y (m)', 'cube z (m)', 'cube vx (m/s)', 'cube vy (m/s)', 'cube vz (m/s)',
-      ...COLOURS.flatMap((c) => [`${c} pad x (m)`, `${c} pad y (m)`]),
-      ...COLOURS.map((c) => `goal is ${c} (one-hot)`),
-    ];
+    const jq = LAYOUT.joints.map((j) => jadr(j.name));
+    const jv = LAYOUT.joints.map((j) => vadr(j.name));
     return {
       actuatorNames: actuators,
-      jointNames: ['x', 'y', 'z', 'finger_left', 'finger_right'],
-      stateNames,
+      layout: LAYOUT,
       instructions: COLOURS.map((c) => `put the cube on the ${c} pad`),
       keyframe: 'home',
       resetEpisode(data: SimData, rng: Rng): number {
@@ -68,17 +78,17 @@ export const pick: TaskDef = {
         const q = data.raw.qpos as Float64Array;
         const qd = data.raw.qvel as Float64Array;
         const mp = data.raw.mocap_pos as Float64Array;
+        for (let i = 0; i < NJ; i++) {
+          out[i] = q[jq[i]!]!;
+          out[NJ + i] = qd[jv[i]!]!;
+        }
         for (let i = 0; i < 3; i++) {
-          out[i] = q[qx + i]!;
-          out[3 + i] = qd[vx + i]!;
-          out[8 + i] = q[qc + i]!;
-          out[11 + i] = qd[vc + i]!;
-          out[14 + 2 * i] = mp[3 * mocap[i]!]!;
-          out[15 + 2 * i] = mp[3 * mocap[i]! + 1]!;
+          out[CUBE + i] = q[qc + i]!;
+          out[CUBE + 3 + i] = qd[vc + i]!;
+          out[PADS + 2 * i] = mp[3 * mocap[i]!]!;
+          out[PADS + 1 + 2 * i] = mp[3 * mocap[i]! + 1]!;
           out[G + i] = i === goal ? 1 : 0;
         }
-        out[6] = q[qf]!;
-        out[7] = qd[vf]!;
       },
       evaluate(data: SimData, goal: number, action: Float32Array) {
         const q = data.raw.qpos as Float64Array;
@@ -114,9 +124,9 @@ function pickExpert(ranges: Array<[number, number]>) {
       const s = obs.state;
       const g = argmaxFrom(s, G, 3);
       const [x, y, z] = [s[0]!, s[1]!, s[2]!];
-      const [cx, cy, cz] = [s[8]!, s[9]!, s[10]!];
-      const [px, py] = [s[14 + 2 * g]!, s[15 + 2 * g]!];
-      const closing = s[6]!;
+      const [cx, cy, cz] = [s[CUBE]!, s[CUBE + 1]!, s[CUBE + 2]!];
+      const [px, py] = [s[PADS + 2 * g]!, s[PADS + 1 + 2 * g]!];
+      const closing = s[FINGER]!;
       const xyErr = (tx: number, ty: number) => Math.hypot(x - tx, y - ty);
       timer++;
       const next = () => {

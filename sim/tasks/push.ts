@@ -5,7 +5,7 @@ import type { SimData, SimModel } from '../mujoco.js';
 import type { Rng } from '../rng.js';
 import { argmaxFrom, type BoundTask, type TaskDef } from '../task.js';
 import type { Obs } from '../types.js';
-import { armState, ik, pd } from './arm.js';
+import { armLayout, armState, ik, pd } from './arm.js';
 import { COLOURS, spreadPoints } from './layout.js';
 
 const ASSETS = join(dirname(fileURLToPath(import.meta.url)), '..', 'assets', 'push');
@@ -32,17 +32,15 @@ export const push: TaskDef = {
     const cq = (model.raw.jnt_qposadr as Int32Array)[cubeJnt]!;
     const cv = (model.raw.jnt_dofadr as Int32Array)[cubeJnt]!;
     const mocap = COLOURS.map((c) => (model.raw.body_mocapid as Int32Array)[model.id('mjOBJ_BODY', `pad_${c}`)]!);
-    const stateNames = [
-      'shoulder (rad)', 'elbow (rad)', 'shoulder vel (rad/s)', 'elbow vel (rad/s)', 'tip x (m)', 'tip y (m)',
-      'cube x (m)', 'cube y (m)', 'cube vx (m/s)', 'cube vy (m/s)',
-      ...COLOURS.flatMap((c) => [`${c} pad x (m)`, `${c} pad y (m)`]),
-      ...COLOURS.map((c) => `goal is ${c} (one-hot)`),
-    ];
+    const layout = armLayout([
+      { name: 'cube x', unit: 'm' }, { name: 'cube y', unit: 'm' }, { name: 'cube vx', unit: 'm/s' }, { name: 'cube vy', unit: 'm/s' },
+      ...COLOURS.flatMap((c) => [{ name: `${c} pad x`, unit: 'm' }, { name: `${c} pad y`, unit: 'm' }]),
+      ...COLOURS.map((c) => ({ name: `goal is ${c}`, unit: '1' })),
+    ]);
     const G = 16; // offset of the one-hot
     return {
       actuatorNames: ['shoulder', 'elbow'],
-      jointNames: ['shoulder', 'elbow'],
-      stateNames,
+      layout,
       instructions: COLOURS.map((c) => `push the cube onto the ${c} pad`),
       keyframe: 'home',
       resetEpisode(data: SimData, rng: Rng): number {

@@ -5,7 +5,7 @@ import type { SimData, SimModel } from '../mujoco.js';
 import type { Rng } from '../rng.js';
 import { argmaxFrom, type BoundTask, type TaskDef } from '../task.js';
 import type { Obs } from '../types.js';
-import { armState, ik, pd, tipVelocity } from './arm.js';
+import { armLayout, armState, ik, pd, tipVelocity } from './arm.js';
 import { COLOURS, spreadPoints } from './layout.js';
 
 const ASSETS = join(dirname(fileURLToPath(import.meta.url)), '..', 'assets', 'reach');
@@ -21,11 +21,10 @@ export const reach: TaskDef = {
   bind(model: SimModel): BoundTask {
     const tip = model.id('mjOBJ_SITE', 'tip');
     const mocap = COLOURS.map((c) => (model.raw.body_mocapid as Int32Array)[model.id('mjOBJ_BODY', `target_${c}`)]!);
-    const stateNames = [
-      'shoulder (rad)', 'elbow (rad)', 'shoulder vel (rad/s)', 'elbow vel (rad/s)', 'tip x (m)', 'tip y (m)',
-      ...COLOURS.flatMap((c) => [`${c} target x (m)`, `${c} target y (m)`]),
-      ...COLOURS.map((c) => `goal is ${c} (one-hot)`),
-    ];
+    const layout = armLayout([
+      ...COLOURS.flatMap((c) => [{ name: `${c} target x`, unit: 'm' }, { name: `${c} target y`, unit: 'm' }]),
+      ...COLOURS.map((c) => ({ name: `goal is ${c}`, unit: '1' })),
+    ]);
     const tipDist = (data: SimData, goal: number) => {
       const sx = data.raw.site_xpos as Float64Array;
       const mp = data.raw.mocap_pos as Float64Array;
@@ -33,8 +32,7 @@ export const reach: TaskDef = {
     };
     return {
       actuatorNames: ['shoulder', 'elbow'],
-      jointNames: ['shoulder', 'elbow'],
-      stateNames,
+      layout,
       instructions: COLOURS.map((c) => `reach the ${c} target`),
       keyframe: 'home',
       resetEpisode(data: SimData, rng: Rng): number {

@@ -1,0 +1,166 @@
+// embodied: post-training a behaviour-cloned policy on the `gap` robot (the sim under the gap hardware
+// profile: heavier, weaker, laggier, noisier) with standard GRPO on the robot against WMRL and its
+// ablations, the world model pretrained on `nominal` sim data. True success on held-out start states
+// against robot-hours; imagined transitions/s against raw MuJoCo steps/s in the same run.
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { MjEnv, loadTaskModel } from '../sim/env.js';
+import { NOMINAL } from '../sim/profiles.js';
+import { taskDef } from '../sim/registry.js';
+import { Rng } from '../nn/index.js';
+import { ClippedPolicyGradient, DEFAULT_PG_CONFIG, type PgConfig } from '../policies/pg.js';
+import { correctorConfig, type CorrectorConfig } from '../wmrl/corrector.js';
+import type { RunRow } from '../wmrl/run-state.js';
+import { DEFAULT_PRETRAIN, SimPrompts, heldOutEvaluation, pretrain, simRobotTarget, type Pretrained } from '../wmrl/sim-setup.js';
+import { trainStandard } from '../wmrl/train_standard.js';
+import { DEFAULT_WMRL, trainWmrl } from '../wmrl/train_wmrl.js';
+import { fmt, median, type BenchOptions, type BenchReport, type Series } from './lib/report.js';
+import { rawSimSps } from './worldmodel.js';
+
+/** The variants of one run, by name; `corrector` false = pure world model, 'standard' = every group on the robot. */
+const base = DEFAULT_WMRL.corrector as CorrectorConfig;
+const VARIANTS: Record<string, { label: string; corrector: CorrectorConfig | false | 'standard' }> = {
+  standard: { label: 'standard GRPO on the robot', corrector: 'standard' },
+  pure_wm: { label: 'pure world model', corrector: false },
+  debias: { label: '+ debias', corrector: correctorConfig({ denoise: false }, base) },
+  denoise: { label: '+ denoise', corrector: correctorConfig({ debias: false }, base) },
+  full: { label: 'full WMRL', corrector: base },
+  full_active: { label: 'full WMRL, active anchors', corrector: correctorConfig({ anchors: { mode: 'active' } }, base) },
+};
+
+interface Curve {
+  rows: RunRow[];
+  /** (robot hours, success) at every evaluation, starting with the behaviour-cloned policy at 0 h. */
+  points: Array<[number, number]>;
+}
+
+/** Robot hours at the first evaluation whose success reaches `level`; null if never. */
+function hoursToReach(c: Curve, level: number): number | null {
+  const p = c.points.find(([, s]) => s >= level);
+  return p ? p[0] : null;
+}
+
+export async function run(o: BenchOptions): Promise<BenchReport> {
+  const q = o.quick;
+  const task = 'reach';
+  const seeds = q ? [0] : [0, 1, 2];
+  const updates = q ? 3 : 20;
+  const evalEpisodes = q ? 10 : 200;
+  const cfg = { ...DEFAULT_WMRL, updates, prompts: q ? 4 : 8, groupSize: q ? 4 : 8, evalEvery: q ? 3 : 4 };
+  const pgConfig: PgConfig = { ...DEFAULT_PG_CONFIG, optimizer: { lr: 3e-4, clipNorm: 0.5 }, epochs: 2, minibatch: 1024 };
+  const pre = q ? { bcEpisodes: 10, bcEpochs: 20, wmEpisodes: 12, wmEpochs: 3, wmHidden: [64, 64], wmMembers: 3 } : {};
+  const names = Object.keys(VARIANTS);
+  const curves: Record<string, Curve[]> = Object.fromEntries(names.map((n) => [n, []]));
+  const evaluate = heldOutEvaluation(task, 'gap', evalEpisodes);
+  let done = 0;
+  const total = seeds.length * (names.length + 1);
+  let imagined = 0, imagineSeconds = 0;
+  const tmp = mkdtempSync(join(tmpdir(), 'bench-embodied-'));
+  try {
+
+  for (const seed of seeds) {
+    o.progress(done, total, `seed ${seed}: pretraining (behaviour cloning, world model on nominal)`);
+    const p: Pretrained = await pretrain({ ...DEFAULT_PRETRAIN, ...pre, task, seed });
+    done++;
+    const policy0 = p.policy.paramNames().map((n) => Float32Array.from(p.policy.store.get(n).data));
+    const model0 = p.model.store.names().map((n) => Float32Array.from(p.model.store.get(n).data));
+    const start = (await evaluate(p.policy)).success;
+    for (const name of names) {
+      o.progress(done, total, `seed ${seed}: ${name}`);
+      p.policy.paramNames().forEach((n, i) => p.policy.store.set(n, policy0[i]!));
+      p.model.store.names().forEach((n, i) => p.model.store.set(n, model0[i]!));
+      const target = await simRobotTarget({ task, profile: 'gap', robots: 1, resetSeconds: 5, seed, store: join(tmp, `${seed}-${name}.db`) });
+      using prompts = await SimPrompts.create(task);
+      const pg = await ClippedPolicyGradient.create(p.policy, pgConfig);
+      const v = VARIANTS[name]!;
+      const common = { updates, prompts: cfg.prompts, groupSize: cfg.groupSize, evalEvery: cfg.evalEvery, promptSeed0: 1_000_000 + seed * 100_000, seed };
+      const state = v.corrector === 'standard'
+        ? await trainStandard({ config: common, policy: p.policy, pg, target, prompts, evaluate })
+        : await trainWmrl({ config: { ...cfg, ...common, corrector: v.corrector, horizon: target.maxSteps }, policy: p.policy, pg, model: p.model, simData: p.simData, target, prompts, evaluate, warn: () => {} });
+      await pg.release();
+      await target.close();
+      for (const r of state.rows) if (r.imagineSeconds) { imagined += r.imaginedTransitions!; imagineSeconds += r.imagineSeconds; }
+      const points: Array<[number, number]> = [[0, start], ...state.rows.filter((r) => r.evalSuccess !== undefined).map((r): [number, number] => [r.robotSeconds / 3600, r.evalSuccess!])];
+      curves[name]!.push({ rows: state.rows, points });
+      done++;
+    }
+  }
+  } finally {
+    rmSync(tmp, { recursive: true, force: true });
+  }
+
+  // Raw MuJoCo control steps/s on the same task, this run.
+  const def = taskDef(task);
+  const model = await loadTaskModel(def, NOMINAL);
+  const env = new MjEnv(def, model, NOMINAL, { seed: 0 }, false);
+  const rng = new Rng(1);
+  rawSimSps(env, def.substeps, 500, rng);
+  const simSps = median(Array.from({ length: 3 }, () => rawSimSps(env, def.substeps, q ? 2000 : 10_000, rng)));
+  env.dispose();
+  model.dispose();
+  const imagineTps = imagineSeconds > 0 ? imagined / imagineSeconds : 0;
+
+  // Per seed: standard's final success is the level; each variant's robot hours to reach it.
+  const finalOf = (name: string) => curves[name]!.map((c) => c.points.at(-1)![1]);
+  const hoursOf = (name: string) => curves[name]!.map((c) => c.points.at(-1)![0]);
+  const stdFinal = finalOf('standard');
+  const starts = curves.standard!.map((c) => c.points[0]![1]);
+  // A speedup is defined on a seed only where standard GRPO improved on the behaviour-cloned start:
+  // otherwise "reaching its final success" costs nothing and says nothing.
+  const speedups = curves.full!.map((c, i) => {
+    if (!(stdFinal[i]! > starts[i]!)) return null;
+    const h = hoursToReach(c, stdFinal[i]!);
+    return h === null ? 0 : hoursOf('standard')[i]! / h;
+  });
+  const defined = speedups.filter((x): x is number => x !== null);
+  const rows = names.map((n) => {
+    const reach = curves[n]!.map((c, i) => hoursToReach(c, stdFinal[i]!));
+    return [
+      VARIANTS[n]!.label,
+      fmt(median(finalOf(n))),
+      finalOf(n).map((x) => fmt(x, 2)).join(' / '),
+      fmt(median(hoursOf(n))),
+      reach.map((h) => (h === null ? 'not reached' : fmt(h, 3))).join(' / '),
+      fmt(median(curves[n]!.map((c) => c.rows.at(-1)!.computeSeconds)), 3),
+    ];
+  });
+  const med = (n: string) => median(finalOf(n));
+  const speedup = defined.length ? median(defined) : null;
+  const lines: Series[] = names.map((n) => ({ label: VARIANTS[n]!.label, points: curves[n]![0]!.points }));
+  // Two evaluations' binomial standard errors: differences within two of them are not called a difference.
+  const se2 = (a: string, b: string) => 2 * Math.sqrt((Math.max(med(a), 0.5 / evalEpisodes) * (1 - med(a)) + Math.max(med(b), 0.5 / evalEpisodes) * (1 - med(b))) / evalEpisodes);
+  const verdict = (a: string, b: string) => {
+    const d = med(a) - med(b);
+    const word = Math.abs(d) <= se2(a, b) ? 'indistinguishable from' : d > 0 ? 'above' : 'below';
+    return `${word} (${d >= 0 ? '+' : ''}${fmt(d, 2)}, two standard errors ${fmt(se2(a, b), 2)})`;
+  };
+  const summary = [
+    `Task ${task}; robot = the sim under the gap profile; world model pretrained on nominal sim data; ${seeds.length} seed(s), ${updates} updates of ${cfg.prompts} prompts × ${cfg.groupSize} rollouts; true success = mean action on ${evalEpisodes} held-out start states.`,
+    `Median final success: full WMRL ${fmt(med('full'))}, standard GRPO ${fmt(med('standard'))}, pure world model ${fmt(med('pure_wm'))} (behaviour-cloned start ${fmt(median(starts))}); one evaluation's binomial standard error at the median is ±${fmt(Math.sqrt(Math.max(med('full'), 1 / evalEpisodes) * (1 - med('full')) / evalEpisodes), 2)}.`,
+    `After the same number of updates full WMRL is ${verdict('full', 'standard')} standard GRPO; pure world model is ${verdict('pure_wm', 'full')} full WMRL.`,
+    speedup === null
+      ? `Robot-time speedup: not defined — standard GRPO did not improve on the behaviour-cloned start on any seed (start ${starts.map((x) => fmt(x, 2)).join(' / ')}, final ${stdFinal.map((x) => fmt(x, 2)).join(' / ')}).`
+      : `Robot-time speedup of full WMRL to standard GRPO's final success, median over the ${defined.length} seed(s) where standard improved on the start: ${fmt(speedup)}${defined.some((x) => x === 0) ? ` (not reached on ${defined.filter((x) => x === 0).length}, counted as 0)` : ''}.`,
+    `Imagination ran at ${fmt(imagineTps, 4)} transitions/s (policy + ensemble, batched) against ${fmt(simSps, 4)} raw MuJoCo control steps/s: ${fmt(imagineTps / simSps)}×.`,
+  ].join('\n');
+  return {
+    title: 'Embodied WMRL: post-training on the gap robot',
+    summary,
+    header: ['variant', 'final success (median)', 'per seed', 'robot hours used (median)', 'robot hours to standard\'s final success, per seed', 'compute s (median)'],
+    rows,
+    plot: { title: `${task} on the gap robot: true success against robot-hours (seed ${seeds[0]})`, xLabel: 'robot hours', yLabel: 'success on held-out starts', lines },
+    result: {
+      robot_time_speedup: speedup ?? 'n/a',
+      final_success_wmrl: med('full'),
+      final_success_standard: med('standard'),
+      final_success_pure_wm: med('pure_wm'),
+      final_success_active: med('full_active'),
+      final_success_debias_only: med('debias'),
+      final_success_denoise_only: med('denoise'),
+      imagine_tps: imagineTps,
+      sim_sps: simSps,
+      imagine_vs_sim: imagineTps / simSps,
+    },
+  };
+}

@@ -1,0 +1,147 @@
+// `wmrl train`: post-train a policy on a robot with WMRL (or the standard-GRPO baseline), checkpoint
+// every update, resume exactly, export the result as a deployable .onnx.
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { parseArgs } from 'node:util';
+import { OBSERVATION_LAYOUT_KEY, layoutEntries, layoutOf, layoutToJson } from '../../common/layout.js';
+import { ClippedPolicyGradient, DEFAULT_PG_CONFIG } from '../../policies/pg.js';
+import { exportPolicy } from '../../policies/gaussian.js';
+import { correctorConfig } from '../../wmrl/corrector.js';
+import { DEFAULT_PRETRAIN, SimPrompts, heldOutEvaluation, pretrain, simRobotTarget } from '../../wmrl/sim-setup.js';
+import { yamlRobotTarget } from '../../wmrl/robot-target.js';
+import { trainStandard } from '../../wmrl/train_standard.js';
+import { DEFAULT_WMRL, trainWmrl } from '../../wmrl/train_wmrl.js';
+import type { RunRow } from '../../wmrl/run-state.js';
+import { progressBar } from '../progress.js';
+
+/** Everything a run was started with; saved as OUT/config.json so --resume continues the same run. */
+interface TrainArgs {
+  algo: 'wmrl' | 'standard';
+  robot: string;
+  task: string;
+  profile: string;
+  debias: boolean;
+  denoise: boolean;
+  pureWm: boolean;
+  anchors: 'random' | 'active';
+  updates: number;
+  prompts: number;
+  group: number;
+  robots: number;
+  resetSeconds: number;
+  seed: number;
+  quick: boolean;
+}
+
+const int = (name: string, v: string | undefined, min = 1): number => {
+  const n = Number(v);
+  if (!Number.isInteger(n) || n < min) throw new Error(`--${name} must be an integer ≥ ${min}, got '${v}'`);
+  return n;
+};
+
+function parse(args: string[]): { a: TrainArgs; out: string; resume: boolean; given: string[] } {
+  const { values } = parseArgs({
+    args,
+    options: {
+      algo: { type: 'string', default: 'wmrl' },
+      robot: { type: 'string', default: 'sim:reach:gap' },
+      'no-debias': { type: 'boolean', default: false },
+      'no-denoise': { type: 'boolean', default: false },
+      'pure-wm': { type: 'boolean', default: false },
+      anchors: { type: 'string', default: 'random' },
+      updates: { type: 'string', default: '20' },
+      prompts: { type: 'string', default: '8' },
+      group: { type: 'string', default: '8' },
+      robots: { type: 'string', default: '1' },
+      'reset-seconds': { type: 'string', default: '5' },
+      seed: { type: 'string', default: '0' },
+      out: { type: 'string' },
+      resume: { type: 'boolean', default: false },
+      quick: { type: 'boolean', default: false },
+      task: { type: 'string' },
+    },
+  });
+  // With --resume only --updates may change (to extend a finished run).
+  const given = args.filter((x) => x.startsWith('--') && !['--out', '--resume', '--updates'].includes(x.split('=')[0]!));
+  if (values.algo !== 'wmrl' && values.algo !== 'standard') throw new Error(`--algo must be wmrl or standard, got '${values.algo}'`);
+  if (values.anchors !== 'random' && values.anchors !== 'active') throw new Error(`--anchors must be random or active, got '${values.anchors}'`);
+  if (values.algo === 'standard' && (values['no-debias'] || values['no-denoise'] || values['pure-wm'])) throw new Error('--no-debias, --no-denoise and --pure-wm are WMRL options; --algo standard has no world model');
+  const sim = values.robot.startsWith('sim:');
+  const [, simTask = '', profile = sim ? 'nominal' : 'real'] = sim ? values.robot.split(':') : [];
+  const task = sim ? simTask : values.task;
+  if (!task) throw new Error(sim ? '--robot sim:TASK[:PROFILE] needs a task' : `--robot ${values.robot}: a robot YAML needs --task TASK, the sim task whose expert and world model the run starts from and whose seeded resets give the prompts`);
+  if (sim && values.task && values.task !== task) throw new Error(`--task ${values.task} contradicts --robot ${values.robot}`);
+  const out = values.out ?? join('runs', `${values.algo}-${new Date().toISOString().replace(/[:.]/g, '-')}`);
+  const a: TrainArgs = {
+    algo: values.algo, robot: values.robot, task, profile,
+    debias: !values['no-debias'], denoise: !values['no-denoise'], pureWm: values['pure-wm'], anchors: values.anchors,
+    updates: int('updates', values.updates), prompts: int('prompts', values.prompts), group: int('group', values.group, 2),
+    robots: int('robots', values.robots), resetSeconds: Number(values['reset-seconds']), seed: int('seed', values.seed, 0), quick: values.quick,
+  };
+  if (!(a.resetSeconds >= 0)) throw new Error(`--reset-seconds must be ≥ 0, got '${values['reset-seconds']}'`);
+  return { a, out, resume: values.resume, given };
+}
+
+export async function train(args: string[]): Promise<void> {
+  const parsed = parse(args);
+  const { out, resume } = parsed;
+  let a = parsed.a;
+  const cfgFile = join(out, 'config.json');
+  if (resume) {
+    if (!existsSync(cfgFile)) throw new Error(`--resume: ${out} has no config.json (not a run folder)`);
+    if (parsed.given.length) throw new Error(`--resume continues the run as it was started; drop ${parsed.given.join(', ')}`);
+    a = { ...(JSON.parse(readFileSync(cfgFile, 'utf8')) as TrainArgs), ...(args.some((x) => x.split('=')[0] === '--updates') ? { updates: parsed.a.updates } : {}) };
+    writeFileSync(cfgFile, JSON.stringify(a, null, 1));
+  } else {
+    if (existsSync(join(out, 'state.json'))) throw new Error(`${out} already holds a run: pass --resume to continue it, or another --out`);
+    mkdirSync(out, { recursive: true });
+    writeFileSync(cfgFile, JSON.stringify(a, null, 1));
+  }
+
+  const bar = progressBar();
+  const pre = await pretrain({
+    ...DEFAULT_PRETRAIN, task: a.task, seed: a.seed, fit: !resume,
+    ...(a.quick ? { bcEpisodes: 10, bcEpochs: 20, wmEpisodes: 12, wmEpochs: 3, wmHidden: [64, 64], wmMembers: 3 } : {}),
+    onProgress: (what, done, total) => bar(done, total, what),
+  });
+  const store = join(out, 'episodes.db');
+  const horizon = (await SimPrompts.horizon(a.task));
+  const target = a.robot.startsWith('sim:')
+    ? await simRobotTarget({ task: a.task, profile: a.profile, store, robots: a.robots, resetSeconds: a.resetSeconds, seed: a.seed })
+    : await yamlRobotTarget({ config: a.robot, maxSteps: horizon, store, robots: a.robots, resetSeconds: a.resetSeconds, task: a.task, log: (e) => console.error(`safety: ${e.kind}: ${e.detail}`) });
+  using prompts = await SimPrompts.create(a.task);
+  const pg = await ClippedPolicyGradient.create(pre.policy, { ...DEFAULT_PG_CONFIG, optimizer: { lr: 3e-4, clipNorm: 0.5 }, epochs: 2, minibatch: 1024 });
+  // Held-out success is measured where the robot has a sim twin under its profile; a robot YAML's own episodes are its measure.
+  const evaluate = a.robot.startsWith('sim:') ? heldOutEvaluation(a.task, a.profile, a.quick ? 10 : 100) : undefined;
+  const common = { updates: a.updates, prompts: a.prompts, groupSize: a.group, evalEvery: Math.max(1, Math.floor(a.updates / 5)), promptSeed0: 1_000_000, seed: a.seed };
+  const hooks = { onUpdate: (r: RunRow) => bar(r.update, a.updates, `update · robot ${(r.robotSeconds / 3600).toFixed(2)} h${r.evalSuccess !== undefined ? ` · success ${(100 * r.evalSuccess).toFixed(0)}%` : ''}`) };
+  let rows: RunRow[];
+  try {
+    if (a.algo === 'standard') {
+      rows = (await trainStandard({ config: common, policy: pre.policy, pg, target, prompts, evaluate, outDir: out, resume, hooks })).rows;
+    } else {
+      const corrector = a.pureWm ? false : correctorConfig({ ...(a.debias ? {} : { debias: false }), ...(a.denoise ? {} : { denoise: false }), anchors: { mode: a.anchors }, seed: a.seed }, DEFAULT_WMRL.corrector || undefined);
+      rows = (await trainWmrl({
+        config: { ...DEFAULT_WMRL, ...common, corrector, horizon: target.maxSteps },
+        policy: pre.policy, pg, model: pre.model, simData: pre.simData, target, prompts, evaluate, outDir: out, resume, hooks,
+      })).rows;
+    }
+  } finally {
+    await pg.release();
+    await target.close();
+  }
+  const spec = target.robot.spec;
+  const policyPath = join(out, 'policy.onnx');
+  const layout = layoutOf(spec);
+  exportPolicy(pre.policy, policyPath, {
+    observationNames: layoutEntries(layout).map((e) => e.label),
+    actionNames: spec.action.names, controlHz: spec.controlHz, policyVersion: `${a.algo}-${rows.length}`, runId: out,
+    extra: { [OBSERVATION_LAYOUT_KEY]: layoutToJson(layout) },
+  });
+  const evals = rows.filter((r) => r.evalSuccess !== undefined);
+  const last = rows.at(-1)!;
+  console.log(`\n| run | algo | updates | robot episodes | robot hours | compute s | success first → last eval |\n|---|---|---|---|---|---|---|`);
+  const successes = evals.length ? evals.map((r) => `${(100 * r.evalSuccess!).toFixed(0)}%`).join(' → ') : `robot episodes: ${rows.filter((r) => r.trainSuccess !== null).map((r) => `${(100 * r.trainSuccess!).toFixed(0)}%`).join(' → ')}`;
+  console.log(`| ${out} | ${a.algo}${a.pureWm ? ' (pure world model)' : ''} | ${last.update} | ${last.robotEpisodes} | ${(last.robotSeconds / 3600).toFixed(3)} | ${last.computeSeconds.toFixed(0)} | ${successes} |`);
+  console.log(`\npolicy: ${policyPath}   episodes: ${join(out, 'episodes.db')}   history: ${join(out, 'history.json')}`);
+}

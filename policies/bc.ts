@@ -1,0 +1,61 @@
+// Behaviour cloning: the policy's mean regressed onto demonstrated actions (mean squared error),
+// the starting point that WMRL post-trains. Only the mean network trains; log-std keeps its value.
+import { Graph, Rng, Trainer, mean, square, sub, sum, tensor, type AdamConfig } from '../nn/index.js';
+import type { GaussianPolicy } from './gaussian.js';
+
+export interface Demonstrations {
+  /** M x D. */
+  obs: Float32Array;
+  /** M x A: the demonstrator's actions. */
+  action: Float32Array;
+}
+
+export interface BcOptions {
+  epochs: number;
+  batchSize: number;
+  optimizer: AdamConfig;
+  seed: number;
+  onEpoch?: (epoch: number, loss: number) => void;
+}
+
+export const DEFAULT_BC: BcOptions = { epochs: 30, batchSize: 256, optimizer: { lr: 1e-3, clipNorm: 1 }, seed: 0 };
+
+/** Fits the policy's mean to the demonstrations; returns the last epoch's mean loss. */
+export async function behaviourClone(policy: GaussianPolicy, demos: Demonstrations, opts: Partial<BcOptions> = {}): Promise<number> {
+  const o = { ...DEFAULT_BC, ...opts };
+  const D = policy.obsDim, A = policy.actDim;
+  const M = demos.obs.length / D;
+  if (!Number.isInteger(M) || M < 1) throw new Error(`bc: obs has ${demos.obs.length} values, not a positive multiple of obsDim ${D}`);
+  if (demos.action.length !== M * A) throw new Error(`bc: action has ${demos.action.length} values, expected ${M} x ${A}`);
+  const g = new Graph();
+  const obs = g.input('obs', ['M', D]);
+  const target = g.input('target', ['M', A]);
+  const loss = mean(sum(square(sub(policy.forward(obs).mean, target)), -1));
+  const trainer = await Trainer.create({ loss, store: policy.store, optimizer: o.optimizer, trainable: policy.net.paramNames() }, { threads: 1 });
+  const rng = new Rng(o.seed);
+  const order = Array.from({ length: M }, (_, i) => i);
+  const bs = Math.min(o.batchSize, M);
+  let last = NaN;
+  try {
+    for (let e = 0; e < o.epochs; e++) {
+      rng.shuffle(order);
+      let total = 0, n = 0;
+      for (let s = 0; s + bs <= M; s += bs) {
+        const x = new Float32Array(bs * D), y = new Float32Array(bs * A);
+        for (let r = 0; r < bs; r++) {
+          const k = order[s + r]!;
+          x.set(demos.obs.subarray(k * D, (k + 1) * D), r * D);
+          y.set(demos.action.subarray(k * A, (k + 1) * A), r * A);
+        }
+        total += (await trainer.step({ obs: tensor(x, [bs, D]), target: tensor(y, [bs, A]) })).loss;
+        n++;
+      }
+      last = total / n;
+      o.onEpoch?.(e, last);
+    }
+    trainer.syncToStore();
+  } finally {
+    await trainer.release();
+  }
+  return last;
+}

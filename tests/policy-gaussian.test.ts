@@ -1,0 +1,173 @@
+// The Gaussian MLP policy and the clipped policy-gradient update the trainers share: sampling and
+// log-probabilities against a plain TypeScript Gaussian, bounds, weights, GRPO learning on a bandit
+// with known optimum, and checkpoints that resume exactly.
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import { Rng } from '../nn/index.js';
+import * as ort from 'onnxruntime-node';
+import { GaussianPolicy, exportPolicy } from '../policies/gaussian.js';
+import { onnxCheck } from './helpers/onnx-check.js';
+import { ClippedPolicyGradient, DEFAULT_PG_CONFIG, type PgBatch } from '../policies/pg.js';
+
+const dir = mkdtempSync(join(tmpdir(), 'policy-'));
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+function normals(rng: Rng, n: number): Float32Array {
+  return Float32Array.from({ length: n }, () => rng.normal());
+}
+
+describe('GaussianPolicy.act', () => {
+  it('samples mean + std·noise with the log-probability of a diagonal Gaussian', async () => {
+    const p = new GaussianPolicy({ obsDim: 3, actDim: 2, initLogStd: -0.7, seed: 1, actLow: [-2, 0], actHigh: [2, 1] });
+    const rng = new Rng(4);
+    const obs = Float32Array.from({ length: 5 * 3 }, () => rng.uniform(-1, 1));
+    const noise = normals(rng, 5 * 2);
+    const r = await p.act(obs, noise);
+    const std = Math.exp(-0.7);
+    for (let i = 0; i < 5; i++) {
+      let lp = 0;
+      for (let j = 0; j < 2; j++) {
+        const a = r.action[i * 2 + j]!, m = r.mean[i * 2 + j]!;
+        expect(a).toBeCloseTo(m + std * noise[i * 2 + j]!, 5);
+        lp += -0.5 * ((a - m) / std) ** 2 - Math.log(std) - 0.5 * Math.log(2 * Math.PI);
+      }
+      expect(r.logProb[i]).toBeCloseTo(lp, 4);
+      // The mean is squashed into each dimension's own bounds.
+      expect(Math.abs(r.mean[i * 2]!)).toBeLessThan(2);
+      expect(r.mean[i * 2 + 1]).toBeGreaterThan(0);
+      expect(r.mean[i * 2 + 1]).toBeLessThan(1);
+    }
+    const det = await p.act(obs, new Float32Array(10));
+    expect(Array.from(det.action)).toEqual(Array.from(r.mean));
+    await p.release();
+  });
+
+  it('refuses inputs of the wrong size or with NaN, naming the problem', async () => {
+    const p = new GaussianPolicy({ obsDim: 3, actDim: 2 });
+    await expect(p.act(new Float32Array(4), new Float32Array(2))).rejects.toThrow(/not a multiple of obsDim 3/);
+    await expect(p.act(new Float32Array(3), new Float32Array(3))).rejects.toThrow(/noise has 3 values, expected 1 x 2/);
+    await expect(p.act(Float32Array.of(0, NaN, 0), new Float32Array(2))).rejects.toThrow(/obs\[1\] is NaN/);
+    expect(() => new GaussianPolicy({ obsDim: 2, actDim: 1, obsStd: [1, 0] })).toThrow(/obsStd/);
+    expect(() => new GaussianPolicy({ obsDim: 2, actDim: 1, actLow: [1], actHigh: [0] })).toThrow(/actLow/);
+    await p.release();
+  });
+});
+
+/** A contextual bandit: the best action for obs x is (0.6·x0, −0.4·x1); score −‖a − a*‖². */
+async function collect(p: GaussianPolicy, rng: Rng, prompts: number, G: number): Promise<{ batch: PgBatch; meanErr: number }> {
+  const M = prompts * G;
+  const obs = new Float32Array(M * 2);
+  for (let b = 0; b < prompts; b++) {
+    const x = [rng.uniform(-1, 1), rng.uniform(-1, 1)];
+    for (let k = 0; k < G; k++) obs.set(x, (b * G + k) * 2);
+  }
+  const r = await p.act(obs, normals(rng, M * 2));
+  const score = new Float32Array(M), advantage = new Float32Array(M);
+  let meanErr = 0;
+  for (let i = 0; i < M; i++) {
+    const t0 = 0.6 * obs[2 * i]!, t1 = -0.4 * obs[2 * i + 1]!;
+    score[i] = -((r.action[2 * i]! - t0) ** 2 + (r.action[2 * i + 1]! - t1) ** 2);
+    meanErr += Math.hypot(r.mean[2 * i]! - t0, r.mean[2 * i + 1]! - t1) / M;
+  }
+  for (let b = 0; b < prompts; b++) {
+    const s = score.subarray(b * G, (b + 1) * G);
+    const mu = s.reduce((a, v) => a + v, 0) / G;
+    const sd = Math.sqrt(s.reduce((a, v) => a + (v - mu) ** 2, 0) / G);
+    for (let k = 0; k < G; k++) advantage[b * G + k] = (s[k]! - mu) / (sd + 1e-6);
+  }
+  return { batch: { obs, action: r.action, oldLogProb: r.logProb, advantage, weight: new Float32Array(M).fill(1) }, meanErr };
+}
+
+describe('ClippedPolicyGradient', () => {
+  it('learns a contextual bandit from group-standardized advantages (seeded)', async () => {
+    const p = new GaussianPolicy({ obsDim: 2, actDim: 2, hidden: [32], seed: 3 });
+    const pg = await ClippedPolicyGradient.create(p, { ...DEFAULT_PG_CONFIG, optimizer: { lr: 3e-3, clipNorm: 1 }, minibatch: 256 });
+    const rng = new Rng(11);
+    const first = (await collect(p, rng, 32, 8)).meanErr;
+    let err = first;
+    for (let it = 0; it < 60; it++) {
+      const { batch, meanErr } = await collect(p, rng, 32, 8);
+      err = meanErr;
+      const st = await pg.update(batch, rng);
+      expect(st.clipFraction).toBeLessThanOrEqual(1);
+      expect(Number.isFinite(st.loss)).toBe(true);
+    }
+    expect(first).toBeGreaterThan(0.3);
+    expect(err).toBeLessThan(0.1);
+    await pg.release();
+    await p.release();
+  });
+
+  it('a zero-weight batch leaves the policy unchanged; a weighted one moves it', async () => {
+    const p = new GaussianPolicy({ obsDim: 2, actDim: 2, hidden: [8], seed: 5 });
+    const pg = await ClippedPolicyGradient.create(p);
+    const rng = new Rng(2);
+    const { batch } = await collect(p, rng, 8, 4);
+    const before = p.paramNames().map((n) => Float32Array.from(p.store.get(n).data));
+    await pg.update({ ...batch, weight: new Float32Array(batch.weight.length) }, rng);
+    p.paramNames().forEach((n, i) => expect(Array.from(p.store.get(n).data)).toEqual(Array.from(before[i]!)));
+    await pg.update(batch, rng);
+    const moved = p.paramNames().some((n, i) => p.store.get(n).data.some((v, j) => v !== before[i]![j]));
+    expect(moved).toBe(true);
+    await pg.release();
+    await p.release();
+  });
+
+  it('rejects a malformed batch with the field named', async () => {
+    const p = new GaussianPolicy({ obsDim: 2, actDim: 2, hidden: [8] });
+    const pg = await ClippedPolicyGradient.create(p);
+    const rng = new Rng(1);
+    const { batch } = await collect(p, rng, 2, 2);
+    await expect(pg.update({ ...batch, weight: new Float32Array(3) }, rng)).rejects.toThrow(/weight has 3 values, expected 4/);
+    const bad = Float32Array.from(batch.advantage);
+    bad[2] = NaN;
+    await expect(pg.update({ ...batch, advantage: bad }, rng)).rejects.toThrow(/advantage\[2\] is NaN/);
+    await pg.release();
+    await p.release();
+  });
+
+  it('a checkpoint restored into a fresh policy continues exactly as the original', async () => {
+    const make = async () => {
+      const p = new GaussianPolicy({ obsDim: 2, actDim: 2, hidden: [8], seed: 9 });
+      return { p, pg: await ClippedPolicyGradient.create(p, { ...DEFAULT_PG_CONFIG, minibatch: 8 }) };
+    };
+    const a = await make();
+    const dataRng = new Rng(3);
+    const batches = [(await collect(a.p, dataRng, 4, 4)).batch, (await collect(a.p, dataRng, 4, 4)).batch];
+    await a.pg.update(batches[0]!, new Rng(1));
+    const ck = join(dir, 'pg.safetensors');
+    a.pg.saveCheckpoint(ck);
+    await a.pg.update(batches[1]!, new Rng(2));
+    const b = await make();
+    b.pg.loadCheckpoint(ck);
+    await b.pg.update(batches[1]!, new Rng(2));
+    for (const n of a.p.paramNames()) expect(Array.from(b.p.store.get(n).data)).toEqual(Array.from(a.p.store.get(n).data));
+    for (const x of [a, b]) {
+      await x.pg.release();
+      await x.p.release();
+    }
+  });
+});
+
+describe('exportPolicy', () => {
+  it('writes an artifact onnx.checker accepts whose action is the clipped mean, with its deployment metadata', async () => {
+    const p = new GaussianPolicy({ obsDim: 3, actDim: 2, hidden: [8], seed: 2, obsMean: [0.1, 0, -0.2], obsStd: [2, 1, 0.5], actLow: [-1, 0], actHigh: [1, 0.5] });
+    const path = join(dir, 'policy.onnx');
+    const info = exportPolicy(p, path, { observationNames: ['a', 'b', 'c'], actionNames: ['x', 'y'], controlHz: 50, policyVersion: 'v3', runId: 'runs/t' });
+    expect(onnxCheck(path).opset).toBe(17);
+    expect(info.metadata.control_hz).toBe('50');
+    expect(JSON.parse(info.metadata.action_high!)).toEqual([1, 0.5]);
+    expect(info.metadata.training_run).toBe('runs/t');
+    const rng = new Rng(8);
+    const obs = Float32Array.from({ length: 4 * 3 }, () => rng.uniform(-3, 3));
+    const session = await ort.InferenceSession.create(path);
+    const out = (await session.run({ obs: new ort.Tensor('float32', obs, [4, 3]) })).action!.data as Float32Array;
+    const mean = (await p.act(obs, new Float32Array(8))).mean;
+    out.forEach((v, i) => expect(v).toBeCloseTo(Math.min(i % 2 ? 0.5 : 1, Math.max(i % 2 ? 0 : -1, mean[i]!)), 5));
+    expect(() => exportPolicy(p, path, { observationNames: ['a'], actionNames: ['x', 'y'], controlHz: 50, policyVersion: 'v', runId: 'r' })).toThrow(/1 observation names for obsDim 3/);
+    await session.release();
+    await p.release();
+  });
+});

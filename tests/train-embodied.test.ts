@@ -1,0 +1,137 @@
+// The embodied trainers at a tiny budget (cleanrl's smoke runs): both run end to end on the sim robot
+// under the gap profile, record every robot episode in the store, charge the robot clock, anchor WMRL
+// on the robot and refit its world model; a resumed run continues exactly; pure world model touches no robot.
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ClippedPolicyGradient, DEFAULT_PG_CONFIG } from '../policies/pg.js';
+import { correctorConfig } from '../wmrl/corrector.js';
+import { RobotClock, pgBatch } from '../wmrl/embodied.js';
+import { DEFAULT_PRETRAIN, SimPrompts, heldOutEvaluation, pretrain, simRobotTarget, type Pretrained } from '../wmrl/sim-setup.js';
+import { trainStandard } from '../wmrl/train_standard.js';
+import { trainWmrl, type WmrlConfig } from '../wmrl/train_wmrl.js';
+
+const dir = mkdtempSync(join(tmpdir(), 'train-'));
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+describe('RobotClock', () => {
+  it('charges steps × period + reset per episode; exclusive robots work in parallel', () => {
+    const c = new RobotClock(2, 5);
+    for (let i = 0; i < 4; i++) c.charge(100, 10);
+    expect(c.robotSeconds).toBeCloseTo(60);
+    expect(c.wallSeconds).toBeCloseTo(30);
+    expect(c.episodes).toBe(4);
+    expect(() => new RobotClock(0, 1)).toThrow(/robots must be a positive integer/);
+  });
+});
+
+describe('pgBatch', () => {
+  it('gives each rollout its advantage and weight on every step and leaves out null advantages', () => {
+    const t = (v: number, steps: number) => ({ obs: new Float32Array(steps * 2).fill(v), action: new Float32Array(steps).fill(v), logProb: new Float32Array(steps).fill(-v), steps });
+    const b = pgBatch([t(1, 2), t(2, 3), t(3, 1)], [0.5, null, -1], [1, 1, 3], 2, 1)!;
+    expect(Array.from(b.advantage)).toEqual([0.5, 0.5, -1]);
+    expect(Array.from(b.weight)).toEqual([1, 1, 3]);
+    expect(Array.from(b.action)).toEqual([1, 1, 3]);
+    expect(pgBatch([t(1, 2)], [null], [1], 2, 1)).toBeNull();
+  });
+});
+
+describe('embodied trainers (tiny budget, reach on the gap robot)', () => {
+  let pre: Pretrained;
+  let snapshot: Float32Array[];
+  beforeAll(async () => {
+    pre = await pretrain({ ...DEFAULT_PRETRAIN, task: 'reach', bcEpisodes: 4, bcEpochs: 2, wmEpisodes: 6, wmEpochs: 2, wmHidden: [32, 32], wmMembers: 3, policyHidden: [16] });
+    snapshot = pre.policy.paramNames().map((n) => Float32Array.from(pre.policy.store.get(n).data));
+  }, 120_000);
+  const fresh = () => pre.policy.paramNames().forEach((n, i) => pre.policy.store.set(n, snapshot[i]!));
+  const pgConfig = { ...DEFAULT_PG_CONFIG, epochs: 1, minibatch: 256 };
+  const base = { updates: 2, prompts: 3, groupSize: 2, evalEvery: 2, promptSeed0: 1_000_000, seed: 3 };
+  const wmrlConfig = (over: Partial<WmrlConfig> = {}): WmrlConfig => ({
+    ...base, corrector: correctorConfig({ debias: { minPairs: 2, refitEvery: 2 } }), horizon: 100, scoreK: 5, successThreshold: 0.5,
+    refitEvery: 1, refitEpochs: 1, realWeight: 4, alarmWindow: 2, alarmGap: 0.9, ...over,
+  });
+
+  it('standard GRPO runs every group on the robot and records each episode', async () => {
+    fresh();
+    const target = await simRobotTarget({ task: 'reach', profile: 'gap', robots: 1, resetSeconds: 5, seed: 0, store: join(dir, 'std.db') });
+    using prompts = await SimPrompts.create('reach');
+    const pg = await ClippedPolicyGradient.create(pre.policy, pgConfig);
+    const st = await trainStandard({ config: base, policy: pre.policy, pg, target, prompts, evaluate: heldOutEvaluation('reach', 'gap', 4) });
+    expect(st.rows).toHaveLength(2);
+    expect(target.clock.episodes).toBe(2 * 3 * 2);
+    expect(target.store!.list()).toHaveLength(12);
+    const steps = target.store!.list().reduce((a, e) => a + e.steps, 0);
+    expect(target.clock.robotSeconds).toBeCloseTo(steps / target.robot.spec.controlHz + 12 * 5, 6);
+    expect(st.rows[1]!.evalSuccess).toBeGreaterThanOrEqual(0);
+    await pg.release();
+    await target.close();
+  }, 120_000);
+
+  it('WMRL executes only anchor groups on the robot, pairs them with replays and refits the world model from the store', async () => {
+    fresh();
+    const target = await simRobotTarget({ task: 'reach', profile: 'gap', robots: 1, resetSeconds: 5, seed: 0, store: join(dir, 'wmrl.db') });
+    using prompts = await SimPrompts.create('reach');
+    const pg = await ClippedPolicyGradient.create(pre.policy, pgConfig);
+    const before = Float32Array.from(pre.model.store.get(pre.model.store.names()[0]!).data);
+    const warnings: string[] = [];
+    const st = await trainWmrl({ config: wmrlConfig(), policy: pre.policy, pg, model: pre.model, simData: pre.simData, target, prompts, evaluate: heldOutEvaluation('reach', 'gap', 4), warn: (m) => warnings.push(m) });
+    expect(st.rows).toHaveLength(2);
+    // The alarm compares the world model's predicted success with the anchors' measured success over the window.
+    const r2 = st.rows[1]!;
+    const gap = Math.abs((st.rows[0]!.predictedSuccess! + r2.predictedSuccess!) / 2 - (st.rows[0]!.measuredSuccess! + r2.measuredSuccess!) / 2);
+    expect(r2.hackingAlarm).toBe(gap > 0.9);
+    expect(warnings.length).toBe(st.rows.filter((r) => r.hackingAlarm).length);
+    if (r2.hackingAlarm) expect(warnings[0]).toMatch(/reward-hacking alarm at update 2/);
+    for (const r of st.rows) {
+      expect(r.realGroups).toBeGreaterThanOrEqual(1);
+      expect(r.realGroups).toBeLessThan(3);
+      expect(r.refit).toBe(true);
+    }
+    const anchors = st.rows.reduce((a, r) => a + r.realGroups, 0);
+    expect(target.store!.list()).toHaveLength(anchors * 2);
+    expect(Object.keys(st.finalObs)).toHaveLength(anchors * 2);
+    const after = pre.model.store.get(pre.model.store.names()[0]!).data;
+    expect(after.some((v, i) => v !== before[i])).toBe(true);
+    await pg.release();
+    await target.close();
+  }, 180_000);
+
+  it('pure world model touches no robot', async () => {
+    fresh();
+    const target = await simRobotTarget({ task: 'reach', profile: 'gap', robots: 1, resetSeconds: 5, seed: 0 });
+    using prompts = await SimPrompts.create('reach');
+    const pg = await ClippedPolicyGradient.create(pre.policy, pgConfig);
+    const st = await trainWmrl({ config: wmrlConfig({ corrector: false, refitEvery: 0 }), policy: pre.policy, pg, model: pre.model, simData: pre.simData, target, prompts, evaluate: heldOutEvaluation('reach', 'gap', 4) });
+    expect(st.rows.map((r) => r.realGroups)).toEqual([0, 0]);
+    expect(target.clock.episodes).toBe(0);
+    expect(st.rows[1]!.loss).not.toBeNull();
+    await pg.release();
+    await target.close();
+  }, 120_000);
+
+  it('a resumed WMRL run continues exactly as an uninterrupted one', async () => {
+    const runTo = async (out: string, updates: number, resume: boolean, model = pre.model) => {
+      const target = await simRobotTarget({ task: 'reach', profile: 'gap', robots: 1, resetSeconds: 5, seed: 0, store: join(out, 'episodes.db') });
+      using prompts = await SimPrompts.create('reach');
+      const pg = await ClippedPolicyGradient.create(pre.policy, pgConfig);
+      const st = await trainWmrl({ config: wmrlConfig({ updates }), policy: pre.policy, pg, model, simData: pre.simData, target, prompts, evaluate: heldOutEvaluation('reach', 'gap', 4), outDir: out, resume });
+      await pg.release();
+      await target.close();
+      return st;
+    };
+    const modelSnap = pre.model.store.names().map((n) => Float32Array.from(pre.model.store.get(n).data));
+    const freshModel = () => pre.model.store.names().forEach((n, i) => pre.model.store.set(n, modelSnap[i]!));
+    const a = join(dir, 'a'), b = join(dir, 'b');
+    fresh(); freshModel();
+    const straight = await runTo(a, 3, false);
+    const policyA = pre.policy.paramNames().map((n) => Array.from(pre.policy.store.get(n).data));
+    fresh(); freshModel();
+    await runTo(b, 2, false);
+    fresh(); freshModel(); // the resumed run must take everything from its folder
+    const resumed = await runTo(b, 3, true);
+    const strip = (rows: typeof straight.rows) => rows.map(({ computeSeconds: _c, imagineSeconds: _i, ...r }) => r);
+    expect(strip(resumed.rows)).toEqual(strip(straight.rows));
+    pre.policy.paramNames().forEach((n, i) => expect(Array.from(pre.policy.store.get(n).data)).toEqual(policyA[i]));
+  }, 300_000);
+});

@@ -1,0 +1,305 @@
+// What both embodied trainers share (train_standard.ts, train_wmrl.ts): prompts, the robot clock,
+// policy episodes on a Robot through the safety layer (recorded in the episode store as they happen),
+// the policy-gradient batch, and evaluation on held-out start states. The trainers read top to bottom
+// in their own files; nothing here decides anything about world models.
+import { Rng } from '../nn/index.js';
+import { buildObservation, layoutDim, layoutOf, type ObservationLayout } from '../common/layout.js';
+import { mkdirSync } from 'node:fs';
+import { dirname } from 'node:path';
+import { EpisodeStore } from '../episodes/store/store.js';
+import type { Episode, EpisodeStatus } from '../episodes/types.js';
+import { runEpisode, type Scorer } from '../hardware/record.js';
+import type { SafetyLayer } from '../hardware/safety.js';
+import type { GaussianPolicy } from '../policies/gaussian.js';
+import type { PgBatch } from '../policies/pg.js';
+import { VecEnv, makeEnv, type Env } from '../sim/index.js';
+
+/** A GRPO prompt: a start state the robot's seeded reset reproduces, with its instruction. */
+export interface Prompt {
+  seed: number;
+  /** Shape D: the observation right after the reset. */
+  startObs: Float32Array;
+  instruction: string;
+}
+
+/** Start states of prompts from seeded resets of the task's sim (the robot's reset with the same seed starts there). */
+export class SimPrompts implements Disposable {
+  private constructor(private readonly env: Env) {}
+
+  static async create(task: string, profile = 'nominal'): Promise<SimPrompts> {
+    return new SimPrompts(await makeEnv({ task, profile }));
+  }
+
+  /** The task's episode length in control steps. */
+  static async horizon(task: string): Promise<number> {
+    const env = await makeEnv({ task, profile: 'nominal' });
+    const h = env.horizon;
+    env.dispose();
+    return h;
+  }
+
+  get(seed: number): Prompt {
+    const o = this.env.reset(seed);
+    return { seed, startObs: o.state, instruction: o.instruction };
+  }
+
+  [Symbol.dispose](): void {
+    this.env.dispose();
+  }
+}
+
+/**
+ * Robot time. Every robot episode costs its steps × control period plus the reset; robots are
+ * exclusive, so an episode goes to the robot that frees up first. `robotSeconds` is the total
+ * robot time spent (the budget a lab pays); `wallSeconds` the time until the last robot is done.
+ */
+export class RobotClock {
+  private readonly busy: number[];
+  episodes = 0;
+
+  constructor(readonly robots: number, readonly resetSeconds: number) {
+    if (!(Number.isInteger(robots) && robots >= 1)) throw new Error(`robot clock: robots must be a positive integer, got ${robots}`);
+    if (!(resetSeconds >= 0)) throw new Error(`robot clock: resetSeconds must be ≥ 0, got ${resetSeconds}`);
+    this.busy = new Array<number>(robots).fill(0);
+  }
+
+  /** Charges one episode of `steps` control steps at `controlHz`. */
+  charge(steps: number, controlHz: number): void {
+    const i = this.busy.indexOf(Math.min(...this.busy));
+    this.busy[i]! += steps / controlHz + this.resetSeconds;
+    this.episodes++;
+  }
+
+  get robotSeconds(): number {
+    return this.busy.reduce((a, b) => a + b, 0);
+  }
+
+  get wallSeconds(): number {
+    return Math.max(...this.busy);
+  }
+
+  state(): { busy: number[]; episodes: number } {
+    return { busy: [...this.busy], episodes: this.episodes };
+  }
+
+  restore(s: { busy: number[]; episodes: number }): void {
+    if (s.busy.length !== this.robots) throw new Error(`robot clock: state has ${s.busy.length} robots, this clock ${this.robots}`);
+    s.busy.forEach((b, i) => (this.busy[i] = b));
+    this.episodes = s.episodes;
+  }
+}
+
+/** Where real episodes run: a robot behind its safety layer, the robot's own outcome signal, the store. */
+export interface RobotTarget {
+  robot: SafetyLayer;
+  /** Reward, done and success of the step just taken, as the robot reports them. */
+  outcome: Scorer;
+  maxSteps: number;
+  /** Pace control ticks at the robot's rate (a real robot); false for the in-process sim. */
+  realTime: boolean;
+  store?: EpisodeStore;
+  meta: { robot: string; hardwareProfile: string; task?: string };
+  clock: RobotClock;
+  signal?: AbortSignal;
+}
+
+export type ClosableTarget = RobotTarget & { close(): Promise<void> };
+
+/** A trainer's target for `robot`: the store opened (its folder made) when a path is given; `close()` closes both. */
+export function robotTarget(robot: SafetyLayer, o: Omit<RobotTarget, 'robot' | 'store' | 'clock'> & { store?: string; robots: number; resetSeconds: number }): ClosableTarget {
+  let store: EpisodeStore | undefined;
+  if (o.store) {
+    mkdirSync(dirname(o.store), { recursive: true });
+    store = EpisodeStore.open(o.store);
+  }
+  return {
+    robot,
+    outcome: o.outcome,
+    maxSteps: o.maxSteps,
+    realTime: o.realTime,
+    store,
+    meta: o.meta,
+    clock: new RobotClock(o.robots, o.resetSeconds),
+    signal: o.signal,
+    async close() {
+      store?.close();
+      await robot[Symbol.asyncDispose]();
+    },
+  };
+}
+
+/** One policy episode on the robot, as the trainers need it. T = steps. */
+export interface RobotEpisode {
+  seed: number;
+  /** Episode id in the store. */
+  id: string;
+  status: EpisodeStatus;
+  /** Shape (T+1) x D: every observation, the one after the last action included. */
+  obs: Float32Array;
+  /** Shape T x A: the policy's samples (before the safety layer's clipping). */
+  action: Float32Array;
+  /** Shape T x A: what the robot actually received. */
+  sent: Float32Array;
+  /** Shape T. */
+  logProb: Float32Array;
+  reward: Float32Array;
+  success: boolean;
+  steps: number;
+  return: number;
+}
+
+/**
+ * Runs `policy` (sampling with `rng`) for one episode from the seeded reset `seed`. The episode is
+ * recorded in the store step by step and charged to the robot clock.
+ */
+export async function robotEpisode(target: RobotTarget, policy: GaussianPolicy, seed: number, rng: Rng, policyVersion: string): Promise<RobotEpisode> {
+  const D = policy.obsDim, A = policy.actDim;
+  const obs: Float32Array[] = [], action: Float32Array[] = [], sent: Float32Array[] = [], logProb: number[] = [], reward: number[] = [];
+  let success = false;
+  const layout = layoutOf(target.robot.spec);
+  const out = await runEpisode({
+    robot: target.robot,
+    reset: { seed },
+    maxSteps: target.maxSteps,
+    store: target.store,
+    realTime: target.realTime,
+    signal: target.signal,
+    meta: { ...target.meta, policyVersion, extra: { seed } },
+    policy: async (o) => {
+      const x = buildObservation(layout, o);
+      if (x.length !== D) throw new Error(`robot episode: the robot's observation has ${x.length} entries, the policy takes ${D}`);
+      const noise = Float32Array.from({ length: A }, () => rng.normal());
+      const r = await policy.act(x, noise);
+      obs.push(x);
+      action.push(r.action);
+      logProb.push(r.logProb[0]!);
+      return r.action;
+    },
+    score: async () => {
+      const s = await target.outcome();
+      reward.push(s.reward);
+      if (s.success !== undefined) success = s.success;
+      return s;
+    },
+    onSent: (a: Float32Array) => sent.push(Float32Array.from(a)),
+  });
+  obs.push(buildObservation(layout, await target.robot.observe()));
+  target.clock.charge(out.steps, target.robot.spec.controlHz);
+  const T = out.steps;
+  const flat = (rows: Float32Array[], w: number, n: number) => {
+    const f = new Float32Array(n * w);
+    for (let i = 0; i < n; i++) f.set(rows[i]!, i * w);
+    return f;
+  };
+  return {
+    seed,
+    id: out.id,
+    status: out.status,
+    obs: flat(obs, D, T + 1),
+    action: flat(action, A, T),
+    sent: flat(sent, A, T),
+    logProb: Float32Array.from(logProb.slice(0, T)),
+    reward: Float32Array.from(reward.slice(0, T)),
+    success: out.success ?? success,
+    steps: T,
+    return: out.return,
+  };
+}
+
+/** A rollout's steps for the policy gradient. */
+export interface Trajectory {
+  /** Shape ≥ T x D (rows past T ignored). */
+  obs: Float32Array;
+  /** Shape ≥ T x A: the sampled actions. */
+  action: Float32Array;
+  logProb: Float32Array;
+  steps: number;
+}
+
+/** Flattens rollouts into one batch; each rollout's advantage and weight go to every one of its steps. Null advantages are left out. */
+export function pgBatch(trajs: readonly Trajectory[], advantages: ReadonlyArray<number | null>, weights: readonly number[], D: number, A: number): PgBatch | null {
+  let M = 0;
+  trajs.forEach((t, i) => (M += advantages[i] === null ? 0 : t.steps));
+  if (M === 0) return null;
+  const b: PgBatch = { obs: new Float32Array(M * D), action: new Float32Array(M * A), oldLogProb: new Float32Array(M), advantage: new Float32Array(M), weight: new Float32Array(M) };
+  let m = 0;
+  trajs.forEach((t, i) => {
+    const adv = advantages[i];
+    if (adv === null || adv === undefined) return;
+    b.obs.set(t.obs.subarray(0, t.steps * D), m * D);
+    b.action.set(t.action.subarray(0, t.steps * A), m * A);
+    b.oldLogProb.set(t.logProb.subarray(0, t.steps), m);
+    b.advantage.fill(adv, m, m + t.steps);
+    b.weight.fill(weights[i]!, m, m + t.steps);
+    m += t.steps;
+  });
+  return b;
+}
+
+export interface Evaluation {
+  /** Fraction of episodes that ended in success. */
+  success: number;
+  meanReturn: number;
+  episodes: number;
+}
+
+/**
+ * The policy's true success rate: its mean action (no sampling) on `episodes` held-out start states
+ * (seeds seed0, seed0+1, …) of the task under `profile`, in the in-process sim. Measurement only: not
+ * charged to the robot clock.
+ */
+export async function evaluateSuccess(policy: GaussianPolicy, task: string, profile: string, episodes: number, seed0: number): Promise<Evaluation> {
+  const vec = await VecEnv.create(episodes, { task, profile, seed: seed0 });
+  try {
+    const D = policy.obsDim, A = policy.actDim;
+    let obs = vec.reset();
+    const done = new Uint8Array(episodes);
+    let successes = 0, ret = 0;
+    const zeros = new Float32Array(episodes * A);
+    while (done.some((d) => !d)) {
+      const r = await policy.act(obs, zeros);
+      const st = vec.step(r.mean);
+      for (let i = 0; i < episodes; i++) {
+        if (done[i]) continue;
+        ret += st.reward[i]!;
+        if (st.terminated[i] || st.truncated[i]) {
+          done[i] = 1;
+          if (st.success[i]) successes++;
+        }
+      }
+      obs = st.obs;
+      if (obs.length !== episodes * D) throw new Error(`evaluate: the env's state has ${obs.length / episodes} entries, the policy takes ${D}`);
+    }
+    return { success: successes / episodes, meanReturn: ret / episodes, episodes };
+  } finally {
+    vec.dispose();
+  }
+}
+
+/**
+ * Transitions (obs, sent action, next obs, reward, success) of a recorded episode, for refitting the
+ * world model. The record holds the observation before each action; `finalObs` (the observation after
+ * the last action, which the trainer keeps with its checkpoint) completes the last transition, without
+ * which it is left out.
+ */
+export function episodeTransitions(ep: Episode, layout: ObservationLayout, finalObs?: Float32Array): { states: Float32Array; actions: Float32Array; rewards: Float32Array; success: Float32Array } | null {
+  const T = finalObs ? ep.steps.length : ep.steps.length - 1;
+  if (T < 1) return null;
+  const D = layoutDim(layout);
+  const A = ep.steps[0]!.action.length;
+  const states = new Float32Array((T + 1) * D), actions = new Float32Array(T * A), rewards = new Float32Array(T), success = new Float32Array(T);
+  ep.steps.forEach((s, t) => {
+    const x = buildObservation(layout, s.obs, `episode ${ep.meta.id} step ${t}`);
+    states.set(x, t * D);
+    if (t < T) {
+      actions.set(s.action, t * A);
+      rewards[t] = s.reward;
+      success[t] = s.success ? 1 : 0;
+    }
+  });
+  if (finalObs) {
+    if (finalObs.length !== D) throw new Error(`episode ${ep.meta.id}: final observation has ${finalObs.length} entries, expected ${D}`);
+    states.set(finalObs, T * D);
+  }
+  return { states, actions, rewards, success };
+}

@@ -1,0 +1,80 @@
+// A training run's durable state: what `--resume` needs to continue exactly (update index, random
+// state, robot clock, history, policy and optimizer), written atomically after every update.
+import { existsSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { writeFileAtomic, type RngState } from '../nn/index.js';
+import type { ClippedPolicyGradient } from '../policies/pg.js';
+import type { RobotEpisode } from './embodied.js';
+
+/** One update's log line. Figures absent on updates that do not measure them. */
+export interface RunRow {
+  update: number;
+  /** Robot time spent so far (episodes × steps × control period + resets), all robots together. */
+  robotSeconds: number;
+  /** Robot time until the last robot is free (robots run in parallel). */
+  robotWallSeconds: number;
+  robotEpisodes: number;
+  /** Compute wall-clock since the run (or its resumption) started. */
+  computeSeconds: number;
+  /** Success rate of this update's robot episodes (sampled actions). */
+  trainSuccess: number | null;
+  /** True success on held-out start states (mean action), on evaluation updates. */
+  evalSuccess?: number;
+  /** Mean return on the same held-out episodes. */
+  evalReturn?: number;
+  groups: number;
+  /** Groups executed on the robot this update (anchors for WMRL). */
+  realGroups: number;
+  loss: number | null;
+  approxKl: number | null;
+  biasReduction?: number | null;
+  anchorWeight?: number;
+  /** Prediction-powered interval for the policy's true mean score. */
+  trueMean?: [number, number] | null;
+  /** World model's predicted success of the anchor prompts' imagined rollouts, and the anchors' measured success. */
+  predictedSuccess?: number;
+  measuredSuccess?: number;
+  hackingAlarm?: boolean;
+  flaggedContexts?: number;
+  refit?: boolean;
+  /** Imagined transitions this update (policy + ensemble) and the seconds they took. */
+  imaginedTransitions?: number;
+  imagineSeconds?: number;
+}
+
+export interface RunState {
+  algo: string;
+  update: number;
+  rng: RngState;
+  clock: { busy: number[]; episodes: number };
+  rows: RunRow[];
+  /** Observation after the last action of each stored episode (the record has the ones before). */
+  finalObs: Record<string, number[]>;
+  episodeIds: string[];
+  /** Trainer-specific state (the Corrector's, the world model's refit schedule). */
+  extra?: unknown;
+}
+
+export interface RunHooks {
+  onUpdate?: (row: RunRow) => void;
+  onEpisode?: (ep: RobotEpisode, role: 'train' | 'anchor') => void;
+  signal?: AbortSignal;
+}
+
+const STATE = 'state.json';
+const PG = 'pg.safetensors';
+
+/** Writes the policy/optimizer checkpoint, then the state that points at it. */
+export function saveRunState(dir: string, state: RunState, pg: ClippedPolicyGradient): void {
+  pg.saveCheckpoint(join(dir, PG));
+  writeFileAtomic(join(dir, STATE), [new TextEncoder().encode(JSON.stringify(state))]);
+}
+
+export function loadRunState(dir: string, algo: string, pg: ClippedPolicyGradient): RunState {
+  const file = join(dir, STATE);
+  if (!existsSync(file)) throw new Error(`resume: ${dir} has no ${STATE} (not a run folder, or the run never finished an update)`);
+  const state = JSON.parse(readFileSync(file, 'utf8')) as RunState;
+  if (state.algo !== algo) throw new Error(`resume: ${dir} holds a '${state.algo}' run, not '${algo}'`);
+  pg.loadCheckpoint(join(dir, PG));
+  return state;
+}

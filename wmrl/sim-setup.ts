@@ -1,0 +1,136 @@
+// Everything an embodied run on a sim robot starts from: the robot (the task under a hardware
+// profile, behind the safety layer, recorded in the store), prompts, a behaviour-cloned policy and a
+// world model pretrained on nominal sim data. The CLI, the bench and the tests build runs with it;
+// a real robot replaces `target` and keeps the rest.
+import { Rng } from '../nn/index.js';
+import { DEFAULT_SAFETY, SafetyLayer } from '../hardware/safety.js';
+import { SimRobot } from '../hardware/robots/sim.js';
+import { behaviourClone } from '../policies/bc.js';
+import { GaussianPolicy } from '../policies/gaussian.js';
+import { exploratoryEpisodes, makeEnv } from '../sim/index.js';
+import { EnsembleModel, TransitionBuffer, type Transitions } from '../worldmodel/index.js';
+import { SimPrompts, evaluateSuccess, robotTarget, type ClosableTarget, type Evaluation } from './embodied.js';
+
+export interface PretrainOptions {
+  task: string;
+  /** Expert demonstrations (nominal sim) for behaviour cloning. */
+  bcEpisodes: number;
+  bcEpochs: number;
+  /** Exploratory nominal-sim episodes the world model is pretrained on. */
+  wmEpisodes: number;
+  wmEpochs: number;
+  wmHidden: number[];
+  wmMembers: number;
+  policyHidden: number[];
+  initLogStd: number;
+  seed: number;
+  /** false: build the policy (its normalization), the model and the sim data without fitting them (a resumed run loads its own). */
+  fit?: boolean;
+  onProgress?: (what: string, done: number, total: number) => void;
+}
+
+export const DEFAULT_PRETRAIN: Omit<PretrainOptions, 'task'> = {
+  bcEpisodes: 150,
+  bcEpochs: 300,
+  wmEpisodes: 150,
+  wmEpochs: 20,
+  wmHidden: [128, 128, 128],
+  wmMembers: 5,
+  policyHidden: [128, 128],
+  initLogStd: -1,
+  seed: 0,
+};
+
+export interface Pretrained {
+  policy: GaussianPolicy;
+  model: EnsembleModel;
+  simData: Transitions;
+  /** Final behaviour-cloning loss and the world model's held-out validation loss. */
+  bcLoss: number;
+  wmValLoss: number;
+}
+
+/**
+ * Behaviour cloning from the task's scripted expert on the nominal sim (noise injected into the
+ * executed actions, the expert's clean action as the label, so the clone sees recovery states), and a
+ * world model fitted to exploratory nominal-sim episodes. Seeds 0–99,999 are used here; prompts and
+ * evaluation use other ranges.
+ */
+export async function pretrain(o: PretrainOptions): Promise<Pretrained> {
+  const env = await makeEnv({ task: o.task, profile: 'nominal' });
+  const D = env.observationSpace.state.shape[0], A = env.actionSpace.shape[0];
+  const rng = new Rng(o.seed + 17);
+  const obs: number[] = [], act: number[] = [];
+  try {
+    for (let ep = 0; ep < o.bcEpisodes; ep++) {
+      let ob = env.reset(o.seed * 1000 + ep);
+      const expert = env.expert();
+      for (;;) {
+        // The policy's mean lives in the action bounds: so do its labels.
+        const a = expert.act(ob).map((v) => Math.max(-1, Math.min(1, v)));
+        obs.push(...ob.state);
+        act.push(...a);
+        const executed = a.map((v) => Math.max(-1, Math.min(1, v + 0.3 * rng.normal())));
+        const r = env.step(executed);
+        ob = r.obs;
+        if (r.terminated || r.truncated) break;
+      }
+      o.onProgress?.('demonstrations', ep + 1, o.bcEpisodes);
+    }
+  } finally {
+    env.dispose();
+  }
+  const demos = { obs: Float32Array.from(obs), action: Float32Array.from(act) };
+  // Normalization from the demonstrations (entries that never vary keep std 1).
+  const mean = new Float32Array(D), sd = new Float32Array(D);
+  const M = demos.obs.length / D;
+  for (let i = 0; i < M; i++) for (let j = 0; j < D; j++) mean[j]! += demos.obs[i * D + j]! / M;
+  for (let i = 0; i < M; i++) for (let j = 0; j < D; j++) sd[j]! += (demos.obs[i * D + j]! - mean[j]!) ** 2 / M;
+  const std = Array.from(sd, (v) => (v > 1e-8 ? Math.sqrt(v) : 1));
+  const policy = new GaussianPolicy({ obsDim: D, actDim: A, hidden: o.policyHidden, initLogStd: o.initLogStd, obsMean: mean, obsStd: std, seed: o.seed });
+  const fit = o.fit ?? true;
+  const bcLoss = fit ? await behaviourClone(policy, demos, { epochs: o.bcEpochs, seed: o.seed, onEpoch: (e) => o.onProgress?.('behaviour cloning', e + 1, o.bcEpochs) }) : NaN;
+
+  const data = await exploratoryEpisodes(o.task, o.wmEpisodes, 50_000 + o.seed * 1000);
+  const buf = new TransitionBuffer(data.dObs, data.dAct);
+  for (const e of data.episodes) buf.addEpisode({ ...e, weight: 1 });
+  const simData = buf.transitions();
+  const model = new EnsembleModel({ dObs: D, dAct: A, members: o.wmMembers, hidden: o.wmHidden, obsNames: data.obsNames, seed: o.seed });
+  const report = fit ? await model.fit(simData, { epochs: o.wmEpochs, seed: o.seed, onEpoch: (r) => o.onProgress?.('world model', r.epoch, o.wmEpochs) }) : null;
+  return { policy, model, simData, bcLoss, wmValLoss: report?.val.loss ?? NaN };
+}
+
+export interface SimRobotTargetOptions {
+  task: string;
+  /** The robot's hardware profile (the reality gap): 'gap' for the bench. */
+  profile: string;
+  /** Episode store file; omit for no recording. */
+  store?: string;
+  robots: number;
+  resetSeconds: number;
+  seed: number;
+  signal?: AbortSignal;
+}
+
+/** A sim robot behind the safety layer, as a trainer's robot target; dispose it with `close()`. */
+export async function simRobotTarget(o: SimRobotTargetOptions): Promise<ClosableTarget> {
+  const sim = await SimRobot.create({ task: o.task, profile: o.profile, seed: o.seed });
+  const robot = new SafetyLayer(sim, { ...DEFAULT_SAFETY, maxDelta: 2 }, { watchdog: false });
+  return robotTarget(robot, {
+    outcome: () => ({ reward: sim.lastStep?.reward ?? 0, done: !!(sim.lastStep?.terminated || sim.lastStep?.truncated), success: sim.lastStep?.info.success }),
+    maxSteps: sim.env.horizon,
+    realTime: false,
+    store: o.store,
+    meta: { robot: robot.spec.name, hardwareProfile: o.profile, task: o.task },
+    robots: o.robots,
+    resetSeconds: o.resetSeconds,
+    signal: o.signal,
+  });
+}
+
+/** Held-out evaluation: `episodes` start states from seed 9,000,000 on, under the robot's profile. */
+export function heldOutEvaluation(task: string, profile: string, episodes: number): (policy: GaussianPolicy) => Promise<Evaluation> {
+  return (policy) => evaluateSuccess(policy, task, profile, episodes, 9_000_000);
+}
+
+export { SimPrompts };

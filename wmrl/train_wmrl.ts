@@ -1,0 +1,289 @@
+// WMRL on a robot: groups are imagined in the learned world model; a thin stream of anchor groups is
+// executed on the robot and corrects the world model's scores through the Corrector. Diff against
+// train_standard.ts to see exactly what WMRL changes.
+//
+// Per update: B prompts → B×G rollouts imagined (policy + ensemble in one graph per few steps) →
+// world-model scores (progress collapsed last-k minus first-k up to the predicted success, the
+// members' variance) → Corrector.step: anchors chosen → their groups run on the robot (safety layer,
+// recorded in the store, charged to the robot clock), paired with the world model's open-loop replay
+// of the very episodes → map and disagreement updated → calibrated advantages, anchor groups weighted
+// → clipped policy-gradient update on real steps for anchor groups and imagined steps for the rest →
+// the world model refits from the store every few updates → reward-hacking alarm → evaluation.
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { Rng } from '../nn/index.js';
+import { layoutOf } from '../common/layout.js';
+import type { GaussianPolicy } from '../policies/gaussian.js';
+import type { ClippedPolicyGradient } from '../policies/pg.js';
+import { ModelEnv, TransitionBuffer, repeatRows, replayScore, type EnsembleModel, type Transitions } from '../worldmodel/index.js';
+import { groupAdvantages, DEFAULT_ADVANTAGE_CONFIG } from './advantages.js';
+import { Corrector, correctorConfig, type CorrectorConfig, type CorrectorState } from './corrector.js';
+import { episodeTransitions, pgBatch, robotEpisode, type Evaluation, type RobotEpisode, type RobotTarget, type SimPrompts, type Trajectory } from './embodied.js';
+import { loadRunState, saveRunState, type RunHooks, type RunRow, type RunState } from './run-state.js';
+
+export interface WmrlConfig {
+  updates: number;
+  /** Prompts (groups) per update, B. */
+  prompts: number;
+  /** Rollouts per prompt, G. */
+  groupSize: number;
+  evalEvery: number;
+  promptSeed0: number;
+  seed: number;
+  /** The correction core; false = pure world model (no robot execution at all). */
+  corrector: CorrectorConfig | false;
+  /** Imagined steps per rollout (the task's horizon). */
+  horizon: number;
+  /** Steps averaged at each end when a rollout's progress collapses to one score. */
+  scoreK: number;
+  /** An imagined rollout ends at the first step whose predicted success probability exceeds this (real episodes end at success). */
+  successThreshold: number;
+  /** Refit the world model from the store every this many updates (0: never). */
+  refitEvery: number;
+  refitEpochs: number;
+  /** Loss weight of a real transition relative to a sim one when refitting. */
+  realWeight: number;
+  /** Reward-hacking alarm: window (updates) and the gap between predicted and measured success that raises it. */
+  alarmWindow: number;
+  alarmGap: number;
+}
+
+/**
+ * Defaults for robot runs: one anchor group of eight rollouts per update gives few pairs, so the map
+ * starts at 48 pairs (not the core's 200) and the anchor weight's warm-up is 4 groups (not 64).
+ */
+export const DEFAULT_WMRL: Omit<WmrlConfig, 'horizon'> = {
+  updates: 20,
+  prompts: 8,
+  groupSize: 8,
+  evalEvery: 4,
+  promptSeed0: 1_000_000,
+  seed: 0,
+  corrector: correctorConfig({ debias: { minPairs: 48, refitEvery: 16 }, denoise: { warmupGroups: 4 } }),
+  scoreK: 5,
+  successThreshold: 0.5,
+  refitEvery: 10,
+  refitEpochs: 2,
+  realWeight: 4,
+  alarmWindow: 5,
+  alarmGap: 0.3,
+};
+
+export interface WmrlRun {
+  config: WmrlConfig;
+  policy: GaussianPolicy;
+  pg: ClippedPolicyGradient;
+  model: EnsembleModel;
+  /** The sim transitions the model was pretrained on; refits mix them with the real episodes. */
+  simData: Transitions;
+  target: RobotTarget;
+  prompts: SimPrompts;
+  /** Held-out measurement of true success; omit where none exists beside the robot (the robot's own episodes are then the measure). */
+  evaluate?: (policy: GaussianPolicy) => Promise<Evaluation>;
+  outDir?: string;
+  resume?: boolean;
+  hooks?: RunHooks;
+  /** Warnings (reward-hacking alarm); default: stderr. */
+  warn?: (message: string) => void;
+}
+
+/** A rollout the Corrector sees: group b, member k of this update. */
+interface Ref {
+  b: number;
+  k: number;
+}
+
+interface WmrlExtra {
+  corrector: CorrectorState | null;
+  predicted: number[];
+  measured: number[];
+}
+
+/** Mean of `row[from, to)`. */
+const meanOf = (row: Float32Array, from: number, to: number) => {
+  let s = 0;
+  for (let t = from; t < to; t++) s += row[t]!;
+  return s / Math.max(to - from, 1);
+};
+
+/** A rollout's dense progress collapsed to one score over its first T steps: mean of the last k minus mean of the first k. */
+const collapse = (row: Float32Array, T: number, K: number) => {
+  const k = Math.min(K, T);
+  return meanOf(row, T - k, T) - meanOf(row, 0, k);
+};
+
+export async function trainWmrl(run: WmrlRun): Promise<RunState> {
+  const { config: c, policy, pg, model, target, prompts } = run;
+  const D = policy.obsDim, A = policy.actDim, H = c.horizon, G = c.groupSize, E = model.members;
+  const warn = run.warn ?? ((m: string) => console.error(m));
+  const rng = new Rng(c.seed);
+  const env = new ModelEnv(model, { members: 'fixed', seed: c.seed });
+  const graphPolicy = policy.graphPolicy();
+  let state: RunState = { algo: 'wmrl', update: 0, rng: rng.getState(), clock: target.clock.state(), rows: [], finalObs: {}, episodeIds: [] };
+  let extra: WmrlExtra = { corrector: null, predicted: [], measured: [] };
+  if (run.resume && run.outDir) {
+    state = loadRunState(run.outDir, 'wmrl', pg);
+    rng.setState(state.rng);
+    target.clock.restore(state.clock);
+    extra = state.extra as WmrlExtra;
+    // The world model as the run left it (refits included).
+    model.store.load(join(run.outDir, 'world_model.safetensors'));
+  }
+
+  // This update's imagined and real rollouts, filled in as the Corrector asks for them.
+  let imagined: { traj: Trajectory[]; score: number[]; variance: number[]; successProb: number[] } | null = null;
+  let real = new Map<number, RobotEpisode[]>();
+  let update = state.update;
+  const wmScorer = {
+    async score(groups: ReadonlyArray<readonly Ref[]>) {
+      return groups.map((g) => ({ scores: g.map((r) => imagined!.score[r.b * G + r.k]!), variance: g.map((r) => imagined!.variance[r.b * G + r.k]!) }));
+    },
+  };
+  const trusted = {
+    async score(group: readonly Ref[]) {
+      const b = group[0]!.b;
+      const prompt = prompts.get(c.promptSeed0 + update * c.prompts + b);
+      const eps: RobotEpisode[] = [];
+      for (let k = 0; k < group.length; k++) {
+        const ep = await robotEpisode(target, policy, prompt.seed, rng, `wmrl-${update}`);
+        run.hooks?.onEpisode?.(ep, 'anchor');
+        state.finalObs[ep.id] = Array.from(ep.obs.subarray(ep.steps * D));
+        state.episodeIds.push(ep.id);
+        eps.push(ep);
+      }
+      real.set(b, eps);
+      // The pair's world-model score: the episode's sent actions replayed open loop from its recorded start.
+      const worldModel = await Promise.all(eps.map(async (ep) => {
+        if (ep.steps === 0) return null;
+        const r = await replayScore(model, ep.obs.subarray(0, D), ep.sent, { k: c.scoreK });
+        return r.score[0]!;
+      }));
+      return { real: eps.map((ep) => (ep.status === 'complete' ? ep.return : null)), worldModel };
+    },
+  };
+  const corrector = c.corrector ? new Corrector<Ref>(c.corrector, wmScorer, trusted, { contextOf: (g) => String(g[0]!.b % 3) }) : null;
+  if (corrector && extra.corrector) corrector.restore(extra.corrector);
+  const t0 = performance.now();
+
+  for (let u = state.update; u < c.updates; u++) {
+    run.hooks?.signal?.throwIfAborted();
+    update = u;
+    real = new Map();
+    // 1. Imagine every group in the world model, from the prompts' start states.
+    const starts = new Float32Array(c.prompts * D);
+    for (let b = 0; b < c.prompts; b++) starts.set(prompts.get(c.promptSeed0 + u * c.prompts + b).startObs, b * D);
+    const N = c.prompts * G;
+    const members = Int32Array.from({ length: N }, () => rng.int(E));
+    const ti = performance.now();
+    const im = await env.imagine(repeatRows(starts, D, G), graphPolicy, H, { members, policyNoise: Float32Array.from({ length: N * H * A }, () => rng.normal()) });
+    const imagineSeconds = (performance.now() - ti) / 1000;
+    imagined = { traj: [], score: [], variance: [], successProb: [] };
+    for (let i = 0; i < N; i++) {
+      const p = im.successProb.subarray(i * H, (i + 1) * H);
+      const hit = p.findIndex((x) => x > c.successThreshold);
+      const T = hit < 0 ? H : hit + 1;
+      imagined.traj.push({ obs: im.obs.subarray(i * (H + 1) * D, (i * (H + 1) + T) * D), action: im.policy.action_raw!.subarray(i * H * A, (i * H + T) * A), logProb: im.policy.logProb!.subarray(i * H, i * H + T), steps: T });
+      imagined.score.push(collapse(im.reward.subarray(i * H, (i + 1) * H), T, c.scoreK));
+      // The members' spread of the score along this trajectory (every member's reward at the same steps).
+      const per = Array.from({ length: E }, (_, e) => collapse(im.memberReward.subarray((e * N + i) * H, (e * N + i + 1) * H), T, c.scoreK));
+      const m = per.reduce((a, x) => a + x, 0) / E;
+      imagined.variance.push(per.reduce((a, x) => a + (x - m) ** 2, 0) / E);
+      imagined.successProb.push(hit < 0 ? p[H - 1]! : 1);
+    }
+
+    // 2. Scores → advantages: corrected with anchors, or the raw world model's (pure world model).
+    const groups: Ref[][] = Array.from({ length: c.prompts }, (_, b) => Array.from({ length: G }, (_, k) => ({ b, k })));
+    let advantages: Array<Array<number | null>>, weights: number[][], source: Array<'real' | 'wm'>;
+    let log: Awaited<ReturnType<Corrector<Ref>['step']>>['log'] | null = null;
+    if (corrector) {
+      const r = await corrector.step(groups);
+      ({ advantages, weights, source } = r);
+      log = r.log;
+    } else {
+      advantages = groupAdvantages(groups.map((g) => g.map((x) => imagined!.score[x.b * G + x.k]!)), DEFAULT_ADVANTAGE_CONFIG).advantages;
+      weights = groups.map((g) => g.map(() => 1));
+      source = groups.map(() => 'wm');
+    }
+
+    // 3. The update: anchor groups learn from their real episodes, the rest from imagination.
+    const trajs: Trajectory[] = [], adv: Array<number | null> = [], w: number[] = [];
+    groups.forEach((g, b) => g.forEach((_, k) => {
+      trajs.push(source[b] === 'real' ? real.get(b)![k]! : imagined!.traj[b * G + k]!);
+      adv.push(advantages[b]![k]!);
+      w.push(weights[b]![k]!);
+    }));
+    const batch = pgBatch(trajs, adv, w, D, A);
+    const stats = batch ? await pg.update(batch, rng) : null;
+
+    // 4. Refit the world model from the store: the sim data it started from plus every real episode so far.
+    let refit = false;
+    if (c.refitEvery > 0 && (u + 1) % c.refitEvery === 0 && state.episodeIds.length > 0 && target.store) {
+      const buf = new TransitionBuffer(D, A);
+      for (const id of state.episodeIds) {
+        const tr = episodeTransitions(target.store.get(id), layoutOf(target.robot.spec), Float32Array.from(state.finalObs[id] ?? []));
+        if (tr) buf.addEpisode({ states: tr.states, actions: tr.actions, rewards: tr.rewards, success: tr.success, weight: c.realWeight });
+      }
+      const sim = { ...run.simData, weight: run.simData.weight ?? new Float32Array(run.simData.reward.length).fill(1) };
+      buf.add(sim);
+      await model.fit(buf.transitions(), { epochs: c.refitEpochs, seed: c.seed + u });
+      refit = true;
+    }
+
+    // 5. Reward-hacking alarm: the world model's predicted success on the anchor prompts against the anchors' measured success.
+    let alarm = false;
+    if (real.size > 0) {
+      let p = 0, m = 0, n = 0;
+      for (const [b, eps] of real) eps.forEach((ep, k) => { p += imagined!.successProb[b * G + k]!; m += ep.success ? 1 : 0; n++; });
+      extra.predicted.push(p / n);
+      extra.measured.push(m / n);
+      if (extra.predicted.length > c.alarmWindow) { extra.predicted.shift(); extra.measured.shift(); }
+      const gap = (extra.predicted.reduce((a, x) => a + x, 0) - extra.measured.reduce((a, x) => a + x, 0)) / extra.predicted.length;
+      alarm = extra.predicted.length === c.alarmWindow && Math.abs(gap) > c.alarmGap;
+      if (alarm) warn(`wmrl: reward-hacking alarm at update ${u + 1}: the world model predicts ${(100 * extra.predicted.reduce((a, x) => a + x, 0) / extra.predicted.length).toFixed(0)}% success on the anchor prompts, the robot measured ${(100 * extra.measured.reduce((a, x) => a + x, 0) / extra.measured.length).toFixed(0)}% over the last ${c.alarmWindow} updates`);
+    }
+
+    // 6. Measure and log.
+    const realEps = [...real.values()].flat();
+    const row: RunRow = {
+      update: u + 1,
+      robotSeconds: target.clock.robotSeconds,
+      robotWallSeconds: target.clock.wallSeconds,
+      robotEpisodes: target.clock.episodes,
+      computeSeconds: (performance.now() - t0) / 1000,
+      trainSuccess: realEps.length ? realEps.filter((e) => e.success).length / realEps.length : null,
+      groups: c.prompts,
+      realGroups: real.size,
+      loss: stats?.loss ?? null,
+      approxKl: stats?.approxKl ?? null,
+      biasReduction: log?.biasReduction ?? null,
+      anchorWeight: log?.anchorWeight ?? 1,
+      trueMean: log?.trueMean ? [log.trueMean.lo, log.trueMean.hi] : null,
+      predictedSuccess: extra.predicted.at(-1),
+      measuredSuccess: extra.measured.at(-1),
+      hackingAlarm: alarm,
+      flaggedContexts: log?.flaggedContexts ?? 0,
+      refit,
+      imaginedTransitions: N * H,
+      imagineSeconds,
+    };
+    if (run.evaluate && ((u + 1) % c.evalEvery === 0 || u + 1 === c.updates)) {
+      const ev = await run.evaluate(policy);
+      row.evalSuccess = ev.success;
+      row.evalReturn = ev.meanReturn;
+    }
+    state.rows.push(row);
+    state.update = u + 1;
+    state.rng = rng.getState();
+    state.clock = target.clock.state();
+    extra.corrector = corrector ? corrector.state() : null;
+    state.extra = extra;
+    if (run.outDir) {
+      model.save(join(run.outDir, 'world_model.safetensors'));
+      saveRunState(run.outDir, state, pg);
+    }
+    run.hooks?.onUpdate?.(row);
+  }
+  await env.release();
+  if (run.outDir) writeFileSync(join(run.outDir, 'history.json'), JSON.stringify(state.rows, null, 1));
+  return state;
+}

@@ -1,0 +1,579 @@
+// The probabilistic ensemble dynamics model (PETS / mbrl-lib style): E members batched in one weight tensor
+// per layer, each predicting from (obs, action) a Gaussian over the next-observation delta, a dense reward
+// and a success logit. Inputs and targets are standardized with statistics stored beside the weights.
+import * as nn from '../nn/index.js';
+import { bootstrapIndices, checkRows, deltaRows, fitNormalizer, inputRows, selectTransitions, splitIndices, validateTransitions, type Normalizer, type Transitions } from './dataset.js';
+
+const PREFIX = 'wm';
+const P = {
+  maxLogVar: `${PREFIX}.max_logvar`,
+  minLogVar: `${PREFIX}.min_logvar`,
+  inMean: `${PREFIX}.norm.in_mean`,
+  inStd: `${PREFIX}.norm.in_std`,
+  deltaMean: `${PREFIX}.norm.delta_mean`,
+  deltaStd: `${PREFIX}.norm.delta_std`,
+  reward: `${PREFIX}.norm.reward`,
+};
+const HALF_LOG_2PI = 0.5 * Math.log(2 * Math.PI);
+
+export interface EnsembleConfig {
+  dObs: number;
+  dAct: number;
+  /** Ensemble members E (default 5). */
+  members?: number;
+  /** Hidden layer widths of the dynamics network (default [200, 200, 200]). */
+  hidden?: number[];
+  /** Hidden layer widths of the reward and success network (default: `hidden`). */
+  rewardHidden?: number[];
+  activation?: nn.Activation;
+  /** Names of the observation entries (with units), written into the exported model. */
+  obsNames?: string[];
+  actionNames?: string[];
+  /** Seed of the weight initialization. */
+  seed?: number;
+}
+
+export interface FitOptions {
+  /** Maximum passes over the training set (default 50). */
+  epochs?: number;
+  /** Stop after this many epochs without a better validation loss and keep the best epoch's parameters; omit to run all epochs and keep the last. */
+  patience?: number;
+  /** Rows per member per step (default 256). */
+  batchSize?: number;
+  lr?: number;
+  weightDecay?: number;
+  /** Held-out fraction of `data` when `val` is not given (default 0.1). */
+  valFraction?: number;
+  /** An explicit validation set (e.g. whole held-out episodes); then all of `data` is trained on. */
+  val?: Transitions;
+  /** Each member trains on its own resample with replacement (default true); off: every member sees all rows, in its own order. */
+  bootstrap?: boolean;
+  /** Refit the normalization statistics to `data` (default: only on a model's first fit, so a refit continues in the same units). */
+  renormalize?: boolean;
+  /** Seed of the split, the bootstrap and the minibatch order (default 0). */
+  seed?: number;
+  onEpoch?: (r: EpochReport) => void;
+}
+
+/** Held-out metrics; weight-averaged over rows when the transitions carry weights. */
+export interface EvalReport {
+  /** Gaussian NLL per next-obs dimension in normalized delta units, averaged over members, rows and the modeled dims. */
+  nll: number;
+  /** The same, per dimension: Shape dObs; NaN for dims not modeled (constant in the training data). */
+  nllPerDim: Float32Array;
+  /** Squared error of the members' mean next observation, raw units, averaged over all dims. */
+  mse: number;
+  /** The same in normalized delta units (each dim divided by its delta std), over the modeled dims. */
+  mseNorm: number;
+  /** Squared error of the members' mean reward, raw units. */
+  rewardMse: number;
+  /** Binary cross-entropy of the members' mean success probability. */
+  successBce: number;
+  /** The training objective (NLL + normalized reward MSE + success BCE, members averaged), used for early stopping. */
+  loss: number;
+}
+
+export interface EpochReport {
+  epoch: number;
+  steps: number;
+  trainLoss: number;
+  val: EvalReport;
+}
+
+export interface FitReport {
+  epochs: number;
+  steps: number;
+  /** The epoch whose parameters the model now holds (1-based). */
+  keptEpoch: number;
+  trainSize: number;
+  valSize: number;
+  history: EpochReport[];
+  /** Validation metrics of the kept parameters. */
+  val: EvalReport;
+}
+
+/** Per-member predictions for n rows, in raw units. */
+export interface Prediction {
+  /** Shape E x n x dObs: obs + predicted delta mean. */
+  nextObsMean: Float32Array;
+  /** Shape E x n x dObs: predicted (aleatoric) variance of the next observation. */
+  nextObsVar: Float32Array;
+  /** Shape E x n. */
+  reward: Float32Array;
+  /** Shape E x n. */
+  successProb: Float32Array;
+}
+
+/** Graph tensors of one model evaluation; E members, batch B. */
+export interface Heads {
+  /** Normalized delta mean: [E, B, dObs]. */
+  mu: nn.Tensor;
+  /** Soft-bounded log-variance of the normalized delta: [E, B, dObs]. */
+  logVar: nn.Tensor;
+  /** Normalized reward: [E, B]. */
+  reward: nn.Tensor;
+  /** Success logit: [E, B]. */
+  successLogit: nn.Tensor;
+}
+
+/** Graph tensors of one model-env step for B rollouts. */
+export interface StepTensors {
+  /** [B, dObs] */
+  nextObs: nn.Tensor;
+  /** [B] */
+  reward: nn.Tensor;
+  /** [B] */
+  successProb: nn.Tensor;
+  /** [B]: members' variance of the normalized delta mean, averaged over the modeled dims. */
+  disagreement: nn.Tensor;
+  /** [E, B]: every member's reward prediction at the same (obs, action). */
+  memberReward: nn.Tensor;
+}
+
+export class EnsembleModel {
+  readonly store: nn.ParamStore;
+  readonly members: number;
+  readonly hidden: number[];
+  readonly rewardHidden: number[];
+  /** Dynamics: [delta mean, raw log-variance] per member. */
+  readonly net: nn.EnsembleMLP;
+  /**
+   * Reward and success logit per member: a network apart from the dynamics, whose precision-weighted NLL
+   * gradients would otherwise swamp a shared trunk (measured: the reward head then learned almost nothing).
+   */
+  readonly rewardNet: nn.EnsembleMLP;
+  private normalized = false;
+  private forwardProgram: Promise<{ prog: nn.Program; params: string[] }> | null = null;
+
+  constructor(readonly config: EnsembleConfig) {
+    const { dObs, dAct } = config;
+    for (const [k, v] of [['dObs', dObs], ['dAct', dAct]] as const) if (!(Number.isInteger(v) && v > 0)) throw new Error(`ensemble: ${k} must be a positive integer, got ${v}`);
+    if (config.obsNames && config.obsNames.length !== dObs) throw new Error(`ensemble: ${config.obsNames.length} obsNames for dObs ${dObs}`);
+    if (config.actionNames && config.actionNames.length !== dAct) throw new Error(`ensemble: ${config.actionNames.length} actionNames for dAct ${dAct}`);
+    this.members = config.members ?? 5;
+    this.hidden = config.hidden ?? [200, 200, 200];
+    this.store = new nn.ParamStore(config.seed ?? 0);
+    this.rewardHidden = config.rewardHidden ?? this.hidden;
+    const activation = config.activation ?? 'silu';
+    this.net = new nn.EnsembleMLP(this.store, `${PREFIX}.net`, this.members, { sizes: [dObs + dAct, ...this.hidden, 2 * dObs], activation });
+    this.rewardNet = new nn.EnsembleMLP(this.store, `${PREFIX}.reward_net`, this.members, { sizes: [dObs + dAct, ...this.rewardHidden, 2], activation });
+    // PETS bounds: log-variance is softly kept within learned [min, max].
+    this.store.create(P.maxLogVar, [1, dObs], 'zeros').data.fill(0.5);
+    this.store.create(P.minLogVar, [1, dObs], 'zeros').data.fill(-10);
+    this.store.create(P.inMean, [dObs + dAct], 'zeros');
+    this.store.create(P.inStd, [dObs + dAct], 'ones');
+    this.store.create(P.deltaMean, [dObs], 'zeros');
+    this.store.create(P.deltaStd, [dObs], 'ones');
+    this.store.create(P.reward, [2], 'zeros').data[1] = 1;
+  }
+
+  get dObs(): number {
+    return this.config.dObs;
+  }
+
+  get dAct(): number {
+    return this.config.dAct;
+  }
+
+  get normalizer(): Normalizer {
+    const g = (n: string) => this.store.get(n).data;
+    return { inMean: g(P.inMean), inStd: g(P.inStd), deltaMean: g(P.deltaMean), deltaStd: g(P.deltaStd), rewardMean: g(P.reward)[0]!, rewardStd: g(P.reward)[1]! };
+  }
+
+  private setNormalizer(n: Normalizer): void {
+    this.store.set(P.inMean, n.inMean);
+    this.store.set(P.inStd, n.inStd);
+    this.store.set(P.deltaMean, n.deltaMean);
+    this.store.set(P.deltaStd, n.deltaStd);
+    this.store.set(P.reward, [n.rewardMean, n.rewardStd]);
+    this.normalized = true;
+  }
+
+  // ---------------------------------------------------------------- graph pieces
+
+  /** The members' heads for already-normalized inputs x: [B, dIn] or [E, B, dIn]. */
+  heads(x: nn.Tensor): Heads {
+    const { dObs } = this;
+    const g = x.graph;
+    const out = this.net.forward(x);
+    const rs = this.rewardNet.forward(x);
+    const raw = nn.slice(out, 2, dObs, 2 * dObs);
+    const hi = g.param(P.maxLogVar, [1, dObs]);
+    const lo = g.param(P.minLogVar, [1, dObs]);
+    const logVar = nn.add(lo, nn.softplus(nn.sub(nn.sub(hi, nn.softplus(nn.sub(hi, raw))), lo)));
+    return {
+      mu: nn.slice(out, 2, 0, dObs),
+      logVar,
+      reward: nn.squeeze(nn.slice(rs, 2, 0, 1), [2]),
+      successLogit: nn.squeeze(nn.slice(rs, 2, 1, 2), [2]),
+    };
+  }
+
+  /** Normalizes raw obs [B, dObs] and action [B, dAct] in the graph, then `heads`. */
+  rawHeads(obs: nn.Tensor, action: nn.Tensor): Heads {
+    const g = obs.graph;
+    const dIn = this.dObs + this.dAct;
+    const x = nn.div(nn.sub(nn.concat([obs, action], 1), g.param(P.inMean, [dIn])), g.param(P.inStd, [dIn]));
+    return this.heads(x);
+  }
+
+  /** Raw-unit delta mean [E, B, dObs] from normalized `mu`. */
+  private denormDelta(mu: nn.Tensor): nn.Tensor {
+    const g = mu.graph;
+    return nn.add(nn.mul(mu, g.param(P.deltaStd, [this.dObs])), g.param(P.deltaMean, [this.dObs]));
+  }
+
+  private denormReward(r: nn.Tensor): nn.Tensor {
+    const g = r.graph;
+    const s = g.param(P.reward, [2]);
+    return nn.add(nn.mul(r, nn.squeeze(nn.slice(s, 0, 1, 2), [0])), nn.squeeze(nn.slice(s, 0, 0, 1), [0]));
+  }
+
+  /**
+   * One model-env step for B rollouts, emitted into obs's graph.
+   * `obs` [B, dObs], `action` [B, dAct], `mix` [E, B] member weights per rollout (one-hot: that member;
+   * 1/E everywhere: the members' mean), `noise` [B, dObs] standard normal (zeros: no aleatoric sampling)
+   * scaled by the mixed members' predicted standard deviation.
+   */
+  stepGraph(obs: nn.Tensor, action: nn.Tensor, mix: nn.Tensor, noise: nn.Tensor): StepTensors {
+    const h = this.rawHeads(obs, action);
+    const w = nn.unsqueeze(mix, [2]);
+    const mu = nn.sum(nn.mul(w, h.mu), 0);
+    const std = nn.exp(nn.mul(nn.sum(nn.mul(w, h.logVar), 0), 0.5));
+    const deltaN = nn.add(mu, nn.mul(std, noise));
+    const nextObs = nn.add(obs, nn.add(nn.mul(deltaN, obs.graph.param(P.deltaStd, [this.dObs])), obs.graph.param(P.deltaMean, [this.dObs])));
+    const memberReward = this.denormReward(h.reward);
+    const centered = nn.sub(h.mu, nn.mean(h.mu, 0, true));
+    // Unmodeled (constant) dims have arbitrary member outputs: they do not count.
+    const modeled = nn.toFloat(nn.greater(obs.graph.param(P.deltaStd, [this.dObs]), 0));
+    const perDim = nn.mul(nn.mean(nn.square(centered), 0), modeled);
+    return {
+      nextObs,
+      reward: nn.sum(nn.mul(mix, memberReward), 0),
+      successProb: nn.sum(nn.mul(mix, nn.sigmoid(h.successLogit)), 0),
+      disagreement: nn.div(nn.sum(perDim, -1), nn.maximum(nn.sum(modeled), 1)),
+      memberReward,
+    };
+  }
+
+  /** Names of every parameter a graph of this model may read (weights, log-variance bounds, normalization). */
+  paramNames(): string[] {
+    return this.store.names();
+  }
+
+  /** ORT tensors of the current parameter values, by name, for graphs that take parameters as inputs. */
+  paramFeeds(names: readonly string[] = this.paramNames()): Record<string, nn.ort.Tensor> {
+    const feeds: Record<string, nn.ort.Tensor> = {};
+    for (const n of names) {
+      const v = this.store.get(n);
+      feeds[n] = new nn.ort.Tensor('float32', v.data, v.shape);
+    }
+    return feeds;
+  }
+
+  // ---------------------------------------------------------------- prediction
+
+  private async forward(): Promise<{ prog: nn.Program; params: string[] }> {
+    this.forwardProgram ??= (async () => {
+      const g = new nn.Graph();
+      const obs = g.input('obs', ['batch', this.dObs]);
+      const action = g.input('action', ['batch', this.dAct]);
+      const h = this.rawHeads(obs, action);
+      const params = [...g.params.keys()];
+      const prog = await nn.Program.fromSpec({
+        inputs: [{ name: 'obs', tensor: obs }, { name: 'action', tensor: action }, ...params.map((n) => ({ name: n, tensor: g.params.get(n)! }))],
+        outputs: [
+          { name: 'mu', tensor: h.mu },
+          { name: 'log_var', tensor: h.logVar },
+          { name: 'reward', tensor: h.reward },
+          { name: 'success_logit', tensor: h.successLogit },
+        ],
+      });
+      return { prog, params };
+    })();
+    return this.forwardProgram;
+  }
+
+  /** Normalized head outputs for raw rows: mu, logVar Shape E x n x dObs; reward (normalized), successLogit Shape E x n. */
+  private async rawPredict(obs: Float32Array, action: Float32Array): Promise<{ n: number; mu: Float32Array; logVar: Float32Array; reward: Float32Array; successLogit: Float32Array }> {
+    const n = checkRows('predict obs', obs, this.dObs);
+    checkRows('predict action', action, this.dAct, n);
+    const { prog, params } = await this.forward();
+    const out = await prog.run({ obs: nn.tensor(obs, [n, this.dObs]), action: nn.tensor(action, [n, this.dAct]), ...this.paramFeeds(params) });
+    return { n, mu: nn.f32(out.mu), logVar: nn.f32(out.log_var), reward: nn.f32(out.reward), successLogit: nn.f32(out.success_logit) };
+  }
+
+  /** Every member's prediction for rows (obs Shape n x dObs, action Shape n x dAct), in raw units. */
+  async predict(obs: Float32Array, action: Float32Array): Promise<Prediction> {
+    const r = await this.rawPredict(obs, action);
+    const { dObs, members: E } = this;
+    const nz = this.normalizer;
+    const nextObsMean = new Float32Array(E * r.n * dObs);
+    const nextObsVar = new Float32Array(E * r.n * dObs);
+    for (let e = 0; e < E; e++) {
+      for (let i = 0; i < r.n; i++) {
+        for (let j = 0; j < dObs; j++) {
+          const k = (e * r.n + i) * dObs + j;
+          nextObsMean[k] = obs[i * dObs + j]! + r.mu[k]! * nz.deltaStd[j]! + nz.deltaMean[j]!;
+          nextObsVar[k] = Math.exp(r.logVar[k]!) * nz.deltaStd[j]! ** 2;
+        }
+      }
+    }
+    return {
+      nextObsMean,
+      nextObsVar,
+      reward: Float32Array.from(r.reward, (v) => v * nz.rewardStd + nz.rewardMean),
+      successProb: Float32Array.from(r.successLogit, (z) => 1 / (1 + Math.exp(-z))),
+    };
+  }
+
+  /** Held-out metrics on `data` (see EvalReport). */
+  async evaluate(data: Transitions): Promise<EvalReport> {
+    this.checkDims(data);
+    const n = validateTransitions(data, 'evaluate');
+    if (n === 0) throw new Error('evaluate: no transitions');
+    const { dObs, members: E } = this;
+    const nz = this.normalizer;
+    const r = await this.rawPredict(data.obs, data.action);
+    const delta = deltaRows(data);
+    const w = data.weight ?? new Float32Array(n).fill(1);
+    const wSum = w.reduce((a, b) => a + b, 0);
+    const modeled = Array.from({ length: dObs }, (_, j) => j).filter((j) => nz.deltaStd[j]! > 0);
+    const nllPerDim = new Float64Array(dObs).fill(NaN);
+    for (const j of modeled) nllPerDim[j] = 0;
+    let mse = 0, mseNorm = 0, rewardMse = 0, rewardMseNorm = 0, bce = 0, memberBce = 0;
+    for (let i = 0; i < n; i++) {
+      const wi = w[i]! / wSum;
+      for (let j = 0; j < dObs; j++) {
+        const d = delta[i * dObs + j]! - nz.deltaMean[j]!;
+        if (nz.deltaStd[j] === 0) {
+          mse += (wi * d ** 2) / dObs;
+          continue;
+        }
+        const y = d / nz.deltaStd[j]!;
+        let muMean = 0;
+        for (let e = 0; e < E; e++) {
+          const k = (e * n + i) * dObs + j;
+          nllPerDim[j]! += (wi * (0.5 * ((r.mu[k]! - y) ** 2 * Math.exp(-r.logVar[k]!) + r.logVar[k]!) + HALF_LOG_2PI)) / E;
+          muMean += r.mu[k]! / E;
+        }
+        mseNorm += (wi * (muMean - y) ** 2) / modeled.length;
+        mse += (wi * ((muMean - y) * nz.deltaStd[j]!) ** 2) / dObs;
+      }
+      const yr = (data.reward[i]! - nz.rewardMean) / nz.rewardStd;
+      let rMean = 0, pMean = 0;
+      const s = data.success[i]!;
+      for (let e = 0; e < E; e++) {
+        const z = r.successLogit[e * n + i]!;
+        rMean += r.reward[e * n + i]! / E;
+        pMean += 1 / (1 + Math.exp(-z)) / E;
+        rewardMseNorm += (wi * (r.reward[e * n + i]! - yr) ** 2) / E;
+        memberBce += (wi * (softplus(z) - s * z)) / E;
+      }
+      rewardMse += wi * ((rMean - yr) * nz.rewardStd) ** 2;
+      const p = Math.min(Math.max(pMean, 1e-7), 1 - 1e-7);
+      bce += -wi * (s * Math.log(p) + (1 - s) * Math.log(1 - p));
+    }
+    const nll = modeled.length ? modeled.reduce((a, j) => a + nllPerDim[j]!, 0) / modeled.length : 0;
+    return { nll, nllPerDim: Float32Array.from(nllPerDim), mse, mseNorm, rewardMse, successBce: bce, loss: nll - HALF_LOG_2PI + 0.5 * rewardMseNorm + memberBce };
+  }
+
+  private checkDims(t: Transitions): void {
+    if (t.dObs !== this.dObs || t.dAct !== this.dAct) throw new Error(`ensemble: transitions have dims (obs ${t.dObs}, action ${t.dAct}), the model (obs ${this.dObs}, action ${this.dAct})`);
+  }
+
+  // ---------------------------------------------------------------- fitting
+
+  /**
+   * Fits (or, called again, continues fitting) the ensemble: per-member bootstrap resamples, minibatch Adam
+   * on the Gaussian NLL of the normalized delta + reward MSE + success BCE, each row's loss times its weight.
+   * Parameters continue from their current values; the optimizer state starts fresh on each call.
+   */
+  async fit(data: Transitions, opts: FitOptions = {}): Promise<FitReport> {
+    this.checkDims(data);
+    const n = validateTransitions(data, 'fit');
+    const rng = new nn.Rng(opts.seed ?? 0);
+    let train = data, val: Transitions;
+    if (opts.val) {
+      this.checkDims(opts.val);
+      if (validateTransitions(opts.val, 'fit val') === 0) throw new Error('fit: the validation set is empty');
+      val = opts.val;
+    } else {
+      const split = splitIndices(n, opts.valFraction ?? 0.1, rng);
+      train = selectTransitions(data, split.train);
+      val = selectTransitions(data, split.val);
+    }
+    const nTrain = train.reward.length;
+    if (nTrain === 0) throw new Error('fit: no training transitions');
+    if (opts.renormalize || !this.normalized) this.setNormalizer(fitNormalizer(train));
+    const { dObs, dAct, members: E } = this;
+    const dIn = dObs + dAct;
+    const batch = Math.min(opts.batchSize ?? 256, nTrain);
+    const epochs = opts.epochs ?? 50;
+
+    // Standardized rows, computed once; minibatches gather from them.
+    const nz = this.normalizer;
+    const X = inputRows(train).map((v, k) => (v - nz.inMean[k % dIn]!) / nz.inStd[k % dIn]!);
+    const Y = deltaRows(train).map((v, k) => (v - nz.deltaMean[k % dObs]!) / (nz.deltaStd[k % dObs]! || 1));
+    const R = train.reward.map((v) => (v - nz.rewardMean) / nz.rewardStd);
+    const wRaw = train.weight ?? new Float32Array(nTrain).fill(1);
+    const wMean = wRaw.reduce((a, b) => a + b, 0) / nTrain;
+    if (!(wMean > 0)) throw new Error('fit: the training rows all have weight 0');
+    const W = wRaw.map((v) => v / wMean);
+
+    const trainer = await this.trainer(opts);
+    const rows: Int32Array[] = opts.bootstrap === false ? Array.from({ length: E }, () => Int32Array.from({ length: nTrain }, (_, i) => i)) : bootstrapIndices(E, nTrain, rng);
+    const history: EpochReport[] = [];
+    let best: { loss: number; epoch: number; values: Map<string, Float32Array> } | null = null;
+    let steps = 0;
+    try {
+      for (let epoch = 1; epoch <= epochs; epoch++) {
+        for (const r of rows) shuffleInPlace(r, rng);
+        let lossSum = 0, batches = 0;
+        for (let start = 0; start < nTrain; start += batch) {
+          const b = Math.min(batch, nTrain - start);
+          const x = new Float32Array(E * b * dIn), y = new Float32Array(E * b * dObs);
+          const r = new Float32Array(E * b), s = new Float32Array(E * b), w = new Float32Array(E * b);
+          for (let e = 0; e < E; e++) {
+            for (let i = 0; i < b; i++) {
+              const src = rows[e]![start + i]!, dst = e * b + i;
+              x.set(X.subarray(src * dIn, (src + 1) * dIn), dst * dIn);
+              y.set(Y.subarray(src * dObs, (src + 1) * dObs), dst * dObs);
+              r[dst] = R[src]!;
+              s[dst] = train.success[src]!;
+              w[dst] = W[src]!;
+            }
+          }
+          const res = await trainer.step({
+            x: nn.tensor(x, [E, b, dIn]),
+            y: nn.tensor(y, [E, b, dObs]),
+            r: nn.tensor(r, [E, b]),
+            s: nn.tensor(s, [E, b]),
+            w: nn.tensor(w, [E, b]),
+          });
+          lossSum += res.loss;
+          batches++;
+          steps++;
+        }
+        trainer.syncToStore();
+        const ev = await this.evaluate(val);
+        const rep = { epoch, steps, trainLoss: lossSum / batches, val: ev };
+        history.push(rep);
+        opts.onEpoch?.(rep);
+        if (opts.patience !== undefined) {
+          if (!best || ev.loss < best.loss) best = { loss: ev.loss, epoch, values: new Map(this.store.entries().map(([k, v]) => [k, v.data.slice()])) };
+          else if (epoch - best.epoch >= opts.patience) break;
+        }
+      }
+    } finally {
+      await trainer.release();
+    }
+    let keptEpoch = history.length;
+    let finalVal = history[history.length - 1]!.val;
+    if (best && best.epoch !== keptEpoch) {
+      for (const [k, v] of best.values) this.store.set(k, v);
+      keptEpoch = best.epoch;
+      finalVal = history[best.epoch - 1]!.val;
+    }
+    return { epochs: history.length, steps, keptEpoch, trainSize: nTrain, valSize: val.reward.length, history, val: finalVal };
+  }
+
+  /** The training step graph: inputs x [E, b, dIn], y [E, b, dObs], r, s, w [E, b], all standardized. */
+  private async trainer(opts: FitOptions): Promise<nn.Trainer> {
+    const { dObs, dAct, members: E } = this;
+    const g = new nn.Graph();
+    const x = g.input('x', [E, 'batch', dObs + dAct]);
+    const y = g.input('y', [E, 'batch', dObs]);
+    const r = g.input('r', [E, 'batch']);
+    const s = g.input('s', [E, 'batch']);
+    const w = g.input('w', [E, 'batch']);
+    const h = this.heads(x);
+    // Gaussian NLL (constants dropped) over the modeled dims, reward regression, success BCE with logits.
+    // Unmodeled (constant) dims stay out: their log-variance would sink to its bound and its e^10 precision
+    // would swamp every other gradient.
+    const mask = Array.from(this.normalizer.deltaStd, (sd) => (sd > 0 ? 1 : 0));
+    const modeled = Math.max(1, mask.reduce<number>((a, b) => a + b, 0));
+    const sqErr = nn.mul(nn.square(nn.sub(h.mu, y)), nn.exp(nn.neg(h.logVar)));
+    const nll = nn.div(nn.sum(nn.mul(nn.add(sqErr, h.logVar), g.constant(mask, [dObs])), -1), modeled);
+    const rew = nn.mul(nn.square(nn.sub(h.reward, r)), 0.5);
+    const bce = nn.sub(nn.softplus(h.successLogit), nn.mul(s, h.successLogit));
+    const perRow = nn.mul(w, nn.add(nn.mul(nll, 0.5), nn.add(rew, bce)));
+    // Sum over members: each member's gradient is its own mean loss.
+    const bound = nn.mul(nn.sum(nn.mul(nn.sub(g.param(P.maxLogVar, [1, dObs]), g.param(P.minLogVar, [1, dObs])), g.constant(mask, [1, dObs]))), 0.01);
+    const loss = nn.add(nn.sum(nn.mean(perRow, 1)), bound);
+    const trainable = [...g.params.keys()];
+    return nn.Trainer.create({ loss, store: this.store, trainable, optimizer: { lr: opts.lr ?? 1e-3, weightDecay: opts.weightDecay ?? 0 } });
+  }
+
+  // ---------------------------------------------------------------- persistence
+
+  /** Saves parameters and normalization in one safetensors file, the config in its metadata. */
+  save(path: string): void {
+    this.store.save(path, { kind: 'wmrl.worldmodel.ensemble', config: JSON.stringify({ ...this.config, members: this.members, hidden: this.hidden, rewardHidden: this.rewardHidden }), normalized: String(this.normalized) });
+  }
+
+  static load(path: string): EnsembleModel {
+    const { metadata } = nn.readTensorFile(path);
+    if (metadata.kind !== 'wmrl.worldmodel.ensemble' || !metadata.config) throw new Error(`ensemble: ${path} is not a saved world-model ensemble (metadata kind '${metadata.kind}')`);
+    const m = new EnsembleModel(JSON.parse(metadata.config) as EnsembleConfig);
+    m.store.load(path);
+    m.normalized = metadata.normalized === 'true';
+    return m;
+  }
+
+  /**
+   * Writes a standalone ONNX model: inputs obs [batch, dObs] and action [batch, dAct]; outputs, per member
+   * and in raw units, next_obs_mean and next_obs_var [E, batch, dObs], reward and success_prob [E, batch].
+   */
+  exportOnnx(path: string): nn.ModelInfo {
+    const g = new nn.Graph();
+    const obs = g.input('obs', ['batch', this.dObs]);
+    const action = g.input('action', ['batch', this.dAct]);
+    const h = this.rawHeads(obs, action);
+    const ds = g.param(P.deltaStd, [this.dObs]);
+    const E = this.members;
+    return nn.exportOnnx(path, {
+      inputs: [
+        { name: 'obs', tensor: obs, doc: `observation, [batch, ${this.dObs}]${this.config.obsNames ? `: ${this.config.obsNames.join(', ')}` : ''}` },
+        { name: 'action', tensor: action, doc: `action, [batch, ${this.dAct}]${this.config.actionNames ? `: ${this.config.actionNames.join(', ')}` : ''}` },
+      ],
+      outputs: [
+        { name: 'next_obs_mean', tensor: nn.add(obs, this.denormDelta(h.mu)), doc: `[${E}, batch, ${this.dObs}]: each member's mean next observation` },
+        { name: 'next_obs_var', tensor: nn.mul(nn.exp(h.logVar), nn.square(ds)), doc: `[${E}, batch, ${this.dObs}]: each member's predicted variance of the next observation` },
+        { name: 'reward', tensor: this.denormReward(h.reward), doc: `[${E}, batch]: each member's predicted reward` },
+        { name: 'success_prob', tensor: nn.sigmoid(h.successLogit), doc: `[${E}, batch]: each member's predicted success probability` },
+      ],
+      store: this.store,
+      graphName: 'world_model',
+      docString: 'Probabilistic ensemble dynamics model (delta parameterization) exported by wmrl-bridge worldmodel/',
+      metadata: {
+        kind: 'ensemble_dynamics',
+        members: E,
+        obs_dim: this.dObs,
+        action_dim: this.dAct,
+        hidden: this.hidden,
+        reward_hidden: this.rewardHidden,
+        parameterization: 'delta',
+        ...(this.config.obsNames ? { obs_names: this.config.obsNames } : {}),
+        ...(this.config.actionNames ? { action_names: this.config.actionNames } : {}),
+      },
+    });
+  }
+
+  async release(): Promise<void> {
+    const f = this.forwardProgram;
+    this.forwardProgram = null;
+    if (f) await (await f).prog.release();
+  }
+}
+
+const softplus = (x: number) => (x > 0 ? x + Math.log1p(Math.exp(-x)) : Math.log1p(Math.exp(x)));
+
+function shuffleInPlace(a: Int32Array, rng: nn.Rng): void {
+  for (let i = a.length - 1; i > 0; i--) {
+    const j = rng.int(i + 1);
+    const t = a[i]!;
+    a[i] = a[j]!;
+    a[j] = t;
+  }
+}

@@ -1,0 +1,13 @@
+// worldmodel/: learned dynamics for WMRL (the mbrl-lib split: models apart from algorithms). Imports only nn/.
+export {
+  TransitionBuffer,
+  validateTransitions,
+  concatTransitions,
+  selectTransitions,
+  fitNormalizer,
+  type Transitions,
+  type Normalizer,
+} from './dataset.js';
+export { EnsembleModel, type EnsembleConfig, type FitOptions, type FitReport, type EpochReport, type EvalReport, type Prediction, type Heads, type StepTensors } from './ensemble.js';
+export { ModelEnv, repeatRows, type MemberMode, type ModelEnvOptions, type ModelStep, type GraphPolicy, type ImagineOptions, type Imagined } from './model-env.js';
+export { scoreImagined, scoreWithVariance, successScore, replayScore, type CollapseMode, type ScoreOptions, type SuccessMode, type ReplayScore } from './scorers.js';
