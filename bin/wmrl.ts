@@ -87,8 +87,9 @@ program
 program
   .command('deploy')
   .summary('upload a policy .onnx to the running service and deploy it on one of its robots')
-  .usage('<policy.onnx> [--url http://127.0.0.1:8080] [--robot ID] [--episodes N] [--token-file data/token]')
+  .usage('<policy.onnx> [--url http://127.0.0.1:8080] [--id NAME] [--robot ID] [--episodes N] [--token-file data/token]')
   .argument('<policy>', 'policy .onnx file (input obs, output action)')
+  .option('--id <NAME>', "the policy's id on the service (default: the file name without .onnx)")
   .option('--url <URL>', 'the service', 'http://127.0.0.1:8080')
   .option('--robot <ID>', 'robot id on the service (default: its only robot)')
   .option('--episodes <N>', 'episodes to run', positive('--episodes'), 5)

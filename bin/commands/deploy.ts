@@ -7,6 +7,7 @@ import { printTable } from '../table.js';
 
 interface DeployOptions {
   url: string;
+  id?: string;
   robot?: string;
   episodes: number;
   tokenFile: string;
@@ -43,7 +44,7 @@ export async function deploy(file: string, o: DeployOptions): Promise<void> {
     }
     return JSON.parse(text) as T;
   };
-  const id = basename(file).replace(/\.onnx$/, '').replace(/[^A-Za-z0-9._-]/g, '_');
+  const id = o.id ?? basename(file).replace(/\.onnx$/, '').replace(/[^A-Za-z0-9._-]/g, '_');
   const info = await call<{ id: string; bytes: number; sha256: string }>('PUT', `/api/policies/${id}`, readFileSync(file));
   console.log(`uploaded ${file} as policy '${info.id}' (${info.bytes} bytes, sha256 ${info.sha256.slice(0, 12)})`);
   const robot = o.robot ?? (await call<Array<{ id: string }>>('GET', '/api/robots')).map((r) => r.id)[0];
