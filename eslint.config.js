@@ -37,5 +37,6 @@ export default tseslint.config(
   boundary(['hardware/**/*.ts'], folders(['bin', 'server', 'wmrl', 'worldmodel', 'autoresearch', 'web', 'bench', 'tests']), 'hardware/ never imports the trainers, the server or bin/'),
   boundary(['policies/**/*.ts'], folders(['bridge', 'bin', 'server', 'wmrl', 'web', 'bench', 'tests']), 'policies/ never imports the transports, the trainers or the server'),
   boundary(['web/**/*.ts', 'web/**/*.js'], ['**/hardware/*', '**/hardware'], 'web/ never imports hardware/'),
+  boundary(['server/**/*.ts'], folders(['bin', 'bench', 'tests', 'web']), 'server/ never imports bin/, the benchmarks, the tests or the viewer'),
   boundary(['wmrl/**/*.ts'], ['**/bridge/*', '**/server/*', '**/web/*'], 'wmrl/ trainers do not depend on transports or the server'),
 );

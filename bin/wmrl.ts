@@ -1,42 +1,153 @@
-// The wmrl command line. `npm start` runs `wmrl` with no arguments: the default job.
-// Each command loads its own modules, so a quick verb does not start MuJoCo or ONNX Runtime.
+// The wmrl command line (commander). `npm start` runs `wmrl` with no arguments: `serve`, the service.
+// Each action loads its own modules, so a quick verb does not start MuJoCo, ONNX Runtime or fastify.
+import { Command, CommanderError, InvalidArgumentError } from 'commander';
 
-interface Command {
-  summary: string;
-  usage: string;
-  run(args: string[]): Promise<void>;
-}
-
-const commands: Record<string, Command> = {
-  demo: { summary: 'fit an ensemble world model to known dynamics and export it as ONNX (the default)', usage: 'demo [--steps N] [--out DIR] [--seed S]', run: async (a) => (await import('./commands/demo.js')).demo(a) },
-  'sim-robot': {
-    summary: 'run the sim robot with a hardware profile as a rosbridge v2 server (the hardware stand-in)',
-    usage: 'sim-robot [--task reach|push|pick] [--profile nominal|gap|FILE.yaml] [--host H] [--port 9090] [--camera-hz F] [--image PX] [--seed S]',
-    run: async (a) => (await import('./commands/sim-robot.js')).simRobot(a),
-  },
-  drive: {
-    summary: 'run a policy on a robot through the safety layer, recording every episode',
-    usage: 'drive --robot YAML|sim:TASK[:PROFILE] [--policy expert|hold|FILE.onnx] [--episodes N] [--steps N] [--store DB] [--policy-version V] [--fast]',
-    run: async (a) => (await import('./commands/drive.js')).drive(a),
-  },
-  episodes: {
-    summary: 'list recorded episodes; export one to MCAP; import an MCAP bag',
-    usage: 'episodes list|export ID OUT.mcap [--lz4]|import IN.mcap [--store DB]',
-    run: async (a) => (await import('./commands/episodes.js')).episodes(a),
-  },
-  train: {
-    summary: 'post-train a policy on a robot with WMRL (or the standard-GRPO baseline), export it as .onnx',
-    usage: 'train [--algo wmrl|standard] [--robot sim:TASK[:PROFILE]|ROBOT.yaml --task TASK] [--no-debias] [--no-denoise] [--pure-wm] [--anchors random|active] [--updates N] [--prompts B] [--group G] [--robots N] [--reset-seconds S] [--seed S] [--out DIR] [--resume] [--quick]',
-    run: async (a) => (await import('./commands/train.js')).train(a),
-  },
-  inspect: { summary: 'print the inputs, outputs and metadata of an .onnx file', usage: 'inspect <model.onnx>', run: async (a) => (await import('./commands/inspect.js')).inspect(a) },
+/** Option parsers: bad values fail with a message naming the option and the value. */
+const int = (flag: string, ok: (v: number) => boolean, what: string) => (s: string) => {
+  const v = Number(s);
+  if (!Number.isInteger(v) || !ok(v)) throw new InvalidArgumentError(`${flag} must be ${what}, got '${s}'`);
+  return v;
+};
+const positive = (flag: string) => int(flag, (v) => v >= 1, 'a positive integer');
+const port = (flag: string) => int(flag, (v) => v >= 0 && v < 65536, 'a port number (0-65535)');
+const anyInt = (flag: string) => int(flag, () => true, 'an integer');
+const num = (flag: string, ok: (v: number) => boolean, what: string) => (s: string) => {
+  const v = Number(s);
+  if (s.trim() === '' || !Number.isFinite(v) || !ok(v)) throw new InvalidArgumentError(`${flag} must be ${what}, got '${s}'`);
+  return v;
 };
 
-function help(): void {
-  console.log('usage: wmrl <command> [options]\n');
-  for (const c of Object.values(commands)) console.log(`  ${c.usage}\n      ${c.summary}`);
-  console.log('\nwmrl <command> --help shows one command.');
-}
+const program = new Command('wmrl')
+  .description('WMRL Bridge: post-train robot policies with World Model RL, deploy them as ONNX, watch real and imagined rollouts')
+  .showHelpAfterError(false)
+  .exitOverride()
+  // Lower-case "usage:" as every other message of this CLI.
+  .configureHelp({ styleTitle: (s: string) => (s === 'Usage:' ? 'usage:' : s) });
+
+program
+  .command('serve', { isDefault: true })
+  .summary('run the service: API, viewer, Foxglove endpoint, sim robot and the default job (the default)')
+  .usage('[--host H] [--port 8080] [--foxglove-port 8765] [--data DIR] [--task reach] [--profile gap] [--episodes N] [--no-job]')
+  .option('--host <H>', 'interface to listen on (loopback unless told otherwise)', '127.0.0.1')
+  .option('--port <N>', 'HTTP port of the API and the viewer (0 = any free port)', port('--port'), 8080)
+  .option('--foxglove-port <N>', 'Foxglove WebSocket port (0 = any free port)', port('--foxglove-port'), 8765)
+  .option('--data <DIR>', 'the data folder: episode store, access token, policies, run checkpoints', 'data')
+  .option('--task <T>', 'task of the built-in sim robot', 'reach')
+  .option('--profile <P>', 'hardware profile of the built-in sim robot (nominal, gap or a YAML file)', 'gap')
+  .option('--episodes <N>', 'episodes of the default job', positive('--episodes'), 20)
+  .option('--no-job', 'start no job; runs are started through the API')
+  .option('--no-mqtt', 'do not start the embedded MQTT broker')
+  .option('--mqtt-port <N>', 'embedded MQTT broker port (0 = any free port)', port('--mqtt-port'), 1883)
+  .action(async (o) => (await import('./commands/serve.js')).serve(o));
+
+program
+  .command('drive')
+  .summary('run a policy on a robot through the safety layer, recording every episode')
+  .usage('--robot YAML|sim:TASK[:PROFILE] [--policy expert|hold|FILE.onnx] [--episodes N] [--steps N] [--store DB] [--policy-version V] [--fast]')
+  .requiredOption('--robot <R>', 'a robot YAML file, or sim:TASK[:PROFILE] for the in-process sim')
+  .option('--policy <P>', "expert (the sim's scripted demonstrator), hold, or a policy .onnx", 'expert')
+  .option('--episodes <N>', 'episodes to record', positive('--episodes'), 1)
+  .option('--steps <N>', "steps per episode (default: the task's horizon on the sim, 500 on a robot)", positive('--steps'))
+  .option('--store <DB>', 'episode store', 'data/episodes.db')
+  .option('--policy-version <V>', 'policy version recorded with each episode')
+  .option('--fast', 'step the in-process sim as fast as it goes', false)
+  .action(async (o) => (await import('./commands/drive.js')).drive(o));
+
+const episodes = program.command('episodes').summary('list recorded episodes; export one to MCAP; import an MCAP bag').usage('list|export ID OUT.mcap [--lz4]|import IN.mcap [--store DB]');
+episodes
+  .command('list', { isDefault: true })
+  .summary('list the recorded episodes')
+  .option('--store <DB>', 'episode store', 'data/episodes.db')
+  .action(async (o) => (await import('./commands/episodes.js')).list(o));
+episodes
+  .command('export')
+  .summary('export one episode as a ROS 2 MCAP bag')
+  .argument('<id>', 'episode id')
+  .argument('<out>', 'output .mcap file')
+  .option('--store <DB>', 'episode store', 'data/episodes.db')
+  .option('--lz4', 'lz4-compress the chunks', false)
+  .action(async (id, out, o) => (await import('./commands/episodes.js')).exportOne(id, out, o));
+episodes
+  .command('import')
+  .summary('import an MCAP bag into the store')
+  .argument('<file>', 'input .mcap file')
+  .option('--store <DB>', 'episode store', 'data/episodes.db')
+  .action(async (file, o) => (await import('./commands/episodes.js')).importOne(file, o));
+
+program
+  .command('export')
+  .summary('export recorded episodes (all, or those given) as MCAP bags into a folder, with progress')
+  .usage('[ID...] --out DIR [--store DB] [--lz4]')
+  .argument('[ids...]', 'episode ids (default: every complete episode)')
+  .requiredOption('--out <DIR>', 'output folder (one <id>.mcap per episode)')
+  .option('--store <DB>', 'episode store', 'data/episodes.db')
+  .option('--lz4', 'lz4-compress the chunks', false)
+  .action(async (ids, o) => (await import('./commands/episodes.js')).exportMany(ids, o));
+
+program
+  .command('deploy')
+  .summary('upload a policy .onnx to the running service and deploy it on one of its robots')
+  .usage('<policy.onnx> [--url http://127.0.0.1:8080] [--id NAME] [--robot ID] [--episodes N] [--token-file data/token]')
+  .argument('<policy>', 'policy .onnx file (input obs, output action)')
+  .option('--id <NAME>', "the policy's id on the service (default: the file name without .onnx)")
+  .option('--url <URL>', 'the service', 'http://127.0.0.1:8080')
+  .option('--robot <ID>', 'robot id on the service (default: its only robot)')
+  .option('--episodes <N>', 'episodes to run', positive('--episodes'), 5)
+  .option('--token-file <F>', 'access token file (or set WMRL_TOKEN)', 'data/token')
+  .action(async (file, o) => (await import('./commands/deploy.js')).deploy(file, o));
+
+// `train` parses its own options (bin/commands/train.ts); commander passes them through untouched.
+const TRAIN_USAGE = 'train [--algo wmrl|standard] [--robot sim:TASK[:PROFILE]|ROBOT.yaml --task TASK] [--no-debias] [--no-denoise] [--pure-wm] [--anchors random|active] [--updates N] [--prompts B] [--group G] [--robots N] [--reset-seconds S] [--seed S] [--out DIR] [--resume] [--quick]';
+const TRAIN_SUMMARY = 'post-train a policy on a robot with WMRL (or the standard-GRPO baseline), export it as .onnx';
+program
+  .command('train')
+  .summary(TRAIN_SUMMARY)
+  .usage(TRAIN_USAGE.slice('train '.length))
+  .helpOption(false)
+  .allowUnknownOption()
+  .allowExcessArguments()
+  .argument('[options...]')
+  .action(async (args: string[]) => {
+    if (args.includes('--help') || args.includes('-h')) console.log(`usage: wmrl ${TRAIN_USAGE}\n\n${TRAIN_SUMMARY}`);
+    else await (await import('./commands/train.js')).train(args);
+  });
+
+program
+  .command('bench')
+  .summary('run a benchmark: prints a markdown table and a RESULT line (see README)')
+  .usage('<name> [--quick]')
+  .argument('<name>', 'sim, bridge, nn, wmrl-core, server')
+  .option('--quick', 'under a minute, prints only', false)
+  .action(async (name, o) => (await import('./commands/bench.js')).bench(name, o));
+
+program
+  .command('sim-robot')
+  .summary('run the sim robot with a hardware profile as a rosbridge v2 server (the hardware stand-in)')
+  .usage('[--task reach|push|pick] [--profile nominal|gap|FILE.yaml] [--host H] [--port 9090] [--camera-hz F] [--image PX] [--seed S]')
+  .option('--task <T>', 'reach, push or pick', 'reach')
+  .option('--profile <P>', 'nominal, gap or a profile YAML', 'nominal')
+  .option('--host <H>', 'interface to listen on', '127.0.0.1')
+  .option('--port <N>', 'rosbridge port (0 = any free port)', port('--port'), 9090)
+  .option('--seed <S>', 'seed', anyInt('--seed'), 0)
+  .option('--camera-hz <F>', 'camera frames per second (0 = none)', num('--camera-hz', (v) => v >= 0 && v <= 60, 'in [0, 60]'), 0)
+  .option('--image <PX>', 'camera image side, px', int('--image', (v) => v >= 8 && v <= 512, 'an integer in [8, 512]'), 64)
+  .action(async (o) => (await import('./commands/sim-robot.js')).simRobot(o));
+
+program
+  .command('inspect')
+  .summary('print the inputs, outputs and metadata of an .onnx file')
+  .usage('<model.onnx>')
+  .argument('<model>', '.onnx file')
+  .action(async (path) => (await import('./commands/inspect.js')).inspect(path));
+
+program
+  .command('demo')
+  .summary('fit an ensemble world model to known dynamics and export it as ONNX')
+  .usage('[--steps N] [--out DIR] [--seed S]')
+  .option('--steps <N>', 'training steps', positive('--steps'), 1500)
+  .option('--out <DIR>', 'output folder', 'runs/demo')
+  .option('--seed <S>', 'seed', anyInt('--seed'), 0)
+  .action(async (o) => (await import('./commands/demo.js')).demo(o));
 
 // `wmrl help | head` closes the pipe early: that is not an error.
 process.stdout.on('error', (e: NodeJS.ErrnoException) => {
@@ -44,23 +155,23 @@ process.stdout.on('error', (e: NodeJS.ErrnoException) => {
   throw e;
 });
 
-const [cmd = 'demo', ...rest] = process.argv.slice(2);
-if (cmd === 'help' || cmd === '--help' || cmd === '-h') help();
-else if (!commands[cmd]) {
-  console.error(`wmrl: unknown command '${cmd}'`);
-  help();
-  process.exitCode = 2;
-} else if (rest.includes('--help') || rest.includes('-h')) {
-  console.log(`usage: wmrl ${commands[cmd].usage}\n\n${commands[cmd].summary}`);
-} else {
-  try {
-    await commands[cmd].run(rest);
-  } catch (e) {
+const argv = process.argv.slice(2);
+if (argv[0] === 'help') argv[0] = '--help';
+const known = program.commands.flatMap((c) => [c.name(), ...c.aliases()]);
+try {
+  // `serve` is the default command, so commander would take an unknown verb for its argument.
+  if (argv[0] && !argv[0].startsWith('-') && !known.includes(argv[0])) throw new CommanderError(2, 'commander.unknownCommand', `wmrl: unknown command '${argv[0]}'`);
+  await program.parseAsync(argv, { from: 'user' });
+} catch (e) {
+  if (e instanceof CommanderError) {
+    // Help and version are not errors; an unknown command is a usage error (2), bad options 1.
+    process.exitCode = e.code === 'commander.helpDisplayed' || e.code === 'commander.help' || e.code === 'commander.version' ? 0 : e.code === 'commander.unknownCommand' ? 2 : 1;
+    if (e.code === 'commander.unknownCommand') console.error(`${e.message}\nrun wmrl --help for the commands`);
+  } else {
+    const cmd = argv.find((a) => !a.startsWith('-')) ?? 'serve';
     console.error(`wmrl ${cmd}: ${(e as Error).message}`);
     process.exitCode = 1;
   }
-  // A finished command ends the process even if a library left a handle open (a socket's retry timer).
-  process.exit();
 }
-
-export {};
+// A finished command ends the process even if a library left a handle open (a socket's retry timer).
+process.exit();

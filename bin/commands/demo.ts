@@ -1,7 +1,6 @@
 // `wmrl demo`: fit an ensemble world model to known dynamics and export it as ONNX.
 import { mkdirSync } from 'node:fs';
 import { join, resolve } from 'node:path';
-import { parseArgs } from 'node:util';
 import * as nn from '../../nn/index.js';
 import { progressBar } from '../progress.js';
 
@@ -9,12 +8,9 @@ import { progressBar } from '../progress.js';
  * Fits a 5-member world-model ensemble to a known dynamics function, reports held-out error and
  * member disagreement, and exports the ensemble as a standalone ONNX model.
  */
-export async function demo(args: string[]): Promise<void> {
-  const { values } = parseArgs({ args, options: { steps: { type: 'string', default: '1500' }, out: { type: 'string', default: 'runs/demo' }, seed: { type: 'string', default: '0' } } });
-  const steps = Number(values.steps);
-  const seed = Number(values.seed);
-  if (!Number.isInteger(steps) || steps < 1) throw new Error(`--steps must be a positive integer, got '${values.steps}'`);
-  const out = resolve(values.out!);
+export async function demo(values: { steps: number; out: string; seed: number }): Promise<void> {
+  const { steps, seed } = values;
+  const out = resolve(values.out);
   mkdirSync(out, { recursive: true });
   // A pendulum-like transition: state (angle, velocity), action torque → next state.
   const dyn = (s: number[], a: number) => [s[0]! + 0.05 * s[1]!, s[1]! + 0.05 * (-9.8 * Math.sin(s[0]!) + a)];

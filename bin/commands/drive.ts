@@ -2,7 +2,6 @@
 // through the safety layer, recording every episode in the episode store.
 import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
-import { parseArgs } from 'node:util';
 import { loadRobotConfig } from '../../hardware/config.js';
 import { EpisodeStore } from '../../episodes/store/store.js';
 import { runEpisode, type Policy, type Scorer } from '../../hardware/record.js';
@@ -11,26 +10,22 @@ import { SimRobot } from '../../hardware/robots/sim.js';
 import { SafetyLayer, DEFAULT_SAFETY } from '../../hardware/safety.js';
 import { OnnxPolicy } from '../../policies/onnx-policy.js';
 import { progressBar } from '../progress.js';
+import { printTable } from '../table.js';
 
 export const DEFAULT_STORE = 'data/episodes.db';
 
-export async function drive(args: string[]): Promise<void> {
-  const { values } = parseArgs({
-    args,
-    options: {
-      robot: { type: 'string' },
-      policy: { type: 'string', default: 'expert' },
-      episodes: { type: 'string', default: '1' },
-      steps: { type: 'string' },
-      store: { type: 'string', default: DEFAULT_STORE },
-      'policy-version': { type: 'string' },
-      fast: { type: 'boolean', default: false },
-    },
-  });
-  if (!values.robot) throw new Error('--robot is required: a robot YAML file, or sim:TASK[:PROFILE] for the in-process sim');
-  const n = Number(values.episodes);
-  if (!Number.isInteger(n) || n < 1) throw new Error(`--episodes must be a positive integer, got '${values.episodes}'`);
+export interface DriveOptions {
+  robot: string;
+  policy: string;
+  episodes: number;
+  steps?: number;
+  store: string;
+  policyVersion?: string;
+  fast: boolean;
+}
 
+export async function drive(values: DriveOptions): Promise<void> {
+  const n = values.episodes;
   const isSim = values.robot.startsWith('sim:');
   if (values.policy === 'expert' && !isSim) throw new Error("--policy expert is the sim's scripted expert; it needs --robot sim:TASK");
 
@@ -46,23 +41,14 @@ export async function drive(args: string[]): Promise<void> {
     robot = await connectRobot(loadRobotConfig(values.robot), (e) => console.error(`safety: ${e.kind}: ${e.detail}`));
   }
   try {
-    await driveEpisodes(robot, sim, profile, values as DriveValues, n);
+    await driveEpisodes(robot, sim, profile, values, n);
   } finally {
     await robot[Symbol.asyncDispose]();
   }
 }
 
-interface DriveValues {
-  policy: string;
-  steps?: string;
-  store: string;
-  'policy-version'?: string;
-  fast: boolean;
-}
-
-async function driveEpisodes(robot: SafetyLayer, sim: SimRobot | undefined, profile: string, values: DriveValues, n: number): Promise<void> {
-  const maxSteps = values.steps ? Number(values.steps) : (sim?.env.horizon ?? 500);
-  if (!Number.isInteger(maxSteps) || maxSteps < 1) throw new Error(`--steps must be a positive integer, got '${values.steps}'`);
+async function driveEpisodes(robot: SafetyLayer, sim: SimRobot | undefined, profile: string, values: DriveOptions, n: number): Promise<void> {
+  const maxSteps = values.steps ?? sim?.env.horizon ?? 500;
 
   let policy: Policy;
   if (values.policy === 'expert') {
@@ -86,6 +72,7 @@ async function driveEpisodes(robot: SafetyLayer, sim: SimRobot | undefined, prof
   const store = EpisodeStore.open(values.store);
   const bar = progressBar();
   let successes = 0;
+  const rows: Array<Record<string, string | number>> = [];
   try {
     for (let k = 0; k < n; k++) {
       const out = await runEpisode({
@@ -95,13 +82,15 @@ async function driveEpisodes(robot: SafetyLayer, sim: SimRobot | undefined, prof
         store,
         score,
         realTime: !values.fast,
-        meta: { robot: robot.spec.name, policyVersion: values['policy-version'] ?? values.policy, hardwareProfile: profile, task: sim?.env.task },
+        meta: { robot: robot.spec.name, policyVersion: values.policyVersion ?? values.policy, hardwareProfile: profile, task: sim?.env.task },
       });
       if (out.success) successes++;
+      rows.push({ episode: out.id.slice(0, 8), steps: out.steps, status: out.status, success: out.success === undefined ? '' : out.success ? 'yes' : 'no', return: out.return, stopped: out.stoppedBy ?? '' });
       bar(k + 1, n, `episode ${out.id.slice(0, 8)}: ${out.steps} steps, ${out.status}${out.success === undefined ? '' : out.success ? ', success' : ', failure'}${out.stoppedBy ? ` (stopped: ${out.stoppedBy})` : ''}`);
     }
   } finally {
     store.close();
   }
+  printTable('episodes', rows);
   console.log(`${n} episode(s) recorded in ${values.store}${sim ? `; success ${successes}/${n}` : ''}; interventions: ${JSON.stringify(Object.fromEntries(Object.entries(robot.counts).filter(([, v]) => v > 0)))}`);
 }

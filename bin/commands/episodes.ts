@@ -1,36 +1,59 @@
-// `wmrl episodes`: the recorded episodes — list them, export one to MCAP, import a bag.
-import { parseArgs } from 'node:util';
+// `wmrl episodes` and `wmrl export`: the recorded episodes — list them, export them to MCAP, import a bag.
+import { mkdirSync } from 'node:fs';
+import { join } from 'node:path';
 import { exportEpisode } from '../../episodes/mcap/export.js';
 import { importEpisode } from '../../episodes/mcap/import.js';
 import { EpisodeStore } from '../../episodes/store/store.js';
-import { DEFAULT_STORE } from './drive.js';
+import { progressBar } from '../progress.js';
+import { printTable } from '../table.js';
 
-export async function episodes(args: string[]): Promise<void> {
-  const { values, positionals } = parseArgs({ args, allowPositionals: true, options: { store: { type: 'string', default: DEFAULT_STORE }, lz4: { type: 'boolean', default: false } } });
-  const [verb, ...rest] = positionals;
-  const store = EpisodeStore.open(values.store!);
+async function withStore<T>(file: string, f: (s: EpisodeStore) => Promise<T>): Promise<T> {
+  const store = EpisodeStore.open(file);
   try {
-    if (verb === 'list' || verb === undefined) {
-      const all = store.list();
-      if (!all.length) console.log(`no episodes in ${values.store}`);
-      for (const e of all) {
-        const when = new Date(e.meta.startedAt).toISOString();
-        console.log(`${e.meta.id}  ${e.status.padEnd(9)} ${String(e.steps).padStart(5)} steps  ${e.success === undefined ? '       ' : e.success ? 'success' : 'failure'}  ${e.meta.robot} (${e.meta.hardwareProfile})  policy ${e.meta.policyVersion}  ${when}`);
-      }
-    } else if (verb === 'export') {
-      const [id, out] = rest;
-      if (!id || !out) throw new Error('usage: wmrl episodes export <episode-id> <out.mcap> [--lz4]');
-      await exportEpisode(store.get(id), out, { compression: values.lz4 ? 'lz4' : 'none' });
-      console.log(`wrote ${out}`);
-    } else if (verb === 'import') {
-      const [file] = rest;
-      if (!file) throw new Error('usage: wmrl episodes import <bag.mcap>');
-      const e = await importEpisode(file);
-      for (const step of e.steps) store.ingest(e.meta, step);
-      store.finish(e.meta.id, { status: e.status === 'recording' ? 'partial' : e.status, success: e.steps.at(-1)?.success });
-      console.log(`imported ${e.meta.id}: ${e.steps.length} steps from ${file}`);
-    } else throw new Error(`unknown episodes verb '${verb}' (list, export, import)`);
+    return await f(store);
   } finally {
     store.close();
   }
 }
+
+export const list = (o: { store: string }) =>
+  withStore(o.store, async (store) => {
+    const all = store.list();
+    if (!all.length) console.log(`no episodes in ${o.store}`);
+    for (const e of all) {
+      const when = new Date(e.meta.startedAt).toISOString();
+      console.log(`${e.meta.id}  ${e.status.padEnd(9)} ${String(e.steps).padStart(5)} steps  ${e.success === undefined ? '       ' : e.success ? 'success' : 'failure'}  ${e.meta.robot} (${e.meta.hardwareProfile})  policy ${e.meta.policyVersion}  ${when}`);
+    }
+  });
+
+export const exportOne = (id: string, out: string, o: { store: string; lz4: boolean }) =>
+  withStore(o.store, async (store) => {
+    await exportEpisode(store.get(id), out, { compression: o.lz4 ? 'lz4' : 'none' });
+    console.log(`wrote ${out}`);
+  });
+
+export const importOne = (file: string, o: { store: string }) =>
+  withStore(o.store, async (store) => {
+    const e = await importEpisode(file);
+    for (const step of e.steps) store.ingest(e.meta, step);
+    store.finish(e.meta.id, { status: e.status === 'recording' ? 'partial' : e.status, success: e.steps.at(-1)?.success });
+    console.log(`imported ${e.meta.id}: ${e.steps.length} steps from ${file}`);
+  });
+
+/** `wmrl export`: many episodes into a folder, one bag each, with progress and a summary table. */
+export const exportMany = (ids: string[], o: { out: string; store: string; lz4: boolean }) =>
+  withStore(o.store, async (store) => {
+    const chosen = ids.length ? ids : store.list({ status: 'complete' }).map((e) => e.meta.id);
+    if (!chosen.length) throw new Error(`no complete episodes in ${o.store} to export`);
+    mkdirSync(o.out, { recursive: true });
+    const bar = progressBar();
+    const rows: Array<Record<string, string | number>> = [];
+    for (const [k, id] of chosen.entries()) {
+      const e = store.get(id);
+      const file = join(o.out, `${id}.mcap`);
+      await exportEpisode(e, file, { compression: o.lz4 ? 'lz4' : 'none' });
+      rows.push({ episode: id.slice(0, 8), steps: e.steps.length, status: e.status, robot: e.meta.robot, file });
+      bar(k + 1, chosen.length, id.slice(0, 8));
+    }
+    printTable(`exported ${chosen.length} episode(s) to ${o.out}`, rows);
+  });

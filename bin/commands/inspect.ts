@@ -1,9 +1,7 @@
 // `wmrl inspect`: what a deployed .onnx file expects and declares.
 import * as nn from '../../nn/index.js';
 
-export async function inspect(args: string[]): Promise<void> {
-  const path = args[0];
-  if (!path) throw new Error('usage: wmrl inspect <model.onnx>');
+export async function inspect(path: string): Promise<void> {
   const info = nn.readOnnxInfo(path);
   console.log(`${path}: IR version ${info.irVersion}, opset ${info.opset}, producer ${info.producer || '?'}`);
   for (const [kind, vs] of [['input', info.inputs], ['output', info.outputs]] as const) {

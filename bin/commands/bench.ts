@@ -1,0 +1,11 @@
+// `wmrl bench`: the benchmark harness (bench/run.ts) in its own process, as `npm run bench` runs it.
+import { spawn } from 'node:child_process';
+
+export async function bench(name: string, o: { quick: boolean }): Promise<void> {
+  const code = await new Promise<number | null>((resolve, reject) => {
+    const p = spawn(process.execPath, ['--import', 'tsx', 'bench/run.ts', name, ...(o.quick ? ['--quick'] : [])], { stdio: 'inherit' });
+    p.once('error', reject);
+    p.once('exit', resolve);
+  });
+  if (code !== 0) throw new Error(`benchmark '${name}' exited with ${code}`);
+}

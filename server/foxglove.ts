@@ -1,0 +1,97 @@
+// The Foxglove WebSocket endpoint (foxglove.websocket.v1): live joint states, the commands the robots
+// apply, and imagined rollouts as JSON channels, so Foxglove users see them in the tool they use.
+import { FoxgloveServer } from './foxglove-protocol.js';
+import { WebSocketServer } from 'ws';
+import type { AddressInfo } from 'node:net';
+import type { RobotHost } from './robot-host.js';
+import type { RunManager } from './runs.js';
+import type { StreamEvent } from './schemas.js';
+
+export interface FoxgloveEndpoint {
+  url: string;
+  port: number;
+  clients(): number;
+  close(): Promise<void>;
+}
+
+const jointState = {
+  type: 'object',
+  properties: { timestamp: { type: 'object', properties: { sec: { type: 'integer' }, nsec: { type: 'integer' } } }, name: { type: 'array', items: { type: 'string' } }, position: { type: 'array', items: { type: 'number' } } },
+};
+const command = { type: 'object', properties: { timestamp: jointState.properties.timestamp, name: { type: 'array', items: { type: 'string' } }, effort: { type: 'array', items: { type: 'number' } } } };
+const imagined = {
+  type: 'object',
+  properties: { timestamp: jointState.properties.timestamp, run: { type: 'string' }, episode: { type: 'string' }, source: { type: 'string' }, t: { type: 'integer' }, name: { type: 'array', items: { type: 'string' } }, members: { type: 'array', items: { type: 'array', items: { type: 'number' } } } },
+};
+
+export async function startFoxglove(o: { host: string; port: number; robots: RobotHost[]; runs: RunManager; onError(e: Error): void }): Promise<FoxgloveEndpoint> {
+  const server = new FoxgloveServer({ name: 'wmrl-bridge' });
+  const wss = new WebSocketServer({ host: o.host, port: o.port, handleProtocols: (protocols) => server.handleProtocols(protocols) });
+  await new Promise<void>((resolve, reject) => {
+    wss.once('listening', resolve);
+    wss.once('error', reject);
+  });
+  wss.on('error', (e) => o.onError(new Error(`foxglove endpoint: ${e.message}`, { cause: e })));
+  server.on('error', (e) => o.onError(new Error(`foxglove endpoint: ${e.message}`, { cause: e })));
+  let clients = 0;
+  wss.on('connection', (conn, req) => {
+    clients++;
+    conn.once('close', () => clients--);
+    server.handleConnection(conn, `${req.socket.remoteAddress}:${req.socket.remotePort}`);
+  });
+  const enc = new TextEncoder();
+  // Messages are sent after the current task, never inside the control step that made them.
+  let pending: Array<() => void> = [];
+  const later = (f: () => void) => {
+    if (pending.push(f) === 1) setImmediate(() => {
+      const q = pending;
+      pending = [];
+      for (const g of q) g();
+    });
+  };
+  const stamp = () => {
+    const ns = process.hrtime.bigint();
+    const ms = Date.now();
+    return { ns: BigInt(ms) * 1_000_000n + (ns % 1_000_000n), ts: { sec: Math.floor(ms / 1000), nsec: (ms % 1000) * 1_000_000 } };
+  };
+  const unsubscribe: Array<() => void> = [];
+  const imaginedCh = new Map<string, { ch: number; joints: string[] }>();
+  for (const r of o.robots) {
+    const prefix = o.robots.length === 1 ? '' : `/${r.id}`;
+    const js = server.addChannel({ topic: `${prefix}/joint_states`, encoding: 'json', schemaName: 'wmrl.JointState', schema: JSON.stringify(jointState) });
+    const cmd = server.addChannel({ topic: `${prefix}/wmrl/command`, encoding: 'json', schemaName: 'wmrl.Command', schema: JSON.stringify(command) });
+    imaginedCh.set(r.id, { ch: server.addChannel({ topic: `${prefix}/wmrl/imagined`, encoding: 'json', schemaName: 'wmrl.ImaginedRollout', schema: JSON.stringify(imagined) }), joints: r.sim.spec.joints });
+    const names = r.sim.spec.joints;
+    const actuators = r.sim.spec.action.names;
+    const onStep = (s: { q: number[]; command: number[] }) => {
+      if (clients === 0) return;
+      const t = stamp();
+      later(() => {
+        server.sendMessage(js, t.ns, enc.encode(JSON.stringify({ timestamp: t.ts, name: names, position: s.q })));
+        server.sendMessage(cmd, t.ns, enc.encode(JSON.stringify({ timestamp: t.ts, name: actuators, effort: s.command })));
+      });
+    };
+    r.events.on('step', onStep);
+    unsubscribe.push(() => r.events.off('step', onStep));
+  }
+  const onRun = (ev: StreamEvent) => {
+    if (ev.type !== 'imagined' || clients === 0) return;
+    const c = imaginedCh.get(ev.robot);
+    if (!c) return;
+    const t = stamp();
+    later(() => server.sendMessage(c.ch, t.ns, enc.encode(JSON.stringify({ timestamp: t.ts, run: ev.run, episode: ev.episode, source: ev.source, t: ev.t, name: c.joints, members: ev.members }))));
+  };
+  o.runs.events.on('event', onRun);
+  unsubscribe.push(() => o.runs.events.off('event', onRun));
+  const port = (wss.address() as AddressInfo).port;
+  return {
+    url: `ws://${o.host}:${port}`,
+    port,
+    clients: () => clients,
+    close: async () => {
+      for (const u of unsubscribe) u();
+      for (const c of wss.clients) c.terminate();
+      await new Promise<void>((resolve, reject) => wss.close((e) => (e ? reject(e) : resolve())));
+    },
+  };
+}

@@ -1,0 +1,219 @@
+// The built-in jobs. Until the WMRL trainer lands, the default is a scripted-expert session on the sim
+// robot: real episodes recorded in the store, with an "imagined" rollout that is honest about what it
+// is — the episode's actions replayed open-loop in a nominal-profile sim (source 'sim-replay') while
+// the robot runs its own profile — so the viewer's imagined-vs-real view shows the reality gap.
+import { randomUUID } from 'node:crypto';
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { runEpisode, type Policy } from '../hardware/record.js';
+import { OBSERVATION_LAYOUT_KEY, buildObservation, layoutEntries, layoutOf, layoutToJson, splitObservation } from '../common/layout.js';
+import { behaviourClone } from '../policies/bc.js';
+import { GaussianPolicy, exportPolicy } from '../policies/gaussian.js';
+import { OnnxPolicy } from '../policies/onnx-policy.js';
+import { makeEnv, type Env, type Expert } from '../sim/index.js';
+import type { JobContext, JobDefinition } from './runs.js';
+import type { RobotHost } from './robot-host.js';
+import { ExpertSessionOptions, PolicyRunOptions, type MetricsPoint } from './schemas.js';
+
+const round = (x: number) => Math.round(x * 1e5) / 1e5;
+
+/** Wilson score interval for a success rate (95%): what real episodes alone say about the true rate. */
+export function wilson(successes: number, n: number, z = 1.959964): [number, number] {
+  if (n === 0) return [0, 1];
+  const p = successes / n;
+  const d = 1 + (z * z) / n;
+  const c = p + (z * z) / (2 * n);
+  const h = z * Math.sqrt((p * (1 - p)) / n + (z * z) / (4 * n * n));
+  return [Math.max(0, (c - h) / d), Math.min(1, (c + h) / d)];
+}
+
+const sleep = (ms: number, signal: AbortSignal) =>
+  new Promise<void>((resolve) => {
+    const t = setTimeout(resolve, ms);
+    signal.addEventListener('abort', () => (clearTimeout(t), resolve()), { once: true });
+  });
+
+interface SessionSpec {
+  ctx: JobContext;
+  host: RobotHost;
+  episodes: number;
+  policyVersion: string;
+  /** A fresh policy per episode. */
+  policy(): Policy;
+  /** Nominal-profile env for the sim-replay imagined rollout, or null. */
+  imagined: Env | null;
+  /** Fit a behaviour-cloning policy to the session's (observation, action) pairs at the checkpoint. */
+  clone?: boolean;
+}
+
+/**
+ * Drives episodes on the host's robot, recording each in the store, streaming real frames (from the
+ * robot's side) and imagined frames, and metrics after every episode. An e-stop ends the episode (its
+ * record is finished as partial) and the session waits for the robot to be reset; an abort finishes the
+ * episode being recorded and returns. Writes a checkpoint either way.
+ */
+async function session(s: SessionSpec): Promise<string> {
+  const { ctx, host } = s;
+  ctx.claim(host);
+  const spec = host.sim.spec;
+  const layout = layoutOf(spec);
+  let episode: string | null = null;
+  let t = 0;
+  let shown = 0;
+  let obsAt = 0;
+  let episodeStart = 0;
+  const period = 1000 / spec.controlHz;
+  // One real frame per policy step: the watchdog's hold commands (between episodes, or when a step
+  // runs late) move the robot too but are not steps of the episode.
+  const onStep = (a: { q: number[]; command: number[]; poses: number[] }) => {
+    if (!episode || t <= shown) return;
+    shown = t;
+    const now = performance.now();
+    host.ticks.push({ at: now, obsToApplied: now - obsAt, late: now - (episodeStart + (t - 1) * period) });
+    ctx.emit({ type: 'real', robot: host.id, episode, t: t - 1, q: a.q, command: a.command, poses: a.poses });
+  };
+  host.events.on('step', onStep);
+  let done = 0;
+  let successes = 0;
+  let robotSeconds = 0;
+  const ids: string[] = [];
+  const metrics: MetricsPoint[] = [];
+  const pairs: { obs: Float32Array[]; act: Float32Array[] } = { obs: [], act: [] };
+  try {
+    ctx.progress(0, s.episodes);
+    while (done < s.episodes && !ctx.signal.aborted) {
+      if (host.safety.isEstopped) {
+        await sleep(50, ctx.signal);
+        continue;
+      }
+      episode = randomUUID();
+      t = 0;
+      shown = 0;
+      const inner = s.policy();
+      const policy: Policy = async (obs) => {
+        obsAt = performance.now();
+        if (t === 0) episodeStart = obsAt;
+        if (t === 0 && s.imagined) s.imagined.setState({ ...host.sim.env.getState(), queue: [] });
+        const a = await inner(obs);
+        t++;
+        if (s.clone) {
+          pairs.obs.push(buildObservation(layout, obs, spec.name));
+          pairs.act.push(Float32Array.from(a));
+        }
+        if (s.imagined) {
+          // Open loop: the real episode's action, applied in the nominal sim from the same start state.
+          const r = s.imagined.step(a);
+          const q = splitObservation(s.imagined.layout, r.obs.state, 'imagined').position;
+          ctx.emit({ type: 'imagined', robot: host.id, episode: episode!, source: 'sim-replay', t: t - 1, members: [Array.from(q, round)], poses: [Array.from(s.imagined.poses(), round)] });
+        }
+        return a;
+      };
+      ctx.emit({ type: 'episode', episode, phase: 'start', steps: 0, success: null, status: 'recording' });
+      const out = await runEpisode({
+        robot: host.safety,
+        policy,
+        maxSteps: host.sim.env.horizon,
+        store: ctx.store,
+        signal: ctx.signal,
+        score: () => {
+          const l = host.sim.lastStep;
+          return { reward: l?.reward ?? 0, done: !!(l?.terminated || l?.truncated), success: l?.info.success };
+        },
+        meta: { id: episode, robot: spec.name, policyVersion: s.policyVersion, hardwareProfile: host.profile, task: host.task, extra: { run: ctx.runId, joints: spec.joints } },
+      });
+      ids.push(out.id);
+      ctx.emit({ type: 'episode', episode, phase: 'end', steps: out.steps, success: out.success ?? null, status: out.stoppedBy ? `partial (${out.stoppedBy})` : out.status });
+      episode = null;
+      robotSeconds += out.steps / spec.controlHz;
+      if (out.stoppedBy) continue; // e-stopped or aborted: not a finished episode
+      done++;
+      if (out.success) successes++;
+      const m: MetricsPoint = { step: done, robotSeconds: round(robotSeconds), trueSuccess: round(successes / done), anchorFraction: 1, biasReduction: null, anchorWeight: null, ppi: wilson(successes, done).map(round) as [number, number] };
+      metrics.push(m);
+      ctx.emit({ type: 'metrics', metrics: m });
+      ctx.progress(done, s.episodes);
+    }
+  } finally {
+    host.events.off('step', onStep);
+    s.imagined?.dispose();
+  }
+  let policy: { id: string; samples: number; trainMse: number } | null = null;
+  if (s.clone && pairs.obs.length >= MIN_BC_PAIRS) {
+    const id = `bc-${ctx.runId}`;
+    const trainMse = await clonePolicy(pairs, host, id, ctx);
+    policy = { id, samples: pairs.obs.length, trainMse };
+  }
+  const file = join(ctx.dir, 'checkpoint.json');
+  writeFileSync(file, JSON.stringify({ run: ctx.runId, policyVersion: s.policyVersion, episodesDone: done, successes, robotSeconds, episodes: ids, policy, metrics, stoppedEarly: ctx.signal.aborted }, null, 1));
+  return file;
+}
+
+/**
+ * Behaviour cloning (policies/bc.ts) of the session's (observation, commanded action) pairs into the
+ * Gaussian MLP policy, exported as a deployable artifact with the robot's observation layout. Returns
+ * the last epoch's mean squared action error (summed over the action's entries).
+ */
+async function clonePolicy(pairs: { obs: Float32Array[]; act: Float32Array[] }, host: RobotHost, id: string, ctx: JobContext): Promise<number> {
+  const spec = host.sim.spec;
+  const layout = layoutOf(spec);
+  const M = pairs.obs.length, D = pairs.obs[0]!.length, A = pairs.act[0]!.length;
+  const obs = new Float32Array(M * D), action = new Float32Array(M * A);
+  pairs.obs.forEach((o, i) => obs.set(o, i * D));
+  pairs.act.forEach((a, i) => action.set(a, i * A));
+  // Normalization from the demonstrations (entries that never vary keep std 1).
+  const mean = new Float32Array(D), sd = new Float32Array(D);
+  for (let i = 0; i < M; i++) for (let j = 0; j < D; j++) mean[j]! += obs[i * D + j]! / M;
+  for (let i = 0; i < M; i++) for (let j = 0; j < D; j++) sd[j]! += (obs[i * D + j]! - mean[j]!) ** 2 / M;
+  const policy = new GaussianPolicy({ obsDim: D, actDim: A, obsMean: mean, obsStd: Array.from(sd, (v) => (v > 1e-8 ? Math.sqrt(v) : 1)), actLow: spec.action.low, actHigh: spec.action.high, seed: 0 });
+  // About 400 optimizer steps whatever the amount of data (an epoch is M / 256 steps).
+  const loss = await behaviourClone(policy, { obs, action }, { epochs: Math.ceil(400 / Math.max(1, Math.floor(M / 256))), optimizer: { lr: 3e-3, clipNorm: 1 } });
+  exportPolicy(policy, ctx.policyPath(id), {
+    observationNames: layoutEntries(layout).map((e) => e.label),
+    actionNames: spec.action.names,
+    controlHz: spec.controlHz,
+    policyVersion: id,
+    runId: ctx.runId,
+    extra: { [OBSERVATION_LAYOUT_KEY]: layoutToJson(layout), source: 'behaviour-cloning', task: host.task },
+  });
+  return loss;
+}
+
+/** Fewer pairs than this (two reach episodes) leave no policy behind. */
+const MIN_BC_PAIRS = 200;
+
+export const expertSession: JobDefinition<typeof ExpertSessionOptions> = {
+  kind: 'expert-session',
+  description: "the sim's scripted expert drives the robot; every episode is recorded; the imagined rollout replays its actions in a nominal-profile sim; the checkpoint fits a behaviour-cloning policy to the demonstrations (until the WMRL trainer lands, this is the default job)",
+  options: ExpertSessionOptions,
+  async run(o, ctx) {
+    const host = ctx.robot(o.robot);
+    const env = host.sim.env;
+    const imagined = o.imagined ? await makeEnv({ task: host.task, profile: 'nominal', seed: o.seed }) : null;
+    return session({
+      ctx,
+      host,
+      episodes: o.episodes,
+      policyVersion: 'expert',
+      imagined,
+      clone: o.clone,
+      policy: () => {
+        let expert: Expert | null = null;
+        return () => {
+          expert ??= env.expert();
+          return expert.act(host.sim.lastObs);
+        };
+      },
+    });
+  },
+};
+
+export const policyRun: JobDefinition<typeof PolicyRunOptions> = {
+  kind: 'policy',
+  description: 'a deployed policy .onnx drives the robot through the safety layer; every episode is recorded',
+  options: PolicyRunOptions,
+  async run(o, ctx) {
+    const host = ctx.robot(o.robot);
+    const p = await OnnxPolicy.load(ctx.policyPath(o.policy), host.sim.spec);
+    return session({ ctx, host, episodes: o.episodes, policyVersion: o.policy, imagined: null, policy: () => (obs) => p.act(obs) });
+  },
+};

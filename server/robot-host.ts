@@ -1,0 +1,165 @@
+// A robot the service owns: the in-process sim robot, behind the always-on safety layer, with every
+// applied command reported (joint positions, command, body poses) to the service's streams.
+import { EventEmitter } from 'node:events';
+import { SafetyLayer, DEFAULT_SAFETY, type InterventionEvent } from '../hardware/safety.js';
+import { SimRobot } from '../hardware/robots/sim.js';
+import type { ResetOptions, Robot } from '../hardware/types.js';
+import type { RobotObservation, RobotDeclaration } from '../common/robot.js';
+import type { SceneStatic } from '../sim/index.js';
+import type { RobotStatus } from './schemas.js';
+
+/** One applied control step, on the robot's side. */
+export interface AppliedStep {
+  robot: string;
+  /** Commands applied since the host started. */
+  step: number;
+  q: number[];
+  command: number[];
+  poses: number[];
+}
+
+const round = (x: number) => Math.round(x * 1e5) / 1e5;
+
+/** Sits between the safety layer and the sim: reports each command the robot applies. */
+class ReportingRobot implements Robot {
+  constructor(
+    private readonly inner: SimRobot,
+    private readonly report: (command: Float32Array) => void,
+  ) {}
+  get spec(): RobotDeclaration {
+    return this.inner.spec;
+  }
+  observe(): Promise<RobotObservation> {
+    return this.inner.observe();
+  }
+  async act(action: Float32Array): Promise<Float32Array> {
+    const applied = await this.inner.act(action);
+    this.report(action);
+    return applied;
+  }
+  reset(options?: ResetOptions): Promise<RobotObservation> {
+    return this.inner.reset(options);
+  }
+  estop(): Promise<void> {
+    return this.inner.estop();
+  }
+  [Symbol.asyncDispose](): Promise<void> {
+    return this.inner[Symbol.asyncDispose]();
+  }
+}
+
+export interface RobotHostOptions {
+  id: string;
+  task: string;
+  profile: string;
+  seed?: number;
+  /** Safety watchdog (off in tests that step the robot without a control loop). */
+  watchdog?: boolean;
+  onIntervention?: (e: InterventionEvent) => void;
+}
+
+/** Timing of control steps, as the job driving the robot saw them (ms, performance.now clock). */
+export interface ControlTick {
+  /** When the action was applied on the robot. */
+  at: number;
+  /** From the observation the action was computed from to the action applied. */
+  obsToApplied: number;
+  /** From the tick's slot on the control clock (episode start + k periods) to the action applied. */
+  late: number;
+}
+
+/** A bounded log of the latest control ticks. */
+export class TickLog {
+  private buf: ControlTick[] = [];
+  constructor(private readonly cap = 200_000) {}
+  push(t: ControlTick): void {
+    this.buf.push(t);
+    if (this.buf.length > this.cap) this.buf.splice(0, this.buf.length - this.cap);
+  }
+  between(from: number, to: number): ControlTick[] {
+    return this.buf.filter((t) => t.at >= from && t.at < to);
+  }
+}
+
+export class RobotHost {
+  readonly ticks = new TickLog();
+  readonly events = new EventEmitter<{ step: [AppliedStep]; status: [RobotStatus] }>();
+  /** The run driving the robot, if any (one at a time). */
+  run: string | null = null;
+  stepsApplied = 0;
+  readonly scene: SceneStatic;
+
+  private constructor(
+    readonly id: string,
+    readonly sim: SimRobot,
+    readonly safety: SafetyLayer,
+    readonly task: string,
+    readonly profile: string,
+  ) {
+    this.scene = sim.env.sceneStatic();
+  }
+
+  static async create(o: RobotHostOptions): Promise<RobotHost> {
+    const sim = await SimRobot.create({ task: o.task, profile: o.profile, seed: o.seed });
+    const ref: { host?: RobotHost } = {};
+    const reporting = new ReportingRobot(sim, (command) => ref.host?.applied(command));
+    // The sim's actions are normalized efforts in [-1, 1]: a per-step change cap of 2 never binds.
+    const safety = new SafetyLayer(reporting, { ...DEFAULT_SAFETY, maxDelta: 2 }, { watchdog: o.watchdog !== false, log: o.onIntervention });
+    ref.host = new RobotHost(o.id, sim, safety, o.task, o.profile);
+    return ref.host;
+  }
+
+  private applied(command: Float32Array): void {
+    this.stepsApplied++;
+    if (this.events.listenerCount('step') === 0) return;
+    this.events.emit('step', {
+      robot: this.id,
+      step: this.stepsApplied,
+      q: this.positions(),
+      command: Array.from(command, round),
+      poses: Array.from(this.sim.env.poses(), round),
+    });
+  }
+
+  /** The robot's joint positions now, in its joint order. */
+  positions(): number[] {
+    return Array.from(this.sim.toRobotObservation(this.sim.lastObs, 0).position, round);
+  }
+
+  status(): RobotStatus {
+    const s = this.sim.spec;
+    const estopped = this.safety.isEstopped;
+    return {
+      id: this.id,
+      name: s.name,
+      kind: 'sim',
+      task: this.task,
+      profile: this.profile,
+      joints: s.joints,
+      controlHz: s.controlHz,
+      state: estopped ? 'estopped' : this.run ? 'running' : 'idle',
+      estopped,
+      robotStopped: this.sim.isStopped,
+      run: this.run,
+      stepsApplied: this.stepsApplied,
+      position: this.positions(),
+      interventions: Object.fromEntries(Object.entries(this.safety.counts).filter(([, v]) => v > 0)),
+    };
+  }
+
+  async estop(reason: string): Promise<void> {
+    await this.safety.estop(reason);
+    this.events.emit('status', this.status());
+  }
+
+  /** Clears a latched e-stop and brings the robot to its start state. */
+  async reset(): Promise<void> {
+    this.safety.clearEstop();
+    await this.safety.reset();
+    this.events.emit('status', this.status());
+  }
+
+  async dispose(): Promise<void> {
+    await this.safety[Symbol.asyncDispose]();
+  }
+}

@@ -1,0 +1,154 @@
+// The service a user runs: the episode store, the robots, the run manager, the HTTP/WebSocket API with
+// the viewer, the Foxglove endpoint and the embedded MQTT broker, started and stopped together.
+import { mkdirSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { Counter, Gauge, Registry, collectDefaultMetrics } from 'prom-client';
+import { startEmbeddedBroker, type EmbeddedBroker } from '../bridge/mqtt/broker.js';
+import { EpisodeStore } from '../episodes/store/store.js';
+import { buildApp, type App, type AppContext } from './app.js';
+import { Auth, loadOrCreateToken, type AuthOptions } from './auth.js';
+import { startFoxglove, type FoxgloveEndpoint } from './foxglove.js';
+import { expertSession, policyRun } from './jobs.js';
+import { PolicyLibrary } from './policy-library.js';
+import { RobotHost } from './robot-host.js';
+import { RunManager, type JobDefinition } from './runs.js';
+import { StreamHub } from './stream-hub.js';
+
+export interface ServiceOptions {
+  /** The data folder: episodes.db, token, policies/, runs/. */
+  dataDir: string;
+  host?: string;
+  /** HTTP port; 0 = any free port. */
+  port?: number;
+  /** Foxglove WebSocket port; null = no endpoint. */
+  foxglovePort?: number | null;
+  /** Embedded MQTT broker port; null = no broker. */
+  mqttPort?: number | null;
+  robots?: Array<{ id: string; task: string; profile: string; seed?: number }>;
+  /** Extra job kinds (the WMRL trainer registers here). */
+  jobs?: JobDefinition[];
+  viewerDir?: string;
+  logger?: boolean;
+  auth?: AuthOptions;
+  /** Largest policy upload, bytes (default 64 MiB). */
+  policyBodyLimit?: number;
+  /** Safety watchdogs of the robots (default on). */
+  watchdog?: boolean;
+  /** Faults of background work (a run that failed, the broker): reported, never swallowed. */
+  onError?: (e: Error) => void;
+}
+
+export interface Service {
+  app: App;
+  ctx: AppContext;
+  url: string;
+  tokenFile: string;
+  token: string;
+  foxglove: FoxgloveEndpoint | null;
+  broker: EmbeddedBroker | null;
+  /** Stops runs (checkpointed, the episode being recorded finished), then the endpoints, then the store. */
+  close(): Promise<void>;
+}
+
+const VERSION = (JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as { version: string }).version;
+
+export async function startService(o: ServiceOptions): Promise<Service> {
+  const onError = o.onError ?? ((e: Error) => console.error(`wmrl: ${e.message}`));
+  mkdirSync(o.dataDir, { recursive: true });
+  const tok = loadOrCreateToken(o.dataDir);
+  const store = EpisodeStore.open(join(o.dataDir, 'episodes.db'));
+  const cleanup: Array<() => Promise<void> | void> = [() => store.close()];
+  const undo = async () => {
+    for (const f of cleanup.reverse()) await f();
+  };
+  try {
+    const robots = new Map<string, RobotHost>();
+    for (const r of o.robots ?? [{ id: 'sim', task: 'reach', profile: 'gap' }]) {
+      const host = await RobotHost.create({ ...r, watchdog: o.watchdog });
+      robots.set(r.id, host);
+      cleanup.push(() => host.dispose());
+    }
+    const policies = new PolicyLibrary(join(o.dataDir, 'policies'));
+    const runs = new RunManager({ store, robots, dataDir: o.dataDir, policyPath: (id) => policies.path(id), onError });
+    for (const j of [expertSession, policyRun, ...(o.jobs ?? [])] as JobDefinition[]) runs.register(j);
+    cleanup.push(() => runs.stopAll());
+
+    const hub = new StreamHub();
+    const registry = new Registry();
+    collectDefaultMetrics({ register: registry });
+    const steps = new Counter({ name: 'wmrl_robot_commands_total', help: 'commands applied by each robot', labelNames: ['robot'], registers: [registry] });
+    const episodes = new Counter({ name: 'wmrl_episodes_total', help: 'episodes finished, by outcome', labelNames: ['status'], registers: [registry] });
+    new Gauge({ name: 'wmrl_stream_clients', help: 'connected WebSocket viewers', registers: [registry], collect() { this.set(hub.size); } });
+    new Gauge({ name: 'wmrl_stream_frames_dropped', help: 'frames not sent to viewers that fell behind', registers: [registry], collect() { this.set(hub.dropped); } });
+    new Gauge({ name: 'wmrl_robot_estopped', help: '1 while the e-stop is latched', labelNames: ['robot'], registers: [registry], collect() { for (const r of robots.values()) this.set({ robot: r.id }, r.safety.isEstopped ? 1 : 0); } });
+    new Gauge({ name: 'wmrl_runs', help: 'runs by state', labelNames: ['state'], registers: [registry], collect() { this.reset(); for (const s of runs.list()) this.inc({ state: s.state }); } });
+    const trueSuccess = new Gauge({ name: 'wmrl_run_true_success', help: 'latest true success rate of each run', labelNames: ['run'], registers: [registry] });
+
+    for (const r of robots.values()) {
+      r.events.on('step', () => steps.inc({ robot: r.id }));
+      r.events.on('status', (status) => hub.publish({ type: 'robot', status }));
+    }
+    runs.events.on('event', (ev) => {
+      hub.publish(ev);
+      if (ev.type === 'episode' && ev.phase === 'end') episodes.inc({ status: ev.success === null ? ev.status : ev.success ? 'success' : 'failure' });
+      if (ev.type === 'metrics' && ev.metrics.trueSuccess !== null) trueSuccess.set({ run: ev.run }, ev.metrics.trueSuccess);
+      // A run's start and end change what its robot is doing.
+      if (ev.type === 'run' && ev.status.robot) {
+        const r = robots.get(ev.status.robot);
+        if (r) hub.publish({ type: 'robot', status: r.status() });
+      }
+    });
+
+    let foxglove: FoxgloveEndpoint | null = null;
+    if (o.foxglovePort !== null && o.foxglovePort !== undefined) {
+      foxglove = await startFoxglove({ host: o.host ?? '127.0.0.1', port: o.foxglovePort, robots: [...robots.values()], runs, onError });
+      const fx = foxglove;
+      cleanup.push(() => fx.close());
+    }
+    let broker: EmbeddedBroker | null = null;
+    if (o.mqttPort !== null && o.mqttPort !== undefined) {
+      broker = await startEmbeddedBroker({ host: o.host ?? '127.0.0.1', port: o.mqttPort, onError });
+      const b = broker;
+      cleanup.push(() => b.close());
+    }
+
+    const ctx: AppContext = {
+      store,
+      robots,
+      runs,
+      policies,
+      auth: new Auth(tok.token, o.auth),
+      hub,
+      registry,
+      version: VERSION,
+      startedAt: Date.now(),
+      endpoints: () => ({ foxglove: foxglove?.url ?? null, mqtt: broker?.url ?? null }),
+      onError,
+    };
+    const app = await buildApp(ctx, { viewerDir: o.viewerDir, logger: o.logger, policyBodyLimit: o.policyBodyLimit });
+    cleanup.push(async () => {
+      hub.closeAll();
+      await app.close();
+    });
+    const port = o.port ?? 8080;
+    const host = o.host ?? '127.0.0.1';
+    const address = await app.listen({ host, port });
+    return {
+      app,
+      ctx,
+      url: address.replace('://[::1]', '://localhost'),
+      tokenFile: tok.file,
+      token: tok.token,
+      foxglove,
+      broker,
+      close: async () => {
+        // Runs first (they use the robots and the store), then endpoints, robots, the store.
+        await runs.stopAll();
+        await undo();
+      },
+    };
+  } catch (e) {
+    await undo();
+    throw e;
+  }
+}

@@ -1,0 +1,116 @@
+// The viewer in real headless Chromium (Debian's /usr/bin/chromium, driven by playwright-core) during a
+// live run: the 3D canvas draws, real and imagined trajectories both appear, and the e-stop button
+// stops the robot — checked on the robot's side. The screenshot is kept in test-artifacts/.
+import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { chromium, type BrowserContext } from 'playwright-core';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ensureViewer } from '../bin/viewer.js';
+import { startService, type Service } from '../server/service.js';
+
+const CHROMIUM = '/usr/bin/chromium';
+const ARTIFACTS = 'test-artifacts';
+const dir = mkdtempSync(join(tmpdir(), 'wmrl-viewer-'));
+let svc: Service;
+let browser: BrowserContext;
+
+beforeAll(async () => {
+  const viewerDir = await ensureViewer(() => undefined);
+  svc = await startService({ dataDir: dir, port: 0, foxglovePort: null, mqttPort: null, viewerDir });
+  // A fresh profile each run (playwright passes it as --user-data-dir).
+  browser = await chromium.launchPersistentContext(mkdtempSync(join(tmpdir(), 'wmrl-chromium-')), {
+    executablePath: CHROMIUM,
+    headless: true,
+    viewport: { width: 1200, height: 700 },
+    args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--enable-unsafe-swiftshader'],
+  });
+});
+afterAll(async () => {
+  await browser?.close();
+  await svc?.close();
+  rmSync(dir, { recursive: true, force: true });
+});
+
+describe('viewer in headless Chromium', () => {
+  it('draws the scene with real and imagined trajectories during a live run, and its e-stop stops the robot', async () => {
+    svc.ctx.runs.start('expert-session', { robot: 'sim', episodes: 50, imagined: true, seed: 0 });
+    const page = await browser.newPage();
+    const errors: string[] = [];
+    page.on('pageerror', (e) => errors.push(e.message));
+    await page.goto(`${svc.url}/#token=${svc.token}`);
+    type Shot = { total: number; nonBackground: number; orange: number; cyan: number; real: number; imagined: number; source: string };
+    const shot = () =>
+      page.evaluate((): Shot => {
+        const src = document.getElementById('scene') as HTMLCanvasElement;
+        const c = document.createElement('canvas');
+        c.width = src.width;
+        c.height = src.height;
+        const g = c.getContext('2d')!;
+        g.drawImage(src, 0, 0);
+        const d = g.getImageData(0, 0, c.width, c.height).data;
+        let nonBackground = 0, orange = 0, cyan = 0;
+        const near = (i: number, r: number, gg: number, b: number) => Math.abs(d[i]! - r) + Math.abs(d[i + 1]! - gg) + Math.abs(d[i + 2]! - b) < 60;
+        for (let i = 0; i < d.length; i += 4) {
+          if (!near(i, 0x1a, 0x1f, 0x26)) nonBackground++;
+          if (near(i, 0xff, 0x9a, 0x3c)) orange++;
+          if (near(i, 0x4c, 0xc9, 0xf0)) cyan++;
+        }
+        const text = (id: string) => document.getElementById(id)!.textContent ?? '';
+        return { total: d.length / 4, nonBackground, orange, cyan, real: Number(text('real-count')), imagined: Number(text('imagined-count')), source: text('imagined-source') };
+      });
+    const enoughFrames = () =>
+      page.waitForFunction(() => {
+        const s = (window as unknown as { __wmrl?: { real: unknown[]; imagined: unknown[]; renders: number } }).__wmrl;
+        return !!s && s.real.length > 25 && s.imagined.length > 25 && s.renders > 5;
+      }, undefined, { timeout: 30_000 });
+
+    // Live: pixels of the WebGL canvas (preserveDrawingBuffer) with both trajectories' dot colours present.
+    // A new episode clears the trails, so a shot taken just as one begins is taken again.
+    let live: Shot | undefined;
+    for (let attempt = 0; attempt < 5 && !(live && live.real > 25); attempt++) {
+      await enoughFrames();
+      await page.waitForTimeout(100);
+      live = await shot();
+    }
+    expect(live!.total).toBeGreaterThan(100_000);
+    expect(live!.nonBackground / live!.total).toBeGreaterThan(0.05);
+    expect(live!.real).toBeGreaterThan(25);
+    expect(live!.imagined).toBeGreaterThan(25);
+    expect(live!.source).toBe('(sim-replay)');
+    expect(live!.orange).toBeGreaterThan(20); // the real trajectory's dots
+    expect(live!.cyan).toBeGreaterThan(20); // the imagined trajectory's dots
+
+    // Playback of a finished episode: every frame of both rollouts drawn.
+    await page.waitForFunction(() => (document.getElementById('episode') as HTMLSelectElement).options.length > 1, undefined, { timeout: 30_000 });
+    const value = await page.evaluate(() => (document.getElementById('episode') as HTMLSelectElement).options[1]!.value);
+    await page.selectOption('#episode', value);
+    await page.waitForFunction(() => !(document.getElementById('scrub') as HTMLInputElement).disabled);
+    await page.waitForTimeout(100);
+    const [run, episode] = value.split('/');
+    const frames = (await (await fetch(`${svc.url}/api/runs/${run}/rollouts/${episode}`)).json()) as { real: unknown[]; imagined: unknown[] };
+    const played = await shot();
+    expect(played.real).toBe(frames.real.length);
+    expect(played.imagined).toBe(frames.imagined.length);
+    expect(played.orange).toBeGreaterThan(20);
+    expect(played.cyan).toBeGreaterThan(20);
+
+    mkdirSync(ARTIFACTS, { recursive: true });
+    await page.screenshot({ path: join(ARTIFACTS, 'viewer.png') });
+
+    // E-stop from the page; then, on the robot's side: latched, the robot refuses effort, no command applied.
+    const host = svc.ctx.robots.get('sim')!;
+    expect(host.sim.isStopped).toBe(false);
+    await page.click('#estop');
+    await page.waitForFunction(() => (window as unknown as { __wmrl: { estopReply: unknown } }).__wmrl.estopReply !== null);
+    expect(await page.evaluate(() => (window as unknown as { __wmrl: { estopReply: { status: number } } }).__wmrl.estopReply.status)).toBe(200);
+    expect(host.safety.isEstopped).toBe(true);
+    expect(host.sim.isStopped).toBe(true);
+    const applied = host.stepsApplied;
+    await new Promise((r) => setTimeout(r, 500));
+    expect(host.stepsApplied).toBe(applied);
+    expect(svc.ctx.store.list({ status: 'recording' })).toHaveLength(0);
+    await page.screenshot({ path: join(ARTIFACTS, 'viewer-estopped.png') });
+    expect(errors).toEqual([]);
+  });
+});
