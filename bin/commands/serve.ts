@@ -45,7 +45,7 @@ export async function serve(o: ServeOptions): Promise<void> {
   console.log(`  robot:        sim (${o.task}, profile ${o.profile}); episodes in ${join(o.data, 'episodes.db')}`);
   if (o.job) {
     const run = svc.ctx.runs.start('expert-session', { robot: 'sim', episodes: o.episodes, imagined: true, seed: 0 });
-    console.log(`  default job:  run ${run.id}: the scripted expert on the sim robot, ${o.episodes} episodes, imagined = sim replay in the nominal profile (the WMRL trainer replaces it when it lands)`);
+    console.log(`  default job:  run ${run.id}: the scripted expert on the sim robot, ${o.episodes} episodes, imagined = sim replay in the nominal profile (not yet the WMRL trainer: post-train with 'npm start -- train', deploy with 'npm start -- deploy')`);
     const bar = progressBar();
     svc.ctx.runs.events.on('event', (ev) => {
       if (ev.type === 'metrics' && ev.run === run.id) bar(ev.metrics.step, o.episodes, `true success ${ev.metrics.trueSuccess?.toFixed(2)} [${ev.metrics.ppi?.map((x) => x.toFixed(2)).join(', ')}]`);
