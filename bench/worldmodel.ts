@@ -5,7 +5,7 @@ import { NOMINAL } from '../sim/profiles.js';
 import { taskDef } from '../sim/registry.js';
 import * as nn from '../nn/index.js';
 import { EnsembleModel, ModelEnv, type GraphPolicy } from '../worldmodel/index.js';
-import { simEpisodes, toTransitions, type SimData } from '../tests/helpers/sim-transitions.js';
+import { replayError, simEpisodes, toTransitions } from '../tests/helpers/sim-transitions.js';
 import { fmt, median, type BenchOptions, type BenchReport } from './lib/report.js';
 
 const TASK = 'reach';
@@ -47,27 +47,6 @@ function gaussianPolicy(dObs: number, dAct: number): GraphPolicy {
   };
 }
 
-/** MSE after H open-loop replayed steps ('mean' members) and of predicting no change, over windows every 10 steps. */
-async function replayError(model: EnsembleModel, test: SimData): Promise<{ model: number; baseline: number; windows: number }> {
-  const D = test.dObs, A = test.dAct;
-  const starts = test.episodes.flatMap((e, ei) => Array.from({ length: Math.max(0, Math.floor((e.rewards.length - H) / 10) + 1) }, (_, s) => [ei, 10 * s] as const));
-  const N = starts.length;
-  const s0 = new Float32Array(N * D), truth = new Float32Array(N * D);
-  starts.forEach(([ei, t0], i) => {
-    s0.set(test.episodes[ei]!.states.subarray(t0 * D, (t0 + 1) * D), i * D);
-    truth.set(test.episodes[ei]!.states.subarray((t0 + H) * D, (t0 + H + 1) * D), i * D);
-  });
-  const env = new ModelEnv(model, { members: 'mean' });
-  let obs = env.reset(s0);
-  for (let t = 0; t < H; t++) {
-    const a = new Float32Array(N * A);
-    starts.forEach(([ei, t0], i) => a.set(test.episodes[ei]!.actions.subarray((t0 + t) * A, (t0 + t + 1) * A), i * A));
-    obs = (await env.step(a)).obs;
-  }
-  await env.release();
-  const mse = (p: Float32Array) => p.reduce((acc, v, k) => acc + (v - truth[k]!) ** 2, 0) / (N * D);
-  return { model: mse(obs), baseline: mse(s0), windows: N };
-}
 
 export async function run(opts: BenchOptions): Promise<BenchReport> {
   const q = opts.quick;
@@ -90,7 +69,7 @@ export async function run(opts: BenchOptions): Promise<BenchReport> {
   const fit = await model.fit(toTransitions(train), { epochs, lr: 3e-3, batchSize: 128, seed: 1, onEpoch: (r) => opts.progress(done, total, `fit epoch ${r.epoch}/${epochs}`) });
   const fitSeconds = (performance.now() - t0) / 1000;
   const ev = await model.evaluate(testT);
-  const replay = await replayError(model, test);
+  const replay = await replayError(model, test, H);
   opts.progress(++done, total, 'held-out errors');
 
   // Raw MuJoCo on the same task, same process.

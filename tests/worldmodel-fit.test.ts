@@ -6,8 +6,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import * as nn from '../nn/index.js';
-import { EnsembleModel, ModelEnv, type Transitions } from '../worldmodel/index.js';
-import { simEpisodes, toTransitions, type SimData } from './helpers/sim-transitions.js';
+import { EnsembleModel, type Transitions } from '../worldmodel/index.js';
+import { replayError, simEpisodes, toTransitions, type SimData } from './helpers/sim-transitions.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'wm-fit-'));
 const CONFIG = { members: 5, hidden: [128, 128, 128], seed: 1 };
@@ -74,27 +74,10 @@ describe('ensemble world model on held-out reach (nominal) data', () => {
   });
 
   it('H = 20 open-loop replay of recorded actions: error well below predicting no change', async () => {
-    const D = test.dObs, A = test.dAct;
-    const starts = test.episodes.flatMap((e, ei) => Array.from({ length: Math.max(0, Math.floor((e.rewards.length - H) / 10) + 1) }, (_, s) => [ei, 10 * s] as const));
-    const N = starts.length;
-    expect(N).toBeGreaterThan(50);
-    const s0 = new Float32Array(N * D), truth = new Float32Array(N * D);
-    starts.forEach(([ei, t0], i) => {
-      const e = test.episodes[ei]!;
-      s0.set(e.states.subarray(t0 * D, (t0 + 1) * D), i * D);
-      truth.set(e.states.subarray((t0 + H) * D, (t0 + H + 1) * D), i * D);
-    });
-    const env = new ModelEnv(model, { members: 'mean' });
-    let obs = env.reset(s0);
-    for (let t = 0; t < H; t++) {
-      const a = new Float32Array(N * A);
-      starts.forEach(([ei, t0], i) => a.set(test.episodes[ei]!.actions.subarray((t0 + t) * A, (t0 + t + 1) * A), i * A));
-      obs = (await env.step(a)).obs;
-    }
-    await env.release();
-    const mse = (p: Float32Array) => p.reduce((acc, v, k) => acc + (v - truth[k]!) ** 2, 0) / (N * D);
-    console.log(`H=${H} replay over ${N} windows: model MSE ${mse(obs).toExponential(3)}, no-change baseline ${mse(s0).toExponential(3)}, ratio ${(mse(obs) / mse(s0)).toFixed(4)}`);
-    expect(mse(obs)).toBeLessThan(0.1 * mse(s0));
+    const r = await replayError(model, test, H);
+    expect(r.windows).toBeGreaterThan(50);
+    console.log(`H=${H} replay over ${r.windows} windows: model MSE ${r.model.toExponential(3)}, no-change baseline ${r.baseline.toExponential(3)}, ratio ${(r.model / r.baseline).toFixed(4)}`);
+    expect(r.model).toBeLessThan(0.1 * r.baseline);
   });
 
   it("the ensemble's variance predicts its error (Spearman > 0.3), disagreement and total predicted variance alike", async () => {
