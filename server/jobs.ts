@@ -1,4 +1,4 @@
-// The built-in jobs. Until the WMRL trainer lands, the default is a scripted-expert session on the sim
+// The built-in jobs. Until the WMRL trainer is wired in as a job, the default is a scripted-expert session on the sim
 // robot: real episodes recorded in the store, with an "imagined" rollout that is honest about what it
 // is — the episode's actions replayed open-loop in a nominal-profile sim (source 'sim-replay') while
 // the robot runs its own profile — so the viewer's imagined-vs-real view shows the reality gap.
@@ -183,7 +183,7 @@ const MIN_BC_PAIRS = 200;
 
 export const expertSession: JobDefinition<typeof ExpertSessionOptions> = {
   kind: 'expert-session',
-  description: "the sim's scripted expert drives the robot; every episode is recorded; the imagined rollout replays its actions in a nominal-profile sim; the checkpoint fits a behaviour-cloning policy to the demonstrations (until the WMRL trainer lands, this is the default job)",
+  description: "the sim's scripted expert drives the robot; every episode is recorded; the imagined rollout replays its actions in a nominal-profile sim; the checkpoint fits a behaviour-cloning policy to the demonstrations (the service's default job; WMRL post-training runs from `wmrl train` for now)",
   options: ExpertSessionOptions,
   async run(o, ctx) {
     const host = ctx.robot(o.robot);
