@@ -1,6 +1,6 @@
 // The wmrl command line (commander). `npm start` runs `wmrl` with no arguments: `serve`, the service.
 // Each action loads its own modules, so a quick verb does not start MuJoCo, ONNX Runtime or fastify.
-import { Command, CommanderError, InvalidArgumentError } from 'commander';
+import { Command, CommanderError, InvalidArgumentError, Option } from 'commander';
 
 /** Option parsers: bad values fail with a message naming the option and the value. */
 const int = (flag: string, ok: (v: number) => boolean, what: string) => (s: string) => {
@@ -26,15 +26,17 @@ const program = new Command('wmrl')
 
 program
   .command('serve', { isDefault: true })
-  .summary('run the service: API, viewer, Foxglove endpoint, sim robot and the default job (the default)')
-  .usage('[--host H] [--port 8080] [--foxglove-port 8765] [--data DIR] [--task reach] [--profile gap] [--episodes N] [--no-job]')
+  .summary('run the service: API, viewer, Foxglove endpoint, sim robot and the default job, a short WMRL post-training run (the default)')
+  .usage('[--host H] [--port 8080] [--foxglove-port 8765] [--data DIR] [--task reach] [--profile gap] [--job wmrl-train|expert-session] [--updates N] [--episodes N] [--no-job]')
   .option('--host <H>', 'interface to listen on (loopback unless told otherwise)', '127.0.0.1')
   .option('--port <N>', 'HTTP port of the API and the viewer (0 = any free port)', port('--port'), 8080)
   .option('--foxglove-port <N>', 'Foxglove WebSocket port (0 = any free port)', port('--foxglove-port'), 8765)
   .option('--data <DIR>', 'the data folder: episode store, access token, policies, run checkpoints', 'data')
   .option('--task <T>', 'task of the built-in sim robot', 'reach')
   .option('--profile <P>', 'hardware profile of the built-in sim robot (nominal, gap or a YAML file)', 'gap')
-  .option('--episodes <N>', 'episodes of the default job', positive('--episodes'), 20)
+  .addOption(new Option('--job <kind>', 'the default job: WMRL post-training, or a scripted-expert session').choices(['wmrl-train', 'expert-session']).default('wmrl-train'))
+  .option('--updates <N>', 'policy updates of the default WMRL job', positive('--updates'), 10)
+  .option('--episodes <N>', 'episodes of the expert-session job', positive('--episodes'), 20)
   .option('--no-job', 'start no job; runs are started through the API')
   .option('--no-mqtt', 'do not start the embedded MQTT broker')
   .option('--mqtt-port <N>', 'embedded MQTT broker port (0 = any free port)', port('--mqtt-port'), 1883)

@@ -1,7 +1,7 @@
-// The built-in jobs. Until the WMRL trainer is wired in as a job, the default is a scripted-expert session on the sim
-// robot: real episodes recorded in the store, with an "imagined" rollout that is honest about what it
-// is — the episode's actions replayed open-loop in a nominal-profile sim (source 'sim-replay') while
-// the robot runs its own profile — so the viewer's imagined-vs-real view shows the reality gap.
+// The built-in jobs besides the WMRL trainer (server/wmrl-train.ts): a scripted-expert session on the sim robot
+// — real episodes recorded in the store, with an "imagined" rollout that is honest about what it is: the
+// episode's actions replayed open-loop in a nominal-profile sim (source 'sim-replay') while the robot runs its
+// own profile, so the viewer's imagined-vs-real view shows the reality gap — and a deployed policy's run.
 import { randomUUID } from 'node:crypto';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -80,7 +80,7 @@ async function session(s: SessionSpec): Promise<string> {
   const metrics: MetricsPoint[] = [];
   const pairs: { obs: Float32Array[]; act: Float32Array[] } = { obs: [], act: [] };
   try {
-    ctx.progress(0, s.episodes);
+    ctx.progress(0, s.episodes, 'episodes');
     while (done < s.episodes && !ctx.signal.aborted) {
       if (host.safety.isEstopped) {
         await sleep(50, ctx.signal);
@@ -128,7 +128,7 @@ async function session(s: SessionSpec): Promise<string> {
       if (out.stoppedBy) continue; // e-stopped or aborted: not a finished episode
       done++;
       if (out.success) successes++;
-      const m: MetricsPoint = { step: done, robotSeconds: round(robotSeconds), trueSuccess: round(successes / done), anchorFraction: 1, biasReduction: null, anchorWeight: null, ppi: wilson(successes, done).map(round) as [number, number] };
+      const m: MetricsPoint = { step: done, robotSeconds: round(robotSeconds), trueSuccess: round(successes / done), anchorFraction: 1, biasReduction: null, anchorWeight: null, ppi: wilson(successes, done).map(round) as [number, number], trueScore: null };
       metrics.push(m);
       ctx.emit({ type: 'metrics', metrics: m });
       ctx.progress(done, s.episodes);
@@ -183,7 +183,7 @@ const MIN_BC_PAIRS = 200;
 
 export const expertSession: JobDefinition<typeof ExpertSessionOptions> = {
   kind: 'expert-session',
-  description: "the sim's scripted expert drives the robot; every episode is recorded; the imagined rollout replays its actions in a nominal-profile sim; the checkpoint fits a behaviour-cloning policy to the demonstrations (the service's default job; WMRL post-training runs from `wmrl train` for now)",
+  description: "the sim's scripted expert drives the robot; every episode is recorded; the imagined rollout replays its actions in a nominal-profile sim; the checkpoint fits a behaviour-cloning policy to the demonstrations",
   options: ExpertSessionOptions,
   async run(o, ctx) {
     const host = ctx.robot(o.robot);

@@ -17,7 +17,8 @@ export interface JobContext {
   runId: string;
   signal: AbortSignal;
   emit(e: JobEvent): void;
-  progress(done: number, total: number): void;
+  /** Progress of the run (`phase` says of what: pretraining, updates, episodes); viewers get it at most 4 times a second, and at every change of phase. */
+  progress(done: number, total: number, phase?: string): void;
   robot(id: string): RobotHost;
   /** Claims the robot for this run (refused when another run drives it); released when the run ends. */
   claim(robot: RobotHost): void;
@@ -49,6 +50,7 @@ interface RunRecord {
 
 const KEEP_ROLLOUTS = 20;
 const KEEP_METRICS = 10000;
+const PROGRESS_EVERY_MS = 250;
 
 export class RunManager {
   readonly events = new EventEmitter<{ event: [StreamEvent] }>();
@@ -95,7 +97,7 @@ export class RunManager {
     const dir = join(this.deps.dataDir, 'runs', id);
     mkdirSync(dir, { recursive: true });
     const abort = new AbortController();
-    const status: RunStatus = { id, kind, state: 'running', robot: robotId, options, startedAt: Date.now(), endedAt: null, progress: { done: 0, total: 0 }, error: null, checkpoint: null, lastMetrics: null };
+    const status: RunStatus = { id, kind, state: 'running', robot: robotId, options, startedAt: Date.now(), endedAt: null, progress: { done: 0, total: 0, phase: '' }, error: null, checkpoint: null, lastMetrics: null };
     const rec: RunRecord = { status, abort, done: Promise.resolve(), metrics: [], rollouts: new Map() };
     this.runs.set(id, rec);
     // The run's robot is claimed now, before any await, so a second start cannot slip in.
@@ -104,12 +106,19 @@ export class RunManager {
       robot.run = id;
       claimed.push(robot);
     }
+    let lastProgress = -Infinity;
     const ctx: JobContext = {
       runId: id,
       signal: abort.signal,
       emit: (e) => this.onJobEvent(rec, e),
-      progress: (done, total) => {
-        status.progress = { done, total };
+      progress: (done, total, phase = status.progress.phase) => {
+        const changed = phase !== status.progress.phase || done >= total;
+        status.progress = { done, total, phase };
+        const now = performance.now();
+        if (changed || now - lastProgress >= PROGRESS_EVERY_MS) {
+          lastProgress = now;
+          this.emitRun(rec);
+        }
       },
       robot: (rid) => this.robot(rid),
       claim: (robot) => {

@@ -97,6 +97,49 @@ export const PolicyRunOptions = Type.Object(
 );
 export type PolicyRunOptions = Static<typeof PolicyRunOptions>;
 
+/**
+ * The WMRL trainer's options that `wmrl train` has as flags of the same names (kebab-case; `debias` and `denoise` as
+ * `--no-debias`, `--no-denoise`): declared once here, the CLI takes its defaults and range checks from them.
+ */
+export const TrainerOptions = {
+  updates: Type.Integer({ minimum: 1, maximum: 100000, default: 20, description: 'policy updates' }),
+  prompts: Type.Integer({ minimum: 1, maximum: 1024, default: 8, description: 'prompts (groups) per update, B' }),
+  group: Type.Integer({ minimum: 2, maximum: 256, default: 8, description: 'rollouts per prompt, G' }),
+  debias: Type.Boolean({ default: true, description: 'Online Debiasing (the isotonic map from world-model to real scores)' }),
+  denoise: Type.Boolean({ default: true, description: 'Inverse-Variance Denoising (the anchor weight)' }),
+  pureWm: Type.Boolean({ default: false, description: 'pure world model: no anchors, nothing runs on the robot (the ablation)' }),
+  anchors: Type.Union([Type.Literal('random'), Type.Literal('active')], { default: 'random', description: 'anchor selection: random, or active (where the ensemble disagrees most)' }),
+  resetSeconds: Type.Number({ minimum: 0, maximum: 3600, default: 5, description: 'robot time charged per episode for its reset, s (robot-hours accounting)' }),
+  seed: Type.Integer({ minimum: 0, maximum: 2 ** 31 - 1, default: 0 }),
+  quick: Type.Boolean({ default: false, description: 'small pretraining, for a smoke run (server/wmrl-train.ts QUICK_PRETRAIN)' }),
+};
+
+/** Pretraining sizes; each one left out keeps the trainer's default (wmrl/sim-setup.ts DEFAULT_PRETRAIN). */
+export const PretrainSizes = Type.Object(
+  {
+    bcEpisodes: Type.Optional(Type.Integer({ minimum: 1, maximum: 10000, description: 'expert demonstrations (nominal sim) for behaviour cloning' })),
+    bcEpochs: Type.Optional(Type.Integer({ minimum: 1, maximum: 10000 })),
+    wmEpisodes: Type.Optional(Type.Integer({ minimum: 1, maximum: 10000, description: 'exploratory nominal-sim episodes the world model is pretrained on' })),
+    wmEpochs: Type.Optional(Type.Integer({ minimum: 1, maximum: 10000 })),
+    wmMembers: Type.Optional(Type.Integer({ minimum: 2, maximum: 32, description: 'ensemble members' })),
+    wmHidden: Type.Optional(Type.Array(Type.Integer({ minimum: 1, maximum: 4096 }), { minItems: 1, maxItems: 8, description: 'hidden layer widths of the world model' })),
+  },
+  { additionalProperties: false },
+);
+
+export const WmrlTrainOptions = Type.Object(
+  {
+    robot: Id,
+    ...TrainerOptions,
+    pretrain: Type.Optional(PretrainSizes),
+    evalEpisodes: Type.Integer({ minimum: 1, maximum: 10000, default: 50, description: "held-out start states (in the sim, under the robot's profile) on which true success is measured after every update" }),
+    realTime: Type.Boolean({ default: true, description: "anchor episodes run at the robot's control rate (false: the in-process sim steps as fast as it goes)" }),
+    imagined: Type.Boolean({ default: true, description: "stream the world model's imagined rollout (every ensemble member) from each anchor episode's start state" }),
+  },
+  { additionalProperties: false },
+);
+export type WmrlTrainOptions = Static<typeof WmrlTrainOptions>;
+
 export const RunState = Type.Union([Type.Literal('running'), Type.Literal('stopping'), Type.Literal('stopped'), Type.Literal('finished'), Type.Literal('failed')]);
 export type RunState = Static<typeof RunState>;
 
@@ -109,6 +152,7 @@ export const MetricsPoint = Type.Object({
   biasReduction: Type.Union([Type.Number(), Type.Null()]),
   anchorWeight: Type.Union([Type.Number(), Type.Null()]),
   ppi: Type.Union([Interval, Type.Null()], { description: 'confidence interval on the true success rate' }),
+  trueScore: Type.Union([Interval, Type.Null()], { description: "prediction-powered 95% interval on the policy's true mean score (the real episodes' return), from world-model scores plus anchors (WMRL)" }),
 });
 export type MetricsPoint = Static<typeof MetricsPoint>;
 
@@ -120,7 +164,7 @@ export const RunStatus = Type.Object({
   options: Type.Unknown(),
   startedAt: Type.Number({ description: 'ms since the epoch' }),
   endedAt: Type.Union([Type.Number(), Type.Null()]),
-  progress: Type.Object({ done: Type.Integer(), total: Type.Integer() }),
+  progress: Type.Object({ done: Type.Integer(), total: Type.Integer(), phase: Type.String({ description: 'what the run is doing (pretraining: world model, updates, episodes)' }) }),
   error: Type.Union([Type.String(), Type.Null()]),
   checkpoint: Type.Union([Type.String(), Type.Null()], { description: 'path of the last checkpoint' }),
   lastMetrics: Type.Union([MetricsPoint, Type.Null()]),

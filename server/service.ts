@@ -12,6 +12,7 @@ import { expertSession, policyRun } from './jobs.js';
 import { PolicyLibrary } from './policy-library.js';
 import { RobotHost } from './robot-host.js';
 import { RunManager, type JobDefinition } from './runs.js';
+import { wmrlTrain } from './wmrl-train.js';
 import { StreamHub } from './stream-hub.js';
 
 export interface ServiceOptions {
@@ -25,7 +26,7 @@ export interface ServiceOptions {
   /** Embedded MQTT broker port; null = no broker. */
   mqttPort?: number | null;
   robots?: Array<{ id: string; task: string; profile: string; seed?: number }>;
-  /** Extra job kinds (the WMRL trainer registers here). */
+  /** Extra job kinds, beside the built-in ones (wmrl-train, expert-session, policy). */
   jobs?: JobDefinition[];
   viewerDir?: string;
   logger?: boolean;
@@ -70,7 +71,7 @@ export async function startService(o: ServiceOptions): Promise<Service> {
     }
     const policies = new PolicyLibrary(join(o.dataDir, 'policies'));
     const runs = new RunManager({ store, robots, dataDir: o.dataDir, policyPath: (id) => policies.path(id), onError });
-    for (const j of [expertSession, policyRun, ...(o.jobs ?? [])] as JobDefinition[]) runs.register(j);
+    for (const j of [wmrlTrain, expertSession, policyRun, ...(o.jobs ?? [])] as JobDefinition[]) runs.register(j);
     cleanup.push(() => runs.stopAll());
 
     const hub = new StreamHub();

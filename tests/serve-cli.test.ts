@@ -15,9 +15,28 @@ afterAll(() => rmSync(dir, { recursive: true, force: true }));
 const wmrl = (...args: string[]) => spawnSync(process.execPath, ['--import', 'tsx', 'bin/wmrl.ts', ...args], { encoding: 'utf8', timeout: 60_000 });
 
 describe('wmrl serve', () => {
+  it('starts the WMRL trainer as its default job, shows pretraining progress, and Ctrl-C during pretraining checkpoints it', async () => {
+    const data = join(dir, 'data-wmrl');
+    const p = spawn(process.execPath, ['--import', 'tsx', 'bin/wmrl.ts', '--port', '0', '--foxglove-port', '0', '--mqtt-port', '0', '--data', data], { stdio: ['ignore', 'pipe', 'pipe'] });
+    let out = '';
+    let err = '';
+    p.stdout.on('data', (d) => (out += d));
+    p.stderr.on('data', (d) => (err += d));
+    const exited = new Promise<number | null>((resolve) => p.once('exit', resolve));
+    const t0 = Date.now();
+    while (!/\] \d+\/\d+ pretraining: demonstrations/.test(err) && Date.now() - t0 < 60_000 && p.exitCode === null) await new Promise((r) => setTimeout(r, 100));
+    expect(err).toMatch(/\] \d+\/150 pretraining: demonstrations/);
+    expect(out).toMatch(/default job: +run wmrl-train-\S+: WMRL post-training .* then 10 updates of 8 groups × 8 rollouts/);
+    p.kill('SIGINT');
+    expect(await exited).toBe(0);
+    const row = /^(wmrl-train-\S+)\s+stopped\s+.*?(\S+checkpoint\.json)$/m.exec(out);
+    expect(row, out).not.toBeNull();
+    expect(JSON.parse(readFileSync(row![2]!, 'utf8'))).toMatchObject({ run: row![1], stoppedEarly: true, stoppedDuring: 'pretraining', policy: null });
+  });
+
   it('starts on embedded defaults, prints where the viewer and the token are, and shuts down gracefully on SIGINT', async () => {
     const data = join(dir, 'data');
-    const p = spawn(process.execPath, ['--import', 'tsx', 'bin/wmrl.ts', 'serve', '--port', '0', '--foxglove-port', '0', '--mqtt-port', '0', '--data', data, '--episodes', '50'], { stdio: ['ignore', 'pipe', 'pipe'] });
+    const p = spawn(process.execPath, ['--import', 'tsx', 'bin/wmrl.ts', 'serve', '--port', '0', '--foxglove-port', '0', '--mqtt-port', '0', '--data', data, '--job', 'expert-session', '--episodes', '50'], { stdio: ['ignore', 'pipe', 'pipe'] });
     let out = '';
     let err = '';
     p.stdout.on('data', (d) => (out += d));

@@ -1,9 +1,11 @@
 // `wmrl serve` (the default of `npm start`): the service on embedded defaults — SQLite store under
 // data/, the sim stand-in robot, the embedded MQTT broker, the API with the viewer, the Foxglove
-// endpoint — and the default job. Ctrl-C finishes the episode being recorded and checkpoints the run.
+// endpoint — and the default job: a short WMRL post-training run on the sim robot (or a scripted-expert
+// session). Ctrl-C finishes the episode being recorded and checkpoints the run.
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { startService } from '../../server/service.js';
+import type { RunStatus, WmrlTrainOptions } from '../../server/schemas.js';
+import { startService, type Service } from '../../server/service.js';
 import { progressBar } from '../progress.js';
 import { printTable } from '../table.js';
 import { ensureViewer } from '../viewer.js';
@@ -16,7 +18,9 @@ export interface ServeOptions {
   task: string;
   profile: string;
   episodes: number;
-  job: boolean;
+  updates: number;
+  /** The default job's kind, or false for none. */
+  job: string | false;
   mqtt: boolean;
   mqttPort: number;
 }
@@ -44,15 +48,29 @@ export async function serve(o: ServeOptions): Promise<void> {
   if (svc.broker) console.log(`  MQTT broker:  ${svc.broker.url}`);
   console.log(`  robot:        sim (${o.task}, profile ${o.profile}); episodes in ${join(o.data, 'episodes.db')}`);
   if (o.job) {
-    const run = svc.ctx.runs.start('expert-session', { robot: 'sim', episodes: o.episodes, imagined: true, seed: 0 });
-    console.log(`  default job:  run ${run.id}: the scripted expert on the sim robot, ${o.episodes} episodes, imagined = sim replay in the nominal profile (not yet the WMRL trainer: post-train with 'npm start -- train', deploy with 'npm start -- deploy')`);
+    const run = startDefaultJob(svc, o);
     const bar = progressBar();
+    let shown = '';
     svc.ctx.runs.events.on('event', (ev) => {
-      if (ev.type === 'metrics' && ev.run === run.id) bar(ev.metrics.step, o.episodes, `true success ${ev.metrics.trueSuccess?.toFixed(2)} [${ev.metrics.ppi?.map((x) => x.toFixed(2)).join(', ')}]`);
-      if (ev.type === 'run' && ev.status.id === run.id && ev.status.state === 'finished' && ev.status.checkpoint) {
-        const cp = JSON.parse(readFileSync(ev.status.checkpoint, 'utf8')) as { policy: { id: string; samples: number } | null };
-        console.log(`default job finished; checkpoint ${ev.status.checkpoint}`);
-        if (cp.policy) console.log(`  policy ${cp.policy.id} (behaviour cloning on ${cp.policy.samples} steps): deploy it with  npm start -- deploy ${join(o.data, 'policies', `${cp.policy.id}.onnx`)} --url ${svc.url}`);
+      if (ev.type === 'run' && ev.status.id === run.id) {
+        const p = ev.status.progress;
+        // Pretraining from the run's progress; updates and episodes from the metrics, which carry the figures.
+        if (p.phase.startsWith('pretraining') && `${p.phase}${p.done}` !== shown && p.total > 0) bar(p.done, p.total, p.phase);
+        shown = `${p.phase}${p.done}`;
+        if ((ev.status.state === 'finished' || ev.status.state === 'stopped') && ev.status.checkpoint) {
+          const cp = JSON.parse(readFileSync(ev.status.checkpoint, 'utf8')) as { policy: { id: string } | null };
+          console.log(`default job ${ev.status.state}; checkpoint ${ev.status.checkpoint}`);
+          if (cp.policy) console.log(`  policy ${cp.policy.id}: deploy it with  npm start -- deploy ${join(o.data, 'policies', `${cp.policy.id}.onnx`)} --url ${svc.url}`);
+        }
+      }
+      if (ev.type === 'metrics' && ev.run === run.id) {
+        const m = ev.metrics;
+        const f = (x: number | null, d = 2) => (x === null ? '-' : x.toFixed(d));
+        const interval = m.ppi ? ` [${m.ppi.map((x) => x.toFixed(2)).join(', ')}]` : '';
+        if (run.kind === 'wmrl-train') {
+          if (m.step > 0) bar(m.step, o.updates, `updates · robot ${(m.robotSeconds / 3600).toFixed(3)} h · true success ${f(m.trueSuccess)}${interval} · anchors ${f(m.anchorFraction)} · bias reduction ${f(m.biasReduction)} · anchor weight ${f(m.anchorWeight)}`);
+          else console.error(`pretrained policy: true success ${f(m.trueSuccess)}${interval} on held-out start states`);
+        } else bar(m.step, o.episodes, `true success ${f(m.trueSuccess)}${interval}`);
       }
     });
   }
@@ -65,6 +83,23 @@ export async function serve(o: ServeOptions): Promise<void> {
   await svc.close();
   printTable(
     'runs',
-    svc.ctx.runs.list().map((r) => ({ run: r.id, state: r.state, episodes: `${r.progress.done}/${r.progress.total}`, 'true success': r.lastMetrics?.trueSuccess ?? undefined, checkpoint: r.checkpoint ?? '' })),
+    svc.ctx.runs.list().map((r) => ({ run: r.id, state: r.state, progress: `${r.progress.done}/${r.progress.total} ${r.progress.phase}`, 'true success': r.lastMetrics?.trueSuccess ?? undefined, checkpoint: r.checkpoint ?? '' })),
   );
+}
+
+/** The default job: short WMRL post-training on the sim robot (reach against the gap robot by default), or a scripted-expert session. */
+function startDefaultJob(svc: Service, o: ServeOptions): RunStatus {
+  const runs = svc.ctx.runs;
+  if (o.job === 'wmrl-train') {
+    const run = runs.start('wmrl-train', { robot: 'sim', updates: o.updates });
+    const w = run.options as WmrlTrainOptions;
+    console.log(`  default job:  run ${run.id}: WMRL post-training of a behaviour-cloned policy on the sim robot — pretraining (demonstrations, behaviour cloning, world model on the nominal sim), then ${w.updates} updates of ${w.prompts} groups × ${w.group} rollouts imagined in the world model, anchor groups run on the robot in real time; the policy goes to ${join(o.data, 'policies', `${run.id}.onnx`)}`);
+    return run;
+  }
+  if (o.job === 'expert-session') {
+    const run = runs.start('expert-session', { robot: 'sim', episodes: o.episodes, imagined: true, seed: 0 });
+    console.log(`  default job:  run ${run.id}: the scripted expert on the sim robot, ${o.episodes} episodes, imagined = sim replay in the nominal profile; a behaviour-cloned policy at the end`);
+    return run;
+  }
+  throw new Error(`--job must be wmrl-train or expert-session, got '${o.job}'`);
 }

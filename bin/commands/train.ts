@@ -4,9 +4,12 @@ import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { OBSERVATION_LAYOUT_KEY, layoutEntries, layoutOf, layoutToJson } from '../../common/layout.js';
-import { ClippedPolicyGradient, DEFAULT_PG_CONFIG } from '../../policies/pg.js';
+import { Type, type Static } from '@sinclair/typebox';
+import { Value } from '@sinclair/typebox/value';
+import { ClippedPolicyGradient } from '../../policies/pg.js';
 import { exportPolicy } from '../../policies/gaussian.js';
-import { correctorConfig } from '../../wmrl/corrector.js';
+import { TrainerOptions } from '../../server/schemas.js';
+import { QUICK_PRETRAIN, TRAIN_PG, trainerCorrector } from '../../server/wmrl-train.js';
 import { DEFAULT_PRETRAIN, SimPrompts, heldOutEvaluation, pretrain, simRobotTarget } from '../../wmrl/sim-setup.js';
 import { yamlRobotTarget } from '../../wmrl/robot-target.js';
 import { trainStandard } from '../../wmrl/train_standard.js';
@@ -39,6 +42,23 @@ const int = (name: string, v: string | undefined, min = 1): number => {
   return n;
 };
 
+/** The flag of a trainer option (`resetSeconds` → `--reset-seconds`). */
+const flag = (key: string) => `--${key.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`)}`;
+/** Each option's default as parseArgs takes it (a string). */
+const byDefault = (key: keyof typeof TrainerOptions) => String(TrainerOptions[key].default);
+const Shared = Type.Object(TrainerOptions);
+
+/** The flags shared with the service's `wmrl-train` job, checked against the same schema (server/schemas.ts TrainerOptions). */
+function checkShared(values: Static<typeof Shared>, given: Record<string, string | boolean | undefined>): void {
+  const bad = [...Value.Errors(Shared, values)].map((e) => {
+    const key = e.path.slice(1);
+    const choices = (e.schema.anyOf as Array<{ const?: unknown }> | undefined)?.map((c) => c.const);
+    const what = choices ? `must be ${choices.join(' or ')}` : `${e.message.charAt(0).toLowerCase()}${e.message.slice(1)}`;
+    return `${flag(key)}: ${what}, got '${given[flag(key).slice(2)] ?? String(e.value)}'`;
+  });
+  if (bad.length) throw new Error(bad.join('; '));
+}
+
 function parse(args: string[]): { a: TrainArgs; out: string; resume: boolean; given: string[] } {
   const { values } = parseArgs({
     args,
@@ -48,13 +68,13 @@ function parse(args: string[]): { a: TrainArgs; out: string; resume: boolean; gi
       'no-debias': { type: 'boolean', default: false },
       'no-denoise': { type: 'boolean', default: false },
       'pure-wm': { type: 'boolean', default: false },
-      anchors: { type: 'string', default: 'random' },
-      updates: { type: 'string', default: '20' },
-      prompts: { type: 'string', default: '8' },
-      group: { type: 'string', default: '8' },
+      anchors: { type: 'string', default: byDefault('anchors') },
+      updates: { type: 'string', default: byDefault('updates') },
+      prompts: { type: 'string', default: byDefault('prompts') },
+      group: { type: 'string', default: byDefault('group') },
       robots: { type: 'string', default: '1' },
-      'reset-seconds': { type: 'string', default: '5' },
-      seed: { type: 'string', default: '0' },
+      'reset-seconds': { type: 'string', default: byDefault('resetSeconds') },
+      seed: { type: 'string', default: byDefault('seed') },
       out: { type: 'string' },
       resume: { type: 'boolean', default: false },
       quick: { type: 'boolean', default: false },
@@ -64,7 +84,6 @@ function parse(args: string[]): { a: TrainArgs; out: string; resume: boolean; gi
   // With --resume only --updates may change (to extend a finished run).
   const given = args.filter((x) => x.startsWith('--') && !['--out', '--resume', '--updates'].includes(x.split('=')[0]!));
   if (values.algo !== 'wmrl' && values.algo !== 'standard') throw new Error(`--algo must be wmrl or standard, got '${values.algo}'`);
-  if (values.anchors !== 'random' && values.anchors !== 'active') throw new Error(`--anchors must be random or active, got '${values.anchors}'`);
   if (values.algo === 'standard' && (values['no-debias'] || values['no-denoise'] || values['pure-wm'])) throw new Error('--no-debias, --no-denoise and --pure-wm are WMRL options; --algo standard has no world model');
   const sim = values.robot.startsWith('sim:');
   const [, simTask = '', profile = sim ? 'nominal' : 'real'] = sim ? values.robot.split(':') : [];
@@ -72,13 +91,12 @@ function parse(args: string[]): { a: TrainArgs; out: string; resume: boolean; gi
   if (!task) throw new Error(sim ? '--robot sim:TASK[:PROFILE] needs a task' : `--robot ${values.robot}: a robot YAML needs --task TASK, the sim task whose expert and world model the run starts from and whose seeded resets give the prompts`);
   if (sim && values.task && values.task !== task) throw new Error(`--task ${values.task} contradicts --robot ${values.robot}`);
   const out = values.out ?? join('runs', `${values.algo}-${new Date().toISOString().replace(/[:.]/g, '-')}`);
-  const a: TrainArgs = {
-    algo: values.algo, robot: values.robot, task, profile,
-    debias: !values['no-debias'], denoise: !values['no-denoise'], pureWm: values['pure-wm'], anchors: values.anchors,
-    updates: int('updates', values.updates), prompts: int('prompts', values.prompts), group: int('group', values.group, 2),
-    robots: int('robots', values.robots), resetSeconds: Number(values['reset-seconds']), seed: int('seed', values.seed, 0), quick: values.quick,
+  const shared = {
+    debias: !values['no-debias'], denoise: !values['no-denoise'], pureWm: values['pure-wm'], anchors: values.anchors as 'random' | 'active',
+    updates: Number(values.updates), prompts: Number(values.prompts), group: Number(values.group), resetSeconds: Number(values['reset-seconds']), seed: Number(values.seed), quick: values.quick,
   };
-  if (!(a.resetSeconds >= 0)) throw new Error(`--reset-seconds must be ≥ 0, got '${values['reset-seconds']}'`);
+  checkShared(shared, values);
+  const a: TrainArgs = { algo: values.algo, robot: values.robot, task, profile, robots: int('robots', values.robots), ...shared };
   return { a, out, resume: values.resume, given };
 }
 
@@ -101,7 +119,7 @@ export async function train(args: string[]): Promise<void> {
   const bar = progressBar();
   const pre = await pretrain({
     ...DEFAULT_PRETRAIN, task: a.task, seed: a.seed, fit: !resume,
-    ...(a.quick ? { bcEpisodes: 10, bcEpochs: 20, wmEpisodes: 12, wmEpochs: 3, wmHidden: [64, 64], wmMembers: 3 } : {}),
+    ...(a.quick ? QUICK_PRETRAIN : {}),
     onProgress: (what, done, total) => bar(done, total, what),
   });
   const store = join(out, 'episodes.db');
@@ -110,7 +128,7 @@ export async function train(args: string[]): Promise<void> {
     ? await simRobotTarget({ task: a.task, profile: a.profile, store, robots: a.robots, resetSeconds: a.resetSeconds, seed: a.seed })
     : await yamlRobotTarget({ config: a.robot, maxSteps: horizon, store, robots: a.robots, resetSeconds: a.resetSeconds, task: a.task, log: (e) => console.error(`safety: ${e.kind}: ${e.detail}`) });
   using prompts = await SimPrompts.create(a.task);
-  const pg = await ClippedPolicyGradient.create(pre.policy, { ...DEFAULT_PG_CONFIG, optimizer: { lr: 3e-4, clipNorm: 0.5 }, epochs: 2, minibatch: 1024 });
+  const pg = await ClippedPolicyGradient.create(pre.policy, TRAIN_PG);
   // Held-out success is measured where the robot has a sim twin under its profile; a robot YAML's own episodes are its measure.
   const evaluate = a.robot.startsWith('sim:') ? heldOutEvaluation(a.task, a.profile, a.quick ? 10 : 100) : undefined;
   const common = { updates: a.updates, prompts: a.prompts, groupSize: a.group, evalEvery: Math.max(1, Math.floor(a.updates / 5)), promptSeed0: 1_000_000, seed: a.seed };
@@ -120,7 +138,7 @@ export async function train(args: string[]): Promise<void> {
     if (a.algo === 'standard') {
       rows = (await trainStandard({ config: common, policy: pre.policy, pg, target, prompts, evaluate, outDir: out, resume, hooks })).rows;
     } else {
-      const corrector = a.pureWm ? false : correctorConfig({ ...(a.debias ? {} : { debias: false }), ...(a.denoise ? {} : { denoise: false }), anchors: { mode: a.anchors }, seed: a.seed }, DEFAULT_WMRL.corrector || undefined);
+      const corrector = trainerCorrector(a);
       rows = (await trainWmrl({
         config: { ...DEFAULT_WMRL, ...common, corrector, horizon: target.maxSteps },
         policy: pre.policy, pg, model: pre.model, simData: pre.simData, target, prompts, evaluate, outDir: out, resume, hooks,

@@ -1,0 +1,362 @@
+// The WMRL trainer as a service job, `wmrl-train` (the default job of `npm start`): pretraining — behaviour
+// cloning of the task's scripted expert and the world model, both on the nominal sim — then WMRL post-training
+// (wmrl/train_wmrl.ts) whose anchor episodes run on the service's own robot, through its safety layer (so the
+// viewer's e-stop stops them), recorded in the service's store. Each anchor episode streams as real frames and,
+// from the same start state, the world model's imagined rollout of the policy under every ensemble member as
+// imagined frames (their spread is the model's uncertainty); metrics after every update; the trainer checkpoints
+// into the run folder every update; the policy goes into the policy library, ready to deploy.
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { OBSERVATION_LAYOUT_KEY, buildObservation, layoutEntries, layoutOf, layoutToJson, splitObservation, type ObservationLayout } from '../common/layout.js';
+import type { RobotObservation } from '../common/robot.js';
+import type { EpisodeMeta } from '../episodes/types.js';
+import type { EpisodeStore } from '../episodes/store/store.js';
+import type { ActOptions, SafetyLayer } from '../hardware/safety.js';
+import type { ResetOptions } from '../hardware/types.js';
+import { exportPolicy, type GaussianPolicy } from '../policies/gaussian.js';
+import { ClippedPolicyGradient, DEFAULT_PG_CONFIG, type PgConfig } from '../policies/pg.js';
+import { MjEnv, makeEnv, type EnvState } from '../sim/index.js';
+import { correctorConfig, type CorrectorConfig } from '../wmrl/corrector.js';
+import { RobotClock, type RobotEpisode, type RobotTarget } from '../wmrl/embodied.js';
+import type { RunRow } from '../wmrl/run-state.js';
+import { DEFAULT_PRETRAIN, SimPrompts, heldOutEvaluation, pretrain, type PretrainOptions, type Pretrained } from '../wmrl/sim-setup.js';
+import { DEFAULT_WMRL, trainWmrl } from '../wmrl/train_wmrl.js';
+import { ModelEnv, repeatRows, type EnsembleModel } from '../worldmodel/index.js';
+import { wilson } from './jobs.js';
+import type { RobotHost } from './robot-host.js';
+import type { JobContext, JobDefinition } from './runs.js';
+import { WmrlTrainOptions, type MetricsPoint } from './schemas.js';
+
+// ── The recipe `wmrl train` and this job share ──────────────────────────────────────────────────
+/** `quick`: pretraining sizes of a smoke run. */
+export const QUICK_PRETRAIN: Partial<PretrainOptions> = { bcEpisodes: 10, bcEpochs: 20, wmEpisodes: 12, wmEpochs: 3, wmHidden: [64, 64], wmMembers: 3 };
+
+/** The clipped policy gradient of post-training runs. */
+export const TRAIN_PG: PgConfig = { ...DEFAULT_PG_CONFIG, optimizer: { lr: 3e-4, clipNorm: 0.5 }, epochs: 2, minibatch: 1024 };
+
+/**
+ * The Corrector as the trainer's options configure it (false: pure world model). `maxInFlight`: anchor groups
+ * executed at once — one per robot, since a robot runs one episode at a time.
+ */
+export function trainerCorrector(o: { pureWm: boolean; debias: boolean; denoise: boolean; anchors: 'random' | 'active'; seed: number }, maxInFlight?: number): CorrectorConfig | false {
+  if (o.pureWm) return false;
+  return correctorConfig(
+    { ...(o.debias ? {} : { debias: false }), ...(o.denoise ? {} : { denoise: false }), anchors: { mode: o.anchors, ...(maxInFlight ? { maxInFlight } : {}) }, seed: o.seed },
+    DEFAULT_WMRL.corrector || undefined,
+  );
+}
+
+const round = (x: number) => Math.round(x * 1e5) / 1e5;
+
+/** The 95% interval of a success rate measured on n held-out episodes. */
+const successInterval = (rate: number, n: number) => wilson(Math.round(rate * n), n).map(round) as [number, number];
+
+const sleep = (ms: number, signal: AbortSignal) =>
+  new Promise<void>((resolve) => {
+    const t = setTimeout(resolve, ms);
+    signal.addEventListener('abort', () => (clearTimeout(t), resolve()), { once: true });
+  });
+
+// ── Imagined rollouts for the viewer ────────────────────────────────────────────────────────────
+interface ImaginedStep {
+  /** Joint positions per ensemble member. */
+  members: number[][];
+  /** Body poses (nbody x 7) per member. */
+  poses: number[][];
+}
+
+/**
+ * The world model's rollout of the policy from a start state, one per ensemble member (member e moves
+ * rollout e for the whole rollout), the policy taking its mean action, so the members' spread is the model's
+ * own uncertainty. Joint positions come out of the predicted observations through the layout; body poses by
+ * setting those joint positions in a nominal copy of the task's sim (the start state's goal and objects) and
+ * running MuJoCo's kinematics.
+ */
+class Imaginer {
+  private constructor(
+    private readonly env: ModelEnv,
+    private readonly policy: ReturnType<GaussianPolicy['graphPolicy']>,
+    private readonly model: EnsembleModel,
+    private readonly sim: MjEnv,
+    /** qpos address of each layout joint in `sim`. */
+    private readonly qposAdr: number[],
+    private readonly layout: ObservationLayout,
+    private readonly successThreshold: number,
+  ) {}
+
+  static async create(model: EnsembleModel, policy: GaussianPolicy, task: string, layout: ObservationLayout, successThreshold: number): Promise<Imaginer> {
+    const sim = await makeEnv({ task, profile: 'nominal' });
+    if (!(sim instanceof MjEnv)) {
+      sim.dispose();
+      throw new Error(`wmrl-train: task '${task}' has no MuJoCo model to pose imagined rollouts in`);
+    }
+    const adr = sim.model.raw.jnt_qposadr as Int32Array;
+    const qposAdr = layout.joints.map((j) => adr[sim.model.id('mjOBJ_JOINT', j.name)]!);
+    return new Imaginer(new ModelEnv(model, { members: 'fixed' }), policy.graphPolicy(), model, sim, qposAdr, layout, successThreshold);
+  }
+
+  /** `start`: the observation (Shape D) the robot starts from; `physics`: the robot's sim state then. */
+  async rollout(start: Float32Array, physics: EnvState, H: number): Promise<ImaginedStep[]> {
+    const E = this.model.members, D = this.model.dObs;
+    const im = await this.env.imagine(repeatRows(start, D, E), this.policy, H, {
+      members: Int32Array.from({ length: E }, (_, e) => e),
+      policyNoise: new Float32Array(E * H * this.policy.noiseDim),
+    });
+    // A member's rollout ends at its first predicted success, as the trainer's imagined rollouts do.
+    const ends = Array.from({ length: E }, (_, e) => {
+      const hit = im.successProb.subarray(e * H, (e + 1) * H).findIndex((p) => p > this.successThreshold);
+      return hit < 0 ? H : hit + 1;
+    });
+    this.sim.setState(physics);
+    const steps: ImaginedStep[] = [];
+    for (let t = 0; t < Math.max(...ends); t++) {
+      const s: ImaginedStep = { members: [], poses: [] };
+      for (let e = 0; e < E; e++) {
+        // Step t's frame is the observation after action t; a finished member stays where it ended.
+        const k = Math.min(t, ends[e]! - 1) + 1;
+        const q = splitObservation(this.layout, im.obs.subarray((e * (H + 1) + k) * D, (e * (H + 1) + k + 1) * D), 'world model').position;
+        s.members.push(Array.from(q, round));
+        s.poses.push(this.posesAt(q));
+      }
+      steps.push(s);
+    }
+    return steps;
+  }
+
+  private posesAt(q: ArrayLike<number>): number[] {
+    // A fresh view each time: views into WASM memory go stale when the heap grows.
+    const qpos = this.sim.data.raw.qpos as Float64Array;
+    this.qposAdr.forEach((a, j) => (qpos[a] = q[j]!));
+    this.sim.data.kinematics();
+    return Array.from(this.sim.poses(), round);
+  }
+
+  async release(): Promise<void> {
+    this.sim.dispose();
+    await this.env.release();
+  }
+}
+
+// ── The service's robot as the trainer's robot ──────────────────────────────────────────────────
+/**
+ * Each robot episode the trainer runs, seen from the service: `reset` waits while the e-stop is latched (the
+ * viewer's "reset robot" clears it; the e-stopped episode ended as partial and the trainer leaves it unscored),
+ * refuses once the run is stopping, and imagines the episode from its start state; `begin` (the store's) makes
+ * the episode id known, which every frame carries; `act` streams the step as the robot applied it.
+ */
+class AnchorEpisodes {
+  private episode: string | null = null;
+  private t = 0;
+  private pending: ImaginedStep[] = [];
+  /** Ids of the episodes recorded, in order. */
+  readonly ids: string[] = [];
+
+  constructor(
+    private readonly ctx: JobContext,
+    private readonly host: RobotHost,
+    private readonly imaginer: Imaginer | null,
+    private readonly horizon: number,
+  ) {}
+
+  /** The host's own safety layer, with `reset` and `act` going through this. */
+  robot(): SafetyLayer {
+    const safety = this.host.safety;
+    const own: Partial<Record<keyof SafetyLayer, unknown>> = { reset: (o?: ResetOptions) => this.reset(o), act: (a: Float32Array, o?: ActOptions) => this.act(a, o) };
+    return new Proxy(safety, {
+      get: (target, key) => {
+        if (key in own) return own[key as keyof SafetyLayer];
+        const v = Reflect.get(target, key, target) as unknown;
+        return typeof v === 'function' ? (v as (...a: unknown[]) => unknown).bind(target) : v;
+      },
+    });
+  }
+
+  /** The service's store, with `begin` telling this the id of the episode starting. */
+  store(): EpisodeStore {
+    const store = this.ctx.store;
+    const begin = (meta: EpisodeMeta) => {
+      const rec = store.begin(meta);
+      this.started(meta.id);
+      return rec;
+    };
+    return new Proxy(store, {
+      get: (target, key) => {
+        if (key === 'begin') return begin;
+        const v = Reflect.get(target, key, target) as unknown;
+        return typeof v === 'function' ? (v as (...a: unknown[]) => unknown).bind(target) : v;
+      },
+    });
+  }
+
+  private async reset(o?: ResetOptions): Promise<RobotObservation> {
+    const { ctx, host } = this;
+    while (host.safety.isEstopped && !ctx.signal.aborted) await sleep(50, ctx.signal);
+    ctx.signal.throwIfAborted();
+    let obs = await host.safety.reset(o);
+    this.pending = [];
+    if (this.imaginer && o?.seed !== undefined) {
+      this.pending = await this.imaginer.rollout(buildObservation(layoutOf(host.sim.spec), obs), host.sim.env.getState(), this.horizon);
+      // Imagining took a moment, in which the watchdog may have held the robot: the same seed starts it again.
+      obs = await host.safety.reset(o);
+    }
+    return obs;
+  }
+
+  private started(id: string): void {
+    const { ctx, host } = this;
+    this.episode = id;
+    this.t = 0;
+    ctx.emit({ type: 'episode', episode: id, phase: 'start', steps: 0, success: null, status: 'recording' });
+    this.pending.forEach((s, t) => ctx.emit({ type: 'imagined', robot: host.id, episode: id, source: 'world-model', t, members: s.members, poses: s.poses }));
+    this.pending = [];
+  }
+
+  private async act(a: Float32Array, o?: ActOptions): Promise<Float32Array> {
+    const { ctx, host } = this;
+    const sent = await host.safety.act(a, o);
+    if (this.episode) ctx.emit({ type: 'real', robot: host.id, episode: this.episode, t: this.t++, q: host.positions(), command: Array.from(sent, round), poses: Array.from(host.sim.env.poses(), round) });
+    return sent;
+  }
+
+  /** The trainer's report of the episode just run. */
+  ended(ep: RobotEpisode): void {
+    const { ctx, host } = this;
+    this.ids.push(ep.id);
+    const why = ep.status === 'complete' ? '' : host.safety.isEstopped ? ' (estop)' : ctx.signal.aborted ? ' (aborted)' : '';
+    ctx.emit({ type: 'episode', episode: ep.id, phase: 'end', steps: ep.steps, success: ep.status === 'complete' ? ep.success : null, status: `${ep.status}${why}` });
+    this.episode = null;
+  }
+}
+
+// ── The job ─────────────────────────────────────────────────────────────────────────────────────
+/** What the run's checkpoint.json holds beside the trainer's own files (state.json, pg.safetensors, world_model.safetensors, history.json). */
+export interface WmrlCheckpoint {
+  run: string;
+  task: string;
+  profile: string;
+  updates: number;
+  robotSeconds: number;
+  /** Anchor episodes in the store, in order. */
+  episodes: string[];
+  /** The policy left in the library (null when the run stopped before pretraining ended). */
+  policy: { id: string; updates: number } | null;
+  metrics: MetricsPoint[];
+  stoppedEarly: boolean;
+  stoppedDuring: 'pretraining' | 'training' | null;
+}
+
+export const wmrlTrain: JobDefinition<typeof WmrlTrainOptions> = {
+  kind: 'wmrl-train',
+  description:
+    "WMRL post-training on the robot's task: behaviour cloning and a world model pretrained on the nominal sim, then updates on groups imagined in the world model, corrected by anchor episodes on this robot (recorded, streamed with the world model's imagined rollouts); the policy goes into the policies as the run's id",
+  options: WmrlTrainOptions,
+  async run(o, ctx) {
+    const host = ctx.robot(o.robot);
+    ctx.claim(host);
+    const { task, profile } = host;
+    const spec = host.sim.spec;
+    const layout = layoutOf(spec);
+    const metrics: MetricsPoint[] = [];
+    const rows: RunRow[] = [];
+    const checkpoint = (c: Omit<WmrlCheckpoint, 'run' | 'task' | 'profile' | 'metrics' | 'stoppedEarly' | 'updates' | 'robotSeconds'>) => {
+      const file = join(ctx.dir, 'checkpoint.json');
+      const last = rows.at(-1);
+      const cp: WmrlCheckpoint = { run: ctx.runId, task, profile, updates: last?.update ?? 0, robotSeconds: last?.robotSeconds ?? 0, metrics, stoppedEarly: ctx.signal.aborted, ...c };
+      writeFileSync(file, JSON.stringify(cp, null, 1));
+      return file;
+    };
+    const emit = (m: MetricsPoint) => {
+      metrics.push(m);
+      ctx.emit({ type: 'metrics', metrics: m });
+    };
+
+    // 1. Pretraining: a stop ends it at the next progress report.
+    let pre: Pretrained;
+    try {
+      pre = await pretrain({
+        ...DEFAULT_PRETRAIN, ...(o.quick ? QUICK_PRETRAIN : {}), ...o.pretrain, task, seed: o.seed,
+        onProgress: (what, done, total) => {
+          ctx.signal.throwIfAborted();
+          ctx.progress(done, total, `pretraining: ${what}`);
+        },
+      });
+    } catch (e) {
+      if (!ctx.signal.aborted) throw e;
+      return checkpoint({ episodes: [], policy: null, stoppedDuring: 'pretraining' });
+    }
+
+    // 2. WMRL post-training on the service's robot.
+    const H = host.sim.env.horizon;
+    const config = {
+      ...DEFAULT_WMRL, updates: o.updates, prompts: o.prompts, groupSize: o.group, evalEvery: 1, seed: o.seed,
+      corrector: trainerCorrector(o, 1), horizon: H,
+    };
+    using prompts = await SimPrompts.create(task);
+    const evaluate = heldOutEvaluation(task, profile, o.evalEpisodes);
+    const pg = await ClippedPolicyGradient.create(pre.policy, TRAIN_PG);
+    let imaginer: Imaginer | null = null;
+    let anchors: AnchorEpisodes | null = null;
+    try {
+      imaginer = o.imagined ? await Imaginer.create(pre.model, pre.policy, task, layout, config.successThreshold) : null;
+      anchors = new AnchorEpisodes(ctx, host, imaginer, H);
+      const a = anchors;
+      const target: RobotTarget = {
+        robot: a.robot(),
+        outcome: () => {
+          const l = host.sim.lastStep;
+          return { reward: l?.reward ?? 0, done: !!(l?.terminated || l?.truncated), success: l?.info.success };
+        },
+        maxSteps: H,
+        realTime: o.realTime,
+        store: a.store(),
+        meta: { robot: spec.name, hardwareProfile: profile, task },
+        clock: new RobotClock(1, o.resetSeconds),
+        signal: ctx.signal,
+      };
+      // Where post-training starts: the pretrained policy's true success.
+      const start = await evaluate(pre.policy);
+      emit({ step: 0, robotSeconds: 0, trueSuccess: round(start.success), anchorFraction: null, biasReduction: null, anchorWeight: null, ppi: successInterval(start.success, start.episodes), trueScore: null });
+      ctx.progress(0, o.updates, 'updates');
+      await trainWmrl({
+        config, policy: pre.policy, pg, model: pre.model, simData: pre.simData, target, prompts, evaluate, outDir: ctx.dir,
+        hooks: {
+          signal: ctx.signal,
+          onEpisode: (ep) => a.ended(ep),
+          onUpdate: (r) => {
+            rows.push(r);
+            emit({
+              step: r.update,
+              robotSeconds: round(r.robotSeconds),
+              trueSuccess: r.evalSuccess === undefined ? null : round(r.evalSuccess),
+              anchorFraction: round(r.realGroups / r.groups),
+              biasReduction: r.biasReduction === undefined || r.biasReduction === null ? null : round(r.biasReduction),
+              anchorWeight: r.anchorWeight === undefined ? null : round(r.anchorWeight),
+              ppi: r.evalSuccess === undefined ? null : successInterval(r.evalSuccess, o.evalEpisodes),
+              trueScore: r.trueMean ? [round(r.trueMean[0]), round(r.trueMean[1])] : null,
+            });
+            ctx.progress(r.update, o.updates, 'updates');
+          },
+        },
+      });
+    } catch (e) {
+      // Stopped: the trainer's state is the last finished update's (it checkpoints after each one).
+      if (!ctx.signal.aborted) throw e;
+    } finally {
+      await pg.release();
+      await imaginer?.release();
+    }
+
+    // 3. The policy, deployable on this robot (its observation layout inside).
+    const id = ctx.runId;
+    const updates = rows.at(-1)?.update ?? 0;
+    exportPolicy(pre.policy, ctx.policyPath(id), {
+      observationNames: layoutEntries(layout).map((e) => e.label),
+      actionNames: spec.action.names,
+      controlHz: spec.controlHz,
+      policyVersion: id,
+      runId: ctx.runId,
+      extra: { [OBSERVATION_LAYOUT_KEY]: layoutToJson(layout), source: 'wmrl', task, updates: String(updates) },
+    });
+    return checkpoint({ episodes: anchors?.ids ?? [], policy: { id, updates }, stoppedDuring: ctx.signal.aborted ? 'training' : null });
+  },
+};

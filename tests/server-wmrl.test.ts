@@ -1,0 +1,195 @@
+// The WMRL trainer as the service's job `wmrl-train`: its options on the route (400 naming the field), a tiny
+// run through the RunManager to the end (policy in the library and deployable, real and imagined frames with
+// every ensemble member, metrics per update, the trainer's checkpoint in the run folder), the viewer's e-stop
+// stopping its anchor episodes on the robot, and a stop checkpointing it during pretraining and during training.
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startService, type Service } from '../server/service.js';
+import type { MetricsPoint, RunStatus, StreamEvent } from '../server/schemas.js';
+import type { WmrlCheckpoint } from '../server/wmrl-train.js';
+
+const dir = mkdtempSync(join(tmpdir(), 'wmrl-job-'));
+let svc: Service;
+let auth: Record<string, string>;
+
+/** Pretraining small enough for a test (the policy learns little; the wiring is what is checked). */
+const TINY = { pretrain: { bcEpisodes: 3, bcEpochs: 5, wmEpisodes: 4, wmEpochs: 2, wmMembers: 3, wmHidden: [32] }, evalEpisodes: 5, prompts: 2, group: 2 };
+
+beforeAll(async () => {
+  svc = await startService({ dataDir: dir, port: 0, foxglovePort: null, mqttPort: null });
+  auth = { authorization: `Bearer ${svc.token}` };
+});
+afterAll(async () => {
+  await svc?.close();
+  rmSync(dir, { recursive: true, force: true });
+});
+
+const inject = (o: { method?: 'GET' | 'POST'; url: string; payload?: unknown; headers?: Record<string, string> }) =>
+  svc.app.inject({ method: o.method ?? 'GET', url: o.url, headers: o.headers ?? auth, payload: o.payload as string });
+
+async function until<T>(f: () => T | undefined, ms = 45_000): Promise<T> {
+  const t0 = Date.now();
+  for (;;) {
+    const v = f();
+    if (v !== undefined) return v;
+    if (Date.now() - t0 > ms) throw new Error('timed out');
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
+const ended = (id: string) => until(() => {
+  const s = svc.ctx.runs.get(id).status;
+  return s.state === 'running' || s.state === 'stopping' ? undefined : s;
+});
+function record(): { events: StreamEvent[]; off(): void } {
+  const events: StreamEvent[] = [];
+  // A copy: a run event carries the run's live status object.
+  const on = (e: StreamEvent) => events.push(structuredClone(e));
+  svc.ctx.runs.events.on('event', on);
+  return { events, off: () => svc.ctx.runs.events.off('event', on) };
+}
+
+describe('wmrl-train job: options on the route', () => {
+  it('is listed with its options schema; bad options are 400 naming the field; no token 401; unknown robot 404', async () => {
+    const jobs = (await inject({ url: '/api/runs/jobs' })).json<Array<{ kind: string; options: { properties: Record<string, { default?: unknown }> } }>>();
+    const job = jobs.find((j) => j.kind === 'wmrl-train')!;
+    expect(job.options.properties.updates!.default).toBe(20);
+    expect(Object.keys(job.options.properties)).toEqual(expect.arrayContaining(['robot', 'updates', 'prompts', 'group', 'debias', 'denoise', 'pureWm', 'anchors', 'pretrain', 'realTime']));
+    const bad: Array<[unknown, string]> = [
+      [{ robot: 'sim', updates: 0 }, 'body.updates: must be >= 1'],
+      [{ robot: 'sim', group: 1 }, 'body.group: must be >= 2'],
+      [{ robot: 'sim', updates: '5' }, 'body.updates: must be integer'],
+      [{ robot: 'sim', pretrain: { wmMembers: 1 } }, 'body.pretrain.wmMembers: must be >= 2'],
+      [{ robot: 'sim', pretrain: { layers: 3 } }, 'body.pretrain.layers: is not a known field'],
+      [{ robot: 'sim', learningRate: 1 }, 'body.learningRate: is not a known field'],
+      [{ updates: 2 }, 'body.robot: is required'],
+    ];
+    for (const [payload, message] of bad) {
+      const r = await inject({ method: 'POST', url: '/api/runs/wmrl-train', payload });
+      expect(r.statusCode, message).toBe(400);
+      expect(r.json()).toMatchObject({ code: 'WMRL_VALIDATION', message });
+    }
+    const anchors = await inject({ method: 'POST', url: '/api/runs/wmrl-train', payload: { robot: 'sim', anchors: 'psychic' } });
+    expect(anchors.statusCode).toBe(400);
+    expect(anchors.json().message).toMatch(/^body\.anchors: /);
+    expect((await inject({ method: 'POST', url: '/api/runs/wmrl-train', payload: { robot: 'sim' }, headers: {} })).statusCode).toBe(401);
+    const unknown = await inject({ method: 'POST', url: '/api/runs/wmrl-train', payload: { robot: 'r2d2' } });
+    expect(unknown.statusCode).toBe(404);
+    expect(unknown.json().code).toBe('WMRL_ROBOT_NOT_FOUND');
+    // Nothing was started by any of them.
+    expect(svc.ctx.runs.list()).toHaveLength(0);
+  });
+});
+
+describe('wmrl-train job: a tiny run', () => {
+  it('runs to the end through the RunManager: policy in the library, real and imagined frames of every member, metrics, checkpoint', async () => {
+    const rec = record();
+    const started = await inject({ method: 'POST', url: '/api/runs/wmrl-train', payload: { robot: 'sim', ...TINY, updates: 2, realTime: false } });
+    expect(started.statusCode).toBe(201);
+    const id = started.json<RunStatus>().id;
+    const done = await ended(id);
+    rec.off();
+    expect(done).toMatchObject({ state: 'finished', error: null, progress: { done: 2, total: 2, phase: 'updates' } });
+    // Progress went through pretraining first.
+    const phases = new Set(rec.events.flatMap((e) => (e.type === 'run' && e.status.id === id ? [e.status.progress.phase] : [])));
+    expect([...phases]).toEqual(expect.arrayContaining(['pretraining: demonstrations', 'pretraining: world model', 'updates']));
+
+    // The checkpoint: the trainer's files in the run folder, and the policy in the library.
+    const cp = JSON.parse(readFileSync(done.checkpoint!, 'utf8')) as WmrlCheckpoint;
+    expect(cp).toMatchObject({ run: id, task: 'reach', profile: 'gap', updates: 2, stoppedEarly: false, stoppedDuring: null, policy: { id, updates: 2 } });
+    for (const f of ['state.json', 'pg.safetensors', 'world_model.safetensors', 'history.json']) expect(existsSync(join(dir, 'runs', id, f)), f).toBe(true);
+    const policy = (await inject({ url: `/api/policies/${id}` })).json<{ metadata: Record<string, string>; inputs: Array<{ name: string; shape: unknown[] }> }>();
+    expect(policy.metadata).toMatchObject({ source: 'wmrl', task: 'reach', updates: '2', training_run: id });
+    expect(JSON.parse(policy.metadata.observation_layout!)).toMatchObject({ joints: [{ name: 'shoulder' }, { name: 'elbow' }] });
+
+    // The anchor episodes: recorded in the service's store, on the robot, with real frames from the robot and
+    // imagined frames from the world model, one path per ensemble member.
+    expect(cp.episodes.length).toBeGreaterThanOrEqual(2 * TINY.group);
+    const stored = svc.ctx.store.list().filter((e) => cp.episodes.includes(e.meta.id));
+    expect(stored).toHaveLength(cp.episodes.length);
+    expect(stored.every((e) => e.meta.robot === 'sim-reach-gap' && e.status === 'complete')).toBe(true);
+    const ro = svc.ctx.runs.rollout(id, cp.episodes[0]!)!;
+    const steps = stored.find((e) => e.meta.id === cp.episodes[0])!.steps;
+    expect(ro.real.map((f) => f.t)).toEqual(Array.from({ length: steps }, (_, t) => t));
+    expect(ro.imagined.length).toBeGreaterThan(10);
+    const im = ro.imagined[10]!;
+    expect(im.source).toBe('world-model');
+    expect(im.members).toHaveLength(3);
+    expect(im.poses).toHaveLength(3);
+    expect(im.poses[0]).toHaveLength(ro.real[0]!.poses.length);
+    // The members disagree (the spread the viewer draws), and each member's joints move along its path.
+    const spread = Math.max(...ro.imagined.map((f) => Math.abs(f.members[0]![0]! - f.members[1]![0]!) + Math.abs(f.members[0]![1]! - f.members[2]![1]!)));
+    expect(spread).toBeGreaterThan(1e-3);
+    expect(Math.abs(ro.imagined.at(-1)!.members[0]![0]! - ro.imagined[0]!.members[0]![0]!)).toBeGreaterThan(1e-3);
+    // Frames in stream order: the episode starts, its imagined rollout, then its real steps.
+    const mine = rec.events.filter((e) => (e.type === 'episode' || e.type === 'real' || e.type === 'imagined') && e.episode === cp.episodes[0]).map((e) => e.type);
+    expect(mine[0]).toBe('episode');
+    expect(mine.indexOf('real')).toBeGreaterThan(mine.lastIndexOf('imagined'));
+
+    // Metrics: the pretrained start, then one point per update.
+    const metrics = (await inject({ url: `/api/runs/${id}/metrics` })).json<MetricsPoint[]>();
+    expect(metrics.map((m) => m.step)).toEqual([0, 1, 2]);
+    expect(metrics[0]!.robotSeconds).toBe(0);
+    for (const m of metrics.slice(1)) {
+      expect(m.robotSeconds).toBeGreaterThan(0);
+      expect(m.anchorFraction).toBeGreaterThan(0);
+      expect(m.trueSuccess).not.toBeNull();
+      expect(m.ppi![0]).toBeLessThanOrEqual(m.trueSuccess!);
+      expect(m.ppi![1]).toBeGreaterThanOrEqual(m.trueSuccess!);
+    }
+    expect(metrics[2]!.robotSeconds).toBeGreaterThan(metrics[1]!.robotSeconds);
+    const ppi = metrics[2]!.trueScore!;
+    expect(ppi[0]).toBeLessThanOrEqual(ppi[1]);
+
+    // Deployed on the robot it was trained on.
+    const d = await inject({ method: 'POST', url: `/api/policies/${id}/deploy`, payload: { robot: 'sim', episodes: 1 } });
+    expect(d.statusCode).toBe(201);
+    expect(await ended(d.json<RunStatus>().id)).toMatchObject({ kind: 'policy', state: 'finished' });
+    expect(svc.ctx.store.list().at(-1)!.meta.policyVersion).toBe(id);
+  });
+
+  it("the e-stop stops its anchor episode on the robot; the run waits for the robot's reset and then goes on", async () => {
+    const host = svc.ctx.robots.get('sim')!;
+    const rec = record();
+    const run = svc.ctx.runs.start('wmrl-train', { robot: 'sim', ...TINY, updates: 1 });
+    // A real-time anchor episode under way.
+    await until(() => (rec.events.filter((e) => e.type === 'real' && e.run === run.id).length >= 10 ? true : undefined));
+    await host.estop('test');
+    const applied = host.stepsApplied;
+    await new Promise((r) => setTimeout(r, 500));
+    expect(host.stepsApplied).toBe(applied);
+    expect(svc.ctx.runs.get(run.id).status.state).toBe('running');
+    const cut = await until(() => rec.events.find((e) => e.type === 'episode' && e.phase === 'end' && e.run === run.id));
+    expect(cut).toMatchObject({ status: 'partial (estop)', success: null });
+    expect(svc.ctx.store.list({ status: 'recording' })).toHaveLength(0);
+    await host.reset();
+    const done = await ended(run.id);
+    rec.off();
+    expect(done).toMatchObject({ state: 'finished', progress: { done: 1, total: 1 } });
+    expect(host.stepsApplied).toBeGreaterThan(applied + 10);
+    const eps = rec.events.filter((e) => e.type === 'episode' && e.phase === 'end' && e.run === run.id);
+    expect(eps.length).toBeGreaterThan(1);
+  });
+
+  it('stop during pretraining checkpoints without a policy; stop during training finishes the episode and leaves the policy', async () => {
+    const early = svc.ctx.runs.start('wmrl-train', { robot: 'sim', ...TINY, pretrain: { ...TINY.pretrain, bcEpisodes: 200 } });
+    await until(() => (svc.ctx.runs.get(early.id).status.progress.phase.startsWith('pretraining') ? true : undefined));
+    const s1 = await svc.ctx.runs.stop(early.id);
+    expect(s1.state).toBe('stopped');
+    expect(JSON.parse(readFileSync(s1.checkpoint!, 'utf8'))).toMatchObject({ stoppedEarly: true, stoppedDuring: 'pretraining', policy: null });
+
+    const rec = record();
+    const run = svc.ctx.runs.start('wmrl-train', { robot: 'sim', ...TINY, updates: 50 });
+    await until(() => (rec.events.filter((e) => e.type === 'real' && e.run === run.id).length >= 5 ? true : undefined));
+    const s2 = await svc.ctx.runs.stop(run.id);
+    rec.off();
+    expect(s2.state).toBe('stopped');
+    const cp = JSON.parse(readFileSync(s2.checkpoint!, 'utf8')) as WmrlCheckpoint;
+    expect(cp).toMatchObject({ stoppedEarly: true, stoppedDuring: 'training', policy: { id: run.id } });
+    expect(svc.ctx.policies.has(run.id)).toBe(true);
+    expect(svc.ctx.store.list({ status: 'recording' })).toHaveLength(0);
+    expect(rec.events.find((e) => e.type === 'episode' && e.phase === 'end' && e.run === run.id)).toMatchObject({ status: 'partial (aborted)' });
+    expect(svc.ctx.robots.get('sim')!.run).toBeNull();
+  });
+});
