@@ -27,10 +27,16 @@ export function wilson(successes: number, n: number, z = 1.959964): [number, num
   return [Math.max(0, (c - h) / d), Math.min(1, (c + h) / d)];
 }
 
-const sleep = (ms: number, signal: AbortSignal) =>
+/** Waits `ms`, or less when `signal` aborts (its listener removed either way: a wait loop must not pile them up). */
+export const sleep = (ms: number, signal: AbortSignal) =>
   new Promise<void>((resolve) => {
-    const t = setTimeout(resolve, ms);
-    signal.addEventListener('abort', () => (clearTimeout(t), resolve()), { once: true });
+    const done = () => {
+      clearTimeout(t);
+      signal.removeEventListener('abort', done);
+      resolve();
+    };
+    const t = setTimeout(done, ms);
+    signal.addEventListener('abort', done, { once: true });
   });
 
 interface SessionSpec {

@@ -22,7 +22,7 @@ import type { RunRow } from '../wmrl/run-state.js';
 import { DEFAULT_PRETRAIN, SimPrompts, heldOutEvaluation, pretrain, type PretrainOptions, type Pretrained } from '../wmrl/sim-setup.js';
 import { DEFAULT_WMRL, trainWmrl } from '../wmrl/train_wmrl.js';
 import { ModelEnv, repeatRows, type EnsembleModel } from '../worldmodel/index.js';
-import { wilson } from './jobs.js';
+import { sleep, wilson } from './jobs.js';
 import type { RobotHost } from './robot-host.js';
 import type { JobContext, JobDefinition } from './runs.js';
 import { WmrlTrainOptions, type MetricsPoint } from './schemas.js';
@@ -50,12 +50,6 @@ const round = (x: number) => Math.round(x * 1e5) / 1e5;
 
 /** The 95% interval of a success rate measured on n held-out episodes. */
 const successInterval = (rate: number, n: number) => wilson(Math.round(rate * n), n).map(round) as [number, number];
-
-const sleep = (ms: number, signal: AbortSignal) =>
-  new Promise<void>((resolve) => {
-    const t = setTimeout(resolve, ms);
-    signal.addEventListener('abort', () => (clearTimeout(t), resolve()), { once: true });
-  });
 
 // ── Imagined rollouts for the viewer ────────────────────────────────────────────────────────────
 interface ImaginedStep {

@@ -1,10 +1,11 @@
-// The viewer in real headless Chromium (Debian's /usr/bin/chromium, driven by playwright-core) during a
-// live run: the 3D canvas draws, real and imagined trajectories both appear, and the e-stop button
-// stops the robot — checked on the robot's side. The screenshot is kept in test-artifacts/.
+// The viewer in real headless Chromium (Debian's /usr/bin/chromium, driven by playwright-core) during live
+// runs: the 3D canvas draws, real and imagined trajectories both appear (a WMRL run's world-model rollouts
+// with one path per ensemble member), and the e-stop button stops the robot — checked on the robot's side.
+// Screenshots are kept in test-artifacts/.
 import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { chromium, type BrowserContext } from 'playwright-core';
+import { chromium, type BrowserContext, type Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ensureViewer } from '../bin/viewer.js';
 import { startService, type Service } from '../server/service.js';
@@ -32,54 +33,88 @@ afterAll(async () => {
   rmSync(dir, { recursive: true, force: true });
 });
 
+type Shot = { total: number; nonBackground: number; orange: number; cyan: number; real: number; imagined: number; source: string };
+/** Pixels of the WebGL canvas (preserveDrawingBuffer): not background, the real trajectory's orange, the imagined one's cyan; and the legend's counts. */
+const shot = (page: Page) =>
+  page.evaluate((): Shot => {
+    const src = document.getElementById('scene') as HTMLCanvasElement;
+    const c = document.createElement('canvas');
+    c.width = src.width;
+    c.height = src.height;
+    const g = c.getContext('2d')!;
+    g.drawImage(src, 0, 0);
+    const d = g.getImageData(0, 0, c.width, c.height).data;
+    let nonBackground = 0, orange = 0, cyan = 0;
+    const near = (i: number, r: number, gg: number, b: number) => Math.abs(d[i]! - r) + Math.abs(d[i + 1]! - gg) + Math.abs(d[i + 2]! - b) < 60;
+    for (let i = 0; i < d.length; i += 4) {
+      if (!near(i, 0x1a, 0x1f, 0x26)) nonBackground++;
+      if (near(i, 0xff, 0x9a, 0x3c)) orange++;
+      if (near(i, 0x4c, 0xc9, 0xf0)) cyan++;
+    }
+    const text = (id: string) => document.getElementById(id)!.textContent ?? '';
+    return { total: d.length / 4, nonBackground, orange, cyan, real: Number(text('real-count')), imagined: Number(text('imagined-count')), source: text('imagined-source') };
+  });
+const enoughFrames = (page: Page, timeout = 30_000) =>
+  page.waitForFunction(() => {
+    const s = (window as unknown as { __wmrl?: { real: unknown[]; imagined: unknown[]; renders: number } }).__wmrl;
+    return !!s && s.real.length > 25 && s.imagined.length > 25 && s.renders > 5;
+  }, undefined, { timeout });
+/** A shot with both trajectories well under way: a new episode clears the trails, so a shot taken just as one begins is taken again. */
+async function liveShot(page: Page, timeout?: number): Promise<Shot> {
+  let live: Shot | undefined;
+  for (let attempt = 0; attempt < 5 && !(live && live.real > 25); attempt++) {
+    await enoughFrames(page, timeout);
+    await page.waitForTimeout(100);
+    live = await shot(page);
+  }
+  return live!;
+}
+/** The viewer's own count of what the scene draws (its test hook). */
+const sceneStats = (page: Page) => page.evaluate(() => (window as unknown as { __wmrl: { sceneStats(): { realPaths: number; memberPaths: number } } }).__wmrl.sceneStats());
+
 describe('viewer in headless Chromium', () => {
+  it('during a live WMRL run draws the real trajectory and the world model\'s imagined one, a path per ensemble member', async () => {
+    // Tiny pretraining: the run is at its first anchor episode within seconds.
+    const run = svc.ctx.runs.start('wmrl-train', { robot: 'sim', updates: 50, prompts: 2, group: 2, evalEpisodes: 5, pretrain: { bcEpisodes: 3, bcEpochs: 5, wmEpisodes: 4, wmEpochs: 2, wmMembers: 3, wmHidden: [32] } });
+    const page = await browser.newPage();
+    const errors: string[] = [];
+    page.on('pageerror', (e) => errors.push(e.message));
+    await page.goto(`${svc.url}/#token=${svc.token}`);
+    const live = await liveShot(page, 60_000);
+    const drawn = await sceneStats(page);
+    expect(live.source).toBe('(world-model)');
+    expect(live.real).toBeGreaterThan(25);
+    expect(live.imagined).toBeGreaterThan(25);
+    expect(live.nonBackground / live.total).toBeGreaterThan(0.05);
+    expect(live.orange).toBeGreaterThan(20);
+    expect(live.cyan).toBeGreaterThan(20);
+    // The ensemble's spread: one drawn path per member (3), beside the one real path.
+    expect(drawn).toEqual({ realPaths: 1, memberPaths: 3 });
+    // The run's status line and its first metrics point (the pretrained policy) reached the page.
+    expect(await page.textContent('#status')).toMatch(/run wmrl-train running updates \d+\/50/);
+    expect(await page.evaluate(() => (window as unknown as { __wmrl: { metrics: Array<{ step: number }> } }).__wmrl.metrics[0]?.step)).toBe(0);
+    mkdirSync(ARTIFACTS, { recursive: true });
+    await page.screenshot({ path: join(ARTIFACTS, 'viewer-wmrl.png') });
+    expect((await svc.ctx.runs.stop(run.id)).state).toBe('stopped');
+    await page.close();
+    expect(errors).toEqual([]);
+  });
+
   it('draws the scene with real and imagined trajectories during a live run, and its e-stop stops the robot', async () => {
     svc.ctx.runs.start('expert-session', { robot: 'sim', episodes: 50, imagined: true, seed: 0 });
     const page = await browser.newPage();
     const errors: string[] = [];
     page.on('pageerror', (e) => errors.push(e.message));
     await page.goto(`${svc.url}/#token=${svc.token}`);
-    type Shot = { total: number; nonBackground: number; orange: number; cyan: number; real: number; imagined: number; source: string };
-    const shot = () =>
-      page.evaluate((): Shot => {
-        const src = document.getElementById('scene') as HTMLCanvasElement;
-        const c = document.createElement('canvas');
-        c.width = src.width;
-        c.height = src.height;
-        const g = c.getContext('2d')!;
-        g.drawImage(src, 0, 0);
-        const d = g.getImageData(0, 0, c.width, c.height).data;
-        let nonBackground = 0, orange = 0, cyan = 0;
-        const near = (i: number, r: number, gg: number, b: number) => Math.abs(d[i]! - r) + Math.abs(d[i + 1]! - gg) + Math.abs(d[i + 2]! - b) < 60;
-        for (let i = 0; i < d.length; i += 4) {
-          if (!near(i, 0x1a, 0x1f, 0x26)) nonBackground++;
-          if (near(i, 0xff, 0x9a, 0x3c)) orange++;
-          if (near(i, 0x4c, 0xc9, 0xf0)) cyan++;
-        }
-        const text = (id: string) => document.getElementById(id)!.textContent ?? '';
-        return { total: d.length / 4, nonBackground, orange, cyan, real: Number(text('real-count')), imagined: Number(text('imagined-count')), source: text('imagined-source') };
-      });
-    const enoughFrames = () =>
-      page.waitForFunction(() => {
-        const s = (window as unknown as { __wmrl?: { real: unknown[]; imagined: unknown[]; renders: number } }).__wmrl;
-        return !!s && s.real.length > 25 && s.imagined.length > 25 && s.renders > 5;
-      }, undefined, { timeout: 30_000 });
-
-    // Live: pixels of the WebGL canvas (preserveDrawingBuffer) with both trajectories' dot colours present.
-    // A new episode clears the trails, so a shot taken just as one begins is taken again.
-    let live: Shot | undefined;
-    for (let attempt = 0; attempt < 5 && !(live && live.real > 25); attempt++) {
-      await enoughFrames();
-      await page.waitForTimeout(100);
-      live = await shot();
-    }
-    expect(live!.total).toBeGreaterThan(100_000);
-    expect(live!.nonBackground / live!.total).toBeGreaterThan(0.05);
-    expect(live!.real).toBeGreaterThan(25);
-    expect(live!.imagined).toBeGreaterThan(25);
-    expect(live!.source).toBe('(sim-replay)');
-    expect(live!.orange).toBeGreaterThan(20); // the real trajectory's dots
-    expect(live!.cyan).toBeGreaterThan(20); // the imagined trajectory's dots
+    // Live: both trajectories' dot colours present.
+    const live = await liveShot(page);
+    expect(live.total).toBeGreaterThan(100_000);
+    expect(live.nonBackground / live.total).toBeGreaterThan(0.05);
+    expect(live.real).toBeGreaterThan(25);
+    expect(live.imagined).toBeGreaterThan(25);
+    expect(live.source).toBe('(sim-replay)');
+    expect(live.orange).toBeGreaterThan(20); // the real trajectory's dots
+    expect(live.cyan).toBeGreaterThan(20); // the imagined trajectory's dots
 
     // Playback of a finished episode: every frame of both rollouts drawn.
     await page.waitForFunction(() => (document.getElementById('episode') as HTMLSelectElement).options.length > 1, undefined, { timeout: 30_000 });
@@ -89,7 +124,7 @@ describe('viewer in headless Chromium', () => {
     await page.waitForTimeout(100);
     const [run, episode] = value.split('/');
     const frames = (await (await fetch(`${svc.url}/api/runs/${run}/rollouts/${episode}`)).json()) as { real: unknown[]; imagined: unknown[] };
-    const played = await shot();
+    const played = await shot(page);
     expect(played.real).toBe(frames.real.length);
     expect(played.imagined).toBe(frames.imagined.length);
     expect(played.orange).toBeGreaterThan(20);

@@ -27,6 +27,15 @@ const state = {
   metrics: [] as MetricsPoint[],
   renders: 0,
   estopReply: null as null | { status: number; body: unknown },
+  /** What the 3D scene draws now, counted in the scene graph (for tests): trajectory lines with at least two points, by role. */
+  sceneStats: () => {
+    const lines: Record<string, number> = {};
+    scene.traverseVisible((o) => {
+      const n = (o as THREE.Line).isLine ? (o as THREE.Line).geometry.getAttribute('position')?.count ?? 0 : 0;
+      if (n >= 2 && o.userData.role) lines[o.userData.role as string] = (lines[o.userData.role as string] ?? 0) + 1;
+    });
+    return { realPaths: lines['real-path'] ?? 0, memberPaths: lines['member-path'] ?? 0 };
+  },
 };
 (window as unknown as { __wmrl: typeof state }).__wmrl = state;
 
@@ -135,8 +144,9 @@ function tipPosition(poses: ArrayLike<number>, tip: { body: number; offset: THRE
 
 /** A polyline that grows as frames arrive. */
 /** A trajectory: a line through the points, each point a dot of a few pixels (unlit, so its colour is exact). */
-function trail(color: number, opacity = 1): { line: THREE.Line; set(points: THREE.Vector3[]): void } {
+function trail(color: number, role: 'real-path' | 'member-path', opacity = 1): { line: THREE.Line; set(points: THREE.Vector3[]): void } {
   const line = new THREE.Line(new THREE.BufferGeometry(), new THREE.LineBasicMaterial({ color, transparent: opacity < 1, opacity }));
+  line.userData.role = role;
   const dots = new THREE.Points(new THREE.BufferGeometry(), new THREE.PointsMaterial({ color, size: 4, sizeAttenuation: false, transparent: opacity < 1, opacity }));
   line.frustumCulled = dots.frustumCulled = false;
   scene.add(line, dots);
@@ -155,14 +165,14 @@ function trail(color: number, opacity = 1): { line: THREE.Line; set(points: THRE
 let real: BodySet | null = null;
 let ghost: BodySet | null = null;
 let tip: { body: number; offset: THREE.Vector3 } | null = null;
-const realTrail = trail(0xff9a3c);
+const realTrail = trail(0xff9a3c, 'real-path');
 const imaginedTrails: Array<ReturnType<typeof trail>> = [];
 
 function drawTrails(realFrames: RealFrame[], imaginedFrames: ImaginedFrame[]): void {
   if (!tip) return;
   realTrail.set(realFrames.map((f) => tipPosition(f.poses, tip!)).filter((p): p is THREE.Vector3 => !!p));
   const members = Math.max(0, ...imaginedFrames.map((f) => f.poses.length));
-  while (imaginedTrails.length < members) imaginedTrails.push(trail(0x4cc9f0, imaginedTrails.length === 0 ? 1 : 0.35));
+  while (imaginedTrails.length < members) imaginedTrails.push(trail(0x4cc9f0, 'member-path', imaginedTrails.length === 0 ? 1 : 0.35));
   // Each ensemble member's path is drawn; their spread is the uncertainty.
   imaginedTrails.forEach((t, m) => t.set(imaginedFrames.map((f) => (f.poses[m] ? tipPosition(f.poses[m]!, tip!) : null)).filter((p): p is THREE.Vector3 => !!p)));
 }
@@ -247,7 +257,10 @@ function drawMetrics(): void {
   const series = wm.map((s) => ({ points: m.filter((p) => p[s.key] !== null).map((p) => [p.step, p[s.key]!] as [number, number]), color: s.color }));
   const missing = wm.filter((_s, i) => m.length && !series[i]!.points.length).map((s) => s.key);
   plot($<HTMLCanvasElement>('wmrl'), series, { yMin: 0, xLabel: 'step', empty: 'no metrics yet' });
-  notes.textContent = missing.length ? `${missing.join(', ')}: not measured by this run's job (${state.run?.kind ?? '?'}); the WMRL trainer reports them.` : '';
+  const score = m.filter((p) => p.trueScore);
+  plot($<HTMLCanvasElement>('score'), [{ points: score.map((p) => [p.step, (p.trueScore![0] + p.trueScore![1]) / 2]), color: '#c77dff', band: score.map((p) => [p.step, p.trueScore![0], p.trueScore![1]]) }], { xLabel: 'step', empty: 'no interval yet (WMRL runs report it)' });
+  const kind = state.run?.kind ?? '?';
+  notes.textContent = !missing.length ? '' : kind === 'wmrl-train' ? `${missing.join(', ')}: not measured yet (each starts after its warm-up of anchor episodes).` : `${missing.join(', ')}: not measured by this run's job (${kind}); the WMRL trainer (wmrl-train) reports them.`;
 }
 
 // ── Live data and playback ──────────────────────────────────────────────────────────────────────
@@ -258,7 +271,8 @@ function showFrames(realFrames: RealFrame[], imaginedFrames: ImaginedFrame[], up
   const r = realFrames.filter((f) => f.t <= upto);
   const im = imaginedFrames.filter((f) => f.t <= upto);
   const lastReal = r.at(-1);
-  const lastIm = im.at(-1);
+  // The ghost keeps pace with the real robot: a world model's rollout arrives whole, before the episode's real steps.
+  const lastIm = (lastReal && im.find((f) => f.t === lastReal.t)) || im.at(-1);
   if (lastReal) real?.setPoses(lastReal.poses);
   if (lastIm?.poses[0]) ghost?.setPoses(lastIm.poses[0]);
   for (const g of ghost?.groups ?? []) g.visible = !!lastIm;
@@ -307,7 +321,7 @@ function onEvent(ev: StreamEvent): void {
 function renderStatus(): void {
   const r = state.robot;
   const run = state.run;
-  statusEl.textContent = `${r ? `robot ${r.id} (${r.task}, ${r.profile}): ${r.state}` : 'no robot'} · ${run ? `run ${run.kind} ${run.state} ${run.progress.done}/${run.progress.total}` : 'no run'}`;
+  statusEl.textContent = `${r ? `robot ${r.id} (${r.task}, ${r.profile}): ${r.state}` : 'no robot'} · ${run ? `run ${run.kind} ${run.state} ${run.progress.phase} ${run.progress.done}/${run.progress.total}` : 'no run'}`;
   $('estop').classList.toggle('latched', !!r?.estopped);
 }
 
