@@ -184,8 +184,11 @@ async function clonePolicy(pairs: { obs: Float32Array[]; act: Float32Array[] }, 
   return loss;
 }
 
-/** Fewer pairs than this (two reach episodes) leave no policy behind. */
-const MIN_BC_PAIRS = 200;
+/**
+ * Fewer pairs than this (one and a half reach episodes) leave no policy behind. Not two whole episodes: a
+ * moment's stall after a reset lets the watchdog's hold take a step of the episode (the sim's clock runs on).
+ */
+const MIN_BC_PAIRS = 150;
 
 export const expertSession: JobDefinition<typeof ExpertSessionOptions> = {
   kind: 'expert-session',

@@ -1,6 +1,8 @@
 // A robot the service owns: the in-process sim robot, behind the always-on safety layer, with every
 // applied command reported (joint positions, command, body poses) to the service's streams.
 import { EventEmitter } from 'node:events';
+import { existsSync, statSync } from 'node:fs';
+import { basename, resolve } from 'node:path';
 import { SafetyLayer, DEFAULT_SAFETY, type InterventionEvent } from '../hardware/safety.js';
 import { SimRobot } from '../hardware/robots/sim.js';
 import type { ResetOptions, Robot } from '../hardware/types.js';
@@ -55,6 +57,8 @@ export interface RobotHostOptions {
   seed?: number;
   /** Safety watchdog (off in tests that step the robot without a control loop). */
   watchdog?: boolean;
+  /** The robot's URDF (its joints named as the robot's), which the viewer draws it from; meshes beside it or in its ROS package. */
+  urdf?: string;
   onIntervention?: (e: InterventionEvent) => void;
 }
 
@@ -95,17 +99,21 @@ export class RobotHost {
     readonly safety: SafetyLayer,
     readonly task: string,
     readonly profile: string,
+    /** Absolute path of the robot's URDF, or null. */
+    readonly urdf: string | null,
   ) {
     this.scene = sim.env.sceneStatic();
   }
 
   static async create(o: RobotHostOptions): Promise<RobotHost> {
+    const urdf = o.urdf === undefined ? null : resolve(o.urdf);
+    if (urdf !== null && !(existsSync(urdf) && statSync(urdf).isFile())) throw new Error(`robot '${o.id}': its URDF ${urdf} is not a file`);
     const sim = await SimRobot.create({ task: o.task, profile: o.profile, seed: o.seed });
     const ref: { host?: RobotHost } = {};
     const reporting = new ReportingRobot(sim, (command) => ref.host?.applied(command));
     // The sim's actions are normalized efforts in [-1, 1]: a per-step change cap of 2 never binds.
     const safety = new SafetyLayer(reporting, { ...DEFAULT_SAFETY, maxDelta: 2 }, { watchdog: o.watchdog !== false, log: o.onIntervention });
-    ref.host = new RobotHost(o.id, sim, safety, o.task, o.profile);
+    ref.host = new RobotHost(o.id, sim, safety, o.task, o.profile, urdf);
     return ref.host;
   }
 
@@ -144,6 +152,7 @@ export class RobotHost {
       stepsApplied: this.stepsApplied,
       position: this.positions(),
       interventions: Object.fromEntries(Object.entries(this.safety.counts).filter(([, v]) => v > 0)),
+      urdf: this.urdf === null ? null : `/api/robots/${this.id}/urdf/${basename(this.urdf)}`,
     };
   }
 

@@ -68,8 +68,12 @@ export const RobotStatus = Type.Object({
   stepsApplied: Type.Integer({ description: 'commands the robot has applied since the service started' }),
   position: Type.Array(Type.Number()),
   interventions: Type.Record(Type.String(), Type.Integer()),
+  urdf: Type.Union([Type.String(), Type.Null()], { description: "where the robot's URDF is served (its meshes under the same prefix), when it declares one" }),
 });
 export type RobotStatus = Static<typeof RobotStatus>;
+
+/** A file of a robot's URDF: the URDF itself, a mesh relative to it, or `package/PKG/...` for `package://PKG/...`. */
+export const UrdfFileParams = Type.Object({ id: Id, '*': Type.String({ minLength: 1, maxLength: 1024 }) });
 
 /** The e-stop needs no body, so nothing a client sends can make it fail; a reason may ride in the query. */
 export const EstopQuery = Type.Object({ reason: Type.Optional(Type.String({ maxLength: 200 })) }, { additionalProperties: false });

@@ -25,7 +25,8 @@ export interface ServiceOptions {
   foxglovePort?: number | null;
   /** Embedded MQTT broker port; null = no broker. */
   mqttPort?: number | null;
-  robots?: Array<{ id: string; task: string; profile: string; seed?: number }>;
+  /** Sim robots: a task under a hardware profile; `urdf`: the robot's URDF, which the viewer then draws it from. */
+  robots?: Array<{ id: string; task: string; profile: string; seed?: number; urdf?: string }>;
   /** Extra job kinds, beside the built-in ones (wmrl-train, expert-session, policy). */
   jobs?: JobDefinition[];
   viewerDir?: string;

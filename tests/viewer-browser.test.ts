@@ -6,7 +6,7 @@ import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { chromium, type BrowserContext, type Page } from 'playwright-core';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, onTestFinished } from 'vitest';
 import { ensureViewer } from '../bin/viewer.js';
 import { startService, type Service } from '../server/service.js';
 
@@ -76,6 +76,8 @@ describe('viewer in headless Chromium', () => {
   it('during a live WMRL run draws the real trajectory and the world model\'s imagined one, a path per ensemble member', async () => {
     // Tiny pretraining: the run is at its first anchor episode within seconds.
     const run = svc.ctx.runs.start('wmrl-train', { robot: 'sim', updates: 50, prompts: 2, group: 2, evalEpisodes: 5, pretrain: { bcEpisodes: 3, bcEpochs: 5, wmEpisodes: 4, wmEpochs: 2, wmMembers: 3, wmHidden: [32] } });
+    // Stopped whatever happens, so that the next test finds the robot free.
+    onTestFinished(async () => void (await svc.ctx.runs.stop(run.id)));
     const page = await browser.newPage();
     const errors: string[] = [];
     page.on('pageerror', (e) => errors.push(e.message));
@@ -89,7 +91,7 @@ describe('viewer in headless Chromium', () => {
     expect(live.orange).toBeGreaterThan(20);
     expect(live.cyan).toBeGreaterThan(20);
     // The ensemble's spread: one drawn path per member (3), beside the one real path.
-    expect(drawn).toEqual({ realPaths: 1, memberPaths: 3 });
+    expect(drawn).toEqual({ realPaths: 1, memberPaths: 3, urdfMeshes: 0 });
     // The run's status line and its first metrics point (the pretrained policy) reached the page.
     expect(await page.textContent('#status')).toMatch(/run wmrl-train running updates \d+\/50/);
     expect(await page.evaluate(() => (window as unknown as { __wmrl: { metrics: Array<{ step: number }> } }).__wmrl.metrics[0]?.step)).toBe(0);
@@ -147,5 +149,71 @@ describe('viewer in headless Chromium', () => {
     expect(svc.ctx.store.list({ status: 'recording' })).toHaveLength(0);
     await page.screenshot({ path: join(ARTIFACTS, 'viewer-estopped.png') });
     expect(errors).toEqual([]);
+  });
+  it("draws a robot that declares a URDF from it (urdf-loader), its joints driven by the robot's joint states", async () => {
+    const urdfSvc = await startService({ dataDir: mkdtempSync(join(tmpdir(), 'wmrl-urdf-')), port: 0, foxglovePort: null, mqttPort: null, viewerDir: await ensureViewer(() => undefined), robots: [{ id: 'arm', task: 'reach', profile: 'nominal', urdf: 'sim/assets/reach/robot.urdf' }] });
+    try {
+      const run = urdfSvc.ctx.runs.start('expert-session', { robot: 'arm', episodes: 50, imagined: true, clone: false });
+      const page = await browser.newPage();
+      const errors: string[] = [];
+      page.on('pageerror', (e) => errors.push(e.message));
+      await page.goto(`${urdfSvc.url}/#token=${urdfSvc.token}`);
+      type Urdf = { joints: Record<string, number>; links: Record<string, [number, number, number]> };
+      type View = { urdf: Urdf | null; q: number[]; poses: number[]; stats: { urdfMeshes: number } };
+      await enoughFrames(page);
+      // One look at the page: the URDF as drawn and the real frame it was driven from.
+      const view = await page.evaluate((): View => {
+        const w = (window as unknown as { __wmrl: { urdf(): Urdf | null; shown: { q: number[]; poses: number[] }; sceneStats(): { urdfMeshes: number } } }).__wmrl;
+        return { urdf: w.urdf(), q: w.shown.q, poses: w.shown.poses, stats: w.sceneStats() };
+      });
+      expect(view.urdf).not.toBeNull();
+      // Every visual of the URDF drawn: base 1, upper 2, fore 3.
+      expect(view.stats.urdfMeshes).toBe(6);
+      // Joints driven by the frame's joint positions (the robot's joint order: shoulder, elbow)...
+      expect(view.urdf!.joints.shoulder).toBeCloseTo(view.q[0]!, 6);
+      expect(view.urdf!.joints.elbow).toBeCloseTo(view.q[1]!, 6);
+      expect(Math.abs(view.q[0]!) + Math.abs(view.q[1]!)).toBeGreaterThan(0.05);
+      // ... and its links where the sim's bodies of the same names are (a nominal robot: no observation noise on the joints).
+      const scene = (await (await fetch(`${urdfSvc.url}/api/robots/arm/scene`)).json()) as { bodies: Array<{ name: string }> };
+      for (const link of ['upper', 'fore']) {
+        const b = scene.bodies.findIndex((x) => x.name === link);
+        const at = view.poses.slice(7 * b, 7 * b + 3);
+        view.urdf!.links[link]!.forEach((v, k) => expect(v, `${link} ${'xyz'[k]}`).toBeCloseTo(at[k]!, 4));
+      }
+      // Pixels: the robot is the URDF's (the sim's own arm is not drawn), so hiding the URDF robot changes the picture.
+      expect((await urdfSvc.ctx.runs.stop(run.id)).state).toBe('stopped');
+      const changed = await page.evaluate(async () => {
+        const w = (window as unknown as { __wmrl: { showUrdf(v: boolean): void } }).__wmrl;
+        const canvas = document.getElementById('scene') as HTMLCanvasElement;
+        const frame = () => new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(r)));
+        const pixels = () => {
+          const c = document.createElement('canvas');
+          c.width = canvas.width;
+          c.height = canvas.height;
+          const g = c.getContext('2d')!;
+          g.drawImage(canvas, 0, 0);
+          return g.getImageData(0, 0, c.width, c.height).data;
+        };
+        await frame();
+        const shown = pixels();
+        w.showUrdf(false);
+        await frame();
+        const hidden = pixels();
+        w.showUrdf(true);
+        await frame();
+        let n = 0;
+        for (let i = 0; i < shown.length; i += 4) if (Math.abs(shown[i]! - hidden[i]!) + Math.abs(shown[i + 1]! - hidden[i + 1]!) + Math.abs(shown[i + 2]! - hidden[i + 2]!) > 30) n++;
+        return n;
+      });
+      expect(changed).toBeGreaterThan(500);
+      mkdirSync(ARTIFACTS, { recursive: true });
+      await page.screenshot({ path: join(ARTIFACTS, 'viewer-urdf.png') });
+      const live = await shot(page);
+      expect(live.nonBackground / live.total).toBeGreaterThan(0.05);
+      await page.close();
+      expect(errors).toEqual([]);
+    } finally {
+      await urdfSvc.close();
+    }
   });
 });

@@ -1,7 +1,8 @@
-// The viewer: the robot's scene in 3D from the sim's scene export, real (opaque) and imagined (ghost)
+// The viewer: the robot's scene in 3D from the sim's scene export (and the robot from its URDF when it declares one), real (opaque) and imagined (ghost)
 // rollouts overlaid live or played back, the tip's trajectories, joint plots, training curves, and an
 // e-stop that is always visible. It speaks only the service's HTTP API and its /api/stream WebSocket.
 import * as THREE from 'three';
+import URDFLoader, { type URDFRobot, type URDFVisual } from 'urdf-loader';
 import type { SceneStatic } from '../sim/scene.js';
 import type { ImaginedFrame, MetricsPoint, RealFrame, RobotStatus, RunStatus, StreamEvent } from '../server/schemas.js';
 
@@ -26,6 +27,8 @@ const state = {
   imagined: [] as ImaginedFrame[],
   metrics: [] as MetricsPoint[],
   renders: 0,
+  /** The real frame the scene shows now (live view draws at most every 30 ms). */
+  shown: null as RealFrame | null,
   estopReply: null as null | { status: number; body: unknown },
   /** What the 3D scene draws now, counted in the scene graph (for tests): trajectory lines with at least two points, by role. */
   sceneStats: () => {
@@ -34,7 +37,23 @@ const state = {
       const n = (o as THREE.Line).isLine ? (o as THREE.Line).geometry.getAttribute('position')?.count ?? 0 : 0;
       if (n >= 2 && o.userData.role) lines[o.userData.role as string] = (lines[o.userData.role as string] ?? 0) + 1;
     });
-    return { realPaths: lines['real-path'] ?? 0, memberPaths: lines['member-path'] ?? 0 };
+    let urdfMeshes = 0;
+    if (urdf.real?.visible) urdf.real.traverseVisible((o) => void ((o as THREE.Mesh).isMesh && urdfMeshes++));
+    return { realPaths: lines['real-path'] ?? 0, memberPaths: lines['member-path'] ?? 0, urdfMeshes };
+  },
+  /** The URDF robot as drawn (for tests): its joint values and the world position of a link; null without a URDF. */
+  urdf: () => {
+    const r = urdf.real;
+    if (!r) return null;
+    r.updateMatrixWorld(true);
+    const joints = Object.fromEntries(Object.entries(r.joints).filter(([, j]) => j.jointType !== 'fixed').map(([k, j]) => [k, j.angle]));
+    const links = Object.fromEntries(Object.entries(r.links).map(([k, l]) => [k, l.getWorldPosition(new THREE.Vector3()).toArray()]));
+    return { joints, links };
+  },
+  /** Shows or hides the URDF robot (the real one), drawn at the next frame. */
+  showUrdf: (visible: boolean) => {
+    if (urdf.real) urdf.real.visible = visible;
+    redraw();
   },
 };
 (window as unknown as { __wmrl: typeof state }).__wmrl = state;
@@ -98,10 +117,12 @@ function geometryOf(g: SceneStatic['geoms'][number], st: SceneStatic): THREE.Buf
   }
 }
 
-function buildBodies(st: SceneStatic, ghost: boolean): BodySet {
+/** `drawnElsewhere`: bodies the robot's URDF draws (MuJoCo names a compiled URDF's bodies after its links). */
+function buildBodies(st: SceneStatic, ghost: boolean, drawnElsewhere: ReadonlySet<string> = new Set()): BodySet {
   const groups = st.bodies.map(() => new THREE.Group());
   for (const g of st.geoms) {
     if (g.group > 2 || (ghost && (g.body === 0 || !st.dynamicBodies.includes(g.body)))) continue;
+    if (drawnElsewhere.has(st.bodies[g.body]!.name)) continue;
     const geo = geometryOf(g, st);
     if (!geo) continue;
     const mat = ghost
@@ -160,6 +181,32 @@ function trail(color: number, role: 'real-path' | 'member-path', opacity = 1): {
       dots.geometry = new THREE.BufferGeometry().setFromPoints(pts);
     },
   };
+}
+
+// ── The robot from its URDF (urdf-loader), when it declares one: joints driven by the frames' joint positions.
+const urdf = { real: null as URDFRobot | null, ghost: null as URDFRobot | null, missing: [] as string[] };
+const ghostMaterial = new THREE.MeshStandardMaterial({ color: 0x4cc9f0, transparent: true, opacity: 0.45, depthWrite: false });
+
+async function loadUrdf(url: string, ghost: boolean): Promise<URDFRobot> {
+  const loader = new URDFLoader();
+  // package://PKG/... is served under the URDF's own prefix (server/routes/robots.ts).
+  const base = url.slice(0, url.lastIndexOf('/') + 1);
+  loader.packages = (pkg: string) => `${base}package/${pkg}`;
+  const robot = await loader.loadAsync(url);
+  if (ghost) robot.traverse((o) => void ((o as THREE.Mesh).isMesh && ((o as THREE.Mesh).material = ghostMaterial)));
+  scene.add(robot);
+  return robot;
+}
+
+/** Sets the URDF's joints named as the robot's joints to `q` (in the robot's joint order). */
+function setUrdfJoints(robot: URDFRobot, q: ArrayLike<number>): void {
+  state.robot?.joints.forEach((name, j) => {
+    if (!robot.joints[name]) {
+      if (!urdf.missing.includes(name)) urdf.missing.push(name);
+      return;
+    }
+    robot.setJointValue(name, q[j]!);
+  });
 }
 
 let real: BodySet | null = null;
@@ -273,9 +320,15 @@ function showFrames(realFrames: RealFrame[], imaginedFrames: ImaginedFrame[], up
   const lastReal = r.at(-1);
   // The ghost keeps pace with the real robot: a world model's rollout arrives whole, before the episode's real steps.
   const lastIm = (lastReal && im.find((f) => f.t === lastReal.t)) || im.at(-1);
+  state.shown = lastReal ?? null;
   if (lastReal) real?.setPoses(lastReal.poses);
   if (lastIm?.poses[0]) ghost?.setPoses(lastIm.poses[0]);
   for (const g of ghost?.groups ?? []) g.visible = !!lastIm;
+  if (urdf.real && lastReal) setUrdfJoints(urdf.real, lastReal.q);
+  if (urdf.ghost) {
+    urdf.ghost.visible = !!lastIm;
+    if (lastIm?.members[0]) setUrdfJoints(urdf.ghost, lastIm.members[0]);
+  }
   drawTrails(r, im);
   drawJoints(r, im);
   redraw();
@@ -284,11 +337,30 @@ function showFrames(realFrames: RealFrame[], imaginedFrames: ImaginedFrame[], up
   $('imagined-source').textContent = lastIm ? `(${lastIm.source})` : '';
 }
 
+/** The run whose curves are drawn; another run's curves start from what the service has of them. */
+function showRun(run: RunStatus): void {
+  const other = run.id !== state.run?.id;
+  state.run = run;
+  if (!other) return;
+  state.metrics = [];
+  void loadMetrics(run.id);
+}
+
+/** A run's metrics so far, merged with those the stream delivered meanwhile (newer steps kept). */
+async function loadMetrics(run: string): Promise<void> {
+  const res = await fetch(`api/runs/${run}/metrics`);
+  if (!res.ok || state.run?.id !== run) return;
+  const stored = (await res.json()) as MetricsPoint[];
+  const last = stored.at(-1)?.step ?? -1;
+  state.metrics = [...stored, ...state.metrics.filter((m) => m.step > last)];
+  drawMetrics();
+}
+
 function onEvent(ev: StreamEvent): void {
   if (ev.type === 'robot') {
     if (!state.robot || ev.status.id === state.robot.id) state.robot = ev.status;
   } else if (ev.type === 'run') {
-    if (!state.run || ev.status.id === state.run.id || ev.status.state === 'running') state.run = ev.status;
+    if (!state.run || ev.status.id === state.run.id || ev.status.state === 'running') showRun(ev.status);
   } else if (ev.type === 'metrics') {
     if (ev.run === state.run?.id) {
       state.metrics.push(ev.metrics);
@@ -387,21 +459,30 @@ async function start(): Promise<void> {
   state.robot = robots[0] ?? null;
   if (state.robot) {
     const st = (await (await fetch(`api/robots/${state.robot.id}/scene`)).json()) as SceneStatic;
-    real = buildBodies(st, false);
-    ghost = buildBodies(st, true);
+    let links = new Set<string>();
+    if (state.robot.urdf) {
+      const url = state.robot.urdf.replace(/^\//, '');
+      [urdf.real, urdf.ghost] = await Promise.all([loadUrdf(url, false), loadUrdf(url, true)]);
+      urdf.ghost.visible = false;
+      // The links the URDF draws (with visuals; not an empty root link such as 'world').
+      links = new Set(Object.entries(urdf.real.links).filter(([, l]) => l.children.some((c) => (c as URDFVisual).isURDFVisual)).map(([name]) => name));
+      setUrdfJoints(urdf.real, state.robot.position);
+      if (urdf.missing.length) notes.textContent = `the URDF has no joint ${urdf.missing.map((n) => `'${n}'`).join(', ')} of robot ${state.robot.id}: those stay at 0`;
+    }
+    real = buildBodies(st, false, links);
+    ghost = buildBodies(st, true, links);
     for (const g of ghost.groups) g.visible = false;
     tip = tipOf(st);
   }
   const runs = (await (await fetch('api/runs')).json()) as RunStatus[];
-  state.run = runs.find((r) => r.state === 'running') ?? runs.at(-1) ?? null;
-  if (state.run) {
-    state.metrics = (await (await fetch(`api/runs/${state.run.id}/metrics`)).json()) as MetricsPoint[];
-    drawMetrics();
-  }
+  const current = runs.find((r) => r.state === 'running') ?? runs.at(-1);
+  if (current) showRun(current);
   renderStatus();
   animate();
   const connect = () => {
     const ws = new WebSocket(`${location.protocol === 'https:' ? 'wss' : 'ws'}://${location.host}${location.pathname.replace(/[^/]*$/, '')}api/stream`);
+    // Metrics emitted before the stream connected (or while it was down) come from the service's record.
+    ws.onopen = () => void (state.run && loadMetrics(state.run.id));
     ws.onmessage = (m) => onEvent(JSON.parse(m.data as string) as StreamEvent);
     ws.onclose = () => {
       statusEl.textContent = 'disconnected; retrying…';
