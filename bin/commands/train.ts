@@ -101,7 +101,7 @@ export async function train(args: string[]): Promise<void> {
   const bar = progressBar();
   const pre = await pretrain({
     ...DEFAULT_PRETRAIN, task: a.task, seed: a.seed, fit: !resume,
-    ...(a.quick ? { bcEpisodes: 10, bcEpochs: 20, wmEpisodes: 12, wmEpochs: 3, wmHidden: [64, 64], wmMembers: 3 } : {}),
+    ...(a.quick ? { bcEpisodes: 10, bcEpochs: 20, daggerRounds: 1, daggerEpisodes: 5, daggerEpochs: 10, wmEpisodes: 12, wmEpochs: 3, wmHidden: [64, 64], wmMembers: 3 } : {}),
     onProgress: (what, done, total) => bar(done, total, what),
   });
   const store = join(out, 'episodes.db');
