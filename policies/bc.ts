@@ -14,6 +14,8 @@ export interface Demonstrations {
   images?: Uint8Array;
   /** M instructions, for policies that read them. */
   instructions?: readonly string[];
+  /** M x F frozen-backbone features, for policies on a backbone. */
+  features?: Float32Array;
 }
 
 export interface BcOptions {
@@ -37,6 +39,8 @@ export async function behaviourClone(policy: Policy, demos: Demonstrations, opts
   const px = spec.image ? spec.image.height * spec.image.width * 3 : 0;
   if (spec.image && demos.images?.length !== M * px) throw new Error(`bc: the policy reads images; images have ${demos.images?.length ?? 0} bytes, expected ${M} x ${spec.image.height} x ${spec.image.width} x 3`);
   if (spec.instruction && demos.instructions?.length !== M) throw new Error(`bc: the policy reads instructions; got ${demos.instructions?.length ?? 0} for ${M} rows`);
+  const F = spec.features?.dim ?? 0;
+  if (F && demos.features?.length !== M * F) throw new Error(`bc: the policy reads backbone features; features have ${demos.features?.length ?? 0} values, expected ${M} x ${F}`);
   const g = new Graph();
   const obs = g.input('obs', ['M', D]);
   const ctx = declareContext(policy, g, 'M');
@@ -55,14 +59,16 @@ export async function behaviourClone(policy: Policy, demos: Demonstrations, opts
         const x = new Float32Array(bs * D), y = new Float32Array(bs * A);
         const images = spec.image ? new Uint8Array(bs * px) : undefined;
         const instructions: string[] = [];
+        const features = F ? new Float32Array(bs * F) : undefined;
         for (let r = 0; r < bs; r++) {
           const k = order[s + r]!;
           x.set(demos.obs.subarray(k * D, (k + 1) * D), r * D);
           y.set(demos.action.subarray(k * A, (k + 1) * A), r * A);
           if (images) images.set(demos.images!.subarray(k * px, (k + 1) * px), r * px);
           if (spec.instruction) instructions.push(demos.instructions![k]!);
+          if (features) features.set(demos.features!.subarray(k * F, (k + 1) * F), r * F);
         }
-        const feeds = policy.contextFeeds(spec.image || spec.instruction ? { images, instructions } : undefined, bs);
+        const feeds = policy.contextFeeds(spec.image || spec.instruction || F ? { images, instructions, features } : undefined, bs);
         total += (await trainer.step({ obs: tensor(x, [bs, D]), target: tensor(y, [bs, A]), ...feeds })).loss;
         n++;
       }

@@ -13,6 +13,8 @@ export interface PolicyContext {
   images?: Uint8Array;
   /** N instructions in words. */
   instructions?: readonly string[];
+  /** N x F features of a frozen backbone (policies/backbone.ts), computed once per step. */
+  features?: Float32Array;
 }
 
 /** The graph inputs `forward` reads besides `obs`. */
@@ -21,6 +23,8 @@ export interface PolicyGraphContext {
   image?: Tensor;
   /** [N, T] int64 token ids (0 = padding). */
   tokens?: Tensor;
+  /** [N, F] float32 features of a frozen backbone. */
+  features?: Tensor;
 }
 
 /** What a policy needs fed, so a trainer or a runner can prepare it. */
@@ -31,6 +35,8 @@ export interface PolicyInputs {
   obsStd: readonly number[];
   image?: { height: number; width: number };
   instruction?: { vocabulary: readonly string[]; maxTokens: number };
+  /** Features of a frozen backbone, fed precomputed. */
+  features?: { dim: number };
 }
 
 export interface PolicyActResult {
@@ -81,5 +87,6 @@ export function declareContext(policy: Policy, g: { input(name: string, shape: A
   return {
     ...(i.image ? { image: g.input('image', [batch, i.image.height, i.image.width, 3]) } : {}),
     ...(i.instruction ? { tokens: g.input('tokens', [batch, i.instruction.maxTokens], 'int64') } : {}),
+    ...(i.features ? { features: g.input('features', [batch, i.features.dim]) } : {}),
   };
 }

@@ -185,7 +185,7 @@ export class VlaPolicy implements Policy {
   }
 
   /** Declares the context inputs in `g`: image [N, H, W, 3] float32, tokens [N, T] int64. */
-  graphContext(g: Graph, batch: string | number = 'N'): Required<PolicyGraphContext> {
+  graphContext(g: Graph, batch: string | number = 'N'): { image: Tensor; tokens: Tensor } {
     const c = this.config;
     return { image: g.input('image', [batch, c.image.height, c.image.width, 3]), tokens: g.input('tokens', [batch, c.maxTokens], 'int64') };
   }
