@@ -53,7 +53,7 @@ program
   .option('--fast', 'step the in-process sim as fast as it goes', false)
   .action(async (o) => (await import('./commands/drive.js')).drive(o));
 
-const episodes = program.command('episodes').summary('list recorded episodes; export one to MCAP; import an MCAP bag').usage('list|export ID OUT.mcap [--lz4]|import IN.mcap [--store DB]');
+const episodes = program.command('episodes').summary('list recorded episodes; export one to MCAP; import an MCAP bag; LeRobot v3.0 datasets').usage('list|export ID OUT.mcap [--lz4]|import IN.mcap [--store DB]|export-lerobot DB DIR [--robot sim:TASK]|import-lerobot DIR DB [--robot sim:TASK]');
 episodes
   .command('list', { isDefault: true })
   .summary('list the recorded episodes')
@@ -73,6 +73,24 @@ episodes
   .argument('<file>', 'input .mcap file')
   .option('--store <DB>', 'episode store', 'data/episodes.db')
   .action(async (file, o) => (await import('./commands/episodes.js')).importOne(file, o));
+episodes
+  .command('export-lerobot')
+  .summary('export the store\'s episodes as one LeRobot v3.0 dataset folder')
+  .argument('<db>', 'episode store')
+  .argument('<dir>', 'new dataset folder')
+  .option('--robot <R>', 'sim:TASK[:PROFILE] whose observation layout and control rate name the state entries and fps')
+  .option('--ids <ID...>', 'episode ids (default: every complete episode)')
+  .option('--all', 'include partial and recording episodes', false)
+  .option('--fps <N>', 'frames per second (default: the robot\'s control rate, else measured)', positive('--fps'))
+  .action(async (db, dir, o) => (await import('./commands/episodes.js')).exportLeRobotCmd(db, dir, { ...o, status: o.all ? 'all' : 'complete' }));
+episodes
+  .command('import-lerobot')
+  .summary('import a LeRobot v3.0 dataset folder into the store')
+  .argument('<dir>', 'dataset folder')
+  .argument('<db>', 'episode store')
+  .option('--robot <R>', 'sim:TASK[:PROFILE] whose observation layout observation.state must have (needed for datasets this project did not write)')
+  .option('--image <KEY>', 'which image feature becomes the episode image (default observation.image, or the only one)')
+  .action(async (dir, db, o) => (await import('./commands/episodes.js')).importLeRobotCmd(dir, db, o));
 
 program
   .command('export')
