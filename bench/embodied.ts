@@ -49,7 +49,7 @@ export async function run(o: BenchOptions): Promise<BenchReport> {
   const evalEpisodes = q ? 10 : 200;
   const cfg = { ...DEFAULT_WMRL, updates, prompts: q ? 4 : 8, groupSize: q ? 4 : 8, evalEvery: q ? 3 : 4 };
   const pgConfig: PgConfig = { ...DEFAULT_PG_CONFIG, optimizer: { lr: 3e-4, clipNorm: 0.5 }, epochs: 2, minibatch: 1024 };
-  const pre = q ? { bcEpisodes: 10, bcEpochs: 20, wmEpisodes: 12, wmEpochs: 3, wmHidden: [64, 64], wmMembers: 3 } : {};
+  const pre = q ? { bcEpisodes: 10, bcEpochs: 20, daggerRounds: 1, daggerEpisodes: 5, daggerEpochs: 10, wmEpisodes: 12, wmEpochs: 3, wmHidden: [64, 64], wmMembers: 3 } : {};
   const names = Object.keys(VARIANTS);
   const curves: Record<string, Curve[]> = Object.fromEntries(names.map((n) => [n, []]));
   const evaluate = heldOutEvaluation(task, 'gap', evalEpisodes);

@@ -36,7 +36,7 @@ program
   .option('--profile <P>', 'hardware profile of the built-in sim robot (nominal, gap or a YAML file)', 'gap')
   .option('--urdf <FILE>', "the robot's URDF: the viewer draws the robot from it (joints named as the robot's), e.g. sim/assets/reach/robot.urdf")
   .addOption(new Option('--job <kind>', 'the default job: WMRL post-training, or a scripted-expert session').choices(['wmrl-train', 'expert-session']).default('wmrl-train'))
-  .option('--updates <N>', 'policy updates of the default WMRL job', positive('--updates'), 10)
+  .option('--updates <N>', 'policy updates of the default WMRL job', positive('--updates'), 8)
   .option('--episodes <N>', 'episodes of the expert-session job', positive('--episodes'), 20)
   .option('--no-job', 'start no job; runs are started through the API')
   .option('--no-mqtt', 'do not start the embedded MQTT broker')
@@ -56,7 +56,7 @@ program
   .option('--fast', 'step the in-process sim as fast as it goes', false)
   .action(async (o) => (await import('./commands/drive.js')).drive(o));
 
-const episodes = program.command('episodes').summary('list recorded episodes; export one to MCAP; import an MCAP bag').usage('list|export ID OUT.mcap [--lz4]|import IN.mcap [--store DB]');
+const episodes = program.command('episodes').summary('list recorded episodes; export one to MCAP; import an MCAP bag; LeRobot v3.0 datasets').usage('list|export ID OUT.mcap [--lz4]|import IN.mcap [--store DB]|export-lerobot DB DIR [--robot sim:TASK]|import-lerobot DIR DB [--robot sim:TASK]');
 episodes
   .command('list', { isDefault: true })
   .summary('list the recorded episodes')
@@ -76,6 +76,24 @@ episodes
   .argument('<file>', 'input .mcap file')
   .option('--store <DB>', 'episode store', 'data/episodes.db')
   .action(async (file, o) => (await import('./commands/episodes.js')).importOne(file, o));
+episodes
+  .command('export-lerobot')
+  .summary('export the store\'s episodes as one LeRobot v3.0 dataset folder')
+  .argument('<db>', 'episode store')
+  .argument('<dir>', 'new dataset folder')
+  .option('--robot <R>', 'sim:TASK[:PROFILE] whose observation layout and control rate name the state entries and fps')
+  .option('--ids <ID...>', 'episode ids (default: every complete episode)')
+  .option('--all', 'include partial and recording episodes', false)
+  .option('--fps <N>', 'frames per second (default: the robot\'s control rate, else measured)', positive('--fps'))
+  .action(async (db, dir, o) => (await import('./commands/episodes.js')).exportLeRobotCmd(db, dir, { ...o, status: o.all ? 'all' : 'complete' }));
+episodes
+  .command('import-lerobot')
+  .summary('import a LeRobot v3.0 dataset folder into the store')
+  .argument('<dir>', 'dataset folder')
+  .argument('<db>', 'episode store')
+  .option('--robot <R>', 'sim:TASK[:PROFILE] whose observation layout observation.state must have (needed for datasets this project did not write)')
+  .option('--image <KEY>', 'which image feature becomes the episode image (default observation.image, or the only one)')
+  .action(async (dir, db, o) => (await import('./commands/episodes.js')).importLeRobotCmd(dir, db, o));
 
 program
   .command('export')

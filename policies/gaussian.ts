@@ -5,6 +5,7 @@ import {
   Graph, MLP, ParamStore, Program, add, clip, div, exp, gaussianLogProb, maximum, minimum, mul, sub, tanh, tensor, f32,
   exportOnnx, type Activation, type ModelInfo, type Tensor, type ort,
 } from '../nn/index.js';
+import { diagonalGaussianEntropy, type Policy, type PolicyInputs } from './types.js';
 
 export interface GaussianPolicyConfig {
   obsDim: number;
@@ -85,11 +86,15 @@ export function resolvePolicyConfig(c: GaussianPolicyConfig): ResolvedPolicyConf
   return r;
 }
 
-export class GaussianPolicy {
+export class GaussianPolicy implements Policy {
+  readonly kind = 'gaussian_mlp';
+  /** One action per decision. */
+  readonly chunk = 1;
   readonly config: ResolvedPolicyConfig;
   readonly store: ParamStore;
   readonly net: MLP;
   private actProgram: Program | null = null;
+  private logProbProgram: Program | null = null;
 
   constructor(config: GaussianPolicyConfig, readonly name = 'policy') {
     this.config = resolvePolicyConfig(config);
@@ -114,6 +119,45 @@ export class GaussianPolicy {
 
   paramNames(): string[] {
     return [...this.net.paramNames(), `${this.name}.log_std`];
+  }
+
+  meanParamNames(): string[] {
+    return this.net.paramNames();
+  }
+
+  inputs(): PolicyInputs {
+    return { obsDim: this.obsDim, obsMean: this.config.obsMean, obsStd: this.config.obsStd };
+  }
+
+  /** The observation vector is all this policy reads. */
+  contextFeeds(): Record<string, ort.Tensor> {
+    return {};
+  }
+
+  /** N: log-probability of `action` (N x A) under the policy at `obs` (N x D). */
+  async logProb(obs: Float32Array, action: Float32Array): Promise<Float32Array> {
+    const n = obs.length / this.obsDim;
+    if (!Number.isInteger(n) || n < 1) throw new Error(`policy.logProb: obs has ${obs.length} values, not a multiple of obsDim ${this.obsDim}`);
+    if (action.length !== n * this.actDim) throw new Error(`policy.logProb: action has ${action.length} values, expected ${n} x ${this.actDim}`);
+    if (!this.logProbProgram) {
+      const g = new Graph();
+      const o = g.input('obs', ['N', this.obsDim]);
+      const a = g.input('action', ['N', this.actDim]);
+      const { mean, logStd } = this.forward(o);
+      const params = this.paramNames().map((name) => ({ name, tensor: g.params.get(name)! }));
+      this.logProbProgram = await Program.fromSpec({
+        inputs: [{ name: 'obs', tensor: o }, { name: 'action', tensor: a }, ...params],
+        outputs: [{ name: 'log_prob', tensor: gaussianLogProb(a, mean, logStd) }],
+        graphName: 'policy_log_prob',
+      }, { threads: 1 });
+    }
+    const out = await this.logProbProgram.run({ obs: tensor(obs, [n, this.obsDim]), action: tensor(action, [n, this.actDim]), ...this.paramFeeds() });
+    return Float32Array.from(f32(out.log_prob));
+  }
+
+  /** Entropy of the action distribution (log-std is state-independent), with log-std clamped as in forward. */
+  entropy(): number {
+    return diagonalGaussianEntropy(Array.from(this.store.get(`${this.name}.log_std`).data, (v) => Math.min(LOG_STD_MAX, Math.max(LOG_STD_MIN, v))));
   }
 
   /** obs [..., D] → mean [..., A] in the action bounds, logStd [A] (clamped). */
@@ -208,7 +252,9 @@ export class GaussianPolicy {
 
   async release(): Promise<void> {
     await this.actProgram?.release();
+    await this.logProbProgram?.release();
     this.actProgram = null;
+    this.logProbProgram = null;
   }
 }
 

@@ -123,6 +123,9 @@ export const PretrainSizes = Type.Object(
   {
     bcEpisodes: Type.Optional(Type.Integer({ minimum: 1, maximum: 10000, description: 'expert demonstrations (nominal sim) for behaviour cloning' })),
     bcEpochs: Type.Optional(Type.Integer({ minimum: 1, maximum: 10000 })),
+    daggerRounds: Type.Optional(Type.Integer({ minimum: 0, maximum: 100, description: 'DAgger rounds after behaviour cloning: the policy drives, the expert labels' })),
+    daggerEpisodes: Type.Optional(Type.Integer({ minimum: 1, maximum: 10000, description: 'episodes per DAgger round' })),
+    daggerEpochs: Type.Optional(Type.Integer({ minimum: 1, maximum: 10000 })),
     wmEpisodes: Type.Optional(Type.Integer({ minimum: 1, maximum: 10000, description: 'exploratory nominal-sim episodes the world model is pretrained on' })),
     wmEpochs: Type.Optional(Type.Integer({ minimum: 1, maximum: 10000 })),
     wmMembers: Type.Optional(Type.Integer({ minimum: 2, maximum: 32, description: 'ensemble members' })),

@@ -29,7 +29,7 @@ import { WmrlTrainOptions, type MetricsPoint } from './schemas.js';
 
 // ── The recipe `wmrl train` and this job share ──────────────────────────────────────────────────
 /** `quick`: pretraining sizes of a smoke run. */
-export const QUICK_PRETRAIN: Partial<PretrainOptions> = { bcEpisodes: 10, bcEpochs: 20, wmEpisodes: 12, wmEpochs: 3, wmHidden: [64, 64], wmMembers: 3 };
+export const QUICK_PRETRAIN: Partial<PretrainOptions> = { bcEpisodes: 10, bcEpochs: 20, daggerRounds: 1, daggerEpisodes: 5, daggerEpochs: 10, wmEpisodes: 12, wmEpochs: 3, wmHidden: [64, 64], wmMembers: 3 };
 
 /** The clipped policy gradient of post-training runs. */
 export const TRAIN_PG: PgConfig = { ...DEFAULT_PG_CONFIG, optimizer: { lr: 3e-4, clipNorm: 0.5 }, epochs: 2, minibatch: 1024 };

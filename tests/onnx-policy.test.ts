@@ -59,7 +59,7 @@ describe('OnnxPolicy and the observation layout', () => {
       const corrupt = linearPolicy('corrupt', layoutDim(layout), 2);
       // no layout in the metadata: only the dimension is checked
       await expect(OnnxPolicy.load(corrupt, reach.spec)).resolves.toBeInstanceOf(OnnxPolicy);
-      await expect(OnnxPolicy.load(corrupt, push.spec)).rejects.toThrow(/'obs' has 15 entries but robot sim-pick-nominal provides 25/);
+      await expect(OnnxPolicy.load(corrupt, push.spec)).rejects.toThrow(`'obs' has ${layoutDim(layout)} entries but robot sim-pick-nominal provides ${layoutDim(layoutOf(push.spec))}`);
       const garbled = linearPolicy('garbled', layoutDim(layout), 2, '{"joints": [{"name": "shoulder"}], "features": []}');
       await expect(OnnxPolicy.load(garbled, reach.spec)).rejects.toThrow(/garbled.onnx metadata 'observation_layout': observation layout invalid at \/joints\/0/);
     } finally {

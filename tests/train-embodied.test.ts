@@ -41,14 +41,14 @@ describe('embodied trainers (tiny budget, reach on the gap robot)', () => {
   let pre: Pretrained;
   let snapshot: Float32Array[];
   beforeAll(async () => {
-    pre = await pretrain({ ...DEFAULT_PRETRAIN, task: 'reach', bcEpisodes: 4, bcEpochs: 2, wmEpisodes: 6, wmEpochs: 2, wmHidden: [32, 32], wmMembers: 3, policyHidden: [16] });
+    pre = await pretrain({ ...DEFAULT_PRETRAIN, task: 'reach', bcEpisodes: 4, bcEpochs: 2, daggerRounds: 1, daggerEpisodes: 2, daggerEpochs: 2, wmEpisodes: 6, wmEpochs: 2, wmHidden: [32, 32], wmMembers: 3, policyHidden: [16] });
     snapshot = pre.policy.paramNames().map((n) => Float32Array.from(pre.policy.store.get(n).data));
   }, 120_000);
   const fresh = () => pre.policy.paramNames().forEach((n, i) => pre.policy.store.set(n, snapshot[i]!));
   const pgConfig = { ...DEFAULT_PG_CONFIG, epochs: 1, minibatch: 256 };
   const base = { updates: 2, prompts: 3, groupSize: 2, evalEvery: 2, promptSeed0: 1_000_000, seed: 3 };
   const wmrlConfig = (over: Partial<WmrlConfig> = {}): WmrlConfig => ({
-    ...base, corrector: correctorConfig({ debias: { minPairs: 2, refitEvery: 2 } }), horizon: 100, scoreK: 5, successThreshold: 0.5,
+    ...base, corrector: correctorConfig({ debias: { minPairs: 2, refitEvery: 2 } }), horizon: 100, scoreMode: 'return', scoreK: 5, successThreshold: 0.5,
     refitEvery: 1, refitEpochs: 1, realWeight: 4, alarmWindow: 2, alarmGap: 0.9, ...over,
   });
 

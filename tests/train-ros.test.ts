@@ -27,7 +27,7 @@ describe('training over rosbridge', () => {
   it('runs WMRL anchors on the stand-in and records them in the store', async () => {
     const yaml = join(dir, 'robot.yaml');
     writeFileSync(yaml, readFileSync('launch/robots/sim-reach.yaml', 'utf8').replace('ws://127.0.0.1:9090', `ws://127.0.0.1:${standin.port}`).replace('watchdog_ms: 100', 'watchdog_ms: 1000'));
-    const pre = await pretrain({ ...DEFAULT_PRETRAIN, task: 'reach', bcEpisodes: 4, bcEpochs: 2, wmEpisodes: 6, wmEpochs: 2, wmHidden: [32, 32], wmMembers: 3, policyHidden: [16] });
+    const pre = await pretrain({ ...DEFAULT_PRETRAIN, task: 'reach', bcEpisodes: 4, bcEpochs: 2, daggerRounds: 1, daggerEpisodes: 2, daggerEpochs: 2, wmEpisodes: 6, wmEpochs: 2, wmHidden: [32, 32], wmMembers: 3, policyHidden: [16] });
     const target = await yamlRobotTarget({ config: yaml, maxSteps: 100, store: join(dir, 'episodes.db'), robots: 1, resetSeconds: 2, task: 'reach' });
     using prompts = await SimPrompts.create('reach');
     const pg = await ClippedPolicyGradient.create(pre.policy, { ...DEFAULT_PG_CONFIG, epochs: 1 });

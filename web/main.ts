@@ -193,6 +193,8 @@ async function loadUrdf(url: string, ghost: boolean): Promise<URDFRobot> {
   const base = url.slice(0, url.lastIndexOf('/') + 1);
   loader.packages = (pkg: string) => `${base}package/${pkg}`;
   const robot = await loader.loadAsync(url);
+  // Drawn where the robot reports its joints, even a little past the URDF's limits (MuJoCo's are soft).
+  for (const j of Object.values(robot.joints)) j.ignoreLimits = true;
   if (ghost) robot.traverse((o) => void ((o as THREE.Mesh).isMesh && ((o as THREE.Mesh).material = ghostMaterial)));
   scene.add(robot);
   return robot;

@@ -16,11 +16,21 @@ export interface PretrainOptions {
   /** Expert demonstrations (nominal sim) for behaviour cloning. */
   bcEpisodes: number;
   bcEpochs: number;
+  /**
+   * DAgger rounds after the first fit: each runs the current clone for `daggerEpisodes` episodes on the
+   * nominal sim, labels every visited state with the expert's action, adds them to the data and refits
+   * for `daggerEpochs` (a plain clone drifts into states the expert never showed and cannot recover).
+   */
+  daggerRounds: number;
+  daggerEpisodes: number;
+  daggerEpochs: number;
   /** Exploratory nominal-sim episodes the world model is pretrained on. */
   wmEpisodes: number;
   wmEpochs: number;
   wmHidden: number[];
   wmMembers: number;
+  /** Past actions the world model conditions on, so refits on the robot's episodes can learn its actuation latency. */
+  wmActionHistory: number;
   policyHidden: number[];
   initLogStd: number;
   seed: number;
@@ -32,10 +42,14 @@ export interface PretrainOptions {
 export const DEFAULT_PRETRAIN: Omit<PretrainOptions, 'task'> = {
   bcEpisodes: 150,
   bcEpochs: 300,
+  daggerRounds: 5,
+  daggerEpisodes: 100,
+  daggerEpochs: 100,
   wmEpisodes: 150,
   wmEpochs: 20,
   wmHidden: [128, 128, 128],
   wmMembers: 5,
+  wmActionHistory: 4,
   policyHidden: [128, 128],
   initLogStd: -1,
   seed: 0,
@@ -51,53 +65,67 @@ export interface Pretrained {
 }
 
 /**
- * Behaviour cloning from the task's scripted expert on the nominal sim (noise injected into the
- * executed actions, the expert's clean action as the label, so the clone sees recovery states), and a
- * world model fitted to exploratory nominal-sim episodes. Seeds 0–99,999 are used here; prompts and
- * evaluation use other ranges.
+ * Behaviour cloning from the task's scripted expert on the nominal sim — first its demonstrations
+ * (noise injected into the executed actions, the expert's clean action as the label), then DAgger
+ * rounds (the clone drives, the expert labels) — and a world model fitted to exploratory nominal-sim
+ * episodes. Seeds below 1,000,000 are used here; prompts and evaluation use other ranges.
  */
 export async function pretrain(o: PretrainOptions): Promise<Pretrained> {
   const env = await makeEnv({ task: o.task, profile: 'nominal' });
   const D = env.observationSpace.state.shape[0], A = env.actionSpace.shape[0];
   const rng = new Rng(o.seed + 17);
+  const fit = o.fit ?? true;
   const obs: number[] = [], act: number[] = [];
+  const bound = (v: number) => Math.max(-1, Math.min(1, v));
+  let policy: GaussianPolicy | null = null;
+  let bcLoss = NaN;
+  const rounds = fit ? o.daggerRounds : 0;
   try {
-    for (let ep = 0; ep < o.bcEpisodes; ep++) {
-      let ob = env.reset(o.seed * 1000 + ep);
-      const expert = env.expert();
-      for (;;) {
-        // The policy's mean lives in the action bounds: so do its labels.
-        const a = expert.act(ob).map((v) => Math.max(-1, Math.min(1, v)));
-        obs.push(...ob.state);
-        act.push(...a);
-        const executed = a.map((v) => Math.max(-1, Math.min(1, v + 0.3 * rng.normal())));
-        const r = env.step(executed);
-        ob = r.obs;
-        if (r.terminated || r.truncated) break;
+    for (let round = 0; round <= rounds; round++) {
+      const episodes = round === 0 ? o.bcEpisodes : o.daggerEpisodes;
+      for (let ep = 0; ep < episodes; ep++) {
+        let ob = env.reset(o.seed * 1000 + round * 100_000 + ep);
+        const expert = env.expert();
+        for (;;) {
+          // The policy's mean lives in the action bounds: so do its labels.
+          const a = expert.act(ob).map(bound);
+          obs.push(...ob.state);
+          act.push(...a);
+          // Round 0 executes the expert with noise injected (the clone sees recovery states); later
+          // rounds execute the clone itself (its mean plus the same noise), labelled by the expert.
+          const base = policy ? (await policy.act(ob.state, new Float32Array(A))).mean : a;
+          const r = env.step(base.map((v) => bound(v + 0.3 * rng.normal())));
+          ob = r.obs;
+          if (r.terminated || r.truncated) break;
+        }
+        o.onProgress?.(round === 0 ? 'demonstrations' : `DAgger round ${round}/${rounds}`, ep + 1, episodes);
       }
-      o.onProgress?.('demonstrations', ep + 1, o.bcEpisodes);
+      const demos = { obs: Float32Array.from(obs), action: Float32Array.from(act) };
+      if (!policy) {
+        // Normalization from the first demonstrations (entries that never vary keep std 1).
+        const mean = new Float32Array(D), sd = new Float32Array(D);
+        const M = demos.obs.length / D;
+        for (let i = 0; i < M; i++) for (let j = 0; j < D; j++) mean[j]! += demos.obs[i * D + j]! / M;
+        for (let i = 0; i < M; i++) for (let j = 0; j < D; j++) sd[j]! += (demos.obs[i * D + j]! - mean[j]!) ** 2 / M;
+        const std = Array.from(sd, (v) => (v > 1e-8 ? Math.sqrt(v) : 1));
+        policy = new GaussianPolicy({ obsDim: D, actDim: A, hidden: o.policyHidden, initLogStd: o.initLogStd, obsMean: mean, obsStd: std, seed: o.seed });
+      }
+      if (!fit) break;
+      const epochs = round === 0 ? o.bcEpochs : o.daggerEpochs;
+      const label = round === 0 ? 'behaviour cloning' : `DAgger round ${round}/${rounds}: cloning`;
+      bcLoss = await behaviourClone(policy, demos, { epochs, seed: o.seed + round, onEpoch: (e) => o.onProgress?.(label, e + 1, epochs) });
     }
   } finally {
     env.dispose();
   }
-  const demos = { obs: Float32Array.from(obs), action: Float32Array.from(act) };
-  // Normalization from the demonstrations (entries that never vary keep std 1).
-  const mean = new Float32Array(D), sd = new Float32Array(D);
-  const M = demos.obs.length / D;
-  for (let i = 0; i < M; i++) for (let j = 0; j < D; j++) mean[j]! += demos.obs[i * D + j]! / M;
-  for (let i = 0; i < M; i++) for (let j = 0; j < D; j++) sd[j]! += (demos.obs[i * D + j]! - mean[j]!) ** 2 / M;
-  const std = Array.from(sd, (v) => (v > 1e-8 ? Math.sqrt(v) : 1));
-  const policy = new GaussianPolicy({ obsDim: D, actDim: A, hidden: o.policyHidden, initLogStd: o.initLogStd, obsMean: mean, obsStd: std, seed: o.seed });
-  const fit = o.fit ?? true;
-  const bcLoss = fit ? await behaviourClone(policy, demos, { epochs: o.bcEpochs, seed: o.seed, onEpoch: (e) => o.onProgress?.('behaviour cloning', e + 1, o.bcEpochs) }) : NaN;
 
   const data = await exploratoryEpisodes(o.task, o.wmEpisodes, 50_000 + o.seed * 1000);
-  const buf = new TransitionBuffer(data.dObs, data.dAct);
+  const buf = new TransitionBuffer(data.dObs, data.dAct, o.wmActionHistory);
   for (const e of data.episodes) buf.addEpisode({ ...e, weight: 1 });
   const simData = buf.transitions();
-  const model = new EnsembleModel({ dObs: D, dAct: A, members: o.wmMembers, hidden: o.wmHidden, obsNames: data.obsNames, seed: o.seed });
+  const model = new EnsembleModel({ dObs: D, dAct: A, members: o.wmMembers, hidden: o.wmHidden, actionHistory: o.wmActionHistory, obsNames: data.obsNames, seed: o.seed });
   const report = fit ? await model.fit(simData, { epochs: o.wmEpochs, seed: o.seed, onEpoch: (r) => o.onProgress?.('world model', r.epoch, o.wmEpochs) }) : null;
-  return { policy, model, simData, bcLoss, wmValLoss: report?.val.loss ?? NaN };
+  return { policy: policy!, model, simData, bcLoss, wmValLoss: report?.val.loss ?? NaN };
 }
 
 export interface SimRobotTargetOptions {

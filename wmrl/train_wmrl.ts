@@ -3,7 +3,7 @@
 // train_standard.ts to see exactly what WMRL changes.
 //
 // Per update: B prompts → B×G rollouts imagined (policy + ensemble in one graph per few steps) →
-// world-model scores (progress collapsed last-k minus first-k up to the predicted success, the
+// world-model scores (the predicted return up to the predicted success, or last-k minus first-k progress; the
 // members' variance) → Corrector.step: anchors chosen → their groups run on the robot (safety layer,
 // recorded in the store, charged to the robot clock), paired with the world model's open-loop replay
 // of the very episodes → map and disagreement updated → calibrated advantages, anchor groups weighted
@@ -34,7 +34,13 @@ export interface WmrlConfig {
   corrector: CorrectorConfig | false;
   /** Imagined steps per rollout (the task's horizon). */
   horizon: number;
-  /** Steps averaged at each end when a rollout's progress collapses to one score. */
+  /**
+   * How a rollout's dense signal collapses to one score, for imagined rollouts and the anchors' replays alike
+   * (worldmodel/scorers.ts): 'return' (the predicted episode return, what the robot's score measures) or
+   * 'last-minus-first' (mean of the last scoreK steps minus the first scoreK).
+   */
+  scoreMode: 'return' | 'last-minus-first';
+  /** Steps averaged at each end in 'last-minus-first'. */
   scoreK: number;
   /** An imagined rollout ends at the first step whose predicted success probability exceeds this (real episodes end at success). */
   successThreshold: number;
@@ -60,6 +66,7 @@ export const DEFAULT_WMRL: Omit<WmrlConfig, 'horizon'> = {
   promptSeed0: 1_000_000,
   seed: 0,
   corrector: correctorConfig({ debias: { minPairs: 48, refitEvery: 16 }, denoise: { warmupGroups: 4 } }),
+  scoreMode: 'return',
   scoreK: 5,
   successThreshold: 0.5,
   refitEvery: 10,
@@ -106,8 +113,9 @@ const meanOf = (row: Float32Array, from: number, to: number) => {
   return s / Math.max(to - from, 1);
 };
 
-/** A rollout's dense progress collapsed to one score over its first T steps: mean of the last k minus mean of the first k. */
-const collapse = (row: Float32Array, T: number, K: number) => {
+/** A rollout's dense signal collapsed to one score over its first T steps: its sum, or the mean of the last k minus the mean of the first k. */
+const collapse = (row: Float32Array, T: number, mode: WmrlConfig['scoreMode'], K: number) => {
+  if (mode === 'return') return meanOf(row, 0, T) * T;
   const k = Math.min(K, T);
   return meanOf(row, T - k, T) - meanOf(row, 0, k);
 };
@@ -155,7 +163,7 @@ export async function trainWmrl(run: WmrlRun): Promise<RunState> {
       // The pair's world-model score: the episode's sent actions replayed open loop from its recorded start.
       const worldModel = await Promise.all(eps.map(async (ep) => {
         if (ep.steps === 0) return null;
-        const r = await replayScore(model, ep.obs.subarray(0, D), ep.sent, { k: c.scoreK });
+        const r = await replayScore(model, ep.obs.subarray(0, D), ep.sent, { k: Math.min(c.scoreK, ep.steps), mode: c.scoreMode });
         return r.score[0]!;
       }));
       return { real: eps.map((ep) => (ep.status === 'complete' ? ep.return : null)), worldModel };
@@ -183,9 +191,9 @@ export async function trainWmrl(run: WmrlRun): Promise<RunState> {
       const hit = p.findIndex((x) => x > c.successThreshold);
       const T = hit < 0 ? H : hit + 1;
       imagined.traj.push({ obs: im.obs.subarray(i * (H + 1) * D, (i * (H + 1) + T) * D), action: im.policy.action_raw!.subarray(i * H * A, (i * H + T) * A), logProb: im.policy.logProb!.subarray(i * H, i * H + T), steps: T });
-      imagined.score.push(collapse(im.reward.subarray(i * H, (i + 1) * H), T, c.scoreK));
+      imagined.score.push(collapse(im.reward.subarray(i * H, (i + 1) * H), T, c.scoreMode, c.scoreK));
       // The members' spread of the score along this trajectory (every member's reward at the same steps).
-      const per = Array.from({ length: E }, (_, e) => collapse(im.memberReward.subarray((e * N + i) * H, (e * N + i + 1) * H), T, c.scoreK));
+      const per = Array.from({ length: E }, (_, e) => collapse(im.memberReward.subarray((e * N + i) * H, (e * N + i + 1) * H), T, c.scoreMode, c.scoreK));
       const m = per.reduce((a, x) => a + x, 0) / E;
       imagined.variance.push(per.reduce((a, x) => a + (x - m) ** 2, 0) / E);
       imagined.successProb.push(hit < 0 ? p[H - 1]! : 1);
@@ -218,7 +226,7 @@ export async function trainWmrl(run: WmrlRun): Promise<RunState> {
     // 4. Refit the world model from the store: the sim data it started from plus every real episode so far.
     let refit = false;
     if (c.refitEvery > 0 && (u + 1) % c.refitEvery === 0 && state.episodeIds.length > 0 && target.store) {
-      const buf = new TransitionBuffer(D, A);
+      const buf = new TransitionBuffer(D, A, model.actionHistory);
       for (const id of state.episodeIds) {
         const tr = episodeTransitions(target.store.get(id), layoutOf(target.robot.spec), Float32Array.from(state.finalObs[id] ?? []));
         if (tr) buf.addEpisode({ states: tr.states, actions: tr.actions, rewards: tr.rewards, success: tr.success, weight: c.realWeight });

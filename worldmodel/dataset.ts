@@ -23,6 +23,21 @@ export interface Transitions {
   reward: Float32Array;
   success: Float32Array;
   weight?: Float32Array;
+  /**
+   * Shape n x (h·dAct): the h actions sent before `action`, most recent first, zeros before the episode's
+   * first step. Present when the model conditions on action history (actuation latency: an action sent
+   * now acts some control steps later, which the observation alone does not show).
+   */
+  history?: Float32Array;
+}
+
+/** Past actions per row a transition set carries (0 without `history`). */
+export function historyLength(t: Pick<Transitions, 'dAct' | 'reward' | 'history'>): number {
+  const n = t.reward.length;
+  if (!t.history || n === 0) return 0;
+  const h = t.history.length / (n * t.dAct);
+  if (!Number.isInteger(h)) throw new Error(`transitions: history has ${t.history.length} values, not n x h x dAct for n = ${n}, dAct = ${t.dAct}`);
+  return h;
 }
 
 /** Number of transitions, after checking every array's length against the declared dims and every value. */
@@ -42,6 +57,7 @@ export function validateTransitions(t: Transitions, what = 'transitions'): numbe
   expect('reward', t.reward, 1);
   expect('success', t.success, 1);
   expect('weight', t.weight, 1);
+  if (t.history) expect('history', t.history, historyLength(t) * t.dAct);
   for (let i = 0; i < n; i++) {
     const s = t.success[i]!;
     if (s < 0 || s > 1) throw new Error(`${what}: success[${i}] = ${s} is outside [0, 1]`);
@@ -74,7 +90,10 @@ export class TransitionBuffer {
   private readonly parts: Transitions[] = [];
   private count = 0;
 
-  constructor(readonly dObs: number, readonly dAct: number) {}
+  /** `actionHistory`: past actions kept per transition (see Transitions.history). */
+  constructor(readonly dObs: number, readonly dAct: number, readonly actionHistory = 0) {
+    if (!(Number.isInteger(actionHistory) && actionHistory >= 0)) throw new Error(`buffer: actionHistory must be a non-negative integer, got ${actionHistory}`);
+  }
 
   get size(): number {
     return this.count;
@@ -82,7 +101,9 @@ export class TransitionBuffer {
 
   add(t: Transitions): void {
     if (t.dObs !== this.dObs || t.dAct !== this.dAct) throw new Error(`buffer: transitions of dims (${t.dObs}, ${t.dAct}) into a buffer of (${this.dObs}, ${this.dAct})`);
-    this.count += validateTransitions(t);
+    const n = validateTransitions(t);
+    if (n > 0 && historyLength(t) !== this.actionHistory) throw new Error(`buffer: transitions with ${historyLength(t)} past actions per row into a buffer of ${this.actionHistory}`);
+    this.count += n;
     this.parts.push(t);
   }
 
@@ -104,6 +125,7 @@ export class TransitionBuffer {
       reward: Float32Array.from(e.rewards),
       success: Float32Array.from(e.success),
       weight: new Float32Array(T).fill(e.weight ?? 1),
+      ...(this.actionHistory > 0 ? { history: episodeHistory(e.actions, this.dAct, this.actionHistory) } : {}),
     });
   }
 
@@ -123,7 +145,13 @@ export function concatTransitions(dObs: number, dAct: number, parts: readonly Tr
     return out;
   };
   const ones = (t: Transitions) => t.weight ?? new Float32Array(t.reward.length).fill(1);
-  return { dObs, dAct, obs: cat((t) => t.obs), action: cat((t) => t.action), nextObs: cat((t) => t.nextObs), reward: cat((t) => t.reward), success: cat((t) => t.success), weight: cat(ones) };
+  const h = new Set(parts.filter((t) => t.reward.length > 0).map(historyLength));
+  if (h.size > 1) throw new Error(`transitions: parts carry different action histories (${[...h].join(', ')} past actions)`);
+  const withHistory = [...h][0] ?? 0;
+  return {
+    dObs, dAct, obs: cat((t) => t.obs), action: cat((t) => t.action), nextObs: cat((t) => t.nextObs), reward: cat((t) => t.reward), success: cat((t) => t.success), weight: cat(ones),
+    ...(withHistory > 0 ? { history: cat((t) => t.history ?? new Float32Array(0)) } : {}),
+  };
 }
 
 /** The rows `idx` of `t`. */
@@ -142,6 +170,7 @@ export function selectTransitions(t: Transitions, idx: ArrayLike<number>): Trans
     reward: rows(t.reward, 1),
     success: rows(t.success, 1),
     weight: t.weight ? rows(t.weight, 1) : new Float32Array(idx.length).fill(1),
+    ...(t.history ? { history: rows(t.history, historyLength(t) * t.dAct) } : {}),
   };
 }
 
@@ -177,15 +206,29 @@ export function columnStats(a: Float32Array, width: number, constantStd: 0 | 1 =
   return { mean: Float32Array.from(mean), std };
 }
 
-/** Model inputs [obs, action] per row: Shape n x (dObs + dAct). */
-export function inputRows(t: Pick<Transitions, 'dObs' | 'dAct' | 'obs' | 'action'>): Float32Array {
+/** Model inputs [obs, action, past actions] per row: Shape n x (dObs + dAct·(1 + h)). */
+export function inputRows(t: Pick<Transitions, 'dObs' | 'dAct' | 'obs' | 'action' | 'reward' | 'history'>): Float32Array {
   const n = t.obs.length / t.dObs;
-  const w = t.dObs + t.dAct;
+  const hw = historyLength(t) * t.dAct;
+  const w = t.dObs + t.dAct + hw;
   const out = new Float32Array(n * w);
   for (let i = 0; i < n; i++) {
     out.set(t.obs.subarray(i * t.dObs, (i + 1) * t.dObs), i * w);
     out.set(t.action.subarray(i * t.dAct, (i + 1) * t.dAct), i * w + t.dObs);
+    if (hw > 0) out.set(t.history!.subarray(i * hw, (i + 1) * hw), i * w + t.dObs + t.dAct);
   }
+  return out;
+}
+
+/**
+ * Per step of one episode (actions Shape T x dAct), the h actions before it, most recent first: Shape
+ * T x (h·dAct), zeros before the first step (a robot's latency queue starts holding its reset controls,
+ * action 0 for motors centred on zero).
+ */
+export function episodeHistory(actions: Float32Array, dAct: number, h: number): Float32Array {
+  const T = actions.length / dAct;
+  const out = new Float32Array(T * h * dAct);
+  for (let t = 0; t < T; t++) for (let j = 1; j <= h && t - j >= 0; j++) out.set(actions.subarray((t - j) * dAct, (t - j + 1) * dAct), (t * h + j - 1) * dAct);
   return out;
 }
 
@@ -209,7 +252,7 @@ export interface Normalizer {
 }
 
 export function fitNormalizer(t: Transitions): Normalizer {
-  const inp = columnStats(inputRows(t), t.dObs + t.dAct);
+  const inp = columnStats(inputRows(t), t.dObs + t.dAct * (1 + historyLength(t)));
   const delta = columnStats(deltaRows(t), t.dObs, 0);
   const rew = columnStats(t.reward, 1);
   return { inMean: inp.mean, inStd: inp.std, deltaMean: delta.mean, deltaStd: delta.std, rewardMean: rew.mean[0]!, rewardStd: rew.std[0]! };

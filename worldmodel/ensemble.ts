@@ -2,7 +2,7 @@
 // per layer, each predicting from (obs, action) a Gaussian over the next-observation delta, a dense reward
 // and a success logit. Inputs and targets are standardized with statistics stored beside the weights.
 import * as nn from '../nn/index.js';
-import { bootstrapIndices, checkRows, deltaRows, fitNormalizer, inputRows, selectTransitions, splitIndices, validateTransitions, type Normalizer, type Transitions } from './dataset.js';
+import { bootstrapIndices, checkRows, deltaRows, fitNormalizer, historyLength, inputRows, selectTransitions, splitIndices, validateTransitions, type Normalizer, type Transitions } from './dataset.js';
 
 const PREFIX = 'wm';
 const P = {
@@ -29,6 +29,12 @@ export interface EnsembleConfig {
   /** Names of the observation entries (with units), written into the exported model. */
   obsNames?: string[];
   actionNames?: string[];
+  /**
+   * Past actions the model sees besides the current one (default 0): with h > 0 it conditions on the h
+   * actions sent before, so it can learn actuation latency from a robot's episodes. Transitions then carry
+   * `history`, and the model env keeps each rollout's last h actions.
+   */
+  actionHistory?: number;
   /** Seed of the weight initialization. */
   seed?: number;
 }
@@ -150,18 +156,21 @@ export class EnsembleModel {
     for (const [k, v] of [['dObs', dObs], ['dAct', dAct]] as const) if (!(Number.isInteger(v) && v > 0)) throw new Error(`ensemble: ${k} must be a positive integer, got ${v}`);
     if (config.obsNames && config.obsNames.length !== dObs) throw new Error(`ensemble: ${config.obsNames.length} obsNames for dObs ${dObs}`);
     if (config.actionNames && config.actionNames.length !== dAct) throw new Error(`ensemble: ${config.actionNames.length} actionNames for dAct ${dAct}`);
+    const h = config.actionHistory ?? 0;
+    if (!(Number.isInteger(h) && h >= 0)) throw new Error(`ensemble: actionHistory must be a non-negative integer, got ${h}`);
+    const dIn = dObs + dAct * (1 + h);
     this.members = config.members ?? 5;
     this.hidden = config.hidden ?? [200, 200, 200];
     this.store = new nn.ParamStore(config.seed ?? 0);
     this.rewardHidden = config.rewardHidden ?? this.hidden;
     const activation = config.activation ?? 'silu';
-    this.net = new nn.EnsembleMLP(this.store, `${PREFIX}.net`, this.members, { sizes: [dObs + dAct, ...this.hidden, 2 * dObs], activation });
-    this.rewardNet = new nn.EnsembleMLP(this.store, `${PREFIX}.reward_net`, this.members, { sizes: [dObs + dAct, ...this.rewardHidden, 2], activation });
+    this.net = new nn.EnsembleMLP(this.store, `${PREFIX}.net`, this.members, { sizes: [dIn, ...this.hidden, 2 * dObs], activation });
+    this.rewardNet = new nn.EnsembleMLP(this.store, `${PREFIX}.reward_net`, this.members, { sizes: [dIn, ...this.rewardHidden, 2], activation });
     // PETS bounds: log-variance is softly kept within learned [min, max].
     this.store.create(P.maxLogVar, [1, dObs], 'zeros').data.fill(0.5);
     this.store.create(P.minLogVar, [1, dObs], 'zeros').data.fill(-10);
-    this.store.create(P.inMean, [dObs + dAct], 'zeros');
-    this.store.create(P.inStd, [dObs + dAct], 'ones');
+    this.store.create(P.inMean, [dIn], 'zeros');
+    this.store.create(P.inStd, [dIn], 'ones');
     this.store.create(P.deltaMean, [dObs], 'zeros');
     this.store.create(P.deltaStd, [dObs], 'ones');
     this.store.create(P.reward, [2], 'zeros').data[1] = 1;
@@ -173,6 +182,16 @@ export class EnsembleModel {
 
   get dAct(): number {
     return this.config.dAct;
+  }
+
+  /** Past actions per input (0: none). */
+  get actionHistory(): number {
+    return this.config.actionHistory ?? 0;
+  }
+
+  /** Input width: observation, action and the past actions. */
+  get dIn(): number {
+    return this.dObs + this.dAct * (1 + this.actionHistory);
   }
 
   get normalizer(): Normalizer {
@@ -209,12 +228,25 @@ export class EnsembleModel {
     };
   }
 
-  /** Normalizes raw obs [B, dObs] and action [B, dAct] in the graph, then `heads`. */
-  rawHeads(obs: nn.Tensor, action: nn.Tensor): Heads {
+  /** Normalizes raw obs [B, dObs], action [B, dAct] and (with action history h) history [B, h·dAct] in the graph, then `heads`. */
+  rawHeads(obs: nn.Tensor, action: nn.Tensor, history?: nn.Tensor): Heads {
     const g = obs.graph;
-    const dIn = this.dObs + this.dAct;
-    const x = nn.div(nn.sub(nn.concat([obs, action], 1), g.param(P.inMean, [dIn])), g.param(P.inStd, [dIn]));
+    const dIn = this.dIn;
+    const parts = [obs, action, ...this.historyPart(history)];
+    const x = nn.div(nn.sub(nn.concat(parts, 1), g.param(P.inMean, [dIn])), g.param(P.inStd, [dIn]));
     return this.heads(x);
+  }
+
+  /** The history tensor as an input part, checked against the model's action history. */
+  private historyPart(history?: nn.Tensor): nn.Tensor[] {
+    const hw = this.actionHistory * this.dAct;
+    if (hw === 0) {
+      if (history) throw new Error('ensemble: a history was given to a model without action history');
+      return [];
+    }
+    if (!history) throw new Error(`ensemble: the model conditions on ${this.actionHistory} past actions; pass history [B, ${hw}]`);
+    if (history.rank !== 2 || history.shape[1] !== hw) throw new Error(`ensemble: history has shape [${history.shape.join(', ')}], expected [B, ${hw}]`);
+    return [history];
   }
 
   /** Raw-unit delta mean [E, B, dObs] from normalized `mu`. */
@@ -235,8 +267,8 @@ export class EnsembleModel {
    * 1/E everywhere: the members' mean), `noise` [B, dObs] standard normal (zeros: no aleatoric sampling)
    * scaled by the mixed members' predicted standard deviation.
    */
-  stepGraph(obs: nn.Tensor, action: nn.Tensor, mix: nn.Tensor, noise: nn.Tensor): StepTensors {
-    const h = this.rawHeads(obs, action);
+  stepGraph(obs: nn.Tensor, action: nn.Tensor, mix: nn.Tensor, noise: nn.Tensor, history?: nn.Tensor): StepTensors {
+    const h = this.rawHeads(obs, action, history);
     const w = nn.unsqueeze(mix, [2]);
     const mu = nn.sum(nn.mul(w, h.mu), 0);
     const std = nn.exp(nn.mul(nn.sum(nn.mul(w, h.logVar), 0), 0.5));
@@ -278,10 +310,11 @@ export class EnsembleModel {
       const g = new nn.Graph();
       const obs = g.input('obs', ['batch', this.dObs]);
       const action = g.input('action', ['batch', this.dAct]);
-      const h = this.rawHeads(obs, action);
+      const history = this.actionHistory > 0 ? g.input('history', ['batch', this.actionHistory * this.dAct]) : undefined;
+      const h = this.rawHeads(obs, action, history);
       const params = [...g.params.keys()];
       const prog = await nn.Program.fromSpec({
-        inputs: [{ name: 'obs', tensor: obs }, { name: 'action', tensor: action }, ...params.map((n) => ({ name: n, tensor: g.params.get(n)! }))],
+        inputs: [{ name: 'obs', tensor: obs }, { name: 'action', tensor: action }, ...(history ? [{ name: 'history', tensor: history }] : []), ...params.map((n) => ({ name: n, tensor: g.params.get(n)! }))],
         outputs: [
           { name: 'mu', tensor: h.mu },
           { name: 'log_var', tensor: h.logVar },
@@ -295,17 +328,21 @@ export class EnsembleModel {
   }
 
   /** Normalized head outputs for raw rows: mu, logVar Shape E x n x dObs; reward (normalized), successLogit Shape E x n. */
-  private async rawPredict(obs: Float32Array, action: Float32Array): Promise<{ n: number; mu: Float32Array; logVar: Float32Array; reward: Float32Array; successLogit: Float32Array }> {
+  private async rawPredict(obs: Float32Array, action: Float32Array, history?: Float32Array): Promise<{ n: number; mu: Float32Array; logVar: Float32Array; reward: Float32Array; successLogit: Float32Array }> {
     const n = checkRows('predict obs', obs, this.dObs);
     checkRows('predict action', action, this.dAct, n);
+    const hw = this.actionHistory * this.dAct;
+    if (hw > 0 && !history) throw new Error(`predict: the model conditions on ${this.actionHistory} past actions; pass history (Shape n x ${hw})`);
+    if (hw === 0 && history) throw new Error('predict: a history was given to a model without action history');
+    if (history) checkRows('predict history', history, hw, n);
     const { prog, params } = await this.forward();
-    const out = await prog.run({ obs: nn.tensor(obs, [n, this.dObs]), action: nn.tensor(action, [n, this.dAct]), ...this.paramFeeds(params) });
+    const out = await prog.run({ obs: nn.tensor(obs, [n, this.dObs]), action: nn.tensor(action, [n, this.dAct]), ...(history ? { history: nn.tensor(history, [n, hw]) } : {}), ...this.paramFeeds(params) });
     return { n, mu: nn.f32(out.mu), logVar: nn.f32(out.log_var), reward: nn.f32(out.reward), successLogit: nn.f32(out.success_logit) };
   }
 
-  /** Every member's prediction for rows (obs Shape n x dObs, action Shape n x dAct), in raw units. */
-  async predict(obs: Float32Array, action: Float32Array): Promise<Prediction> {
-    const r = await this.rawPredict(obs, action);
+  /** Every member's prediction for rows (obs Shape n x dObs, action Shape n x dAct, with action history h: history Shape n x h·dAct), in raw units. */
+  async predict(obs: Float32Array, action: Float32Array, history?: Float32Array): Promise<Prediction> {
+    const r = await this.rawPredict(obs, action, history);
     const { dObs, members: E } = this;
     const nz = this.normalizer;
     const nextObsMean = new Float32Array(E * r.n * dObs);
@@ -334,7 +371,7 @@ export class EnsembleModel {
     if (n === 0) throw new Error('evaluate: no transitions');
     const { dObs, members: E } = this;
     const nz = this.normalizer;
-    const r = await this.rawPredict(data.obs, data.action);
+    const r = await this.rawPredict(data.obs, data.action, data.history);
     const delta = deltaRows(data);
     const w = data.weight ?? new Float32Array(n).fill(1);
     const wSum = w.reduce((a, b) => a + b, 0);
@@ -380,6 +417,7 @@ export class EnsembleModel {
 
   private checkDims(t: Transitions): void {
     if (t.dObs !== this.dObs || t.dAct !== this.dAct) throw new Error(`ensemble: transitions have dims (obs ${t.dObs}, action ${t.dAct}), the model (obs ${this.dObs}, action ${this.dAct})`);
+    if (t.reward.length > 0 && historyLength(t) !== this.actionHistory) throw new Error(`ensemble: transitions carry ${historyLength(t)} past actions per row, the model conditions on ${this.actionHistory}`);
   }
 
   // ---------------------------------------------------------------- fitting
@@ -406,8 +444,7 @@ export class EnsembleModel {
     const nTrain = train.reward.length;
     if (nTrain === 0) throw new Error('fit: no training transitions');
     if (opts.renormalize || !this.normalized) this.setNormalizer(fitNormalizer(train));
-    const { dObs, dAct, members: E } = this;
-    const dIn = dObs + dAct;
+    const { dObs, members: E, dIn } = this;
     const batch = Math.min(opts.batchSize ?? 256, nTrain);
     const epochs = opts.epochs ?? 50;
 
@@ -480,9 +517,9 @@ export class EnsembleModel {
 
   /** The training step graph: inputs x [E, b, dIn], y [E, b, dObs], r, s, w [E, b], all standardized. */
   private async trainer(opts: FitOptions): Promise<nn.Trainer> {
-    const { dObs, dAct, members: E } = this;
+    const { dObs, dIn, members: E } = this;
     const g = new nn.Graph();
-    const x = g.input('x', [E, 'batch', dObs + dAct]);
+    const x = g.input('x', [E, 'batch', dIn]);
     const y = g.input('y', [E, 'batch', dObs]);
     const r = g.input('r', [E, 'batch']);
     const s = g.input('s', [E, 'batch']);
@@ -529,13 +566,16 @@ export class EnsembleModel {
     const g = new nn.Graph();
     const obs = g.input('obs', ['batch', this.dObs]);
     const action = g.input('action', ['batch', this.dAct]);
-    const h = this.rawHeads(obs, action);
+    const hw = this.actionHistory * this.dAct;
+    const history = hw > 0 ? g.input('action_history', ['batch', hw]) : undefined;
+    const h = this.rawHeads(obs, action, history);
     const ds = g.param(P.deltaStd, [this.dObs]);
     const E = this.members;
     return nn.exportOnnx(path, {
       inputs: [
         { name: 'obs', tensor: obs, doc: `observation, [batch, ${this.dObs}]${this.config.obsNames ? `: ${this.config.obsNames.join(', ')}` : ''}` },
         { name: 'action', tensor: action, doc: `action, [batch, ${this.dAct}]${this.config.actionNames ? `: ${this.config.actionNames.join(', ')}` : ''}` },
+        ...(history ? [{ name: 'action_history', tensor: history, doc: `the ${this.actionHistory} actions sent before 'action', most recent first, zeros before an episode's first step: [batch, ${hw}]` }] : []),
       ],
       outputs: [
         { name: 'next_obs_mean', tensor: nn.add(obs, this.denormDelta(h.mu)), doc: `[${E}, batch, ${this.dObs}]: each member's mean next observation` },
@@ -551,6 +591,7 @@ export class EnsembleModel {
         members: E,
         obs_dim: this.dObs,
         action_dim: this.dAct,
+        action_history: this.actionHistory,
         hidden: this.hidden,
         reward_hidden: this.rewardHidden,
         parameterization: 'delta',

@@ -5,6 +5,8 @@ export {
   concatTransitions,
   selectTransitions,
   fitNormalizer,
+  episodeHistory,
+  historyLength,
   type Transitions,
   type Normalizer,
 } from './dataset.js';

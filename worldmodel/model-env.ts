@@ -99,6 +99,8 @@ export class ModelEnv {
   private readonly rng: nn.Rng;
   private readonly sampleNoise: boolean;
   private state: Float32Array | null = null;
+  /** With action history h: each rollout's last h actions, most recent first (Shape N x h·dAct). */
+  private history: Float32Array | null = null;
   private fixed: Int32Array | null = null;
   private stepProgram: Promise<Compiled> | null = null;
   private readonly unrolled = new Map<GraphPolicy, Map<number, Promise<Compiled>>>();
@@ -128,6 +130,8 @@ export class ModelEnv {
   reset(startObs: Float32Array, opts: { members?: ArrayLike<number> } = {}): Float32Array {
     const n = checkRows('model env reset: startObs', startObs, this.model.dObs);
     this.state = startObs.slice();
+    // A rollout starts at an episode's start: no action sent yet (the latency queue holds the reset controls).
+    this.history = new Float32Array(n * this.model.actionHistory * this.model.dAct);
     this.fixed = this.mode === 'fixed' ? this.memberList(n, opts.members) : null;
     if (opts.members && this.mode !== 'fixed') throw new Error(`model env reset: members are given but the mode is '${this.mode}', not 'fixed'`);
     return this.state.slice();
@@ -168,10 +172,12 @@ export class ModelEnv {
       const action = g.input('action', ['n', dAct]);
       const mix = g.input('mix', [E, 'n']);
       const noise = g.input('noise', ['n', dObs]);
-      const s = this.model.stepGraph(obs, action, mix, noise);
+      const hw = this.model.actionHistory * dAct;
+      const history = hw > 0 ? g.input('history', ['n', hw]) : undefined;
+      const s = this.model.stepGraph(obs, action, mix, noise, history);
       const params = [...g.params.keys()];
       const prog = await nn.Program.fromSpec({
-        inputs: [...[obs, action, mix, noise].map((t) => ({ name: t.attrs.name as string, tensor: t })), ...params.map((p) => ({ name: p, tensor: g.params.get(p)! }))],
+        inputs: [...[obs, action, mix, noise, ...(history ? [history] : [])].map((t) => ({ name: t.attrs.name as string, tensor: t })), ...params.map((p) => ({ name: p, tensor: g.params.get(p)! }))],
         outputs: [
           { name: 'next_obs', tensor: s.nextObs },
           { name: 'reward', tensor: s.reward },
@@ -203,12 +209,14 @@ export class ModelEnv {
       action: nn.tensor(actions, [n, dAct]),
       mix: nn.tensor(mix, [this.model.members, n]),
       noise: nn.tensor(this.normals(n * dObs, this.sampleNoise), [n, dObs]),
+      ...(this.model.actionHistory > 0 ? { history: nn.tensor(this.history!, [n, this.model.actionHistory * dAct]) } : {}),
       ...this.model.paramFeeds(params),
     });
     const next = nn.f32(out.next_obs);
     const bad = firstNonFinite(next);
     if (bad >= 0) throw new Error(`model env step: the model predicted a non-finite observation for rollout ${Math.floor(bad / dObs)} (dim ${bad % dObs})`);
     this.state = next.slice();
+    this.history = shiftHistory(this.history!, actions, n, dAct, this.model.actionHistory);
     return { obs: next, reward: nn.f32(out.reward), successProb: nn.f32(out.success_prob), disagreement: nn.f32(out.disagreement), memberReward: nn.f32(out.member_reward), member };
   }
 
@@ -243,6 +251,8 @@ export class ModelEnv {
     };
     for (let i = 0; i < n; i++) res.obs.set(startObs.subarray(i * dObs, (i + 1) * dObs), i * (H + 1) * dObs);
     let cur = startObs.slice();
+    const hw = this.model.actionHistory * dAct;
+    let hist = new Float32Array(n * hw);
     for (let t0 = 0; t0 < H; t0 += U) {
       const u = Math.min(U, H - t0);
       const { prog, params } = await this.compiledUnroll(policy, u);
@@ -263,6 +273,7 @@ export class ModelEnv {
         mix: nn.tensor(mix, [u, E, n]),
         obs_noise: nn.tensor(oNoise, [u, n, dObs]),
         ...(nd ? { policy_noise: nn.tensor(noise, [u, n, nd]) } : {}),
+        ...(hw > 0 ? { history: nn.tensor(hist, [n, hw]) } : {}),
       };
       const wm = new Set(this.model.paramNames());
       for (const p of params) {
@@ -293,6 +304,7 @@ export class ModelEnv {
         put(res.policy[key], src, width, H, t0);
       }
       cur = obsOut.slice((u - 1) * n * dObs);
+      if (hw > 0) hist = nn.f32(out.history_out).slice();
     }
     return res;
   }
@@ -323,6 +335,17 @@ export class ModelEnv {
   }
 }
 
+/** The history after `actions` (Shape N x dAct) were sent: they become the most recent past actions. */
+function shiftHistory(history: Float32Array, actions: Float32Array, n: number, dAct: number, h: number): Float32Array {
+  if (h === 0) return history;
+  const out = new Float32Array(n * h * dAct);
+  for (let i = 0; i < n; i++) {
+    out.set(actions.subarray(i * dAct, (i + 1) * dAct), i * h * dAct);
+    out.set(history.subarray(i * h * dAct, (i * h + h - 1) * dAct), (i * h + 1) * dAct);
+  }
+  return out;
+}
+
 function memberMix(member: Int32Array, E: number): Float32Array {
   const n = member.length;
   const mix = new Float32Array(E * n);
@@ -337,6 +360,8 @@ async function buildUnroll(model: EnsembleModel, policy: GraphPolicy, u: number)
   const mix = g.input('mix', [u, E, 'n']);
   const obsNoise = g.input('obs_noise', [u, 'n', dObs]);
   const pNoise = policy.noiseDim ? g.input('policy_noise', [u, 'n', policy.noiseDim]) : null;
+  const h = model.actionHistory, dAct = model.dAct;
+  const history = h > 0 ? g.input('history', ['n', h * dAct]) : null;
   const at = (x: nn.Tensor, k: number) => nn.squeeze(nn.slice(x, 0, k, k + 1), [0]);
   const collected = new Map<string, nn.Tensor[]>();
   const keep = (name: string, t: nn.Tensor) => {
@@ -345,12 +370,15 @@ async function buildUnroll(model: EnsembleModel, policy: GraphPolicy, u: number)
     collected.set(name, list);
   };
   let obs = start;
+  let hist = history;
   for (let k = 0; k < u; k++) {
     const out = policy.build(obs, pNoise ? at(pNoise, k) : null);
     const action = out.action;
     if (!action) throw new Error(`imagine: the policy returned no 'action' (it returned ${Object.keys(out).join(', ') || 'nothing'})`);
     if (action.rank !== 2 || action.shape[1] !== model.dAct) throw new Error(`imagine: the policy's action has shape [${action.shape.join(', ')}], expected [n, ${model.dAct}]`);
-    const s = model.stepGraph(obs, action, at(mix, k), at(obsNoise, k));
+    const s = model.stepGraph(obs, action, at(mix, k), at(obsNoise, k), hist ?? undefined);
+    // The action just sent becomes the most recent past action.
+    if (hist) hist = h > 1 ? nn.concat([action, nn.slice(hist, 1, 0, (h - 1) * dAct)], 1) : action;
     keep('action', action);
     keep('reward', s.reward);
     keep('success_prob', s.successProb);
@@ -367,8 +395,11 @@ async function buildUnroll(model: EnsembleModel, policy: GraphPolicy, u: number)
   }
   const params = [...g.params.keys()];
   const prog = await nn.Program.fromSpec({
-    inputs: [start, mix, obsNoise, ...(pNoise ? [pNoise] : [])].map((t) => ({ name: t.attrs.name as string, tensor: t })).concat(params.map((p) => ({ name: p, tensor: g.params.get(p)! }))),
-    outputs: [...collected].map(([name, ts]) => ({ name, tensor: ts.length > 1 ? nn.concat(ts, 0) : ts[0]! })),
+    inputs: [start, mix, obsNoise, ...(pNoise ? [pNoise] : []), ...(history ? [history] : [])].map((t) => ({ name: t.attrs.name as string, tensor: t })).concat(params.map((p) => ({ name: p, tensor: g.params.get(p)! }))),
+    outputs: [
+      ...[...collected].map(([name, ts]) => ({ name, tensor: ts.length > 1 ? nn.concat(ts, 0) : ts[0]! })),
+      ...(hist ? [{ name: 'history_out', tensor: nn.add(hist, 0) }] : []),
+    ],
   });
   return { prog, params };
 }

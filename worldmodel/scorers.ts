@@ -9,12 +9,15 @@ import { ModelEnv, type GraphPolicy } from './model-env.js';
  * How a rollout's dense progress collapses to one score:
  * - 'last-minus-first' (default): mean of the last k steps minus mean of the first k: credits getting
  *   there and staying there;
+ * - 'return': the sum over the rollout, the model's estimate of the episode's return: the same quantity
+ *   a robot episode's return measures, so it ranks a group's rollouts as the robot would when the dense
+ *   signal is the task's reward (measured on reach/gap: `npm run bench -- embodied` reports it);
  * - 'peak': the best step minus the mean of the first k. Exploitable: a policy that drives the model into
  *   one spuriously high prediction (a fling through the goal, a state the model never saw) scores as well
  *   as one that holds the goal, and the max of noisy predictions is biased upward. The sparse real anchor
  *   catches it; prefer the default.
  */
-export type CollapseMode = 'last-minus-first' | 'peak';
+export type CollapseMode = 'last-minus-first' | 'peak' | 'return';
 
 export interface ScoreOptions {
   /** Steps averaged at each end (default 5, at most H). */
@@ -36,10 +39,14 @@ export function scoreImagined(progress: Float32Array, horizon: number, opts: Sco
   const k = opts.k ?? Math.min(5, horizon);
   const mode = opts.mode ?? 'last-minus-first';
   if (!(Number.isInteger(k) && k >= 1 && k <= horizon)) throw new Error(`scoreImagined: k must be an integer in [1, H = ${horizon}], got ${k}`);
-  if (mode !== 'last-minus-first' && mode !== 'peak') throw new Error(`scoreImagined: unknown mode '${mode as string}' (last-minus-first, peak)`);
+  if (mode !== 'last-minus-first' && mode !== 'peak' && mode !== 'return') throw new Error(`scoreImagined: unknown mode '${mode as string}' (last-minus-first, peak, return)`);
   const out = new Float32Array(n);
   for (let i = 0; i < n; i++) {
     const row = progress.subarray(i * horizon, (i + 1) * horizon);
+    if (mode === 'return') {
+      out[i] = row.reduce((a, b) => a + b, 0);
+      continue;
+    }
     let first = 0;
     for (let t = 0; t < k; t++) first += row[t]! / k;
     let end: number;

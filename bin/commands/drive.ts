@@ -8,6 +8,7 @@ import { runEpisode, type Policy, type Scorer } from '../../hardware/record.js';
 import { connectRobot } from '../../hardware/robots/index.js';
 import { SimRobot } from '../../hardware/robots/sim.js';
 import { SafetyLayer, DEFAULT_SAFETY } from '../../hardware/safety.js';
+import { readOnnxInfo } from '../../nn/index.js';
 import { OnnxPolicy } from '../../policies/onnx-policy.js';
 import { progressBar } from '../progress.js';
 import { printTable } from '../table.js';
@@ -24,6 +25,16 @@ export interface DriveOptions {
   fast: boolean;
 }
 
+/** The camera size a policy .onnx reads (its `image` input [batch, H, W, 3]), so the sim robot renders it. */
+function policyImageSize(policy: string): number | undefined {
+  if (!policy.endsWith('.onnx')) return undefined;
+  const img = readOnnxInfo(policy).inputs.find((i) => i.name === 'image');
+  if (!img) return undefined;
+  const [, h, w] = img.shape.map(Number);
+  if (h !== w) throw new Error(`${policy}: reads ${w}x${h} images; the sim robot renders square images`);
+  return h;
+}
+
 export async function drive(values: DriveOptions): Promise<void> {
   const n = values.episodes;
   const isSim = values.robot.startsWith('sim:');
@@ -34,7 +45,7 @@ export async function drive(values: DriveOptions): Promise<void> {
   let profile = 'real';
   if (isSim) {
     const [, task, prof = 'nominal'] = values.robot.split(':');
-    sim = await SimRobot.create({ task: task!, profile: prof });
+    sim = await SimRobot.create({ task: task!, profile: prof, image: policyImageSize(values.policy) });
     profile = prof;
     robot = new SafetyLayer(sim, { ...DEFAULT_SAFETY, maxDelta: 2 }, { watchdog: !values.fast });
   } else {
@@ -64,7 +75,14 @@ async function driveEpisodes(robot: SafetyLayer, sim: SimRobot | undefined, prof
     policy = () => robot.holdAction();
   } else {
     const p = await OnnxPolicy.load(values.policy, robot.spec);
-    policy = (o) => p.act(o);
+    let last = -1;
+    policy = (o) => {
+      // a chunked policy starts each episode with a fresh chunk
+      const t = sim?.lastStep?.info.t ?? 0;
+      if (t === 0 && last !== 0) p.reset();
+      last = t;
+      return p.act(o);
+    };
   }
   const score: Scorer | undefined = sim ? () => ({ reward: sim!.lastStep?.reward ?? 0, done: !!(sim!.lastStep?.terminated || sim!.lastStep?.truncated), success: sim!.lastStep?.info.success }) : undefined;
 

@@ -1,9 +1,14 @@
-// `wmrl episodes` and `wmrl export`: the recorded episodes — list them, export them to MCAP, import a bag.
+// `wmrl episodes` and `wmrl export`: the recorded episodes — list them, export them to MCAP, import a bag,
+// export and import LeRobot v3.0 datasets.
 import { mkdirSync } from 'node:fs';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
+import type { ObservationLayout } from '../../common/layout.js';
+import { exportLeRobot } from '../../episodes/lerobot/export.js';
+import { importLeRobot } from '../../episodes/lerobot/import.js';
 import { exportEpisode } from '../../episodes/mcap/export.js';
 import { importEpisode } from '../../episodes/mcap/import.js';
 import { EpisodeStore } from '../../episodes/store/store.js';
+import { makeEnv } from '../../sim/index.js';
 import { progressBar } from '../progress.js';
 import { printTable } from '../table.js';
 
@@ -57,3 +62,47 @@ export const exportMany = (ids: string[], o: { out: string; store: string; lz4: 
     }
     printTable(`exported ${chosen.length} episode(s) to ${o.out}`, rows);
   });
+
+/** The observation layout and control rate of `sim:TASK[:PROFILE]`, for naming a dataset's state entries. */
+async function simLayout(robot: string): Promise<{ layout: ObservationLayout; controlHz: number; actionNames: string[] }> {
+  if (!robot.startsWith('sim:')) throw new Error(`--robot ${robot}: give sim:TASK[:PROFILE] (the layout of a robot YAML is its declaration's, not yet read here)`);
+  const [, task, profile = 'nominal'] = robot.split(':');
+  const env = await makeEnv({ task: task!, profile });
+  try {
+    return { layout: env.layout, controlHz: env.spec.controlHz, actionNames: [...env.spec.actuatorNames] };
+  } finally {
+    env.dispose();
+  }
+}
+
+/** `wmrl episodes export-lerobot DB DIR`: the store's episodes (all, or --ids) as one LeRobot v3.0 dataset. */
+export async function exportLeRobotCmd(db: string, dir: string, o: { robot?: string; ids?: string[]; fps?: number; status?: 'complete' | 'all' }): Promise<void> {
+  const sim = o.robot ? await simLayout(o.robot) : undefined;
+  await withStore(db, async (store) => {
+    const ids = o.ids?.length ? o.ids : store.list(o.status === 'all' ? {} : { status: 'complete' }).map((e) => e.meta.id);
+    if (!ids.length) throw new Error(`no ${o.status === 'all' ? '' : 'complete '}episodes in ${db} to export`);
+    const bar = progressBar();
+    const eps = ids.map((id, k) => {
+      bar(k + 1, ids.length, `reading ${id.slice(0, 8)}`);
+      return store.get(id);
+    });
+    const res = exportLeRobot(eps, dir, { layout: sim?.layout, actionNames: sim?.actionNames, fps: o.fps ?? (sim ? Math.round(sim.controlHz) : undefined) });
+    console.log(`wrote LeRobot v3.0 dataset ${dir}: ${res.episodes} episode(s), ${res.frames} frames in ${res.dataFiles.length} data file(s)`);
+  });
+}
+
+/** `wmrl episodes import-lerobot DIR DB`: a LeRobot v3.0 dataset into the store. */
+export async function importLeRobotCmd(dir: string, db: string, o: { robot?: string; image?: string }): Promise<void> {
+  const sim = o.robot ? await simLayout(o.robot) : undefined;
+  const ds = await importLeRobot(dir, { layout: sim?.layout, actionDim: sim?.actionNames.length, imageKey: o.image });
+  mkdirSync(dirname(db), { recursive: true });
+  await withStore(db, async (store) => {
+    const bar = progressBar();
+    for (const [k, e] of ds.episodes.entries()) {
+      for (const step of e.steps) store.ingest(e.meta, step);
+      store.finish(e.meta.id, { status: e.status === 'recording' ? 'partial' : e.status, success: e.steps.at(-1)?.success });
+      bar(k + 1, ds.episodes.length, e.meta.id);
+    }
+  });
+  console.log(`imported ${ds.episodes.length} episode(s), ${ds.episodes.reduce((n, e) => n + e.steps.length, 0)} frames from ${dir} into ${db}`);
+}

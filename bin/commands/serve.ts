@@ -88,13 +88,16 @@ export async function serve(o: ServeOptions): Promise<void> {
   );
 }
 
+/** The default job's pretraining: the trainer's own, with fewer DAgger rounds, so that the whole run takes minutes. */
+const DEFAULT_JOB_PRETRAIN = { daggerRounds: 2 };
+
 /** The default job: short WMRL post-training on the sim robot (reach against the gap robot by default), or a scripted-expert session. */
 function startDefaultJob(svc: Service, o: ServeOptions): RunStatus {
   const runs = svc.ctx.runs;
   if (o.job === 'wmrl-train') {
-    const run = runs.start('wmrl-train', { robot: 'sim', updates: o.updates });
+    const run = runs.start('wmrl-train', { robot: 'sim', updates: o.updates, pretrain: DEFAULT_JOB_PRETRAIN });
     const w = run.options as WmrlTrainOptions;
-    console.log(`  default job:  run ${run.id}: WMRL post-training of a behaviour-cloned policy on the sim robot — pretraining (demonstrations, behaviour cloning, world model on the nominal sim), then ${w.updates} updates of ${w.prompts} groups × ${w.group} rollouts imagined in the world model, anchor groups run on the robot in real time; the policy goes to ${join(o.data, 'policies', `${run.id}.onnx`)}`);
+    console.log(`  default job:  run ${run.id}: WMRL post-training of a behaviour-cloned policy on the sim robot — pretraining (demonstrations, behaviour cloning, ${DEFAULT_JOB_PRETRAIN.daggerRounds} DAgger rounds, world model, all on the nominal sim), then ${w.updates} updates of ${w.prompts} groups × ${w.group} rollouts imagined in the world model, anchor groups run on the robot in real time; the policy goes to ${join(o.data, 'policies', `${run.id}.onnx`)}`);
     return run;
   }
   if (o.job === 'expert-session') {

@@ -59,3 +59,19 @@ export function armState(q: Float64Array, qd: Float64Array, siteXpos: Float64Arr
   out[4] = siteXpos[3 * tip]!;
   out[5] = siteXpos[3 * tip + 1]!;
 }
+
+/**
+ * Cartesian reaching: the joint step that moves the tip by (dx, dy), by damped least squares through
+ * the arm's Jacobian (dq = Jᵀ (J Jᵀ + λ² I)⁻¹ dx), turned into a torque by a joint PD. Unlike
+ * `ik` + `pd` it is a smooth function of the observation (no angle wrap, no elbow branch), which is what
+ * a cloned policy can learn.
+ */
+export function dlsReach(q0: number, q1: number, qd0: number, qd1: number, dx: number, dy: number, kp: number, kd: number, lambda = 0.05): Float32Array {
+  const s0 = Math.sin(q0), c0 = Math.cos(q0), s01 = Math.sin(q0 + q1), c01 = Math.cos(q0 + q1);
+  const j00 = -L1 * s0 - L2 * s01, j01 = -L2 * s01, j10 = L1 * c0 + L2 * c01, j11 = L2 * c01;
+  const a = j00 * j00 + j01 * j01 + lambda * lambda, b = j00 * j10 + j01 * j11, d = j10 * j10 + j11 * j11 + lambda * lambda;
+  const det = a * d - b * b;
+  const u = (d * dx - b * dy) / det, v = (a * dy - b * dx) / det;
+  const clip = (x: number) => Math.max(-1, Math.min(1, x));
+  return Float32Array.of(clip(kp * (j00 * u + j10 * v) - kd * qd0), clip(kp * (j01 * u + j11 * v) - kd * qd1));
+}

@@ -3,9 +3,9 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { SimData, SimModel } from '../mujoco.js';
 import type { Rng } from '../rng.js';
-import { argmaxFrom, type BoundTask, type TaskDef } from '../task.js';
+import { type BoundTask, type TaskDef } from '../task.js';
 import type { Obs } from '../types.js';
-import { armLayout, armState, ik, pd, tipVelocity } from './arm.js';
+import { armLayout, armState, dlsReach, tipVelocity } from './arm.js';
 import { COLOURS, spreadPoints } from './layout.js';
 
 const ASSETS = join(dirname(fileURLToPath(import.meta.url)), '..', 'assets', 'reach');
@@ -24,6 +24,8 @@ export const reach: TaskDef = {
     const layout = armLayout([
       ...COLOURS.flatMap((c) => [{ name: `${c} target x`, unit: 'm' }, { name: `${c} target y`, unit: 'm' }]),
       ...COLOURS.map((c) => ({ name: `goal is ${c}`, unit: '1' })),
+      { name: 'goal x - tip x', unit: 'm' },
+      { name: 'goal y - tip y', unit: 'm' },
     ]);
     const tipDist = (data: SimData, goal: number) => {
       const sx = data.raw.site_xpos as Float64Array;
@@ -57,6 +59,9 @@ export const reach: TaskDef = {
           out[7 + 2 * i] = mp[3 * mocap[i]! + 1]!;
           out[12 + i] = i === goal ? 1 : 0;
         }
+        // the goal relative to the tip: what a reaching controller acts on
+        out[15] = mp[3 * mocap[goal]!]! - sx[3 * tip]!;
+        out[16] = mp[3 * mocap[goal]! + 1]! - sx[3 * tip + 1]!;
       },
       evaluate(data: SimData, goal: number, action: Float32Array) {
         const q = data.raw.qpos as Float64Array;
@@ -70,9 +75,7 @@ export const reach: TaskDef = {
       expert: () => ({
         act(obs: Obs): Float32Array {
           const s = obs.state;
-          const g = argmaxFrom(s, 12, 3);
-          const target = ik(s[6 + 2 * g]!, s[7 + 2 * g]!, s[1]!);
-          return pd([s[0]!, s[1]!], [s[2]!, s[3]!], target, 6, 0.4);
+          return dlsReach(s[0]!, s[1]!, s[2]!, s[3]!, s[15]!, s[16]!, 6, 0.4);
         },
       }),
     };

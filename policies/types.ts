@@ -1,0 +1,92 @@
+// The one policy interface every policy here implements (the Gaussian MLP, the VLA, a head on a frozen
+// external backbone): a diagonal Gaussian over actions — or over a chunk of `chunk` consecutive actions —
+// whose mean comes from the observation vector (the robot's declared layout, common/layout.ts) and, for
+// policies that read them, a camera image and the instruction's tokens.
+//
+// Two faces: `forward` emits the policy into any graph (behaviour cloning, the policy gradient, the world
+// model's fused imagination, the exported artifact), and act / logProb / entropy run it on a batch.
+import type { ParamStore, Tensor, ort } from '../nn/index.js';
+
+/** What a policy reads besides the observation vector, one entry per batch row. */
+export interface PolicyContext {
+  /** N x H x W x 3 RGB, uint8, row-major (what sim/ renders and a robot camera gives as rgb8). */
+  images?: Uint8Array;
+  /** N instructions in words. */
+  instructions?: readonly string[];
+  /** N x F features of a frozen backbone (policies/backbone.ts), computed once per step. */
+  features?: Float32Array;
+}
+
+/** The graph inputs `forward` reads besides `obs`. */
+export interface PolicyGraphContext {
+  /** [N, H, W, 3] float32 in [0, 1]. */
+  image?: Tensor;
+  /** [N, T] int64 token ids (0 = padding). */
+  tokens?: Tensor;
+  /** [N, F] float32 features of a frozen backbone. */
+  features?: Tensor;
+}
+
+/** What a policy needs fed, so a trainer or a runner can prepare it. */
+export interface PolicyInputs {
+  obsDim: number;
+  /** The fixed normalization (obs − mean) / std baked into the graph. */
+  obsMean: readonly number[];
+  obsStd: readonly number[];
+  image?: { height: number; width: number };
+  instruction?: { vocabulary: readonly string[]; maxTokens: number };
+  /** Features of a frozen backbone, fed precomputed. */
+  features?: { dim: number };
+}
+
+export interface PolicyActResult {
+  /** N x (chunk · A): mean + std · noise (noise zero: the mean). */
+  action: Float32Array;
+  /** N x (chunk · A). */
+  mean: Float32Array;
+  /** N: log-probability of `action`. */
+  logProb: Float32Array;
+}
+
+export interface Policy {
+  /** 'gaussian_mlp', 'vla', 'backbone_head': written into the artifact. */
+  readonly kind: string;
+  readonly obsDim: number;
+  /** Action entries per control step. */
+  readonly actDim: number;
+  /** Actions per decision: outputs hold chunk x actDim per row (1: one action a step). */
+  readonly chunk: number;
+  readonly store: ParamStore;
+  inputs(): PolicyInputs;
+  /** Every trainable parameter (policy gradient). */
+  paramNames(): string[];
+  /** The parameters of the mean (behaviour cloning trains these and leaves log-std alone). */
+  meanParamNames(): string[];
+  /** obs [N, D] (+ context) → mean [N, chunk·A] in the action bounds, logStd [chunk·A]. */
+  forward(obs: Tensor, ctx?: PolicyGraphContext): { mean: Tensor; logStd: Tensor };
+  /** The feeds `forward`'s context inputs take for a batch of N rows: `image`, `tokens`. */
+  contextFeeds(ctx: PolicyContext | undefined, n: number): Record<string, ort.Tensor>;
+  act(obs: Float32Array, noise: Float32Array, ctx?: PolicyContext): Promise<PolicyActResult>;
+  /** N: log π(action | obs, context). */
+  logProb(obs: Float32Array, action: Float32Array, ctx?: PolicyContext): Promise<Float32Array>;
+  /** Entropy of the action distribution (state-independent log-std: the same for every row). */
+  entropy(): number;
+  release(): Promise<void>;
+}
+
+/** Entropy of a diagonal Gaussian with these log standard deviations. */
+export function diagonalGaussianEntropy(logStd: ArrayLike<number>): number {
+  let h = 0;
+  for (let i = 0; i < logStd.length; i++) h += logStd[i]! + 0.5 + 0.5 * Math.log(2 * Math.PI);
+  return h;
+}
+
+/** Declares in `g` the context inputs `policy` reads (`image` [batch, H, W, 3] float32, `tokens` [batch, T] int64). */
+export function declareContext(policy: Policy, g: { input(name: string, shape: Array<string | number>, dtype?: 'float32' | 'int64'): Tensor }, batch: string | number): PolicyGraphContext {
+  const i = policy.inputs();
+  return {
+    ...(i.image ? { image: g.input('image', [batch, i.image.height, i.image.width, 3]) } : {}),
+    ...(i.instruction ? { tokens: g.input('tokens', [batch, i.instruction.maxTokens], 'int64') } : {}),
+    ...(i.features ? { features: g.input('features', [batch, i.features.dim]) } : {}),
+  };
+}

@@ -1,0 +1,225 @@
+// The one policy interface (policies/types.ts) on the Gaussian MLP and the VLA: act, log-prob and entropy
+// agree with a plain diagonal Gaussian; the VLA reads image, instruction and proprioception and learns by
+// behaviour cloning from the scripted expert's camera demonstrations; its deployment artifact passes
+// onnx.checker (full_check), gives the same actions in onnxruntime-node and onnxruntime-web (wasm), runs
+// on the robot it was made for and is refused, with the mismatch named, on one it was not.
+import { spawnSync } from 'node:child_process';
+import { mkdtempSync, readFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import * as ortNode from 'onnxruntime-node';
+import * as ortWeb from 'onnxruntime-web';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { Rng } from '../nn/index.js';
+import { makeEnv, type Env } from '../sim/index.js';
+import { SimRobot } from '../hardware/robots/sim.js';
+import { GaussianPolicy } from '../policies/gaussian.js';
+import { VlaPolicy } from '../policies/vla.js';
+import { behaviourClone } from '../policies/bc.js';
+import { expertDemonstrations } from '../policies/demos.js';
+import { exportPolicyArtifact } from '../policies/artifact.js';
+import { OnnxPolicy } from '../policies/onnx-policy.js';
+import { buildVocabulary, tokenize } from '../policies/tokenizer.js';
+import type { Policy, PolicyContext } from '../policies/types.js';
+import { onnxCheck } from './helpers/onnx-check.js';
+
+const dir = mkdtempSync(join(tmpdir(), 'vla-'));
+const normals = (rng: Rng, n: number) => Float32Array.from({ length: n }, () => rng.normal());
+
+function diagLogProb(a: ArrayLike<number>, m: ArrayLike<number>, logStd: ArrayLike<number>): number {
+  let lp = 0;
+  for (let j = 0; j < a.length; j++) lp += -0.5 * ((a[j]! - m[j]!) / Math.exp(logStd[j]!)) ** 2 - logStd[j]! - 0.5 * Math.log(2 * Math.PI);
+  return lp;
+}
+
+/** act / logProb / entropy of any policy agree with a plain diagonal Gaussian. */
+async function checkGaussianInterface(p: Policy, logStdName: string, obs: Float32Array, ctx: PolicyContext | undefined, n: number): Promise<void> {
+  const rng = new Rng(9);
+  const k = p.chunk * p.actDim;
+  const noise = normals(rng, n * k);
+  const r = await p.act(obs, noise, ctx);
+  const logStd = p.store.get(logStdName).data;
+  const lp = await p.logProb(obs, r.action, ctx);
+  for (let i = 0; i < n; i++) {
+    const a = r.action.subarray(i * k, (i + 1) * k), m = r.mean.subarray(i * k, (i + 1) * k);
+    for (let j = 0; j < k; j++) expect(a[j]).toBeCloseTo(m[j]! + Math.exp(logStd[j]!) * noise[i * k + j]!, 5);
+    expect(r.logProb[i]).toBeCloseTo(diagLogProb(a, m, logStd), 3);
+    expect(lp[i]).toBeCloseTo(r.logProb[i]!, 4);
+  }
+  expect(p.entropy()).toBeCloseTo(Array.from(logStd).reduce((h, s) => h + s + 0.5 + 0.5 * Math.log(2 * Math.PI), 0), 5);
+  const det = await p.act(obs, new Float32Array(n * k), ctx);
+  expect(Array.from(det.action)).toEqual(Array.from(r.mean));
+}
+
+let env: Env;
+beforeAll(async () => {
+  env = await makeEnv({ task: 'reach', image: 64, seed: 0 });
+});
+afterAll(() => env.dispose());
+
+const small = (e: Env, chunk = 1) => new VlaPolicy({
+  layout: e.layout, actDim: 2, chunk, image: { height: 64, width: 64 }, instructions: e.observationSpace.instructions, convChannels: [8, 8], imageFeatures: 16, hidden: [32], seed: 3,
+});
+
+describe('the policy interface', () => {
+  it('the Gaussian MLP: act, logProb and entropy of a diagonal Gaussian', async () => {
+    const p = new GaussianPolicy({ obsDim: 3, actDim: 2, initLogStd: -0.3, seed: 1 });
+    const obs = Float32Array.from({ length: 12 }, (_, i) => Math.sin(i));
+    await checkGaussianInterface(p, 'policy.log_std', obs, undefined, 4);
+    expect(p.inputs()).toEqual({ obsDim: 3, obsMean: [0, 0, 0], obsStd: [1, 1, 1] });
+    await p.release();
+  });
+
+  it('the VLA: the same on images and instructions, for one action and for chunks of 3', async () => {
+    const demos = expertDemonstrations(env, 1, 7);
+    const n = 3, D = env.layout.joints.length * 2 + env.layout.features.length;
+    const ctx: PolicyContext = { images: demos.images!.subarray(0, n * 64 * 64 * 3), instructions: demos.instructions!.slice(0, n) };
+    for (const chunk of [1, 3]) {
+      const p = small(env, chunk);
+      await checkGaussianInterface(p, 'vla.log_std', demos.obs.subarray(0, n * D), ctx, n);
+      expect((await p.act(demos.obs.subarray(0, n * D), new Float32Array(n * 2 * chunk), ctx)).mean).toHaveLength(n * 2 * chunk);
+      await p.release();
+    }
+  });
+
+  it('the VLA reads the image and the instruction: changing either changes the action', async () => {
+    const p = small(env);
+    const o = env.reset(11);
+    const zero = new Float32Array(2);
+    const base = (await p.act(o.state, zero, { images: o.image!, instructions: [o.instruction] })).mean;
+    const dark = (await p.act(o.state, zero, { images: new Uint8Array(o.image!.length), instructions: [o.instruction] })).mean;
+    const otherInstruction = o.instruction === 'reach the blue target' ? 'reach the red target' : 'reach the blue target';
+    const other = (await p.act(o.state, zero, { images: o.image!, instructions: [otherInstruction] })).mean;
+    expect(Math.abs(dark[0]! - base[0]!) + Math.abs(dark[1]! - base[1]!)).toBeGreaterThan(1e-6);
+    expect(Math.abs(other[0]! - base[0]!) + Math.abs(other[1]! - base[1]!)).toBeGreaterThan(1e-6);
+    await expect(p.act(o.state, zero, { instructions: [o.instruction] })).rejects.toThrow(/needs images/);
+    await expect(p.act(o.state, zero, { images: o.image! })).rejects.toThrow(/needs 1 instructions, got 0/);
+    await p.release();
+  });
+
+  it('tokenizes over the vocabulary of the instructions: padding 0, unknown words 1', () => {
+    const vocab = buildVocabulary(['Reach the red target', 'reach the BLUE target']);
+    expect(vocab).toEqual(['blue', 'reach', 'red', 'target', 'the']);
+    expect(Array.from(tokenize(['reach the green target', 'red'], vocab, 5), Number)).toEqual([3, 6, 1, 5, 0, 4, 0, 0, 0, 0]);
+  });
+});
+
+describe('VLA behaviour cloning from the scripted expert with camera images', () => {
+  it('the BC loss falls and the held-out action error drops well below the untrained policy\'s', async () => {
+    const p = new VlaPolicy({ layout: env.layout, actDim: 2, image: { height: 64, width: 64 }, instructions: env.observationSpace.instructions, seed: 0 });
+    const train = expertDemonstrations(env, 8, 100);
+    const test = expertDemonstrations(env, 2, 900);
+    const M = test.action.length / 2, D = train.obs.length / (train.action.length / 2);
+    const heldOut = async () => {
+      const r = await p.act(test.obs, new Float32Array(M * 2), { images: test.images, instructions: test.instructions });
+      return r.mean.reduce((s, m, i) => s + (m - test.action[i]!) ** 2, 0) / M;
+    };
+    expect(D).toBe(p.obsDim);
+    const before = await heldOut();
+    const losses: number[] = [];
+    await behaviourClone(p, train, { epochs: 8, batchSize: 64, optimizer: { lr: 3e-3, clipNorm: 1 }, onEpoch: (_, l) => losses.push(l) });
+    const after = await heldOut();
+    expect(losses.at(-1)!).toBeLessThan(0.6 * losses[0]!);
+    expect(after).toBeLessThan(0.6 * before);
+    await p.release();
+  }, 120_000);
+});
+
+describe('the VLA deployment artifact', () => {
+  let robot: SimRobot;
+  let path: string;
+  let p: VlaPolicy;
+  beforeAll(async () => {
+    robot = await SimRobot.create({ task: 'reach', image: 64 });
+    p = small(robot.env);
+    path = join(dir, 'vla.onnx');
+    exportPolicyArtifact(p, path, { layout: robot.env.layout, action: robot.spec.action, controlHz: robot.spec.controlHz, policyVersion: 'vla-test-1', runId: 'run-42' });
+  });
+  afterAll(async () => {
+    await p.release();
+    await robot[Symbol.asyncDispose]();
+  });
+
+  it('passes onnx.checker (full_check) and carries the deployment metadata', () => {
+    onnxCheck(path);
+    const s = new Map<string, string>();
+    // read through onnxruntime's own view of the file too
+    return ortNode.InferenceSession.create(path).then(async (sess) => {
+      expect(sess.inputNames).toEqual(['obs', 'image', 'tokens']);
+      expect(sess.outputNames).toEqual(['action']);
+      await sess.release();
+      const md = (await OnnxPolicy.load(path, robot.spec)).metadata;
+      for (const [k, v] of Object.entries(md)) s.set(k, v);
+      expect(JSON.parse(s.get('vocabulary')!)).toEqual(['blue', 'green', 'reach', 'red', 'target', 'the']);
+      expect(JSON.parse(s.get('action_spec')!)).toEqual({ kind: 'normalized', names: ['shoulder', 'elbow'], low: [-1, -1], high: [1, 1] });
+      expect(JSON.parse(s.get('control_hz')!)).toBe(50);
+      expect(s.get('policy_version')).toBe('vla-test-1');
+      expect(s.get('training_run')).toBe('run-42');
+      expect(JSON.parse(s.get('normalization')!).obs_mean).toHaveLength(15);
+      expect(JSON.parse(s.get('image')!)).toMatchObject({ height: 64, width: 64, layout: 'NHWC' });
+      expect(JSON.parse(s.get('observation_layout')!).joints.map((j: { name: string }) => j.name)).toEqual(['shoulder', 'elbow']);
+    });
+  });
+
+  it('onnxruntime-node and onnxruntime-web (wasm) give the same actions to 1e-5, equal to the policy\'s mean', async () => {
+    const demos = expertDemonstrations(robot.env, 1, 21);
+    const n = 4, D = p.obsDim;
+    const ctx = { images: demos.images!.subarray(0, n * 64 * 64 * 3), instructions: demos.instructions!.slice(0, n) };
+    const feedsOf = <T extends typeof ortNode.Tensor | typeof ortWeb.Tensor>(T: T) => {
+      const img = Float32Array.from(ctx.images, (v) => v / 255);
+      return {
+        obs: new T('float32', demos.obs.slice(0, n * D), [n, D]),
+        image: new T('float32', img, [n, 64, 64, 3]),
+        tokens: new T('int64', tokenize(ctx.instructions, p.config.vocabulary, p.config.maxTokens), [n, p.config.maxTokens]),
+      };
+    };
+    const node = await ortNode.InferenceSession.create(path);
+    const a = (await node.run(feedsOf(ortNode.Tensor) as Record<string, ortNode.Tensor>)).action!.data as Float32Array;
+    await node.release();
+    ortWeb.env.wasm.numThreads = 1;
+    const web = await ortWeb.InferenceSession.create(readFileSync(path), { executionProviders: ['wasm'] });
+    const b = (await web.run(feedsOf(ortWeb.Tensor) as Record<string, ortWeb.Tensor>)).action!.data as Float32Array;
+    await web.release();
+    const mean = (await p.act(demos.obs.subarray(0, n * D), new Float32Array(n * 2), ctx)).mean;
+    expect(a).toHaveLength(n * 2);
+    for (let i = 0; i < n * 2; i++) {
+      expect(Math.abs(a[i]! - b[i]!)).toBeLessThan(1e-5);
+      expect(Math.abs(a[i]! - mean[i]!)).toBeLessThan(1e-5);
+    }
+  });
+
+  it('runs on the robot it was made for and is refused, naming the mismatch, on one it was not', async () => {
+    const ok = await OnnxPolicy.load(path, robot.spec);
+    const obs = await robot.reset({ seed: 3 });
+    const a = await ok.act(obs);
+    const want = (await p.act(Float32Array.from([...obs.position, ...obs.velocity, ...obs.features!]), new Float32Array(2), { images: obs.image!.data, instructions: [obs.instruction!] })).mean;
+    a.forEach((v, i) => expect(Math.abs(v - want[i]!)).toBeLessThan(1e-5));
+    const spec = robot.spec;
+    await expect(OnnxPolicy.load(path, { ...spec, camera: undefined })).rejects.toThrow(/reads a 64x64 camera image; the robot declares no camera/);
+    await expect(OnnxPolicy.load(path, { ...spec, camera: { width: 32, height: 32, encoding: 'rgb8' } })).rejects.toThrow(/camera images differ: policy reads 64x64, robot gives 32x32/);
+    await expect(OnnxPolicy.load(path, { ...spec, controlHz: 10 })).rejects.toThrow(/control rates differ: policy runs at 50 Hz, robot at 10 Hz/);
+    await expect(OnnxPolicy.load(path, { ...spec, action: { ...spec.action, high: [1, 2] } })).rejects.toThrow(/action specs differ: action 1: policy has 'elbow' \[-1, 1\], robot has 'elbow' \[-1, 2\]/);
+    await expect(OnnxPolicy.load(path, { ...spec, action: { ...spec.action, kind: 'joint_position' } })).rejects.toThrow(/action kind: policy has normalized, robot has joint_position/);
+    const { instruction: _, ...noInstruction } = obs;
+    await expect(ok.act(noInstruction)).rejects.toThrow(/reads the instruction; robot sim-reach-nominal's observation has none/);
+  });
+
+  it('a chunked artifact sends its chunk one action per step before asking again', async () => {
+    const c = small(robot.env, 3);
+    const cp = join(dir, 'chunk.onnx');
+    exportPolicyArtifact(c, cp, { layout: robot.env.layout, action: robot.spec.action, controlHz: robot.spec.controlHz, policyVersion: 'c', runId: 'r' });
+    const run = await OnnxPolicy.load(cp, robot.spec);
+    const obs = await robot.reset({ seed: 4 });
+    const full = (await c.act(Float32Array.from([...obs.position, ...obs.velocity, ...obs.features!]), new Float32Array(6), { images: obs.image!.data, instructions: [obs.instruction!] })).mean;
+    const got = [await run.act(obs), await run.act(obs), await run.act(obs)].flatMap((x) => Array.from(x));
+    got.forEach((v, i) => expect(Math.abs(v - full[i]!)).toBeLessThan(1e-5));
+    await c.release();
+  });
+
+  it('wmrl drive --policy runs the VLA artifact with image and instruction on the sim robot', () => {
+    const r = spawnSync(process.execPath, ['--import', 'tsx', 'bin/wmrl.ts', 'drive', '--robot', 'sim:reach', '--policy', path, '--episodes', '1', '--steps', '5', '--fast', '--store', join(dir, 'drive.db')], { encoding: 'utf8', timeout: 120_000 });
+    expect(r.status, r.stderr).toBe(0);
+    expect(r.stdout).toMatch(/1 episode\(s\) recorded .*; success [01]\/1/);
+    expect(r.stdout).toMatch(/\b5\b.*complete/);
+  });
+});
