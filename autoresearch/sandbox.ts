@@ -30,10 +30,22 @@ import { fileURLToPath } from 'node:url';
 const HERE = dirname(fileURLToPath(import.meta.url));
 const ROOT = join(HERE, '..');
 const RUNNER = join(HERE, 'sandbox-runner.ts');
+/** Bundles live inside node_modules so that their bare imports (onnxruntime-node, ...) resolve. */
+const BUNDLES = join(ROOT, 'node_modules', '.cache', 'wmrl-sandbox');
 
 /** What a slot runs: an exported function of a module file, or ES-module source whose default export is the function. */
 export type SandboxProgram =
-  | { kind: 'module'; path: string; export: string }
+  | {
+      kind: 'module';
+      path: string;
+      export: string;
+      /**
+       * Bundle the module (and the runner) with esbuild into plain ES modules once per pool, so a run
+       * starts in plain node (~0.2 s) instead of under tsx (~0.7 s). Only for programs that do not
+       * find files relative to their own source (`import.meta.url` then names the bundle).
+       */
+      bundle?: boolean;
+    }
   | { kind: 'source'; code: string };
 
 export interface SandboxLimits {
@@ -175,6 +187,8 @@ export class SandboxPool implements Executor {
   private readonly running = new Set<ChildProcess>();
   private closed = false;
   private readonly stats_: PoolStats;
+  /** Module path → its bundle and the bundled runner (built once per pool). */
+  private readonly bundles = new Map<string, Promise<{ runner: string; program: string }>>();
   readonly limits: SandboxLimits;
 
   private constructor(readonly isolation: Isolation, readonly capacity: number, limits: SandboxLimits, private readonly pollMs: number) {
@@ -241,15 +255,49 @@ export class SandboxPool implements Executor {
     }
   }
 
-  private execute(p: Pending, slot: number): Promise<SandboxOutcome> {
+  /** esbuild is tsx's own compiler (tsx runs the service), imported only when a program asks for a bundle. */
+  private bundle(path: string): Promise<{ runner: string; program: string }> {
+    let b = this.bundles.get(path);
+    if (!b) {
+      b = (async () => {
+        const esbuild = await import('esbuild');
+        const outdir = join(BUNDLES, `${process.pid}-${this.bundles.size}-${Date.now()}`);
+        await esbuild.build({
+          entryPoints: { runner: RUNNER, program: path },
+          bundle: true, platform: 'node', format: 'esm', target: 'node20', packages: 'external', outdir, outExtension: { '.js': '.mjs' }, logLevel: 'silent',
+        });
+        return { runner: join(outdir, 'runner.mjs'), program: join(outdir, 'program.mjs') };
+      })();
+      this.bundles.set(path, b);
+    }
+    return b;
+  }
+
+  private async execute(p: Pending, slot: number): Promise<SandboxOutcome> {
+    const started = performance.now();
+    const prog = p.job.program;
+    let runner: string[] = ['--import', 'tsx', RUNNER];
+    let program = prog;
+    if (prog.kind === 'module' && prog.bundle) {
+      try {
+        const b = await this.bundle(prog.path);
+        runner = [b.runner];
+        program = { ...prog, path: b.program };
+      } catch (e) {
+        return { ok: false, reason: 'crash', detail: `could not bundle ${prog.path}: ${(e as Error).message}`, slotMs: performance.now() - started, slot };
+      }
+    }
+    return this.spawnRun(p, slot, runner, program, started);
+  }
+
+  private spawnRun(p: Pending, slot: number, runner: string[], program: SandboxProgram, started: number): Promise<SandboxOutcome> {
     const limits = p.job.limits as SandboxLimits;
     const iso = this.isolation;
     const rl = iso.rlimits
       ? ['prlimit', `--nproc=${iso.droppedToUid !== null || process.getuid?.() !== 0 ? 256 * this.capacity : 4096}`, `--data=${limits.memoryMb * 1024 * 1024}`, '--core=0', '--']
       : [];
-    const node = [process.execPath, '--import', 'tsx', `--max-old-space-size=${Math.max(16, Math.floor(limits.memoryMb * 0.75))}`, RUNNER];
+    const node = [process.execPath, `--max-old-space-size=${Math.max(16, Math.floor(limits.memoryMb * 0.75))}`, ...runner];
     const cmd = [...iso.prefix, ...rl, ...node];
-    const started = performance.now();
     const child = spawn(cmd[0]!, cmd.slice(1), {
       cwd: ROOT,
       detached: true,
@@ -274,7 +322,7 @@ export class SandboxPool implements Executor {
     });
     const stdin = child.stdin as Writable;
     stdin.on('error', () => {}); // a child that died before reading its job: its exit is the outcome
-    stdin.end(JSON.stringify({ program: p.job.program, input: p.job.input }));
+    stdin.end(JSON.stringify({ program, input: p.job.input }));
 
     const timer = setTimeout(() => kill('timeout', `no result within ${limits.timeoutMs} ms`), limits.timeoutMs);
     const watchdog = setInterval(() => {
