@@ -2,11 +2,15 @@
 // request and response JSON, excluded (not zero) rewards when a sandbox execution times out or
 // crashes, 400s that name the field, and 100 concurrent requests all answered within the deadline,
 // items whose execution is still running answered from the calibrated world model and marked.
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { serveRewardApi } from '../autoresearch/reward-api.js';
 import { RewardService } from '../autoresearch/reward-service.js';
 import { SandboxPool } from '../autoresearch/sandbox.js';
 import type { ResearchTask } from '../autoresearch/task.js';
+import { startService } from '../server/service.js';
 
 /** A research task whose execution is cheap and whose faults are chosen by the proposal. */
 const TASK: ResearchTask = {
@@ -150,4 +154,29 @@ describe('reward API under load: deadlines', () => {
     expect(errors).toEqual([]);
     console.log(`[reward-api] 100 concurrent requests: max ${Math.max(...results.map((r) => r.ms)).toFixed(0)} ms, wall ${wall.toFixed(0)} ms, pending items ${pending}`);
   }, 60_000);
+});
+
+describe('reward API inside the service', () => {
+  it('is served under /reward, with its routes in the OpenAPI document', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'wmrl-reward-'));
+    const pool = SandboxPool.create({ slots: 1 });
+    const reward = new RewardService({ task: TASK, executor: pool, deadlineMs: 10_000, invalidReward: -1, corrector: { anchors: { fraction: 1 } }, onError: (e) => errors.push(e) });
+    const svc = await startService({ dataDir: dir, port: 0, foxglovePort: null, mqttPort: null, robots: [], reward });
+    try {
+      const r = await fetch(`${svc.url}/reward/get_reward`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ query: ['p' + answer(3), 'p' + answer(0)], prompts: ['p', 'p'], labels: ['', ''] }) });
+      expect(r.status).toBe(200);
+      expect(((await r.json()) as { rewards: number[] }).rewards).toEqual([1, 0]);
+      expect(await (await fetch(`${svc.url}/reward/health`)).json()).toMatchObject({ status: 'ok', capacity: 1 });
+      const bad = await fetch(`${svc.url}/reward/grade`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ items: [{ prompt: 1, response: 'x' }] }) });
+      expect(bad.status).toBe(400);
+      expect(((await bad.json()) as { message: string }).message).toMatch(/body\.items\.0\.prompt: must be string/);
+      const doc = (await (await fetch(`${svc.url}/docs/json`)).json()) as { paths: Record<string, unknown> };
+      for (const p of ['/reward/get_reward', '/reward/grade', '/reward/health']) expect(Object.keys(doc.paths)).toContain(p);
+    } finally {
+      await svc.close();
+      await pool.close();
+      await reward.close();
+      rmSync(dir, { recursive: true, force: true });
+    }
+  }, 30_000);
 });
