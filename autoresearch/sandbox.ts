@@ -187,8 +187,8 @@ export class SandboxPool implements Executor {
   private readonly running = new Set<ChildProcess>();
   private closed = false;
   private readonly stats_: PoolStats;
-  /** Module path → its bundle and the bundled runner (built once per pool). */
-  private readonly bundles = new Map<string, Promise<{ runner: string; program: string }>>();
+  /** Entry (the runner, a module) → its bundle, built once per pool. */
+  private readonly bundles = new Map<string, Promise<string>>();
   readonly limits: SandboxLimits;
 
   private constructor(readonly isolation: Isolation, readonly capacity: number, limits: SandboxLimits, private readonly pollMs: number) {
@@ -255,39 +255,36 @@ export class SandboxPool implements Executor {
     }
   }
 
-  /** esbuild is tsx's own compiler (tsx runs the service), imported only when a program asks for a bundle. */
-  private bundle(path: string): Promise<{ runner: string; program: string }> {
-    let b = this.bundles.get(path);
+  /**
+   * esbuild (tsx's own compiler; tsx runs the service) bundles `entry` into one ES module under
+   * node_modules/.cache, once per pool; imported only when a run needs a bundle.
+   */
+  private bundle(entry: string): Promise<string> {
+    let b = this.bundles.get(entry);
     if (!b) {
       b = (async () => {
         const esbuild = await import('esbuild');
-        const outdir = join(BUNDLES, `${process.pid}-${this.bundles.size}-${Date.now()}`);
-        await esbuild.build({
-          entryPoints: { runner: RUNNER, program: path },
-          bundle: true, platform: 'node', format: 'esm', target: 'node20', packages: 'external', outdir, outExtension: { '.js': '.mjs' }, logLevel: 'silent',
-        });
-        return { runner: join(outdir, 'runner.mjs'), program: join(outdir, 'program.mjs') };
+        const outfile = join(BUNDLES, `${process.pid}-${this.bundles.size}-${Date.now()}.mjs`);
+        await esbuild.build({ entryPoints: [entry], bundle: true, platform: 'node', format: 'esm', target: 'node20', packages: 'external', outfile, logLevel: 'silent' });
+        return outfile;
       })();
-      this.bundles.set(path, b);
+      this.bundles.set(entry, b);
     }
     return b;
   }
 
+  /** Source programs and bundled modules start in plain node with the bundled runner; other modules under tsx. */
   private async execute(p: Pending, slot: number): Promise<SandboxOutcome> {
     const started = performance.now();
     const prog = p.job.program;
-    let runner: string[] = ['--import', 'tsx', RUNNER];
-    let program = prog;
-    if (prog.kind === 'module' && prog.bundle) {
-      try {
-        const b = await this.bundle(prog.path);
-        runner = [b.runner];
-        program = { ...prog, path: b.program };
-      } catch (e) {
-        return { ok: false, reason: 'crash', detail: `could not bundle ${prog.path}: ${(e as Error).message}`, slotMs: performance.now() - started, slot };
-      }
+    try {
+      if (prog.kind === 'module' && !prog.bundle) return await this.spawnRun(p, slot, ['--import', 'tsx', RUNNER], prog, started);
+      const runner = await this.bundle(RUNNER);
+      const program = prog.kind === 'module' ? { ...prog, path: await this.bundle(prog.path) } : prog;
+      return await this.spawnRun(p, slot, [runner], program, started);
+    } catch (e) {
+      return { ok: false, reason: 'crash', detail: `could not prepare the run: ${(e as Error).message}`, slotMs: performance.now() - started, slot };
     }
-    return this.spawnRun(p, slot, runner, program, started);
   }
 
   private spawnRun(p: Pending, slot: number, runner: string[], program: SandboxProgram, started: number): Promise<SandboxOutcome> {
