@@ -22,7 +22,7 @@
 // tamper with their own reported score; the built-in tasks' proposals are data (structured fields)
 // run by the project's own programs.
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { readFileSync, readdirSync } from 'node:fs';
+import { readFileSync, readdirSync, rmSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import type { Readable, Writable } from 'node:stream';
 import { fileURLToPath } from 'node:url';
@@ -234,6 +234,9 @@ export class SandboxPool implements Executor {
     const exits = [...this.running].map((c) => new Promise<void>((r) => { if (c.exitCode !== null || c.signalCode !== null) r(); else c.once('exit', () => r()); }));
     for (const c of this.running) killTree(c);
     await Promise.all(exits);
+    // This pool's bundles (a build that failed left nothing to remove).
+    const files = await Promise.all([...this.bundles.values()].map((b) => b.catch(() => null)));
+    for (const f of files) if (f) rmSync(f, { force: true });
   }
 
   private pump(): void {
