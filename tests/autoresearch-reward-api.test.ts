@@ -2,6 +2,7 @@
 // request and response JSON, excluded (not zero) rewards when a sandbox execution times out or
 // crashes, 400s that name the field, and 100 concurrent requests all answered within the deadline,
 // items whose execution is still running answered from the calibrated world model and marked.
+import { spawn } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -178,5 +179,22 @@ describe('reward API inside the service', () => {
       await reward.close();
       rmSync(dir, { recursive: true, force: true });
     }
+  }, 30_000);
+});
+
+describe('wmrl reward-serve', () => {
+  it('serves the API on its own port, says what the sandbox enforces, and stops on SIGINT', async () => {
+    const p = spawn(process.execPath, ['--import', 'tsx', 'bin/wmrl.ts', 'reward-serve', '--port', '0', '--slots', '1'], { stdio: ['ignore', 'pipe', 'pipe'] });
+    let out = '';
+    p.stdout!.on('data', (d: Buffer) => { out += d.toString(); });
+    const url = await new Promise<string>((resolve, reject) => {
+      const t = setInterval(() => { const m = /reward API on (http:\/\/\S+)/.exec(out); if (m && out.includes('sandbox:')) { clearInterval(t); resolve(m[1]!); } }, 50);
+      p.once('exit', (code) => { clearInterval(t); reject(new Error(`exited with ${code}: ${out}`)); });
+    });
+    expect(out).toContain(`--remote_rm_url ${url}/get_reward`);
+    expect(out).toMatch(/sandbox: 1 slots; network isolated/);
+    expect(await (await fetch(`${url}/health`)).json()).toMatchObject({ status: 'ok', capacity: 1 });
+    p.kill('SIGINT');
+    expect(await new Promise((r) => p.once('exit', r))).toBe(0);
   }, 30_000);
 });
