@@ -141,7 +141,8 @@ export class RewardService {
       }),
       new OutcomeScorer(this.model, this.features),
       trusted,
-      { contextOf: (g) => g[0]!.context, onTrustedError: () => 'unscored' },
+      // Proposals' faults are null scores; an exception is a broken sandbox, and every later request fails with it.
+      { contextOf: (g) => g[0]!.context },
     );
   }
 

@@ -136,8 +136,11 @@ export function probeIsolation(noNamespaces = false): Isolation {
   };
 }
 
-/** Processes of the tree under `pid` (not counting `pid`), with their summed RSS in kB. */
-function tree(pid: number): { count: number; rssKb: number } {
+/**
+ * Processes of the tree under `pid`, with their summed RSS in kB; `pid` itself counts when `self`
+ * (without a PID namespace the spawned process is node itself; with one it is the small `unshare`).
+ */
+function tree(pid: number, self: boolean): { count: number; rssKb: number } {
   let count = 0;
   let rssKb = 0;
   const stack = [pid];
@@ -146,7 +149,7 @@ function tree(pid: number): { count: number; rssKb: number } {
     const p = stack.pop()!;
     if (seen.has(p)) continue;
     seen.add(p);
-    if (p !== pid) {
+    if (p !== pid || self) {
       count++;
       try {
         const m = /VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${p}/status`, 'utf8'));
@@ -178,6 +181,7 @@ const MEMORY_TEXT = /heap limit|out of memory|allocation failed|Cannot allocate 
 interface Pending {
   job: SandboxJob;
   resolve: (o: SandboxOutcome) => void;
+  reject: (e: Error) => void;
   signal?: AbortSignal;
 }
 
@@ -216,13 +220,16 @@ export class SandboxPool implements Executor {
     return { ...this.stats_, failed: { ...this.stats_.failed }, busy: this.busy, queueLength: this.queueLength };
   }
 
-  /** Runs one job when a slot is free; never rejects for the job's own faults (they are outcomes). */
+  /**
+   * Runs one job when a slot is free. The job's own faults are outcomes (`ok: false`); it rejects
+   * only for faults of the pool (closed, a program that cannot be bundled, a spawn failure).
+   */
   run(job: SandboxJob, signal?: AbortSignal): Promise<SandboxOutcome> {
     if (this.closed) return Promise.reject(new Error('sandbox pool is closed'));
     const limits = { ...this.limits, ...job.limits };
     checkLimits(limits);
-    return new Promise((resolve) => {
-      this.queue.push({ job: { ...job, limits }, resolve, signal });
+    return new Promise((resolve, reject) => {
+      this.queue.push({ job: { ...job, limits }, resolve, reject, signal });
       this.pump();
     });
   }
@@ -247,14 +254,24 @@ export class SandboxPool implements Executor {
         continue;
       }
       const slot = this.free.pop()!;
-      void this.execute(p, slot).then((o) => {
+      // The slot is free again before the caller hears the outcome (stats read right after are exact).
+      const release = () => {
         this.free.push(slot);
-        this.stats_.slotMs += o.slotMs;
-        if (o.ok) this.stats_.completed++;
-        else this.stats_.failed[o.reason]++;
-        p.resolve(o);
-        if (!this.closed) this.pump();
-      });
+        if (!this.closed) queueMicrotask(() => this.pump());
+      };
+      this.execute(p, slot).then(
+        (o) => {
+          release();
+          this.stats_.slotMs += o.slotMs;
+          if (o.ok) this.stats_.completed++;
+          else this.stats_.failed[o.reason]++;
+          p.resolve(o);
+        },
+        (e: unknown) => {
+          release();
+          p.reject(e instanceof Error ? e : new Error(String(e)));
+        },
+      );
     }
   }
 
@@ -268,7 +285,11 @@ export class SandboxPool implements Executor {
       b = (async () => {
         const esbuild = await import('esbuild');
         const outfile = join(BUNDLES, `${process.pid}-${this.bundles.size}-${Date.now()}.mjs`);
-        await esbuild.build({ entryPoints: [entry], bundle: true, platform: 'node', format: 'esm', target: 'node20', packages: 'external', outfile, logLevel: 'silent' });
+        try {
+          await esbuild.build({ entryPoints: [entry], bundle: true, platform: 'node', format: 'esm', target: 'node20', packages: 'external', outfile, logLevel: 'silent' });
+        } catch (e) {
+          throw new Error(`sandbox: could not bundle ${entry}: ${(e as Error).message}`, { cause: e });
+        }
         return outfile;
       })();
       this.bundles.set(entry, b);
@@ -280,14 +301,10 @@ export class SandboxPool implements Executor {
   private async execute(p: Pending, slot: number): Promise<SandboxOutcome> {
     const started = performance.now();
     const prog = p.job.program;
-    try {
-      if (prog.kind === 'module' && !prog.bundle) return await this.spawnRun(p, slot, ['--import', 'tsx', RUNNER], prog, started);
-      const runner = await this.bundle(RUNNER);
-      const program = prog.kind === 'module' ? { ...prog, path: await this.bundle(prog.path) } : prog;
-      return await this.spawnRun(p, slot, [runner], program, started);
-    } catch (e) {
-      return { ok: false, reason: 'crash', detail: `could not prepare the run: ${(e as Error).message}`, slotMs: performance.now() - started, slot };
-    }
+    if (prog.kind === 'module' && !prog.bundle) return this.spawnRun(p, slot, ['--import', 'tsx', RUNNER], prog, started);
+    const runner = await this.bundle(RUNNER);
+    const program = prog.kind === 'module' ? { ...prog, path: await this.bundle(prog.path) } : prog;
+    return this.spawnRun(p, slot, [runner], program, started);
   }
 
   private spawnRun(p: Pending, slot: number, runner: string[], program: SandboxProgram, started: number): Promise<SandboxOutcome> {
@@ -327,15 +344,14 @@ export class SandboxPool implements Executor {
     const timer = setTimeout(() => kill('timeout', `no result within ${limits.timeoutMs} ms`), limits.timeoutMs);
     const watchdog = setInterval(() => {
       if (child.pid === undefined) return;
-      const t = tree(child.pid);
-      // The node process (plus, in a PID namespace, nothing else of ours) is one process.
+      const t = tree(child.pid, !iso.pidNamespace);
       if (t.count > limits.maxProcs) kill('procs', `${t.count} processes exceed the limit of ${limits.maxProcs}`);
       else if (t.rssKb > limits.memoryMb * 1024) kill('memory', `resident memory ${(t.rssKb / 1024).toFixed(0)} MB exceeds the limit of ${limits.memoryMb} MB`);
     }, this.pollMs);
     const onAbort = () => kill('cancelled', 'aborted by the caller');
     p.signal?.addEventListener('abort', onAbort, { once: true });
 
-    return new Promise<SandboxOutcome>((resolve) => {
+    return new Promise<SandboxOutcome>((resolve, reject) => {
       let done = false;
       const finish = (code: number | null, sig: NodeJS.Signals | null, spawnError?: Error) => {
         if (done) return;
@@ -349,7 +365,7 @@ export class SandboxPool implements Executor {
         const slotMs = performance.now() - started;
         const base = { slotMs, slot };
         if (killedFor) return resolve({ ok: false, ...killedFor, ...base });
-        if (spawnError) return resolve({ ok: false, reason: 'crash', detail: `could not start the sandbox: ${spawnError.message}`, ...base });
+        if (spawnError) return reject(new Error(`sandbox: could not start ${cmd[0]}: ${spawnError.message}`, { cause: spawnError }));
         const line = resultText.split('\n').find((l) => l.trim());
         if (line) {
           let msg: { ok?: unknown; value?: unknown; error?: unknown };

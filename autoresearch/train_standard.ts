@@ -52,10 +52,8 @@ export async function trainStandard(args: ResearchTrainArgs): Promise<ResearchTr
 
   // ---- real execution and the GRPO step -------------------------------------------------------
   const real = new SandboxScorer(args.executor, args.task);
-  const grpo = new StandardGrpo<ResearchRollout>({ ...DEFAULT_GRPO_CONFIG, maxInFlight: args.executor.capacity }, real, {
-    // A proposal that crashes or times out is an expected outcome (unscored), not a broken sandbox.
-    onTrustedError: () => 'unscored',
-  });
+  // A proposal that crashes or times out comes back unscored (null); an exception is a broken sandbox and stops the run.
+  const grpo = new StandardGrpo<ResearchRollout>({ ...DEFAULT_GRPO_CONFIG, maxInFlight: args.executor.capacity }, real);
 
   // ---- policy -------------------------------------------------------------------------------
   const policy = new ProposalPolicy(args.task);

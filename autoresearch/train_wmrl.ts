@@ -43,7 +43,8 @@ export async function trainWmrl(args: WmrlResearchArgs): Promise<ResearchTrainRe
     correctorConfig({ ...args.corrector, anchors: { maxInFlight: args.executor.capacity, ...args.corrector.anchors }, seed: args.seed }),
     new OutcomeScorer(model, features),
     real,
-    { contextOf: (g) => g[0]!.context, onTrustedError: () => 'unscored' },
+    // A proposal that crashes or times out comes back unscored (null); an exception is a broken sandbox and stops the run.
+    { contextOf: (g) => g[0]!.context },
   );
 
   // ---- warm-up: the world model's first data --------------------------------------------------

@@ -77,6 +77,11 @@ describe('sandbox pool', () => {
     expect(ok).toMatchObject({ score: 1.25, reason: null });
   }, 30_000);
 
+  it('a fault of the pool itself (a program that cannot be built) rejects, it is not an unscored proposal', async () => {
+    await expect(pool.run({ program: { kind: 'module', path: '/nonexistent/program.ts', export: 'run', bundle: true }, input: {} })).rejects.toThrow(/could not bundle/);
+    expect(await pool.run(src('return 1;'))).toMatchObject({ ok: true, value: 1 });
+  });
+
   it('without namespaces the network is reported as not enforced, and really is not', async () => {
     const open = SandboxPool.create({ slots: 1, noNamespaces: true, limits: { timeoutMs: 4000 } });
     try {
