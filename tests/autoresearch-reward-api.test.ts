@@ -198,3 +198,22 @@ describe('wmrl reward-serve', () => {
     expect(await new Promise((r) => p.once('exit', r))).toBe(0);
   }, 30_000);
 });
+
+describe('reward API over a free-text (code) task', () => {
+  it('responses are proposals as they are, featurized by hashed n-grams, executed as anchors', async () => {
+    const task: ResearchTask = {
+      name: 'code', fields: [], metric: 'length of the response, capped at 10',
+      program: { kind: 'source', code: 'export default ({ proposal }) => ({ score: Math.min(10, proposal.text.trim().length) })' },
+      limits: { timeoutMs: 5000 }, seeds: 1,
+    };
+    const pool = SandboxPool.create({ slots: 2 });
+    const service = new RewardService({ task, executor: pool, deadlineMs: 10_000, invalidReward: -1, corrector: { anchors: { fraction: 1 } }, onError: (e) => errors.push(e) });
+    try {
+      const g = await service.grade([{ prompt: 'p', response: ' x = 1' }, { prompt: 'p', response: ' for (;;) {}' }]);
+      expect(g.items.map((i) => [i.score, i.source])).toEqual([[5, 'real'], [10, 'real']]);
+    } finally {
+      await pool.close();
+      await service.close();
+    }
+  }, 30_000);
+});
