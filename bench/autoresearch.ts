@@ -51,7 +51,7 @@ interface Sizes {
   evalSeeds: number;
 }
 
-const FULL: Sizes = { seeds: [0, 1, 2], groupsPerStep: 8, groupSize: 4, standardSteps: 16, wmSteps: 48, warmup: 24, evalSeeds: 3 };
+const FULL: Sizes = { seeds: [0, 1, 2], groupsPerStep: 4, groupSize: 8, standardSteps: 16, wmSteps: 48, warmup: 32, evalSeeds: 3 };
 const QUICK: Sizes = { seeds: [0], groupsPerStep: 3, groupSize: 4, standardSteps: 4, wmSteps: 10, warmup: 8, evalSeeds: 1 };
 const LR = 1;
 /** The correction core for this task: the map is fitted from 48 anchor pairs (6 groups), refitted every 16. */
