@@ -3,7 +3,7 @@
 // program's own stdout and stderr are left to it (the pool keeps their tails for diagnostics).
 //
 // Run by sandbox.ts under `node --import tsx`, inside whatever isolation the pool could set up.
-import { writeFileSync, writeSync } from 'node:fs';
+import { rmSync, writeFileSync, writeSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
@@ -27,19 +27,22 @@ async function readStdin(): Promise<string> {
 }
 
 async function load(p: SandboxProgram): Promise<(input: unknown) => unknown> {
-  let url: string;
+  let mod: Record<string, unknown>;
   let name: string;
   if (p.kind === 'module') {
-    url = pathToFileURL(p.path).href;
+    mod = (await import(pathToFileURL(p.path).href)) as Record<string, unknown>;
     name = p.export;
   } else {
-    // Source code is written to a private file so that it is a real ES module (imports work).
+    // Source code is written to a private file so that it is a real ES module (imports work); once loaded it is removed.
     const file = join(tmpdir(), `wmrl-sandbox-${process.pid}-${Date.now()}.mjs`);
     writeFileSync(file, p.code, { mode: 0o600 });
-    url = pathToFileURL(file).href;
+    try {
+      mod = (await import(pathToFileURL(file).href)) as Record<string, unknown>;
+    } finally {
+      rmSync(file, { force: true });
+    }
     name = 'default';
   }
-  const mod = (await import(url)) as Record<string, unknown>;
   const fn = mod[name];
   if (typeof fn !== 'function') throw new Error(`program has no function export '${name}'`);
   return fn as (input: unknown) => unknown;
