@@ -39,4 +39,6 @@ export default tseslint.config(
   boundary(['web/**/*.ts', 'web/**/*.js'], ['**/hardware/*', '**/hardware'], 'web/ never imports hardware/'),
   boundary(['server/**/*.ts'], folders(['bin', 'bench', 'tests', 'web']), 'server/ never imports bin/, the benchmarks, the tests or the viewer'),
   boundary(['wmrl/**/*.ts'], ['**/bridge/*', '**/server/*', '**/web/*'], 'wmrl/ trainers do not depend on transports or the server'),
+  // AutoResearch runs on the same core: the correction loop, the tensor engine, sim tasks, the MQTT jobs; the server imports it, never the reverse.
+  layer('autoresearch', ['nn', 'common', 'wmrl', 'sim', 'bridge', 'episodes'], 'autoresearch/ imports only nn/, common/, wmrl/, sim/, bridge/ and episodes/ (never the server, bin/, the benchmarks, the tests or the viewer)'),
 );

@@ -137,9 +137,22 @@ program
   .command('bench')
   .summary('run a benchmark: prints a markdown table and a RESULT line (see README)')
   .usage('<name> [--quick]')
-  .argument('<name>', 'sim, bridge, nn, wmrl-core, worldmodel, embodied, server')
+  .argument('<name>', 'sim, bridge, nn, wmrl-core, worldmodel, embodied, server, autoresearch')
   .option('--quick', 'under a minute, prints only', false)
   .action(async (name, o) => (await import('./commands/bench.js')).bench(name, o));
+
+program
+  .command('reward-serve')
+  .summary('serve the reward API for external RL trainers (OpenRLHF /get_reward, /grade, /health) over a research task')
+  .usage('[--task classifier|controller] [--host H] [--port 8090] [--slots N] [--deadline-ms MS] [--anchor-fraction F] [--invalid-reward R]')
+  .option('--task <T>', 'built-in research task: classifier or controller', 'classifier')
+  .option('--host <H>', 'interface to listen on', '127.0.0.1')
+  .option('--port <N>', 'port (0 = any free port)', port('--port'), 8090)
+  .option('--slots <N>', 'sandbox slots', positive('--slots'), 2)
+  .option('--deadline-ms <MS>', 'per request: items not executed by then are answered from the calibrated world model', positive('--deadline-ms'), 30_000)
+  .option('--anchor-fraction <F>', 'share of GRPO groups executed for real (at least one per request)', num('--anchor-fraction', (v) => v >= 0 && v <= 1, 'in [0, 1]'), 0.1)
+  .option('--invalid-reward <R>', 'reward of a response that is not a valid proposal', num('--invalid-reward', () => true, 'a number'), 0)
+  .action(async (o) => (await import('./commands/reward-serve.js')).rewardServe(o));
 
 program
   .command('sim-robot')

@@ -9,6 +9,8 @@ import fastifyWebsocket from '@fastify/websocket';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import Fastify, { type FastifyError, type FastifyInstance } from 'fastify';
 import { Histogram, type Registry } from 'prom-client';
+import { rewardPlugin } from '../autoresearch/reward-api.js';
+import type { RewardService } from '../autoresearch/reward-service.js';
 import type { EpisodeStore } from '../episodes/store/store.js';
 import type { Auth } from './auth.js';
 import { ApiError } from './errors.js';
@@ -56,6 +58,8 @@ export interface AppOptions {
   bodyLimit?: number;
   policyBodyLimit?: number;
   requestTimeoutMs?: number;
+  /** The reward API for external RL trainers (autoresearch/reward-api.ts), served under /reward when given. */
+  reward?: RewardService;
 }
 
 export type App = FastifyInstance;
@@ -141,6 +145,7 @@ export async function buildApp(ctx: AppContext, o: AppOptions = {}): Promise<App
   await app.register(episodesPlugin(ctx), { prefix: '/api/episodes' });
   await app.register(streamPlugin(ctx), { prefix: '/api' });
   await app.register(metricsPlugin(ctx));
+  if (o.reward) await app.register(rewardPlugin(o.reward), { prefix: '/reward' });
 
   if (o.viewerDir && existsSync(o.viewerDir)) await app.register(fastifyStatic, { root: o.viewerDir, prefix: '/', index: 'index.html' });
   else app.get('/', { schema: { hide: true } }, async (_req, reply) => reply.type('text/plain').send('The viewer is not built: npm run build:web (npm start builds it on first start).\nAPI: /docs\n'));

@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { Counter, Gauge, Registry, collectDefaultMetrics } from 'prom-client';
 import { startEmbeddedBroker, type EmbeddedBroker } from '../bridge/mqtt/broker.js';
 import { EpisodeStore } from '../episodes/store/store.js';
-import { buildApp, type App, type AppContext } from './app.js';
+import { buildApp, type App, type AppContext, type AppOptions } from './app.js';
 import { Auth, loadOrCreateToken, type AuthOptions } from './auth.js';
 import { startFoxglove, type FoxgloveEndpoint } from './foxglove.js';
 import { expertSession, policyRun } from './jobs.js';
@@ -38,6 +38,8 @@ export interface ServiceOptions {
   watchdog?: boolean;
   /** Faults of background work (a run that failed, the broker): reported, never swallowed. */
   onError?: (e: Error) => void;
+  /** The reward API's service (autoresearch/), served under /reward; its owner closes it. */
+  reward?: AppOptions['reward'];
 }
 
 export interface Service {
@@ -127,7 +129,7 @@ export async function startService(o: ServiceOptions): Promise<Service> {
       endpoints: () => ({ foxglove: foxglove?.url ?? null, mqtt: broker?.url ?? null }),
       onError,
     };
-    const app = await buildApp(ctx, { viewerDir: o.viewerDir, logger: o.logger, policyBodyLimit: o.policyBodyLimit });
+    const app = await buildApp(ctx, { viewerDir: o.viewerDir, logger: o.logger, policyBodyLimit: o.policyBodyLimit, reward: o.reward });
     cleanup.push(async () => {
       hub.closeAll();
       await app.close();

@@ -304,6 +304,6 @@ describe('wmrl episodes export-lerobot / import-lerobot', () => {
     }
     const bad = wmrl('episodes', 'import-lerobot', lerobotFixture().dir, join(dir, 'c.db'), '--robot', 'sim:reach');
     expect(bad.status).toBe(1);
-    expect(bad.stderr).toMatch(/feature 'observation\.state' has shape \[5\], the robot's observation layout has 15 entries/);
+    expect(bad.stderr).toMatch(/feature 'observation\.state' has shape \[5\], the robot's observation layout has \d+ entries/);
   });
 });

@@ -10,6 +10,7 @@ import { join } from 'node:path';
 import * as ortNode from 'onnxruntime-node';
 import * as ortWeb from 'onnxruntime-web';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { layoutDim, layoutOf } from '../common/layout.js';
 import { Rng } from '../nn/index.js';
 import { makeEnv, type Env } from '../sim/index.js';
 import { SimRobot } from '../hardware/robots/sim.js';
@@ -155,7 +156,7 @@ describe('the VLA deployment artifact', () => {
       expect(JSON.parse(s.get('control_hz')!)).toBe(50);
       expect(s.get('policy_version')).toBe('vla-test-1');
       expect(s.get('training_run')).toBe('run-42');
-      expect(JSON.parse(s.get('normalization')!).obs_mean).toHaveLength(15);
+      expect(JSON.parse(s.get('normalization')!).obs_mean).toHaveLength(layoutDim(layoutOf(robot.spec)));
       expect(JSON.parse(s.get('image')!)).toMatchObject({ height: 64, width: 64, layout: 'NHWC' });
       expect(JSON.parse(s.get('observation_layout')!).joints.map((j: { name: string }) => j.name)).toEqual(['shoulder', 'elbow']);
     });

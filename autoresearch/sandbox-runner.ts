@@ -1,0 +1,60 @@
+// The sandbox's child process: reads one job (JSON) from stdin, runs the program on its input and
+// writes `{ok, value}` or `{ok: false, error}` as one JSON line to fd 3, which the pool reads. The
+// program's own stdout and stderr are left to it (the pool keeps their tails for diagnostics).
+//
+// Run by sandbox.ts under `node --import tsx`, inside whatever isolation the pool could set up.
+import { rmSync, writeFileSync, writeSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { pathToFileURL } from 'node:url';
+import type { SandboxProgram } from './sandbox.js';
+
+interface RunnerJob {
+  program: SandboxProgram;
+  input: unknown;
+}
+
+const RESULT_FD = 3;
+
+function reply(msg: unknown): void {
+  writeSync(RESULT_FD, JSON.stringify(msg) + '\n');
+}
+
+async function readStdin(): Promise<string> {
+  const chunks: Buffer[] = [];
+  for await (const c of process.stdin) chunks.push(c as Buffer);
+  return Buffer.concat(chunks).toString('utf8');
+}
+
+async function load(p: SandboxProgram): Promise<(input: unknown) => unknown> {
+  let mod: Record<string, unknown>;
+  let name: string;
+  if (p.kind === 'module') {
+    mod = (await import(pathToFileURL(p.path).href)) as Record<string, unknown>;
+    name = p.export;
+  } else {
+    // Source code is written to a private file so that it is a real ES module (imports work); once loaded it is removed.
+    const file = join(tmpdir(), `wmrl-sandbox-${process.pid}-${Date.now()}.mjs`);
+    writeFileSync(file, p.code, { mode: 0o600 });
+    try {
+      mod = (await import(pathToFileURL(file).href)) as Record<string, unknown>;
+    } finally {
+      rmSync(file, { force: true });
+    }
+    name = 'default';
+  }
+  const fn = mod[name];
+  if (typeof fn !== 'function') throw new Error(`program has no function export '${name}'`);
+  return fn as (input: unknown) => unknown;
+}
+
+try {
+  const job = JSON.parse(await readStdin()) as RunnerJob;
+  const fn = await load(job.program);
+  const value = await fn(job.input);
+  reply({ ok: true, value });
+} catch (e) {
+  reply({ ok: false, error: e instanceof Error ? `${e.name}: ${e.message}` : String(e) });
+}
+// Handles the program left open (timers, sockets) must not keep the slot busy once it has answered.
+process.exit(0);

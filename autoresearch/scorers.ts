@@ -1,0 +1,54 @@
+// The two scorers the wmrl/ core consumes, for research rollouts: real execution in the sandbox
+// (the trusted scorer, scarce) and the outcome world model (cheap). Library code; the trainers
+// (train_standard.ts, train_wmrl.ts) only wire them.
+import type { Score } from '../wmrl/advantages.js';
+import type { WorldModelScorer, WorldModelScores } from '../wmrl/corrector.js';
+import type { TrustedScorer } from '../wmrl/trusted.js';
+import type { ResearchRollout } from './agent.js';
+import type { EnsembleOutcomeModel } from './outcome-model.js';
+import type { Executor } from './sandbox.js';
+import { execute, type Executed, type ResearchTask } from './task.js';
+
+/** Executes every rollout of a group in the sandbox (in parallel over its slots); unscored runs are null. */
+export class SandboxScorer implements TrustedScorer<ResearchRollout> {
+  /** Slot time spent, ms, whole run. */
+  slotMs = 0;
+  executions = 0;
+  failures = 0;
+  /** Executed rollouts not yet taken by `takeExecuted` (the outcome model's new training data). */
+  private fresh: Array<{ rollout: ResearchRollout; result: Executed }> = [];
+
+  constructor(private readonly executor: Executor, private readonly task: ResearchTask) {}
+
+  async score(rollouts: readonly ResearchRollout[]): Promise<Score[]> {
+    const results = await Promise.all(rollouts.map((r) => execute(this.executor, this.task, r.proposal, r.seed)));
+    results.forEach((res, i) => {
+      this.slotMs += res.slotMs;
+      this.executions++;
+      if (res.score === null) this.failures++;
+      this.fresh.push({ rollout: rollouts[i]!, result: res });
+    });
+    return results.map((r) => r.score);
+  }
+
+  takeExecuted(): Array<{ rollout: ResearchRollout; result: Executed }> {
+    const out = this.fresh;
+    this.fresh = [];
+    return out;
+  }
+}
+
+/** The outcome model's predictions as world-model scores, with its ensemble variance. */
+export class OutcomeScorer implements WorldModelScorer<ResearchRollout> {
+  constructor(private readonly model: EnsembleOutcomeModel, private readonly features: (r: ResearchRollout) => Float32Array) {}
+
+  async score(groups: ReadonlyArray<readonly ResearchRollout[]>): Promise<WorldModelScores[]> {
+    const flat = groups.flat();
+    const pred = await this.model.predict(flat.map(this.features));
+    let k = 0;
+    return groups.map((g) => {
+      const p = pred.slice(k, (k += g.length));
+      return { scores: p.map((q) => q.mean), variance: p.map((q) => q.variance) };
+    });
+  }
+}
