@@ -34,7 +34,7 @@ describe('runEpisode', () => {
     expect(e.meta.instruction).toBe(sim.lastObs.instruction);
     expect(e.steps.at(-1)!.done).toBe(true);
     expect(e.steps.at(-1)!.success).toBe(true);
-    expect(e.steps.every((s, i) => s.seq === i && s.tAct >= s.tObs && s.obs.features!.length === 11)).toBe(true);
+    expect(e.steps.every((s, i) => s.seq === i && s.tAct >= s.tObs && s.obs.features!.length === robot.spec.features!.length)).toBe(true);
     expect(e.steps.reduce((r, s) => r + s.reward, 0)).toBeCloseTo(out.return, 4);
     // A second episode gets a new expert and a new instruction layout.
     expert = sim.env.expert();

@@ -41,7 +41,7 @@ describe('policy → safety → roslib → rosbridge WebSocket → sim stand-in 
   it('resets, then drives the arm at 50 Hz: every command arrives as sent and the joints move', async () => {
     const o0 = await safe.reset();
     expect(o0.instruction).toMatch(/^reach the (red|green|blue) target$/);
-    expect(o0.features).toHaveLength(11);
+    expect(o0.features).toHaveLength(cfg.spec.features!.length);
     const before = applied.length;
     const sent: number[][] = [];
     for (let i = 0; i < 100; i++) {
@@ -126,6 +126,7 @@ describe('reset waits for the whole first observation', () => {
   it('features published later than the joint state still belong to the new episode', async () => {
     // A robot whose task features arrive 80 ms after its joint state: the observation that reset()
     // returns must carry the new episode's features, never none and never the old episode's.
+    const nFeatures = loadRobotConfig('launch/robots/sim-reach.yaml').spec.features!.length;
     const server = new RosbridgeServer({ port: 0 });
     const port = await server.listen();
     const joints = server.advertise('/joint_states', 'sensor_msgs/msg/JointState');
@@ -135,7 +136,7 @@ describe('reset waits for the whole first observation', () => {
     const publish = (delayMs: number) => {
       const e = episode;
       joints({ header: { stamp: { sec: t++, nanosec: 0 }, frame_id: '' }, name: ['shoulder', 'elbow'], position: [e, e], velocity: [0, 0], effort: [] });
-      setTimeout(() => feats({ layout: { dim: [], data_offset: 0 }, data: Array(11).fill(e) }), delayMs);
+      setTimeout(() => feats({ layout: { dim: [], data_offset: 0 }, data: Array(nFeatures).fill(e) }), delayMs);
     };
     server.advertiseService('/wmrl/reset', 'std_srvs/srv/Trigger', () => {
       episode++;
@@ -148,11 +149,11 @@ describe('reset waits for the whole first observation', () => {
     const robot = await RosRobot.connect(cfg).finally(() => clearInterval(warm));
     try {
       await sleep(150);
-      expect(Array.from((await robot.observe()).features ?? [])).toEqual(Array(11).fill(0));
+      expect(Array.from((await robot.observe()).features ?? [])).toEqual(Array(nFeatures).fill(0));
       for (let i = 1; i <= 3; i++) {
         const o = await robot.reset();
         expect(Array.from(o.position)).toEqual([i, i]);
-        expect(Array.from(o.features ?? [])).toEqual(Array(11).fill(i));
+        expect(Array.from(o.features ?? [])).toEqual(Array(nFeatures).fill(i));
       }
     } finally {
       await robot[Symbol.asyncDispose]();

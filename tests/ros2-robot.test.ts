@@ -57,7 +57,7 @@ function robotSide(g: Graph, cfg: RobotConfig) {
   const state = () => {
     const e = episode;
     g.publish(cfg.stateTopic, 'sensor_msgs/msg/JointState', { header: { stamp: { sec: t++, nanosec: 0 }, frame_id: '' }, name: ['elbow', 'shoulder'], position: Float64Array.of(-e, e), velocity: Float64Array.of(0, 0), effort: Float64Array.of() });
-    g.publish(cfg.featuresTopic!, 'std_msgs/msg/Float32MultiArray', { layout: { dim: [], data_offset: 0 }, data: Float32Array.from({ length: 11 }, () => e) }, 60);
+    g.publish(cfg.featuresTopic!, 'std_msgs/msg/Float32MultiArray', { layout: { dim: [], data_offset: 0 }, data: Float32Array.from({ length: cfg.spec.features!.length }, () => e) }, 60);
   };
   g.services.set(cfg.services.reset!, { type: 'std_srvs/srv/Trigger', handler: () => (episode++, setTimeout(state, 2), { success: true, message: 'reset' }) });
   return { state, episode: () => episode };
@@ -80,7 +80,7 @@ describe('Ros2Robot through the rclnodejs API', () => {
       expect(side.episode()).toBe(i);
       // Joint order follows the robot's spec (shoulder, elbow), not the message's.
       expect(Array.from(o.position)).toEqual([i, -i]);
-      expect(Array.from(o.features ?? [])).toEqual(Array(11).fill(i));
+      expect(Array.from(o.features ?? [])).toEqual(Array(cfg.spec.features!.length).fill(i));
     }
     // a seeded reset publishes the seed on services.reset_seed_topic before calling the reset service
     await robot.reset({ seed: 77 });
