@@ -12,6 +12,7 @@ import {
   Graph, MLP, ParamStore, Program, add, clip, concat, div, exp, exportOnnx, f32, gaussianLogProb, mul, readModelInfo, sub, tanh, tensor,
   type ModelInfo, type Tensor, type ort,
 } from '../nn/index.js';
+import { LOG_STD_MAX, LOG_STD_MIN, type GaussianHeadOptions } from './gaussian.js';
 import { tokenize } from './tokenizer.js';
 import { diagonalGaussianEntropy, type Policy, type PolicyActResult, type PolicyContext, type PolicyGraphContext, type PolicyInputs } from './types.js';
 import type { VlaPolicy } from './vla.js';
@@ -134,20 +135,10 @@ export class FrozenBackbone {
   }
 }
 
-export interface BackboneHeadConfig {
+export interface BackboneHeadConfig extends GaussianHeadOptions {
   obsDim: number;
-  actDim: number;
-  hidden?: number[];
-  initLogStd?: number;
-  obsMean?: ArrayLike<number>;
-  obsStd?: ArrayLike<number>;
-  actLow?: ArrayLike<number>;
-  actHigh?: ArrayLike<number>;
-  seed?: number;
 }
 
-const LOG_STD_MIN = -5;
-const LOG_STD_MAX = 1;
 
 /** A Gaussian head on a frozen backbone's features and the observation vector; only the head trains. */
 export class BackboneHeadPolicy implements Policy {

@@ -7,12 +7,11 @@ import {
 } from '../nn/index.js';
 import { diagonalGaussianEntropy, type Policy, type PolicyInputs } from './types.js';
 
-export interface GaussianPolicyConfig {
-  obsDim: number;
+/** What every Gaussian policy of the project (MLP, VLA, backbone head) is configured with besides its inputs. */
+export interface GaussianHeadOptions {
   actDim: number;
   /** Hidden layer sizes (default [64, 64]). */
   hidden?: number[];
-  activation?: Activation;
   /** Initial log standard deviation of every action dimension (default -0.5). */
   initLogStd?: number;
   /** Fixed observation normalization (obs − mean) / std, baked into every graph (default 0 / 1). */
@@ -22,6 +21,11 @@ export interface GaussianPolicyConfig {
   actLow?: ArrayLike<number>;
   actHigh?: ArrayLike<number>;
   seed?: number;
+}
+
+export interface GaussianPolicyConfig extends GaussianHeadOptions {
+  obsDim: number;
+  activation?: Activation;
 }
 
 /** The parts of a config that fix the graph, resolved and stored with the parameters. */
@@ -54,16 +58,19 @@ export interface ActResult {
   logProb: Float32Array;
 }
 
-const LOG_STD_MIN = -5;
-const LOG_STD_MAX = 1;
+/** Bounds every Gaussian policy of the project clamps its log standard deviation to. */
+export const LOG_STD_MIN = -5;
+export const LOG_STD_MAX = 1;
 
-function vec(name: string, v: ArrayLike<number> | undefined, n: number, fill: number): number[] {
+/** A per-dimension config vector (normalization, bounds): `fill` when absent, else n finite entries; `who` names the policy kind in errors. */
+export function configVector(who: string, name: string, v: ArrayLike<number> | undefined, n: number, fill: number): number[] {
   if (v === undefined) return new Array<number>(n).fill(fill);
-  if (v.length !== n) throw new Error(`policy: ${name} has ${v.length} entries, expected ${n}`);
+  if (v.length !== n) throw new Error(`${who}: ${name} has ${v.length} entries, expected ${n}`);
   const out = Array.from(v);
-  if (!out.every(Number.isFinite)) throw new Error(`policy: ${name} has a non-finite entry`);
+  if (!out.every(Number.isFinite)) throw new Error(`${who}: ${name} has a non-finite entry`);
   return out;
 }
+const vec = (name: string, v: ArrayLike<number> | undefined, n: number, fill: number) => configVector('policy', name, v, n, fill);
 
 export function resolvePolicyConfig(c: GaussianPolicyConfig): ResolvedPolicyConfig {
   for (const k of ['obsDim', 'actDim'] as const) {

@@ -11,7 +11,7 @@ import { InferenceSession, Tensor } from 'onnxruntime-node';
 import { readModelInfo } from '../nn/index.js';
 import { assertSameLayout, buildObservation, layoutDim, layoutFromJson, layoutOf, OBSERVATION_LAYOUT_KEY, type ObservationLayout } from '../common/layout.js';
 import type { RobotObservation, RobotDeclaration } from '../common/robot.js';
-import { decodePng } from '../episodes/lerobot/png.js';
+import { decodePng } from '../common/png.js';
 import { ARTIFACT_KEYS } from './artifact.js';
 import { tokenize } from './tokenizer.js';
 

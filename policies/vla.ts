@@ -12,13 +12,13 @@ import {
   tanh, tensor, toFloat, unsqueeze, type Tensor, type ort,
 } from '../nn/index.js';
 import { layoutDim, type ObservationLayout } from '../common/layout.js';
+import { LOG_STD_MAX, LOG_STD_MIN, configVector, type GaussianHeadOptions } from './gaussian.js';
 import { buildVocabulary, tokenize } from './tokenizer.js';
 import { diagonalGaussianEntropy, type Policy, type PolicyActResult, type PolicyContext, type PolicyGraphContext, type PolicyInputs } from './types.js';
 
-export interface VlaConfig {
+export interface VlaConfig extends GaussianHeadOptions {
   /** The robot's observation layout: the proprioceptive input is its vector. */
   layout: ObservationLayout;
-  actDim: number;
   /** Actions per decision (default 1). */
   chunk?: number;
   image: { height: number; width: number };
@@ -30,14 +30,9 @@ export interface VlaConfig {
   embedDim?: number;
   convChannels?: number[];
   imageFeatures?: number;
-  hidden?: number[];
-  initLogStd?: number;
-  obsMean?: ArrayLike<number>;
-  obsStd?: ArrayLike<number>;
   /** Per-step action bounds (repeated over the chunk); default ±1. */
   actLow?: ArrayLike<number>;
   actHigh?: ArrayLike<number>;
-  seed?: number;
 }
 
 export interface ResolvedVlaConfig {
@@ -59,16 +54,7 @@ export interface ResolvedVlaConfig {
   seed: number;
 }
 
-const LOG_STD_MIN = -5;
-const LOG_STD_MAX = 1;
-
-function vec(name: string, v: ArrayLike<number> | undefined, n: number, fill: number): number[] {
-  if (v === undefined) return new Array<number>(n).fill(fill);
-  if (v.length !== n) throw new Error(`vla: ${name} has ${v.length} entries, expected ${n}`);
-  const out = Array.from(v);
-  if (!out.every(Number.isFinite)) throw new Error(`vla: ${name} has a non-finite entry`);
-  return out;
-}
+const vec = (name: string, v: ArrayLike<number> | undefined, n: number, fill: number) => configVector('vla', name, v, n, fill);
 
 export function resolveVlaConfig(c: VlaConfig): ResolvedVlaConfig {
   const obsDim = layoutDim(c.layout);

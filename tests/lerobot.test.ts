@@ -12,7 +12,7 @@ import { defineLayout } from '../common/layout.js';
 import { exportLeRobot } from '../episodes/lerobot/export.js';
 import { LeRobotError } from '../episodes/lerobot/format.js';
 import { importLeRobot } from '../episodes/lerobot/import.js';
-import { decodePng, encodePng } from '../episodes/lerobot/png.js';
+import { decodePng, encodePng } from '../common/png.js';
 import { EpisodeStore } from '../episodes/store/store.js';
 import type { Episode } from '../episodes/types.js';
 import { richEpisode, rng } from './helpers/episode-data.js';

@@ -6,7 +6,7 @@ import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { makeCustomEnv } from '../sim/custom.js';
-import { decodePng, encodePng } from '../sim/png.js';
+import { decodePng, encodePng } from '../common/png.js';
 import { makeEnv } from '../sim/registry.js';
 import type { Env } from '../sim/types.js';
 

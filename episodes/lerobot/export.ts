@@ -11,7 +11,7 @@ import {
   WMRL_FORMAT, LeRobotError, fillPath, type Feature, type ImageCell, type Info,
 } from './format.js';
 import { writeParquet, type Column } from './parquet.js';
-import { encodePng } from './png.js';
+import { encodePng } from '../../common/png.js';
 
 export interface LeRobotExportOptions {
   /** The robot's observation layout; default: joints joint_0… (rad) and features feature_0… ('1') sized from the first step. */

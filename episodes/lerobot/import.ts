@@ -10,7 +10,7 @@ import type { Image } from '../../common/robot.js';
 import type { Episode, EpisodeMeta, EpisodeStatus, EpisodeStep } from '../types.js';
 import { COLUMNS, EPISODE_COLUMNS, EPISODES_DIR, INFO_PATH, TASKS_PATH, LeRobotError, fillPath, parseInfo, type Feature, type Info } from './format.js';
 import { readParquet, requireColumns } from './parquet.js';
-import { decodePng, isPng } from './png.js';
+import { decodePng, isPng } from '../../common/png.js';
 
 export interface LeRobotImportOptions {
   /** The robot's observation layout: observation.state must be [positions, velocities, features] of it. */

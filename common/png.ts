@@ -1,6 +1,6 @@
-// PNG for LeRobot `image` features: LeRobot (PIL) writes 8-bit PNGs with any row filter and colour type,
+// PNG, the one codec of the project (reference frames, camera images, LeRobot `image` features). LeRobot (PIL) writes 8-bit PNGs with any row filter and colour type,
 // so the decoder takes all five filters and grey, grey+alpha, RGB, RGBA and palette images (8-bit),
-// and returns RGB. The encoder writes RGB, filter 0 (what sim/png.ts writes too).
+// and returns RGB. The encoder writes RGB, filter 0.
 import { deflateSync, inflateSync } from 'node:zlib';
 
 const CRC_TABLE = (() => {
