@@ -2,8 +2,8 @@
 // the exporter and the importer:
 //   meta/info.json                                  codebase_version "v3.0", fps, features, path templates, totals
 //   meta/tasks.parquet                              task (the pandas index) → task_index
-//   meta/episodes/chunk-XXX/file-YYY.parquet        one row per episode: length, tasks, where its frames are
-//   data/chunk-XXX/file-YYY.parquet                 one row per frame, many episodes per file
+//   meta/episodes/chunk-{chunk:03d}/file-{file:03d}.parquet        one row per episode: length, tasks, where its frames are
+//   data/chunk-{chunk:03d}/file-{file:03d}.parquet                 one row per frame, many episodes per file
 //   meta/stats.json                                 per-feature min / max / mean / std / count
 // Vectors are list columns, `image` features are structs {bytes, path} holding PNG bytes (HF datasets' Image).
 // Columns named `wmrl.*` (frames) and `wmrl/episode` (episodes) carry what a LeRobot dataset has no
