@@ -2,7 +2,7 @@
 // executed on the robot and corrects the world model's scores through the Corrector. Diff against
 // train_standard.ts to see exactly what WMRL changes.
 //
-// Per update: B prompts → B×G rollouts imagined (policy + ensemble in one graph per few steps) →
+// Per update: B prompts → B×G rollouts imagined (policy + ensemble in one graph per few steps, one member per group) →
 // world-model scores (the predicted return up to the predicted success, or last-k minus first-k progress; the
 // members' variance) → Corrector.step: anchors chosen → their groups run on the robot (safety layer,
 // recorded in the store, charged to the robot clock), paired with the world model's open-loop replay
@@ -47,8 +47,12 @@ export interface WmrlConfig {
   /** Refit the world model from the store every this many updates (0: never). */
   refitEvery: number;
   refitEpochs: number;
-  /** Loss weight of a real transition relative to a sim one when refitting. */
-  realWeight: number;
+  /**
+   * Loss weight of a pretraining (sim) transition relative to a real one when refitting; 0 refits on the
+   * robot's episodes alone. Where the robot and the sim differ the two contradict each other for the same
+   * input, so every unit of sim weight pulls the model back toward the sim.
+   */
+  simWeight: number;
   /** Reward-hacking alarm: window (updates) and the gap between predicted and measured success that raises it. */
   alarmWindow: number;
   alarmGap: number;
@@ -71,7 +75,7 @@ export const DEFAULT_WMRL: Omit<WmrlConfig, 'horizon'> = {
   successThreshold: 0.5,
   refitEvery: 10,
   refitEpochs: 2,
-  realWeight: 4,
+  simWeight: 0.25,
   alarmWindow: 5,
   alarmGap: 0.3,
 };
@@ -181,7 +185,11 @@ export async function trainWmrl(run: WmrlRun): Promise<RunState> {
     const starts = new Float32Array(c.prompts * D);
     for (let b = 0; b < c.prompts; b++) starts.set(prompts.get(c.promptSeed0 + u * c.prompts + b).startObs, b * D);
     const N = c.prompts * G;
-    const members = Int32Array.from({ length: N }, () => rng.int(E));
+    // One ensemble member per group: its rollouts differ only in the policy's noise, so their ranking
+    // (the advantages) reflects the actions, not which member dreamt them (a member drawn per rollout
+    // swamps the within-group differences with between-member ones).
+    const groupMember = Array.from({ length: c.prompts }, () => rng.int(E));
+    const members = Int32Array.from({ length: N }, (_, i) => groupMember[Math.floor(i / G)]!);
     const ti = performance.now();
     const im = await env.imagine(repeatRows(starts, D, G), graphPolicy, H, { members, policyNoise: Float32Array.from({ length: N * H * A }, () => rng.normal()) });
     const imagineSeconds = (performance.now() - ti) / 1000;
@@ -223,16 +231,15 @@ export async function trainWmrl(run: WmrlRun): Promise<RunState> {
     const batch = pgBatch(trajs, adv, w, D, A);
     const stats = batch ? await pg.update(batch, rng) : null;
 
-    // 4. Refit the world model from the store: the sim data it started from plus every real episode so far.
+    // 4. Refit the world model from the store: every real episode so far, plus the sim data it started from at `simWeight`.
     let refit = false;
     if (c.refitEvery > 0 && (u + 1) % c.refitEvery === 0 && state.episodeIds.length > 0 && target.store) {
       const buf = new TransitionBuffer(D, A, model.actionHistory);
       for (const id of state.episodeIds) {
         const tr = episodeTransitions(target.store.get(id), layoutOf(target.robot.spec), Float32Array.from(state.finalObs[id] ?? []));
-        if (tr) buf.addEpisode({ states: tr.states, actions: tr.actions, rewards: tr.rewards, success: tr.success, weight: c.realWeight });
+        if (tr) buf.addEpisode({ states: tr.states, actions: tr.actions, rewards: tr.rewards, success: tr.success, weight: 1 });
       }
-      const sim = { ...run.simData, weight: run.simData.weight ?? new Float32Array(run.simData.reward.length).fill(1) };
-      buf.add(sim);
+      if (c.simWeight > 0) buf.add({ ...run.simData, weight: (run.simData.weight ?? new Float32Array(run.simData.reward.length).fill(1)).map((w) => w * c.simWeight) });
       await model.fit(buf.transitions(), { epochs: c.refitEpochs, seed: c.seed + u });
       refit = true;
     }
