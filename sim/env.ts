@@ -184,6 +184,11 @@ export class MjEnv implements Env {
     return this.view;
   }
 
+  /** The goal of the current episode: its index among the instructions and where it lies (when the task says). */
+  goalOf(): { goal: number; position?: [number, number] } {
+    return { goal: this.goal, ...(this.bound.goalPosition ? { position: this.bound.goalPosition(this.data, this.goal) } : {}) };
+  }
+
   sceneStatic(): SceneStatic {
     return sceneStatic(this.model, this.data);
   }

@@ -7,6 +7,7 @@ export { loadProfile, parseProfile, NOMINAL, type HardwareProfile } from './prof
 export { SimModel, SimData, MujocoLoadError, mujoco, heapSize } from './mujoco.js';
 export { renderImage } from './render.js';
 export { SceneTwin } from './twin.js';
+export { combinationSplit, regionOf, type Combination, type EvaluationSplit, type SplitOptions } from './split.js';
 export { encodePng, decodePng } from '../common/png.js';
 export { sceneStatic, bodyPoses, encodeFrame, decodeFrame, type SceneStatic, type SceneGeom } from './scene.js';
 export type * from './types.js';

@@ -39,6 +39,8 @@ export interface BoundTask {
    * layout does not declare (an object's height and orientation) keeps the value `data` holds. For sim/twin.ts.
    */
   pose?(data: SimData, state: Float32Array): void;
+  /** Where the goal of the instruction lies on the table (x, y), for splits by target region (sim/split.ts). */
+  goalPosition?(data: SimData, goal: number): [number, number];
   /** Dense reward and sparse success of the current state. `action` is in action-space units. */
   evaluate(data: SimData, goal: number, action: Float32Array): { reward: number; success: boolean };
   /** A scripted controller that reads only observations; fresh per episode. */

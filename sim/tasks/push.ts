@@ -91,6 +91,10 @@ export const push: TaskDef = {
           mp[3 * mocap[i]! + 1] = state[11 + 2 * i]!;
         }
       },
+      goalPosition(data: SimData, goal: number): [number, number] {
+        const mp = data.raw.mocap_pos as Float64Array;
+        return [mp[3 * mocap[goal]!]!, mp[3 * mocap[goal]! + 1]!];
+      },
       evaluate(data: SimData, goal: number, action: Float32Array) {
         const q = data.raw.qpos as Float64Array;
         const qd = data.raw.qvel as Float64Array;
