@@ -156,7 +156,7 @@ program
   .command('bench')
   .summary('run a benchmark: prints a markdown table and a RESULT line (see README)')
   .usage('<name> [--quick]')
-  .argument('<name>', 'sim, bridge, nn, wmrl-core, worldmodel, embodied, server, autoresearch')
+  .argument('<name>', 'sim, bridge, nn, wmrl-core, worldmodel, embodied, server, autoresearch, twin-gap')
   .option('--quick', 'under a minute, prints only', false)
   .action(async (name, o) => (await import('./commands/bench.js')).bench(name, o));
 
