@@ -117,6 +117,25 @@ program
   .option('--token-file <F>', 'access token file (or set WMRL_TOKEN)', 'data/token')
   .action(async (file, o) => (await import('./commands/deploy.js')).deploy(file, o));
 
+program
+  .command('bc')
+  .summary('behaviour cloning from recorded episodes (episode store, MCAP, LeRobot v3.0), exported as a policy .onnx')
+  .usage('--from store:DB|mcap:FILE|lerobot:DIR --robot sim:TASK[:PROFILE]|ROBOT.yaml --out policy.onnx [--policy gaussian|vla] [--epochs N] [--batch N] [--lr F] [--chunk N] [--ids ID...] [--partial] [--seed S]')
+  .requiredOption('--from <SRC>', 'store:DB (complete episodes of an episode store), mcap:FILE (one recording) or lerobot:DIR (a LeRobot v3.0 dataset)')
+  .requiredOption('--robot <R>', 'sim:TASK[:PROFILE] or a robot YAML: its observation layout, action spec and control rate')
+  .requiredOption('--out <FILE>', 'the policy .onnx to write')
+  .addOption(new Option('--policy <P>', 'gaussian (observation vector) or vla (also camera image and instruction)').choices(['gaussian', 'vla']).default('gaussian'))
+  .option('--epochs <N>', 'passes over the demonstrations', positive('--epochs'), 30)
+  .option('--batch <N>', 'rows per step', positive('--batch'), 256)
+  .option('--lr <F>', 'Adam learning rate', num('--lr', (v) => v > 0, 'a positive number'), 1e-3)
+  .option('--chunk <N>', 'VLA: actions per decision', positive('--chunk'), 1)
+  .option('--ids <ID...>', 'store: these episodes (default every complete one)')
+  .option('--partial', 'store: include partial episodes', false)
+  .option('--seed <S>', 'seed', anyInt('--seed'), 0)
+  .option('--policy-version <V>', 'policy version written into the artifact', 'bc-1')
+  .option('--run-id <ID>', 'training run id written into the artifact', 'bc')
+  .action(async (o) => (await import('./commands/bc.js')).bc(o));
+
 // `train` parses its own options (bin/commands/train.ts); commander passes them through untouched.
 const TRAIN_USAGE = 'train [--algo wmrl|standard] [--robot sim:TASK[:PROFILE]|ROBOT.yaml --task TASK] [--no-debias] [--no-denoise] [--pure-wm] [--anchors random|active] [--updates N] [--prompts B] [--group G] [--robots N] [--reset-seconds S] [--seed S] [--out DIR] [--resume] [--quick]';
 const TRAIN_SUMMARY = 'post-train a policy on a robot with WMRL (or the standard-GRPO baseline), export it as .onnx';
@@ -137,7 +156,7 @@ program
   .command('bench')
   .summary('run a benchmark: prints a markdown table and a RESULT line (see README)')
   .usage('<name> [--quick]')
-  .argument('<name>', 'sim, bridge, nn, wmrl-core, worldmodel, embodied, server, autoresearch')
+  .argument('<name>', 'sim, bridge, nn, wmrl-core, worldmodel, embodied, server, autoresearch, twin-gap')
   .option('--quick', 'under a minute, prints only', false)
   .action(async (name, o) => (await import('./commands/bench.js')).bench(name, o));
 

@@ -9,6 +9,7 @@ export { Trainer, opFlopsPerRow, type AdamConfig, type TrainerConfig, type StepR
 export { Program, tensor, f32, ort, sessionOptions, type SessionOptions } from './runtime.js';
 export { toOnnx, readModelInfo, OPSET, IR_VERSION, type ModelInfo, type NamedTensor, type OnnxModelSpec } from './onnx.js';
 export { exportModel, exportOnnx, readOnnxInfo, type ExportSpec } from './export.js';
+export { composeModels, type ComposeOptions } from './compose.js';
 export { evaluate } from './reference.js';
 export { nd, type ND } from './ndarray.js';
 export { Rng, type RngState } from './rng.js';

@@ -7,8 +7,10 @@
 // Inputs:  obs    float32 [batch, D]            the robot's observation vector (common/layout.ts)
 //          image  float32 [batch, H, W, 3]      RGB / 255 (only for policies that read images)
 //          tokens int64   [batch, T]            the instruction's word ids (only for policies that read instructions)
+//          features float32 [batch, F]          a frozen backbone's features (a head on a backbone; its one-file
+//                                               artifact, backbone.ts exportBackboneHeadArtifact, computes them inside)
 // Output:  action float32 [batch, chunk · A]    `chunk` consecutive actions in the robot's action units
-import { Graph, exportOnnx, maximum, minimum, type ModelInfo } from '../nn/index.js';
+import { Graph, exportOnnx, maximum, minimum, type ExportSpec, type ModelInfo } from '../nn/index.js';
 import { OBSERVATION_LAYOUT_KEY, layoutDim, layoutEntries, layoutToJson, type ObservationLayout } from '../common/layout.js';
 import type { ActionSpec } from '../common/robot.js';
 import { declareContext, type Policy } from './types.js';
@@ -44,6 +46,11 @@ export interface ArtifactMeta {
 }
 
 export function exportPolicyArtifact(policy: Policy, path: string, meta: ArtifactMeta): ModelInfo {
+  return exportOnnx(path, policyArtifactSpec(policy, meta));
+}
+
+/** The artifact's graph, inputs, outputs and metadata_props, before serialization. */
+export function policyArtifactSpec(policy: Policy, meta: ArtifactMeta): ExportSpec {
   const D = layoutDim(meta.layout), A = policy.actDim, k = policy.chunk * A;
   if (D !== policy.obsDim) throw new Error(`exportPolicyArtifact: the layout has ${D} entries, the policy reads ${policy.obsDim}`);
   const { names, low, high } = meta.action;
@@ -56,11 +63,13 @@ export function exportPolicyArtifact(policy: Policy, path: string, meta: Artifac
   const rep = (v: readonly number[]) => Array.from({ length: k }, (_, i) => v[i % A]!);
   const action = minimum(maximum(policy.forward(obs, ctx).mean, g.constant(rep(low), [k])), g.constant(rep(high), [k]));
   const entries = layoutEntries(meta.layout).map((e) => e.label);
-  return exportOnnx(path, {
+  return {
     inputs: [
       { name: 'obs', tensor: obs, doc: `observation [batch, ${D}]: ${entries.join(', ')}` },
       ...(ctx.image ? [{ name: 'image', tensor: ctx.image, doc: `camera image [batch, ${spec.image!.height}, ${spec.image!.width}, 3]: RGB / 255` }] : []),
       ...(ctx.tokens ? [{ name: 'tokens', tensor: ctx.tokens, doc: `instruction token ids [batch, ${spec.instruction!.maxTokens}] (metadata 'vocabulary', 'tokenizer')` }] : []),
+      // a head on a frozen backbone: exportBackboneHeadArtifact (backbone.ts) joins the backbone's output here
+      ...(ctx.features ? [{ name: 'features', tensor: ctx.features, doc: `frozen backbone features [batch, ${spec.features!.dim}]` }] : []),
     ],
     outputs: [{ name: 'action', tensor: action, doc: `action [batch, ${k}]: ${policy.chunk} step(s) of ${names.join(', ')} in [${low.join(', ')}] .. [${high.join(', ')}]` }],
     store: policy.store,
@@ -80,5 +89,5 @@ export function exportPolicyArtifact(policy: Policy, path: string, meta: Artifac
       [ARTIFACT_KEYS.policyVersion]: meta.policyVersion,
       [ARTIFACT_KEYS.runId]: meta.runId,
     },
-  });
+  };
 }

@@ -7,16 +7,17 @@
 // the one interface (types.ts) over [features, normalized observation vector].
 import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
+import { basename } from 'node:path';
 import { InferenceSession, Tensor as OrtTensor } from 'onnxruntime-node';
 import {
-  Graph, MLP, ParamStore, Program, add, clip, concat, div, exp, exportOnnx, f32, gaussianLogProb, mul, readModelInfo, sub, tanh, tensor,
-  type ModelInfo, type Tensor, type ort,
+  Graph, MLP, ParamStore, Program, add, clip, composeModels, concat, div, exp, exportModel, exportOnnx, f32, gaussianLogProb, mul, readModelInfo, sub, tanh, tensor,
+  writeFileAtomic, type ModelInfo, type Tensor, type ort,
 } from '../nn/index.js';
 import { LOG_STD_MAX, LOG_STD_MIN, type GaussianHeadOptions } from './gaussian.js';
 import { tokenize } from './tokenizer.js';
 import { diagonalGaussianEntropy, type Policy, type PolicyActResult, type PolicyContext, type PolicyGraphContext, type PolicyInputs } from './types.js';
 import type { VlaPolicy } from './vla.js';
-import { TOKENIZER_DOC } from './artifact.js';
+import { ARTIFACT_KEYS, TOKENIZER_DOC, policyArtifactSpec, type ArtifactMeta } from './artifact.js';
 
 /** Exports the VLA's image + instruction encoder alone as a backbone `.onnx` (image, tokens → features). */
 export function exportVlaEncoder(vla: VlaPolicy, path: string): ModelInfo {
@@ -264,4 +265,35 @@ export class BackboneHeadPolicy implements Policy {
     await this.programs.logProb?.release();
     this.programs = {};
   }
+}
+
+/**
+ * The deployment artifact of a head on a frozen backbone as ONE `.onnx`: the backbone's graph, unchanged,
+ * feeding its `features` into the head's graph (policies/artifact.ts: mean action clipped to the limits),
+ * the head's internal names prefixed `head/` (nn/compose.ts). Inputs are the backbone's (`image`,
+ * `tokens`) and `obs`; the output is `action`. metadata_props are exportPolicyArtifact's, with the
+ * backbone's image format, vocabulary and tokenizer, and which backbone file it holds (name, sha256).
+ */
+export function exportBackboneHeadArtifact(policy: BackboneHeadPolicy, path: string, meta: ArtifactMeta): ModelInfo {
+  const bb = policy.backbone;
+  const backbone = readFileSync(bb.path);
+  const spec = policyArtifactSpec(policy, meta);
+  const normalization = { ...(spec.metadata![ARTIFACT_KEYS.normalization] as object), ...(bb.image ? { image: 'rgb8 / 255' } : {}) };
+  const metadata: Record<string, unknown> = {
+    ...spec.metadata,
+    [ARTIFACT_KEYS.normalization]: normalization,
+    ...(bb.instruction ? { [ARTIFACT_KEYS.vocabulary]: bb.instruction.vocabulary, [ARTIFACT_KEYS.tokenizer]: { doc: TOKENIZER_DOC, max_tokens: bb.instruction.maxTokens } } : {}),
+    ...(bb.image ? { [ARTIFACT_KEYS.image]: { height: bb.image.height, width: bb.image.width, channels: 3, layout: 'NHWC', encoding: 'rgb', scale: 1 / 255 } } : {}),
+    backbone: { file: basename(bb.path), sha256: createHash('sha256').update(backbone).digest('hex'), features: bb.featureDim },
+  };
+  const strings = Object.fromEntries(Object.entries(metadata).map(([k, v]) => [k, typeof v === 'string' ? v : JSON.stringify(v)]));
+  const head = exportModel({ ...spec, metadata: {} });
+  const bytes = composeModels(backbone, head, {
+    prefix: 'head/',
+    metadata: strings,
+    graphName: 'policy',
+    docString: `WMRL Bridge backbone_head policy: the frozen backbone ${basename(bb.path)} and the trained head in one graph; the mean action, clipped to the robot's action limits.`,
+  });
+  writeFileAtomic(path, [bytes]);
+  return readModelInfo(bytes);
 }

@@ -1,17 +1,22 @@
 // Demonstrations and evaluation on a sim/ env for policies of the one interface: the scripted expert's
 // episodes with the env's camera images and instructions (behaviour cloning data), and the success rate
 // of a policy acting on the same observations.
-import type { Env, Obs } from '../sim/index.js';
+import type { Env, EvaluationSplit, Obs } from '../sim/index.js';
 import type { Demonstrations } from './bc.js';
 import type { Policy, PolicyContext } from './types.js';
 
 /** `episodes` scripted-expert episodes from seeds seed0, seed0+1, …; images when the env renders them. */
 export function expertDemonstrations(env: Env, episodes: number, seed0 = 0): Demonstrations & { successes: number } {
+  return expertDemonstrationsOn(env, Array.from({ length: episodes }, (_, ep) => seed0 + ep));
+}
+
+/** Scripted-expert episodes from the given seeds (a split's training seeds, sim/split.ts). */
+export function expertDemonstrationsOn(env: Env, seeds: readonly number[]): Demonstrations & { successes: number } {
   const obs: number[] = [], action: number[] = [], instructions: string[] = [];
   const images: Uint8Array[] = [];
   let successes = 0;
-  for (let ep = 0; ep < episodes; ep++) {
-    let o: Obs = env.reset(seed0 + ep);
+  for (const seed of seeds) {
+    let o: Obs = env.reset(seed);
     const expert = env.expert();
     for (;;) {
       const a = expert.act(o);
@@ -38,15 +43,40 @@ export const contextOf = (o: Obs): PolicyContext => ({ ...(o.image ? { images: o
 
 /** Success rate of the policy's mean action (batch 1, as a robot runs it) over seeds seed0, seed0+1, … */
 export async function evaluatePolicy(env: Env, policy: Policy, episodes: number, seed0: number): Promise<{ success: number; steps: number }> {
+  return evaluateOn(env, policy, Array.from({ length: episodes }, (_, ep) => seed0 + ep));
+}
+
+/**
+ * A policy on a split's two held-out sets (sim/split.ts), each measured on its own: new start states of
+ * the (instruction, target region) combinations it was trained on, and the combinations held out of training.
+ */
+export async function evaluateHeldOut(env: Env, policy: Policy, split: EvaluationSplit): Promise<{ heldOutStates: EvalResult; heldOutCombinations: EvalResult }> {
+  if (env.task !== split.task) throw new Error(`evaluateHeldOut: the split is of task '${split.task}', the env runs '${env.task}'`);
+  return { heldOutStates: await evaluateOn(env, policy, split.heldOutStates), heldOutCombinations: await evaluateOn(env, policy, split.heldOutCombinations) };
+}
+
+export interface EvalResult {
+  /** Fraction of episodes that ended in success. */
+  success: number;
+  /** Mean over episodes of the summed reward (the task's dense signal). */
+  return: number;
+  episodes: number;
+  steps: number;
+}
+
+/** Success rate of the policy's mean action (batch 1, as a robot runs it) over the given seeds. */
+export async function evaluateOn(env: Env, policy: Policy, seeds: readonly number[]): Promise<EvalResult> {
   if (policy.chunk !== 1) throw new Error('evaluatePolicy: runs one action per step (chunk 1)');
-  let ok = 0, steps = 0;
+  if (!seeds.length) throw new Error('evaluatePolicy: no seeds to evaluate on');
+  let ok = 0, steps = 0, ret = 0;
   const zero = new Float32Array(policy.actDim);
-  for (let ep = 0; ep < episodes; ep++) {
-    let o = env.reset(seed0 + ep);
+  for (const seed of seeds) {
+    let o = env.reset(seed);
     for (;;) {
       const { mean } = await policy.act(o.state, zero, contextOf(o));
       const r = env.step(mean);
       steps++;
+      ret += r.reward;
       o = r.obs;
       if (r.terminated || r.truncated) {
         if (r.info.success) ok++;
@@ -54,5 +84,5 @@ export async function evaluatePolicy(env: Env, policy: Policy, episodes: number,
       }
     }
   }
-  return { success: ok / episodes, steps };
+  return { success: ok / seeds.length, return: ret / seeds.length, episodes: seeds.length, steps };
 }

@@ -129,6 +129,10 @@ export function customTask(mapping: RobotMapping, mappingFile: string): TaskDef 
             out[2 * n + 3 + i] = mp[3 * mocap + i]!;
           }
         },
+        pose(data: SimData, state: Float32Array): void {
+          const mp = data.raw.mocap_pos as Float64Array;
+          for (let i = 0; i < 3; i++) mp[3 * mocap + i] = state[2 * n + 3 + i]!;
+        },
         evaluate(data: SimData, _goal: number, action: Float32Array) {
           const d = eeDist(data);
           let effort = 0;

@@ -46,7 +46,7 @@ export class MjEnv implements Env {
   private goal = 0;
   private t = 0;
   private readonly stateBuf: Float32Array;
-  private view?: CameraView;
+  private view?: string | CameraView;
 
   constructor(
     readonly taskDef: TaskDef,
@@ -179,20 +179,14 @@ export class MjEnv implements Env {
     return renderImage(this.model, this.data, this.camera(), size, size);
   }
 
-  /** The task's camera; a scene without any gets a fixed view framing the robot in its reset pose. */
   private camera(): string | CameraView {
-    if (this.taskDef.camera !== '' || this.model.raw.ncam > 0) return this.taskDef.camera;
-    if (!this.view) {
-      const d = new SimData(this.model);
-      try {
-        d.reset(this.bound.keyframe);
-        d.forward();
-        this.view = defaultView(this.model, d);
-      } finally {
-        d.dispose();
-      }
-    }
+    this.view ??= taskCamera(this.taskDef, this.model, this.bound.keyframe);
     return this.view;
+  }
+
+  /** The goal of the current episode: its index among the instructions and where it lies (when the task says). */
+  goalOf(): { goal: number; position?: [number, number] } {
+    return { goal: this.goal, ...(this.bound.goalPosition ? { position: this.bound.goalPosition(this.data, this.goal) } : {}) };
   }
 
   sceneStatic(): SceneStatic {
@@ -233,6 +227,19 @@ export class MjEnv implements Env {
 
   [Symbol.dispose](): void {
     this.dispose();
+  }
+}
+
+/** The task's camera; a scene without any gets a fixed view framing the robot in its reset pose. */
+export function taskCamera(task: TaskDef, model: SimModel, keyframe: string | undefined): string | CameraView {
+  if (task.camera !== '' || model.raw.ncam > 0) return task.camera;
+  const d = new SimData(model);
+  try {
+    d.reset(keyframe);
+    d.forward();
+    return defaultView(model, d);
+  } finally {
+    d.dispose();
   }
 }
 

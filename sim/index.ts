@@ -6,6 +6,8 @@ export { makeCustomEnv, parseRobotMapping, type RobotMapping } from './custom.js
 export { loadProfile, parseProfile, NOMINAL, type HardwareProfile } from './profiles.js';
 export { SimModel, SimData, MujocoLoadError, mujoco, heapSize } from './mujoco.js';
 export { renderImage } from './render.js';
+export { SceneTwin } from './twin.js';
+export { combinationSplit, regionOf, type Combination, type EvaluationSplit, type SplitOptions } from './split.js';
 export { encodePng, decodePng } from '../common/png.js';
 export { sceneStatic, bodyPoses, encodeFrame, decodeFrame, type SceneStatic, type SceneGeom } from './scene.js';
 export type * from './types.js';

@@ -33,6 +33,14 @@ export interface BoundTask {
   resetEpisode(data: SimData, rng: Rng): number;
   /** Write the true state into `out` (length layoutDim(layout), in layout order). Physics is at mj_forward level. */
   observe(data: SimData, goal: number, out: Float32Array): void;
+  /**
+   * The inverse of `observe` for what a camera sees besides the layout's joints (those the twin writes itself):
+   * writes the object and target positions a state vector declares into `data` (qpos, mocap_pos). What the
+   * layout does not declare (an object's height and orientation) keeps the value `data` holds. For sim/twin.ts.
+   */
+  pose?(data: SimData, state: Float32Array): void;
+  /** Where the goal of the instruction lies on the table (x, y), for splits by target region (sim/split.ts). */
+  goalPosition?(data: SimData, goal: number): [number, number];
   /** Dense reward and sparse success of the current state. `action` is in action-space units. */
   evaluate(data: SimData, goal: number, action: Float32Array): { reward: number; success: boolean };
   /** A scripted controller that reads only observations; fresh per episode. */

@@ -90,6 +90,19 @@ export const pick: TaskDef = {
           out[G + i] = i === goal ? 1 : 0;
         }
       },
+      pose(data: SimData, state: Float32Array): void {
+        const q = data.raw.qpos as Float64Array;
+        const mp = data.raw.mocap_pos as Float64Array;
+        for (let i = 0; i < 3; i++) {
+          q[qc + i] = state[CUBE + i]!;
+          mp[3 * mocap[i]!] = state[PADS + 2 * i]!;
+          mp[3 * mocap[i]! + 1] = state[PADS + 1 + 2 * i]!;
+        }
+      },
+      goalPosition(data: SimData, goal: number): [number, number] {
+        const mp = data.raw.mocap_pos as Float64Array;
+        return [mp[3 * mocap[goal]!]!, mp[3 * mocap[goal]! + 1]!];
+      },
       evaluate(data: SimData, goal: number, action: Float32Array) {
         const q = data.raw.qpos as Float64Array;
         const qd = data.raw.qvel as Float64Array;

@@ -81,6 +81,20 @@ export const push: TaskDef = {
           out[G + i] = i === goal ? 1 : 0;
         }
       },
+      pose(data: SimData, state: Float32Array): void {
+        const q = data.raw.qpos as Float64Array;
+        const mp = data.raw.mocap_pos as Float64Array;
+        q[cq] = state[6]!;
+        q[cq + 1] = state[7]!;
+        for (let i = 0; i < 3; i++) {
+          mp[3 * mocap[i]!] = state[10 + 2 * i]!;
+          mp[3 * mocap[i]! + 1] = state[11 + 2 * i]!;
+        }
+      },
+      goalPosition(data: SimData, goal: number): [number, number] {
+        const mp = data.raw.mocap_pos as Float64Array;
+        return [mp[3 * mocap[goal]!]!, mp[3 * mocap[goal]! + 1]!];
+      },
       evaluate(data: SimData, goal: number, action: Float32Array) {
         const q = data.raw.qpos as Float64Array;
         const qd = data.raw.qvel as Float64Array;

@@ -63,6 +63,17 @@ export const reach: TaskDef = {
         out[15] = mp[3 * mocap[goal]!]! - sx[3 * tip]!;
         out[16] = mp[3 * mocap[goal]! + 1]! - sx[3 * tip + 1]!;
       },
+      pose(data: SimData, state: Float32Array): void {
+        const mp = data.raw.mocap_pos as Float64Array;
+        for (let i = 0; i < 3; i++) {
+          mp[3 * mocap[i]!] = state[6 + 2 * i]!;
+          mp[3 * mocap[i]! + 1] = state[7 + 2 * i]!;
+        }
+      },
+      goalPosition(data: SimData, goal: number): [number, number] {
+        const mp = data.raw.mocap_pos as Float64Array;
+        return [mp[3 * mocap[goal]!]!, mp[3 * mocap[goal]! + 1]!];
+      },
       evaluate(data: SimData, goal: number, action: Float32Array) {
         const q = data.raw.qpos as Float64Array;
         const qd = data.raw.qvel as Float64Array;
