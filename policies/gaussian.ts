@@ -5,7 +5,7 @@ import {
   Graph, MLP, ParamStore, Program, add, clip, div, exp, gaussianLogProb, maximum, minimum, mul, sub, tanh, tensor, f32,
   exportOnnx, type Activation, type ModelInfo, type Tensor, type ort,
 } from '../nn/index.js';
-import { diagonalGaussianEntropy, type Policy, type PolicyInputs } from './types.js';
+import { diagonalGaussianEntropy, type FusedGraphPolicy, type Policy, type PolicyInputs } from './types.js';
 
 /** What every Gaussian policy of the project (MLP, VLA, backbone head) is configured with besides its inputs. */
 export interface GaussianHeadOptions {
@@ -197,7 +197,7 @@ export class GaussianPolicy implements Policy {
    * layer would send it (the model steps with it); `action_raw` — the sample itself, whose `logProb` the
    * policy gradient needs; `mean`. Without noise: the mean action only.
    */
-  graphPolicy(): { store: ParamStore; noiseDim: number; build(obs: Tensor, noise: Tensor | null): Record<string, Tensor> } {
+  graphPolicy(): FusedGraphPolicy {
     return {
       store: this.store,
       noiseDim: this.actDim,

@@ -2,11 +2,13 @@
 // each of its steps). Per step i: w_i · min(r_i A_i, clip(r_i, 1 ± ε) A_i) with r_i = π(a|s) / π_old(a|s);
 // the loss is minus its mean over the batch (not over Σw: weights add to an anchor group's pull
 // without shrinking the others), minus an entropy bonus. One ONNX graph per step (nn/ Trainer).
+// Any policy of the one interface (types.ts): the graph declares the context inputs the policy reads
+// (declareContext: image, tokens, features), and the batch carries each step's context.
 import {
   Graph, Rng, Trainer, abs, add, clip, exp, gaussianEntropy, gaussianLogProb, greater, mean, minimum, mul, neg, sub, tensor, toFloat,
   type AdamConfig,
 } from '../nn/index.js';
-import type { GaussianPolicy } from './gaussian.js';
+import { declareContext, type Policy, type PolicyContext } from './types.js';
 
 export interface PgConfig {
   /** Ratio clip ε. */
@@ -28,11 +30,11 @@ export const DEFAULT_PG_CONFIG: PgConfig = {
   minibatch: 512,
 };
 
-/** Steps of many rollouts, flattened. M = number of steps. */
+/** Steps of many rollouts, flattened. M = number of steps, K = chunk · A. */
 export interface PgBatch {
   /** M x D. */
   obs: Float32Array;
-  /** M x A: the actions taken (unclipped samples). */
+  /** M x K: the actions taken (unclipped samples). */
   action: Float32Array;
   /** M: log-probabilities under the policy that acted. */
   oldLogProb: Float32Array;
@@ -40,6 +42,12 @@ export interface PgBatch {
   advantage: Float32Array;
   /** M: the rollout's weight (1 for plain GRPO; anchor and inverse-variance weights otherwise). */
   weight: Float32Array;
+  /** M x H x W x 3 uint8: the camera image each step's action was taken on (policies that read images). */
+  images?: Uint8Array;
+  /** M: each step's instruction (policies that read instructions). */
+  instructions?: readonly string[];
+  /** M x F: each step's frozen-backbone features (a head on a backbone). */
+  features?: Float32Array;
 }
 
 export interface PgStats {
@@ -54,19 +62,20 @@ export interface PgStats {
 }
 
 export class ClippedPolicyGradient {
-  private constructor(readonly policy: GaussianPolicy, readonly trainer: Trainer, readonly config: PgConfig) {}
+  private constructor(readonly policy: Policy, readonly trainer: Trainer, readonly config: PgConfig) {}
 
-  static async create(policy: GaussianPolicy, config: PgConfig = DEFAULT_PG_CONFIG): Promise<ClippedPolicyGradient> {
+  static async create(policy: Policy, config: PgConfig = DEFAULT_PG_CONFIG): Promise<ClippedPolicyGradient> {
     if (!(config.clipRatio > 0 && config.clipRatio < 1)) throw new Error(`pg: clipRatio must be in (0, 1), got ${config.clipRatio}`);
     if (!(config.epochs >= 1 && config.minibatch >= 1)) throw new Error('pg: epochs and minibatch must be ≥ 1');
     const g = new Graph();
-    const D = policy.obsDim, A = policy.actDim;
+    const D = policy.obsDim, K = policy.chunk * policy.actDim;
     const obs = g.input('obs', ['M', D]);
-    const action = g.input('action', ['M', A]);
+    const action = g.input('action', ['M', K]);
     const oldLogProb = g.input('old_log_prob', ['M']);
     const adv = g.input('advantage', ['M']);
     const weight = g.input('weight', ['M']);
-    const { mean: mu, logStd } = policy.forward(obs);
+    const ctx = declareContext(policy, g, 'M');
+    const { mean: mu, logStd } = policy.forward(obs, ctx);
     const logProb = gaussianLogProb(action, mu, logStd);
     const ratio = exp(sub(logProb, oldLogProb));
     const eps = config.clipRatio;
@@ -89,12 +98,17 @@ export class ClippedPolicyGradient {
 
   /** `epochs` passes over the batch in shuffled minibatches; the policy's store holds the result. */
   async update(batch: PgBatch, rng: Rng): Promise<PgStats> {
-    const D = this.policy.obsDim, A = this.policy.actDim;
+    const D = this.policy.obsDim, K = this.policy.chunk * this.policy.actDim;
     const M = batch.advantage.length;
     if (M === 0) throw new Error('pg: empty batch');
-    const sizes: Array<[string, number, number]> = [['obs', batch.obs.length, M * D], ['action', batch.action.length, M * A], ['oldLogProb', batch.oldLogProb.length, M], ['weight', batch.weight.length, M]];
-    for (const [k, got, want] of sizes) if (got !== want) throw new Error(`pg: ${k} has ${got} values, expected ${want} (M = ${M})`);
-    for (const [k, arr] of Object.entries(batch) as Array<[string, Float32Array]>) {
+    const reads = this.policy.inputs();
+    const px = reads.image ? reads.image.height * reads.image.width * 3 : 0, F = reads.features?.dim ?? 0;
+    const sizes: Array<[string, number, number]> = [['obs', batch.obs.length, M * D], ['action', batch.action.length, M * K], ['oldLogProb', batch.oldLogProb.length, M], ['weight', batch.weight.length, M]];
+    if (px) sizes.push(['images', batch.images?.length ?? 0, M * px]);
+    if (reads.instruction) sizes.push(['instructions', batch.instructions?.length ?? 0, M]);
+    if (F) sizes.push(['features', batch.features?.length ?? 0, M * F]);
+    for (const [k, got, want] of sizes) if (got !== want) throw new Error(`pg: ${k} has ${got} values, expected ${want} (M = ${M}, policy ${this.policy.kind})`);
+    for (const [k, arr] of Object.entries({ obs: batch.obs, action: batch.action, oldLogProb: batch.oldLogProb, advantage: batch.advantage, weight: batch.weight, ...(F ? { features: batch.features! } : {}) })) {
       const bad = arr.findIndex((v) => !Number.isFinite(v));
       if (bad >= 0) throw new Error(`pg: ${k}[${bad}] is ${arr[bad]}`);
     }
@@ -108,16 +122,23 @@ export class ClippedPolicyGradient {
       for (let s = 0; s + mb <= M; s += mb) {
         const idx = order.slice(s, s + mb);
         const n = idx.length;
-        const o = new Float32Array(n * D), a = new Float32Array(n * A), lp = new Float32Array(n), ad = new Float32Array(n), w = new Float32Array(n);
+        const o = new Float32Array(n * D), a = new Float32Array(n * K), lp = new Float32Array(n), ad = new Float32Array(n), w = new Float32Array(n);
+        const images = px ? new Uint8Array(n * px) : undefined, features = F ? new Float32Array(n * F) : undefined;
+        const instructions: string[] = [];
         idx.forEach((j, r) => {
           o.set(batch.obs.subarray(j * D, (j + 1) * D), r * D);
-          a.set(batch.action.subarray(j * A, (j + 1) * A), r * A);
+          a.set(batch.action.subarray(j * K, (j + 1) * K), r * K);
           lp[r] = batch.oldLogProb[j]!;
           ad[r] = batch.advantage[j]!;
           w[r] = batch.weight[j]!;
+          if (images) images.set(batch.images!.subarray(j * px, (j + 1) * px), r * px);
+          if (features) features.set(batch.features!.subarray(j * F, (j + 1) * F), r * F);
+          if (reads.instruction) instructions.push(batch.instructions![j]!);
         });
+        const ctx: PolicyContext | undefined = px || F || reads.instruction ? { images, features, ...(reads.instruction ? { instructions } : {}) } : undefined;
         const res = await this.trainer.step({
-          obs: tensor(o, [n, D]), action: tensor(a, [n, A]), old_log_prob: tensor(lp, [n]), advantage: tensor(ad, [n]), weight: tensor(w, [n]),
+          obs: tensor(o, [n, D]), action: tensor(a, [n, K]), old_log_prob: tensor(lp, [n]), advantage: tensor(ad, [n]), weight: tensor(w, [n]),
+          ...this.policy.contextFeeds(ctx, n),
         });
         const m = (k: string) => (res.metrics[k]!.data as Float32Array)[0]!;
         last.loss += res.loss; last.kl += m('approx_kl'); last.clip += m('clip_fraction'); last.ent += m('entropy'); last.norm += res.gradNorm; last.n++;

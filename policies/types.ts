@@ -48,6 +48,16 @@ export interface PolicyActResult {
   logProb: Float32Array;
 }
 
+/**
+ * A policy as a graph the world model's fused imagination unrolls (worldmodel's GraphPolicy, matched
+ * structurally): per step `action` (the sample clipped to the bounds), `action_raw`, `logProb`, `mean`.
+ */
+export interface FusedGraphPolicy {
+  store: ParamStore;
+  noiseDim: number;
+  build(obs: Tensor, noise: Tensor | null): Record<string, Tensor>;
+}
+
 export interface Policy {
   /** 'gaussian_mlp', 'vla', 'backbone_head': written into the artifact. */
   readonly kind: string;
@@ -71,6 +81,8 @@ export interface Policy {
   logProb(obs: Float32Array, action: Float32Array, ctx?: PolicyContext): Promise<Float32Array>;
   /** Entropy of the action distribution (state-independent log-std: the same for every row). */
   entropy(): number;
+  /** Policies that read the observation vector alone may offer the fused face (imagination in one graph). */
+  graphPolicy?(): FusedGraphPolicy;
   release(): Promise<void>;
 }
 

@@ -1,17 +1,21 @@
 // What both embodied trainers share (train_standard.ts, train_wmrl.ts): prompts, the robot clock,
 // policy episodes on a Robot through the safety layer (recorded in the episode store as they happen),
 // the policy-gradient batch, and evaluation on held-out start states. The trainers read top to bottom
-// in their own files; nothing here decides anything about world models.
+// in their own files; nothing here decides anything about world models. Any policy of the one interface
+// (policies/types.ts): one that reads the camera image and the instruction gets the robot's own, each
+// step, and keeps them with the step for the policy gradient.
 import { Rng } from '../nn/index.js';
 import { buildObservation, layoutDim, layoutOf, type ObservationLayout } from '../common/layout.js';
+import { decodePng } from '../common/png.js';
+import type { RobotObservation } from '../common/robot.js';
 import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { EpisodeStore } from '../episodes/store/store.js';
 import type { Episode, EpisodeStatus } from '../episodes/types.js';
 import { runEpisode, type Scorer } from '../hardware/record.js';
 import type { SafetyLayer } from '../hardware/safety.js';
-import type { GaussianPolicy } from '../policies/gaussian.js';
 import type { PgBatch } from '../policies/pg.js';
+import type { Policy, PolicyContext, PolicyInputs } from '../policies/types.js';
 import { VecEnv, makeEnv, type Env } from '../sim/index.js';
 
 /** A GRPO prompt: a start state the robot's seeded reset reproduces, with its instruction. */
@@ -146,15 +150,46 @@ export interface RobotEpisode {
   success: boolean;
   steps: number;
   return: number;
+  /** Shape T x H x W x 3: the camera image each action was taken on (policies that read images). */
+  images?: Uint8Array;
+  /** Shape T: the instruction each action was taken on (policies that read instructions). */
+  instructions?: string[];
+}
+
+/**
+ * What `reads` asks of a robot observation besides its vector: the camera image (rgb8, or png decoded)
+ * and the instruction, checked against the policy's image size. Undefined for a policy that reads neither.
+ */
+export function robotContext(reads: PolicyInputs, o: RobotObservation, robot: string): PolicyContext | undefined {
+  if (!reads.image && !reads.instruction) return undefined;
+  const ctx: PolicyContext = {};
+  if (reads.image) {
+    const { height, width } = reads.image;
+    const img = o.image;
+    if (!img) throw new Error(`robot episode: the policy reads the camera image; robot ${robot}'s observation has none`);
+    let rgb = img.data;
+    if (img.encoding === 'png') rgb = decodePng(img.data, `${robot} camera image`).rgb;
+    else if (img.encoding !== 'rgb8') throw new Error(`robot episode: robot ${robot}'s camera image is ${img.encoding}; the policy takes rgb8 or png`);
+    if (img.width !== width || img.height !== height || rgb.length !== width * height * 3) throw new Error(`robot episode: robot ${robot}'s camera image is ${img.width}x${img.height}, the policy reads ${width}x${height}`);
+    ctx.images = rgb;
+  }
+  if (reads.instruction) {
+    if (o.instruction === undefined) throw new Error(`robot episode: the policy reads the instruction; robot ${robot}'s observation has none`);
+    ctx.instructions = [o.instruction];
+  }
+  return ctx;
 }
 
 /**
  * Runs `policy` (sampling with `rng`) for one episode from the seeded reset `seed`. The episode is
  * recorded in the store step by step and charged to the robot clock.
  */
-export async function robotEpisode(target: RobotTarget, policy: GaussianPolicy, seed: number, rng: Rng, policyVersion: string): Promise<RobotEpisode> {
+export async function robotEpisode(target: RobotTarget, policy: Policy, seed: number, rng: Rng, policyVersion: string): Promise<RobotEpisode> {
   const D = policy.obsDim, A = policy.actDim;
+  if (policy.chunk !== 1) throw new Error(`robot episode: one action per control step (chunk 1); the ${policy.kind} policy gives chunks of ${policy.chunk}`);
+  const reads = policy.inputs();
   const obs: Float32Array[] = [], action: Float32Array[] = [], sent: Float32Array[] = [], logProb: number[] = [], reward: number[] = [];
+  const images: Uint8Array[] = [], instructions: string[] = [];
   let success = false;
   const layout = layoutOf(target.robot.spec);
   const out = await runEpisode({
@@ -168,8 +203,11 @@ export async function robotEpisode(target: RobotTarget, policy: GaussianPolicy, 
     policy: async (o) => {
       const x = buildObservation(layout, o);
       if (x.length !== D) throw new Error(`robot episode: the robot's observation has ${x.length} entries, the policy takes ${D}`);
+      const ctx = robotContext(reads, o, target.robot.spec.name);
       const noise = Float32Array.from({ length: A }, () => rng.normal());
-      const r = await policy.act(x, noise);
+      const r = await policy.act(x, noise, ctx);
+      if (ctx?.images) images.push(Uint8Array.from(ctx.images));
+      if (ctx?.instructions) instructions.push(ctx.instructions[0]!);
       obs.push(x);
       action.push(r.action);
       logProb.push(r.logProb[0]!);
@@ -191,6 +229,9 @@ export async function robotEpisode(target: RobotTarget, policy: GaussianPolicy, 
     for (let i = 0; i < n; i++) f.set(rows[i]!, i * w);
     return f;
   };
+  const px = reads.image ? reads.image.height * reads.image.width * 3 : 0;
+  const img = new Uint8Array(px * T);
+  for (let i = 0; i < T && px; i++) img.set(images[i]!, i * px);
   return {
     seed,
     id: out.id,
@@ -203,6 +244,8 @@ export async function robotEpisode(target: RobotTarget, policy: GaussianPolicy, 
     success: out.success ?? success,
     steps: T,
     return: out.return,
+    ...(px ? { images: img } : {}),
+    ...(reads.instruction ? { instructions: instructions.slice(0, T) } : {}),
   };
 }
 
@@ -214,14 +257,30 @@ export interface Trajectory {
   action: Float32Array;
   logProb: Float32Array;
   steps: number;
+  /** Shape T x H x W x 3: the image each step's action was taken on, for policies that read images. */
+  images?: Uint8Array;
+  /** Shape ≥ T: each step's instruction, for policies that read instructions. */
+  instructions?: readonly string[];
 }
 
-/** Flattens rollouts into one batch; each rollout's advantage and weight go to every one of its steps. Null advantages are left out. */
+/**
+ * Flattens rollouts into one batch; each rollout's advantage and weight go to every one of its steps. Null
+ * advantages are left out. The steps' images and instructions come along where the rollouts carry them
+ * (every rollout, or none).
+ */
 export function pgBatch(trajs: readonly Trajectory[], advantages: ReadonlyArray<number | null>, weights: readonly number[], D: number, A: number): PgBatch | null {
   let M = 0;
   trajs.forEach((t, i) => (M += advantages[i] === null ? 0 : t.steps));
   if (M === 0) return null;
+  const kept = trajs.filter((_, i) => advantages[i] !== null);
+  const withImages = kept.filter((t) => t.images).length, withInstructions = kept.filter((t) => t.instructions).length;
+  if (withImages % kept.length || withInstructions % kept.length) throw new Error(`pg batch: ${withImages} of ${kept.length} rollouts carry images and ${withInstructions} instructions: every rollout, or none`);
+  const first = kept.find((t) => t.steps > 0)!;
+  const px = withImages ? first.images!.length / first.steps : 0;
+  for (const t of withImages ? kept : []) if (t.images!.length !== t.steps * px) throw new Error(`pg batch: a rollout of ${t.steps} steps carries ${t.images!.length} image bytes, expected ${t.steps} x ${px}`);
   const b: PgBatch = { obs: new Float32Array(M * D), action: new Float32Array(M * A), oldLogProb: new Float32Array(M), advantage: new Float32Array(M), weight: new Float32Array(M) };
+  if (withImages) b.images = new Uint8Array(M * px);
+  const instructions: string[] = [];
   let m = 0;
   trajs.forEach((t, i) => {
     const adv = advantages[i];
@@ -231,8 +290,11 @@ export function pgBatch(trajs: readonly Trajectory[], advantages: ReadonlyArray<
     b.oldLogProb.set(t.logProb.subarray(0, t.steps), m);
     b.advantage.fill(adv, m, m + t.steps);
     b.weight.fill(weights[i]!, m, m + t.steps);
+    if (b.images) b.images.set(t.images!.subarray(0, t.steps * px), m * px);
+    if (withInstructions) instructions.push(...t.instructions!.slice(0, t.steps));
     m += t.steps;
   });
+  if (withInstructions) b.instructions = instructions;
   return b;
 }
 
@@ -246,18 +308,32 @@ export interface Evaluation {
 /**
  * The policy's true success rate: its mean action (no sampling) on `episodes` held-out start states
  * (seeds seed0, seed0+1, …) of the task under `profile`, in the in-process sim. Measurement only: not
- * charged to the robot clock.
+ * charged to the robot clock. A policy that reads the camera and the instruction gets each env's render
+ * (at the policy's image size) and instruction every step.
  */
-export async function evaluateSuccess(policy: GaussianPolicy, task: string, profile: string, episodes: number, seed0: number): Promise<Evaluation> {
+export async function evaluateSuccess(policy: Policy, task: string, profile: string, episodes: number, seed0: number): Promise<Evaluation> {
   const vec = await VecEnv.create(episodes, { task, profile, seed: seed0 });
   try {
     const D = policy.obsDim, A = policy.actDim;
+    if (policy.chunk !== 1) throw new Error(`evaluate: one action per control step (chunk 1); the ${policy.kind} policy gives chunks of ${policy.chunk}`);
+    const reads = policy.inputs();
+    const size = reads.image ? reads.image.height : 0;
+    if (reads.image && reads.image.width !== size) throw new Error(`evaluate: the sim renders square images; the policy reads ${reads.image.width}x${reads.image.height}`);
+    const px = size * size * 3;
     let obs = vec.reset();
+    let instructions = vec.envs.map((e) => e.observationSpace.instructions[e.goalOf().goal]!);
     const done = new Uint8Array(episodes);
     let successes = 0, ret = 0;
     const zeros = new Float32Array(episodes * A);
+    // Rows of finished episodes keep a blank image: their actions are never counted.
+    const context = (): PolicyContext | undefined => {
+      if (!reads.image && !reads.instruction) return undefined;
+      const images = px ? new Uint8Array(episodes * px) : undefined;
+      if (images) vec.envs.forEach((e, i) => { if (!done[i]) images.set(e.render(size), i * px); });
+      return { images, instructions };
+    };
     while (done.some((d) => !d)) {
-      const r = await policy.act(obs, zeros);
+      const r = await policy.act(obs, zeros, context());
       const st = vec.step(r.mean);
       for (let i = 0; i < episodes; i++) {
         if (done[i]) continue;
@@ -268,6 +344,7 @@ export async function evaluateSuccess(policy: GaussianPolicy, task: string, prof
         }
       }
       obs = st.obs;
+      instructions = st.instructions;
       if (obs.length !== episodes * D) throw new Error(`evaluate: the env's state has ${obs.length / episodes} entries, the policy takes ${D}`);
     }
     return { success: successes / episodes, meanReturn: ret / episodes, episodes };

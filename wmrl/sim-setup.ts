@@ -7,6 +7,7 @@ import { DEFAULT_SAFETY, SafetyLayer } from '../hardware/safety.js';
 import { SimRobot } from '../hardware/robots/sim.js';
 import { behaviourClone } from '../policies/bc.js';
 import { GaussianPolicy } from '../policies/gaussian.js';
+import type { Policy } from '../policies/types.js';
 import { exploratoryEpisodes, makeEnv } from '../sim/index.js';
 import { EnsembleModel, TransitionBuffer, type Transitions } from '../worldmodel/index.js';
 import { SimPrompts, evaluateSuccess, robotTarget, type ClosableTarget, type Evaluation } from './embodied.js';
@@ -137,12 +138,14 @@ export interface SimRobotTargetOptions {
   robots: number;
   resetSeconds: number;
   seed: number;
+  /** Side of the robot's square camera image, px (for policies that read it); omit for no camera. */
+  image?: number;
   signal?: AbortSignal;
 }
 
 /** A sim robot behind the safety layer, as a trainer's robot target; dispose it with `close()`. */
 export async function simRobotTarget(o: SimRobotTargetOptions): Promise<ClosableTarget> {
-  const sim = await SimRobot.create({ task: o.task, profile: o.profile, seed: o.seed });
+  const sim = await SimRobot.create({ task: o.task, profile: o.profile, seed: o.seed, image: o.image });
   const robot = new SafetyLayer(sim, { ...DEFAULT_SAFETY, maxDelta: 2 }, { watchdog: false });
   return robotTarget(robot, {
     outcome: () => ({ reward: sim.lastStep?.reward ?? 0, done: !!(sim.lastStep?.terminated || sim.lastStep?.truncated), success: sim.lastStep?.info.success }),
@@ -157,7 +160,7 @@ export async function simRobotTarget(o: SimRobotTargetOptions): Promise<Closable
 }
 
 /** Held-out evaluation: `episodes` start states from seed 9,000,000 on, under the robot's profile. */
-export function heldOutEvaluation(task: string, profile: string, episodes: number): (policy: GaussianPolicy) => Promise<Evaluation> {
+export function heldOutEvaluation(task: string, profile: string, episodes: number): (policy: Policy) => Promise<Evaluation> {
   return (policy) => evaluateSuccess(policy, task, profile, episodes, 9_000_000);
 }
 

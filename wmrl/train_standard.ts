@@ -7,7 +7,7 @@
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Rng } from '../nn/index.js';
-import type { GaussianPolicy } from '../policies/gaussian.js';
+import type { Policy } from '../policies/types.js';
 import type { ClippedPolicyGradient } from '../policies/pg.js';
 import { groupAdvantages, DEFAULT_ADVANTAGE_CONFIG } from './advantages.js';
 import { pgBatch, robotEpisode, type Evaluation, type RobotEpisode, type RobotTarget, type SimPrompts } from './embodied.js';
@@ -28,13 +28,13 @@ export interface StandardConfig {
 
 export interface StandardRun {
   config: StandardConfig;
-  policy: GaussianPolicy;
+  policy: Policy;
   pg: ClippedPolicyGradient;
   target: RobotTarget;
   prompts: SimPrompts;
   /** The policy's true success rate (held-out start states on the robot's profile). */
   /** Held-out measurement of true success; omit where none exists beside the robot (the robot's own episodes are then the measure). */
-  evaluate?: (policy: GaussianPolicy) => Promise<Evaluation>;
+  evaluate?: (policy: Policy) => Promise<Evaluation>;
   /** Checkpoint folder; with `resume`, the run continues from the state saved there. */
   outDir?: string;
   resume?: boolean;

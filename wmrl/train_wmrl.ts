@@ -2,7 +2,8 @@
 // executed on the robot and corrects the world model's scores through the Corrector. Diff against
 // train_standard.ts to see exactly what WMRL changes.
 //
-// Per update: B prompts → B×G rollouts imagined (policy + ensemble in one graph per few steps, one member per group) →
+// Per update: B prompts → B×G rollouts imagined (policy + ensemble in one graph per few steps, one member per group;
+// a policy that reads the camera sees the digital twin's renders of the predicted states instead, stepwise) →
 // world-model scores (the predicted return up to the predicted success, or last-k minus first-k progress; the
 // members' variance) → Corrector.step: anchors chosen → their groups run on the robot (safety layer,
 // recorded in the store, charged to the robot clock), paired with the world model's open-loop replay
@@ -13,11 +14,13 @@ import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Rng } from '../nn/index.js';
 import { layoutOf } from '../common/layout.js';
-import type { GaussianPolicy } from '../policies/gaussian.js';
+import type { Policy } from '../policies/types.js';
 import type { ClippedPolicyGradient } from '../policies/pg.js';
+import type { SceneTwin } from '../sim/twin.js';
 import { ModelEnv, TransitionBuffer, repeatRows, replayScore, type EnsembleModel, type Transitions } from '../worldmodel/index.js';
 import { groupAdvantages, DEFAULT_ADVANTAGE_CONFIG } from './advantages.js';
 import { Corrector, correctorConfig, type CorrectorConfig, type CorrectorState } from './corrector.js';
+import { imaginePolicy } from './imagine-policy.js';
 import { episodeTransitions, pgBatch, robotEpisode, type Evaluation, type RobotEpisode, type RobotTarget, type SimPrompts, type Trajectory } from './embodied.js';
 import { loadRunState, saveRunState, type RunHooks, type RunRow, type RunState } from './run-state.js';
 
@@ -82,15 +85,17 @@ export const DEFAULT_WMRL: Omit<WmrlConfig, 'horizon'> = {
 
 export interface WmrlRun {
   config: WmrlConfig;
-  policy: GaussianPolicy;
+  policy: Policy;
   pg: ClippedPolicyGradient;
   model: EnsembleModel;
   /** The sim transitions the model was pretrained on; refits mix them with the real episodes. */
   simData: Transitions;
   target: RobotTarget;
   prompts: SimPrompts;
+  /** The task's digital twin: renders the camera images a policy that reads them sees in imagination (wmrl/imagine-policy.ts). */
+  twin?: SceneTwin;
   /** Held-out measurement of true success; omit where none exists beside the robot (the robot's own episodes are then the measure). */
-  evaluate?: (policy: GaussianPolicy) => Promise<Evaluation>;
+  evaluate?: (policy: Policy) => Promise<Evaluation>;
   outDir?: string;
   resume?: boolean;
   hooks?: RunHooks;
@@ -130,7 +135,9 @@ export async function trainWmrl(run: WmrlRun): Promise<RunState> {
   const warn = run.warn ?? ((m: string) => console.error(m));
   const rng = new Rng(c.seed);
   const env = new ModelEnv(model, { members: 'fixed', seed: c.seed });
-  const graphPolicy = policy.graphPolicy();
+  // The fused imagination (policy and ensemble in one graph) for a policy of the observation vector alone.
+  const reads = policy.inputs();
+  const graphPolicy = !reads.image && !reads.instruction && !reads.features && policy.graphPolicy ? policy.graphPolicy() : null;
   let state: RunState = { algo: 'wmrl', update: 0, rng: rng.getState(), clock: target.clock.state(), rows: [], finalObs: {}, episodeIds: [] };
   let extra: WmrlExtra = { corrector: null, predicted: [], measured: [] };
   if (run.resume && run.outDir) {
@@ -191,14 +198,25 @@ export async function trainWmrl(run: WmrlRun): Promise<RunState> {
     const groupMember = Array.from({ length: c.prompts }, () => rng.int(E));
     const members = Int32Array.from({ length: N }, (_, i) => groupMember[Math.floor(i / G)]!);
     const ti = performance.now();
-    const im = await env.imagine(repeatRows(starts, D, G), graphPolicy, H, { members, policyNoise: Float32Array.from({ length: N * H * A }, () => rng.normal()) });
+    const policyNoise = Float32Array.from({ length: N * H * A }, () => rng.normal());
+    const im = graphPolicy
+      ? await env.imagine(repeatRows(starts, D, G), graphPolicy, H, { members, policyNoise }).then((r) => ({ ...r, actionRaw: r.policy.action_raw!, logProb: r.policy.logProb!, images: null, imageBytes: 0, instructions: null }))
+      : await imaginePolicy(env, run.twin ?? null, policy, {
+        obs: repeatRows(starts, D, G),
+        instructions: Array.from({ length: N }, (_, i) => prompts.get(c.promptSeed0 + u * c.prompts + Math.floor(i / G)).instruction),
+      }, H, { members, noise: policyNoise, actLow: target.robot.spec.action.low, actHigh: target.robot.spec.action.high });
     const imagineSeconds = (performance.now() - ti) / 1000;
     imagined = { traj: [], score: [], variance: [], successProb: [] };
     for (let i = 0; i < N; i++) {
       const p = im.successProb.subarray(i * H, (i + 1) * H);
       const hit = p.findIndex((x) => x > c.successThreshold);
       const T = hit < 0 ? H : hit + 1;
-      imagined.traj.push({ obs: im.obs.subarray(i * (H + 1) * D, (i * (H + 1) + T) * D), action: im.policy.action_raw!.subarray(i * H * A, (i * H + T) * A), logProb: im.policy.logProb!.subarray(i * H, i * H + T), steps: T });
+      imagined.traj.push({
+        obs: im.obs.subarray(i * (H + 1) * D, (i * (H + 1) + T) * D), action: im.actionRaw.subarray(i * H * A, (i * H + T) * A), logProb: im.logProb.subarray(i * H, i * H + T), steps: T,
+        // what an image policy read at each step: the twin's renders and the prompt's instruction
+        ...(reads.image ? { images: im.images!.subarray(i * (H + 1) * im.imageBytes, (i * (H + 1) + T) * im.imageBytes) } : {}),
+        ...(reads.instruction ? { instructions: new Array<string>(T).fill(im.instructions![i]!) } : {}),
+      });
       imagined.score.push(collapse(im.reward.subarray(i * H, (i + 1) * H), T, c.scoreMode, c.scoreK));
       // The members' spread of the score along this trajectory (every member's reward at the same steps).
       const per = Array.from({ length: E }, (_, e) => collapse(im.memberReward.subarray((e * N + i) * H, (e * N + i + 1) * H), T, c.scoreMode, c.scoreK));

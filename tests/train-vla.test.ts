@@ -1,0 +1,169 @@
+// Post-training any policy of the one interface, the VLA included: the clipped policy gradient reads each
+// step's image and instruction from the batch; a robot episode gives the VLA the robot's own camera image and
+// instruction and keeps them with the step (so log π recomputes exactly); held-out evaluation renders each
+// env's camera for it; both embodied trainers post-train a VLA on the sim robot under the gap profile, WMRL
+// imagining it on the digital twin's renders of predicted states.
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { Rng } from '../nn/index.js';
+import { makeEnv, SceneTwin, type Env } from '../sim/index.js';
+import { EnsembleModel, TransitionBuffer, type Transitions } from '../worldmodel/index.js';
+import { VlaPolicy } from '../policies/vla.js';
+import { behaviourClone } from '../policies/bc.js';
+import { evaluateOn, expertDemonstrations } from '../policies/demos.js';
+import { ClippedPolicyGradient, DEFAULT_PG_CONFIG, type PgBatch } from '../policies/pg.js';
+import { correctorConfig } from '../wmrl/corrector.js';
+import { evaluateSuccess, pgBatch, robotEpisode } from '../wmrl/embodied.js';
+import { SimPrompts, simRobotTarget } from '../wmrl/sim-setup.js';
+import { trainStandard } from '../wmrl/train_standard.js';
+import { trainWmrl, type WmrlConfig } from '../wmrl/train_wmrl.js';
+import { exploratoryEpisodes } from '../sim/index.js';
+
+const S = 16;
+const dir = mkdtempSync(join(tmpdir(), 'train-vla-'));
+let env: Env;
+let vla: VlaPolicy;
+let snapshot: Float32Array[];
+const fresh = () => vla.paramNames().forEach((n, i) => vla.store.set(n, snapshot[i]!));
+const params = () => vla.paramNames().map((n) => Float32Array.from(vla.store.get(n).data));
+
+beforeAll(async () => {
+  env = await makeEnv({ task: 'reach', image: S, seed: 0 });
+  vla = new VlaPolicy({ layout: env.layout, actDim: 2, image: { height: S, width: S }, instructions: env.observationSpace.instructions, convChannels: [4, 8], imageFeatures: 16, embedDim: 8, hidden: [32], initLogStd: -1, seed: 0 });
+  await behaviourClone(vla, expertDemonstrations(env, 6, 100), { epochs: 10, batchSize: 64 });
+  snapshot = params();
+}, 60_000);
+afterAll(async () => {
+  env.dispose();
+  await vla.release();
+  rmSync(dir, { recursive: true, force: true });
+});
+
+describe('ClippedPolicyGradient on a VLA', () => {
+  it('raises log π of positively advantaged actions, read on their own images and instructions', async () => {
+    fresh();
+    const o = env.reset(3);
+    const M = 64, D = vla.obsDim, A = vla.actDim;
+    const rng = new Rng(1);
+    const obs = new Float32Array(M * D), images = new Uint8Array(M * S * S * 3);
+    for (let i = 0; i < M; i++) { obs.set(o.state, i * D); images.set(o.image!, i * S * S * 3); }
+    const instructions = new Array<string>(M).fill(o.instruction);
+    const r = await vla.act(obs, Float32Array.from({ length: M * A }, () => rng.normal()), { images, instructions });
+    // Advantage = the sign of the first action entry's noise: the update should move the mean that way.
+    const advantage = Float32Array.from({ length: M }, (_, i) => Math.sign(r.action[i * A]! - r.mean[i * A]!));
+    const batch: PgBatch = { obs, action: r.action, oldLogProb: r.logProb, advantage, weight: new Float32Array(M).fill(1), images, instructions };
+    const pg = await ClippedPolicyGradient.create(vla, { ...DEFAULT_PG_CONFIG, optimizer: { lr: 3e-3, clipNorm: 0.5 }, epochs: 4, minibatch: 32 });
+    const before = await vla.logProb(obs, r.action, { images, instructions });
+    const stats = await pg.update(batch, rng);
+    expect(stats.minibatches).toBe(8);
+    const after = await vla.logProb(obs, r.action, { images, instructions });
+    let gain = 0;
+    for (let i = 0; i < M; i++) gain += advantage[i]! * (after[i]! - before[i]!);
+    expect(gain).toBeGreaterThan(0);
+    // The image and instruction are inputs of the update, not decoration: without them it is refused, naming what is missing.
+    await expect(pg.update({ ...batch, images: undefined }, rng)).rejects.toThrow(/pg: images has 0 values, expected 49152/);
+    await expect(pg.update({ ...batch, instructions: instructions.slice(1) }, rng)).rejects.toThrow(/pg: instructions has 63 values, expected 64/);
+    await pg.release();
+  });
+
+  it('pgBatch carries each step\'s image and instruction, and refuses a mix of rollouts with and without', () => {
+    const px = 3, t = (v: number, steps: number, ctx: boolean) => ({
+      obs: new Float32Array(steps).fill(v), action: new Float32Array(steps).fill(v), logProb: new Float32Array(steps), steps,
+      ...(ctx ? { images: new Uint8Array(steps * px).fill(v), instructions: new Array<string>(steps).fill(`go ${v}`) } : {}),
+    });
+    const b = pgBatch([t(1, 2, true), t(2, 1, true), t(3, 2, true)], [1, null, -1], [1, 1, 1], 1, 1)!;
+    expect(Array.from(b.images!)).toEqual([1, 1, 1, 1, 1, 1, 3, 3, 3, 3, 3, 3]);
+    expect(b.instructions).toEqual(['go 1', 'go 1', 'go 3', 'go 3']);
+    expect(() => pgBatch([t(1, 2, true), t(2, 1, false)], [1, 1], [1, 1], 1, 1)).toThrow(/every rollout, or none/);
+  });
+});
+
+describe('a VLA on the sim robot', () => {
+  it('reads the robot\'s camera image and instruction each step and keeps them, so log π recomputes exactly', async () => {
+    fresh();
+    const target = await simRobotTarget({ task: 'reach', profile: 'gap', robots: 1, resetSeconds: 5, seed: 0, image: S });
+    const ep = await robotEpisode(target, vla, 42, new Rng(5), 'test');
+    const gap = await makeEnv({ task: 'reach', profile: 'gap', image: S });
+    const first = gap.reset(42);
+    gap.dispose();
+    expect(ep.steps).toBeGreaterThan(0);
+    expect(ep.images!.length).toBe(ep.steps * S * S * 3);
+    expect(Array.from(ep.images!.subarray(0, S * S * 3))).toEqual(Array.from(first.image!));
+    expect(ep.instructions).toEqual(new Array<string>(ep.steps).fill(first.instruction));
+    // The camera moves with the arm: the last image differs from the first.
+    expect(Array.from(ep.images!.subarray((ep.steps - 1) * S * S * 3)).some((v, i) => v !== first.image![i])).toBe(true);
+    const lp = await vla.logProb(ep.obs.subarray(0, ep.steps * vla.obsDim), ep.action, { images: ep.images, instructions: ep.instructions });
+    for (let t = 0; t < ep.steps; t++) expect(lp[t]).toBeCloseTo(ep.logProb[t]!, 4);
+    await target.close();
+    // A robot without a camera is refused with the reason.
+    const blind = await simRobotTarget({ task: 'reach', profile: 'gap', robots: 1, resetSeconds: 5, seed: 0 });
+    await expect(robotEpisode(blind, vla, 42, new Rng(5), 'test')).rejects.toThrow(/reads the camera image; robot sim-reach-gap's observation has none/);
+    await blind.close();
+  });
+
+  it('held-out evaluation renders each env\'s camera: the same success and return as one env at batch 1', async () => {
+    fresh();
+    const seeds = [700, 701, 702, 703, 704, 705];
+    const batched = await evaluateSuccess(vla, 'reach', 'nominal', seeds.length, seeds[0]!);
+    const one = await evaluateOn(env, vla, seeds);
+    expect(batched.success).toBeCloseTo(one.success, 6);
+    expect(batched.meanReturn).toBeCloseTo(one.return, 2);
+  });
+});
+
+describe('the embodied trainers post-train a VLA (tiny budget, reach on the gap robot)', () => {
+  let model: EnsembleModel;
+  let simData: Transitions;
+  let twin: SceneTwin;
+  beforeAll(async () => {
+    const data = await exploratoryEpisodes('reach', 6, 50_000);
+    const buf = new TransitionBuffer(data.dObs, data.dAct, 2);
+    for (const e of data.episodes) buf.addEpisode({ ...e, weight: 1 });
+    simData = buf.transitions();
+    model = new EnsembleModel({ dObs: data.dObs, dAct: data.dAct, members: 3, hidden: [32, 32], actionHistory: 2, obsNames: data.obsNames, seed: 0 });
+    await model.fit(simData, { epochs: 2, seed: 0 });
+    twin = await SceneTwin.create('reach', S);
+  }, 60_000);
+  afterAll(async () => {
+    twin.dispose();
+    await model.release();
+  });
+  const pgConfig = { ...DEFAULT_PG_CONFIG, epochs: 1, minibatch: 128 };
+  const base = { updates: 1, prompts: 2, groupSize: 2, evalEvery: 1, promptSeed0: 1_000_000, seed: 3 };
+  const wmrlConfig: WmrlConfig = {
+    ...base, corrector: correctorConfig({ debias: { minPairs: 2, refitEvery: 2 } }), horizon: 40, scoreMode: 'return', scoreK: 5, successThreshold: 0.5,
+    refitEvery: 0, refitEpochs: 1, simWeight: 0.25, alarmWindow: 2, alarmGap: 0.9,
+  };
+
+  it('standard GRPO: every group on the robot\'s camera, the VLA updated', async () => {
+    fresh();
+    const target = await simRobotTarget({ task: 'reach', profile: 'gap', robots: 1, resetSeconds: 5, seed: 0, image: S });
+    using prompts = await SimPrompts.create('reach');
+    const pg = await ClippedPolicyGradient.create(vla, pgConfig);
+    const st = await trainStandard({ config: base, policy: vla, pg, target, prompts });
+    expect(target.clock.episodes).toBe(4);
+    expect(st.rows[0]!.loss).not.toBeNull();
+    expect(params().some((p, i) => p.some((v, j) => v !== snapshot[i]![j]))).toBe(true);
+    await pg.release();
+    await target.close();
+  }, 60_000);
+
+  it('WMRL imagines the VLA on the twin\'s renders, anchors it on the robot, and refuses to imagine it without a twin', async () => {
+    fresh();
+    const target = await simRobotTarget({ task: 'reach', profile: 'gap', robots: 1, resetSeconds: 5, seed: 0, image: S });
+    using prompts = await SimPrompts.create('reach');
+    const pg = await ClippedPolicyGradient.create(vla, pgConfig);
+    const st = await trainWmrl({ config: wmrlConfig, policy: vla, pg, model, simData, target, prompts, twin, warn: () => {} });
+    const row = st.rows[0]!;
+    expect(row.realGroups).toBe(1);
+    expect(target.clock.episodes).toBe(2);
+    expect(row.imaginedTransitions).toBe(4 * 40);
+    expect(row.loss).not.toBeNull();
+    expect(params().some((p, i) => p.some((v, j) => v !== snapshot[i]![j]))).toBe(true);
+    await expect(trainWmrl({ config: { ...wmrlConfig, corrector: false }, policy: vla, pg, model, simData, target, prompts, warn: () => {} })).rejects.toThrow(/give the task's twin/);
+    await pg.release();
+    await target.close();
+  }, 60_000);
+});
