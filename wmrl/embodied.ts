@@ -26,8 +26,13 @@ export interface Prompt {
   instruction: string;
 }
 
+/** Where a trainer's prompts come from: prompt number k of a run (SimPrompts: the seeded reset k itself). */
+export interface PromptSource {
+  get(k: number): Prompt;
+}
+
 /** Start states of prompts from seeded resets of the task's sim (the robot's reset with the same seed starts there). */
-export class SimPrompts implements Disposable {
+export class SimPrompts implements Disposable, PromptSource {
   private constructor(private readonly env: Env) {}
 
   static async create(task: string, profile = 'nominal'): Promise<SimPrompts> {

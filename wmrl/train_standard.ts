@@ -10,7 +10,7 @@ import { Rng } from '../nn/index.js';
 import type { Policy } from '../policies/types.js';
 import type { ClippedPolicyGradient } from '../policies/pg.js';
 import { groupAdvantages, DEFAULT_ADVANTAGE_CONFIG } from './advantages.js';
-import { pgBatch, robotEpisode, type Evaluation, type RobotEpisode, type RobotTarget, type SimPrompts } from './embodied.js';
+import { pgBatch, robotEpisode, type Evaluation, type RobotEpisode, type RobotTarget, type PromptSource } from './embodied.js';
 import { loadRunState, saveRunState, type RunHooks, type RunRow, type RunState } from './run-state.js';
 
 export interface StandardConfig {
@@ -31,7 +31,7 @@ export interface StandardRun {
   policy: Policy;
   pg: ClippedPolicyGradient;
   target: RobotTarget;
-  prompts: SimPrompts;
+  prompts: PromptSource;
   /** The policy's true success rate (held-out start states on the robot's profile). */
   /** Held-out measurement of true success; omit where none exists beside the robot (the robot's own episodes are then the measure). */
   evaluate?: (policy: Policy) => Promise<Evaluation>;

@@ -21,7 +21,7 @@ import { ModelEnv, TransitionBuffer, repeatRows, replayScore, type EnsembleModel
 import { groupAdvantages, DEFAULT_ADVANTAGE_CONFIG } from './advantages.js';
 import { Corrector, correctorConfig, type CorrectorConfig, type CorrectorState } from './corrector.js';
 import { imaginePolicy } from './imagine-policy.js';
-import { episodeTransitions, pgBatch, robotEpisode, type Evaluation, type RobotEpisode, type RobotTarget, type SimPrompts, type Trajectory } from './embodied.js';
+import { episodeTransitions, pgBatch, robotEpisode, type Evaluation, type RobotEpisode, type RobotTarget, type PromptSource, type Trajectory } from './embodied.js';
 import { loadRunState, saveRunState, type RunHooks, type RunRow, type RunState } from './run-state.js';
 
 export interface WmrlConfig {
@@ -91,7 +91,7 @@ export interface WmrlRun {
   /** The sim transitions the model was pretrained on; refits mix them with the real episodes. */
   simData: Transitions;
   target: RobotTarget;
-  prompts: SimPrompts;
+  prompts: PromptSource;
   /** The task's digital twin: renders the camera images a policy that reads them sees in imagination (wmrl/imagine-policy.ts). */
   twin?: SceneTwin;
   /** Held-out measurement of true success; omit where none exists beside the robot (the robot's own episodes are then the measure). */
