@@ -11,7 +11,7 @@ import { Rng } from '../nn/index.js';
 import { MjEnv, makeEnv } from '../sim/index.js';
 import type { GaussianPolicy } from '../policies/gaussian.js';
 import { DEFAULT_PRETRAIN, pretrain } from '../wmrl/sim-setup.js';
-import { ModelEnv, TransitionBuffer, repeatRows, type EnsembleModel } from '../worldmodel/index.js';
+import { ModelEnv, TransitionBuffer, repeatRows, replayScore, type EnsembleModel } from '../worldmodel/index.js';
 import { fmt, median, type BenchOptions, type BenchReport } from './lib/report.js';
 
 const TASK = 'reach';
@@ -36,6 +36,10 @@ function spearman(a: readonly number[], b: readonly number[]): number {
 interface Outcomes {
   ret: number[];
   success: number[];
+  /** Per rollout: the start observation, the actions sent and the actions the actuators applied (the robot's only). */
+  start?: Float32Array[];
+  sent?: Float32Array[];
+  applied?: Float32Array[];
 }
 
 interface RealEpisode {
@@ -49,7 +53,7 @@ interface RealEpisode {
 async function simRollouts(policy: GaussianPolicy, profile: string, seeds: readonly number[], G: number, H: number, noise: Float32Array, o: { reseed?: number; keep?: RealEpisode[] } = {}): Promise<Outcomes> {
   const env = await makeEnv({ task: TASK, profile });
   const A = policy.actDim;
-  const out: Outcomes = { ret: [], success: [] };
+  const out: Outcomes = { ret: [], success: [], start: [], sent: [], applied: [] };
   try {
     for (let b = 0; b < seeds.length; b++) {
       for (let k = 0; k < G; k++) {
@@ -61,7 +65,8 @@ async function simRollouts(policy: GaussianPolicy, profile: string, seeds: reado
           env.reseedNoise(o.reseed + i);
         }
         let R = 0, success = false;
-        const states: number[] = [...obs.state], actions: number[] = [], rewards: number[] = [], succ: number[] = [];
+        const states: number[] = [...obs.state], actions: number[] = [], applied: number[] = [], rewards: number[] = [], succ: number[] = [];
+        out.start!.push(obs.state.slice());
         for (let t = 0; t < H; t++) {
           const r = await policy.act(obs.state, noise.subarray((i * H + t) * A, (i * H + t + 1) * A));
           const a = r.action.map((v) => Math.max(-1, Math.min(1, v)));
@@ -71,6 +76,7 @@ async function simRollouts(policy: GaussianPolicy, profile: string, seeds: reado
           obs = s.obs;
           states.push(...obs.state);
           actions.push(...a);
+          applied.push(...s.info.appliedAction);
           rewards.push(s.reward);
           succ.push(success ? 1 : 0);
           if (s.terminated || s.truncated) break;
@@ -78,6 +84,8 @@ async function simRollouts(policy: GaussianPolicy, profile: string, seeds: reado
         o.keep?.push({ states: Float32Array.from(states), actions: Float32Array.from(actions), rewards: Float32Array.from(rewards), success: Float32Array.from(succ) });
         out.ret.push(R);
         out.success.push(success ? 1 : 0);
+        out.sent!.push(Float32Array.from(actions));
+        out.applied!.push(Float32Array.from(applied));
       }
     }
   } finally {
@@ -117,6 +125,19 @@ async function imagined(model: EnsembleModel, policy: GaussianPolicy, starts: Fl
     await menv.release();
   }
   return { ret, success: done.map(Number) };
+}
+
+/**
+ * The anchor pair's world-model side, as train_wmrl forms it: each robot episode's actions replayed open loop
+ * from its start through the model (every member, mean score), scored as its return.
+ */
+async function replayed(model: EnsembleModel, robot: Outcomes, which: 'sent' | 'applied'): Promise<Outcomes> {
+  const ret: number[] = [];
+  for (let i = 0; i < robot.ret.length; i++) {
+    const actions = robot[which]![i]!;
+    ret.push(actions.length ? (await replayScore(model, robot.start![i]!, actions, { mode: 'return' })).score[0]! : 0);
+  }
+  return { ret, success: robot.success.map(() => NaN) };
 }
 
 /** The model's one-step NLL on robot transitions whose action is the one sent `delay` steps earlier. */
@@ -168,7 +189,9 @@ export async function run(o: BenchOptions): Promise<BenchReport> {
   variants.push({ name: 'wm_member_per_group', label: 'world model, one member per group (train_wmrl now)', out: await imagined(model, policy, starts, G, H, noise, 'per-group', 0, 5) });
   variants.push({ name: 'wm_mean', label: "world model, members' mean", out: await imagined(model, policy, starts, G, H, noise, 'mean', 0, 5) });
   variants.push({ name: 'wm_delay', label: `world model, one member per group, identified delay ${identified}`, out: await imagined(model, policy, starts, G, H, noise, 'per-group', identified, 5) });
-  o.progress(5, total, 'scoring');
+  o.progress(5, total, 'anchor replays');
+  variants.push({ name: 'replay_applied', label: "replay of the robot episode's applied actions (the anchor pair, sim robot)", out: await replayed(model, robot, 'applied') });
+  variants.push({ name: 'replay_sent', label: "replay of the robot episode's sent actions (the anchor pair, a robot reporting commands)", out: await replayed(model, robot, 'sent') });
   await model.release();
   await policy.release();
 
@@ -183,13 +206,20 @@ export async function run(o: BenchOptions): Promise<BenchReport> {
   const nominalOut = variants.find((v) => v.name === 'nominal_sim')!.out;
   const scored = variants.map((v) => ({ ...v, agree: agreement(v.out), agreeNominal: agreement(v.out, nominalOut), success: meanOf(v.out.success) }));
   const by = (name: string) => scored.find((v) => v.name === name)!;
-  const rows = scored.map((v) => [v.label, fmt(v.agree.mean), fmt(v.agree.se, 2), fmt(v.agree.median), v.name === 'nominal_sim' ? '-' : fmt(v.agreeNominal.mean), fmt(v.success), fmt(robotSuccess)]);
+  const rows = scored.map((v) => [v.label, fmt(v.agree.mean), fmt(v.agree.se, 2), fmt(v.agree.median), v.name === 'nominal_sim' || v.name.startsWith('replay') ? '-' : fmt(v.agreeNominal.mean), Number.isNaN(v.success) ? '-' : fmt(v.success), fmt(robotSuccess)]);
   const before = by('wm_member_per_rollout').agree, now = by('wm_member_per_group').agree, delayed = by('wm_delay').agree, ceiling = by('gap_other_noise').agree, nom = by('nominal_sim').agree;
   const summary = [
     `Task ${TASK}; the behaviour-cloned policy (seed ${seed}); robot = the sim under the gap profile; ${B} prompts × ${G} rollouts of up to ${H} steps, rollout k of every source driven by the same policy noise; the world model pretrained on nominal sim data (${model.members} members).`,
     `Within-group rank agreement with the robot's returns (mean Spearman over ${B} groups ± its standard error): the gap sim under other sensor noise and jitter reaches ${fmt(ceiling.mean)} (the robot's own repeatability), the nominal sim ${fmt(nom.mean)}.`,
     `The world model with a member drawn per rollout agrees ${fmt(before.mean)} ± ${fmt(before.se, 2)} with the robot; with one member per group ${fmt(now.mean)} ± ${fmt(now.se, 2)}. Against the nominal sim it was trained on they agree ${fmt(by('wm_member_per_rollout').agreeNominal.mean)} and ${fmt(by('wm_member_per_group').agreeNominal.mean)}: one member per group is what lets the model rank its own domain; on the robot the reality gap bounds both.`,
     `The model's one-step NLL on ${idEpisodes} robot episodes is lowest when it is fed the action sent ${identified} steps earlier (NLL ${nll.map((v, d) => `d=${d}: ${fmt(v)}`).join(', ')}); imagining with that delay agrees ${fmt(delayed.mean)} ± ${fmt(delayed.se, 2)} and predicts ${fmt(by('wm_delay').success)} success against the robot's ${fmt(robotSuccess)} (without it: ${fmt(by('wm_member_per_group').success)}).`,
+    (() => {
+      const rp = by('replay_applied').agree;
+      const apart = Math.abs(rp.mean - now.mean) > 2 * Math.hypot(rp.se, now.se);
+      const verdict = !apart ? 'indistinguishable from that of' : rp.mean > now.mean ? 'above that of' : 'below that of';
+      return `The anchor pairs' world-model side, the open-loop replay of a robot episode's applied actions, ranks the group's episodes ${fmt(rp.mean)} ± ${fmt(rp.se, 2)} like the robot (its sent actions: ${fmt(by('replay_sent').agree.mean)}): ${verdict} the closed-loop imagined rollouts the corrections are applied to (${fmt(now.mean)}; two standard errors of the difference ${fmt(2 * Math.hypot(rp.se, now.se), 2)})` +
+        (apart && rp.mean > now.mean ? ', so debiasing and the anchor weight are calibrated on a smaller error than the one they correct.' : '.');
+    })(),
   ].join('\n');
   return {
     title: 'imagination: do imagined groups rank rollouts as the robot does?',
@@ -206,6 +236,8 @@ export async function run(o: BenchOptions): Promise<BenchReport> {
       wm_member_per_group_vs_nominal: by('wm_member_per_group').agreeNominal.mean,
       wm_mean: by('wm_mean').agree.mean,
       wm_delay: delayed.mean,
+      replay_applied: by('replay_applied').agree.mean,
+      replay_sent: by('replay_sent').agree.mean,
       identified_delay: identified,
       robot_success: robotSuccess,
       wm_delay_success: by('wm_delay').success,
