@@ -122,6 +122,14 @@ export class MjEnv implements Env {
     return this.observe();
   }
 
+  /**
+   * Reseeds the stream the episode draws its sensor noise and control jitter from, keeping the state: the
+   * same start and the same actions then meet other noise (how far the robot's own randomness moves an outcome).
+   */
+  reseedNoise(seed: number): void {
+    this.rng.seed(seed);
+  }
+
   step(action: ArrayLike<number>): StepResult {
     if (action.length !== this.nu) throw new Error(`${this.task}: action has ${action.length} entries, expected ${this.nu}`);
     const a = new Float32Array(this.nu);

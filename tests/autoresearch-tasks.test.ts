@@ -89,4 +89,23 @@ describe('the agent', () => {
     const pure = await trainWmrl({ ...args, warmup: 8, corrector: { anchors: { fraction: 0, floor: 0 }, debias: false, denoise: false } });
     expect(pure.log[2]!.executions).toBe(8);
   }, 120_000);
+
+  it('WMRL with fewer anchors than one group per step: steps without an anchor execute nothing and still train the policy', async () => {
+    // The autoresearch bench's regime: no per-step floor, an anchor fraction below 1/groupsPerStep.
+    const wm = await trainWmrl({ task: TOY, executor: pool, groupsPerStep: 4, groupSize: 4, lr: 1, seed: 1, steps: 8, warmup: 4, corrector: { anchors: { fraction: 1 / 8, floor: 0 } } });
+    let before = { executions: 4, slot: wm.log[0]!.slotSeconds, entropy: Math.log(4) / 2 + Math.log(3) / 2 };
+    let withoutAnchor = 0;
+    for (const l of wm.log) {
+      const anchors = Math.round(l.anchorFraction * 4);
+      expect(l.executions).toBe(before.executions + 4 * anchors);
+      if (anchors === 0) {
+        withoutAnchor++;
+        expect(l.slotSeconds).toBe(before.slot);
+        expect(l.entropy).not.toBeCloseTo(before.entropy, 6); // the world model's advantages moved the policy
+      }
+      before = { executions: l.executions, slot: l.slotSeconds, entropy: l.entropy };
+    }
+    expect(withoutAnchor).toBeGreaterThan(0);
+    expect(wm.log.at(-1)!.executions).toBeLessThan(4 + 8 * 4 * 4 / 2);
+  }, 120_000);
 });

@@ -13,3 +13,4 @@ export {
 export { EnsembleModel, type EnsembleConfig, type FitOptions, type FitReport, type EpochReport, type EvalReport, type Prediction, type Heads, type StepTensors } from './ensemble.js';
 export { ModelEnv, repeatRows, type MemberMode, type ModelEnvOptions, type ModelStep, type GraphPolicy, type ImagineOptions, type Imagined } from './model-env.js';
 export { scoreImagined, scoreWithVariance, successScore, replayScore, type CollapseMode, type ScoreOptions, type SuccessMode, type ReplayScore } from './scorers.js';
+export { delayActions, identifyDelay, type DelayEpisode, type DelayEstimate } from './delay.js';

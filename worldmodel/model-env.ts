@@ -22,6 +22,13 @@ export interface ModelEnvOptions {
    * Ignored in 'mean' mode, which stays deterministic.
    */
   sampleNoise?: boolean;
+  /**
+   * Control steps between sending an action and its reaching the actuators (a robot's actuation latency that
+   * the data the model learned from did not have; `identifyDelay` estimates it from robot episodes). The model
+   * is fed the action sent this many steps earlier (zeros before the first), and its action history holds the
+   * actions so applied. Default 0.
+   */
+  actionDelay?: number;
 }
 
 /** One step of N rollouts; E members. */
@@ -98,8 +105,10 @@ export class ModelEnv {
   readonly mode: MemberMode;
   private readonly rng: nn.Rng;
   private readonly sampleNoise: boolean;
+  /** Control steps from sending an action to its application (see ModelEnvOptions.actionDelay). */
+  readonly actionDelay: number;
   private state: Float32Array | null = null;
-  /** With action history h: each rollout's last h actions, most recent first (Shape N x h·dAct). */
+  /** Each rollout's last d + h sent actions, most recent first (Shape N x (d + h)·dAct): d in flight, h applied. */
   private history: Float32Array | null = null;
   private fixed: Int32Array | null = null;
   private stepProgram: Promise<Compiled> | null = null;
@@ -110,6 +119,13 @@ export class ModelEnv {
     if (!['random', 'fixed', 'mean'].includes(this.mode)) throw new Error(`model env: unknown member mode '${this.mode}' (random, fixed, mean)`);
     this.rng = new nn.Rng(opts.seed ?? 0);
     this.sampleNoise = (opts.sampleNoise ?? false) && this.mode !== 'mean';
+    this.actionDelay = opts.actionDelay ?? 0;
+    if (!(Number.isInteger(this.actionDelay) && this.actionDelay >= 0)) throw new Error(`model env: actionDelay must be a non-negative integer, got ${opts.actionDelay}`);
+  }
+
+  /** Sent actions each rollout carries: the d in flight and the h the model conditions on. */
+  private get carried(): number {
+    return this.actionDelay + this.model.actionHistory;
   }
 
   /** Rollouts in the batch (after reset). */
@@ -131,7 +147,7 @@ export class ModelEnv {
     const n = checkRows('model env reset: startObs', startObs, this.model.dObs);
     this.state = startObs.slice();
     // A rollout starts at an episode's start: no action sent yet (the latency queue holds the reset controls).
-    this.history = new Float32Array(n * this.model.actionHistory * this.model.dAct);
+    this.history = new Float32Array(n * this.carried * this.model.dAct);
     this.fixed = this.mode === 'fixed' ? this.memberList(n, opts.members) : null;
     if (opts.members && this.mode !== 'fixed') throw new Error(`model env reset: members are given but the mode is '${this.mode}', not 'fixed'`);
     return this.state.slice();
@@ -172,12 +188,13 @@ export class ModelEnv {
       const action = g.input('action', ['n', dAct]);
       const mix = g.input('mix', [E, 'n']);
       const noise = g.input('noise', ['n', dObs]);
-      const hw = this.model.actionHistory * dAct;
-      const history = hw > 0 ? g.input('history', ['n', hw]) : undefined;
-      const s = this.model.stepGraph(obs, action, mix, noise, history);
+      const cw = this.carried * dAct;
+      const carried = cw > 0 ? g.input('history', ['n', cw]) : null;
+      const { applied, history } = appliedAction(action, carried, this.actionDelay, this.model.actionHistory, dAct);
+      const s = this.model.stepGraph(obs, applied, mix, noise, history ?? undefined);
       const params = [...g.params.keys()];
       const prog = await nn.Program.fromSpec({
-        inputs: [...[obs, action, mix, noise, ...(history ? [history] : [])].map((t) => ({ name: t.attrs.name as string, tensor: t })), ...params.map((p) => ({ name: p, tensor: g.params.get(p)! }))],
+        inputs: [...[obs, action, mix, noise, ...(carried ? [carried] : [])].map((t) => ({ name: t.attrs.name as string, tensor: t })), ...params.map((p) => ({ name: p, tensor: g.params.get(p)! }))],
         outputs: [
           { name: 'next_obs', tensor: s.nextObs },
           { name: 'reward', tensor: s.reward },
@@ -209,14 +226,14 @@ export class ModelEnv {
       action: nn.tensor(actions, [n, dAct]),
       mix: nn.tensor(mix, [this.model.members, n]),
       noise: nn.tensor(this.normals(n * dObs, this.sampleNoise), [n, dObs]),
-      ...(this.model.actionHistory > 0 ? { history: nn.tensor(this.history!, [n, this.model.actionHistory * dAct]) } : {}),
+      ...(this.carried > 0 ? { history: nn.tensor(this.history!, [n, this.carried * dAct]) } : {}),
       ...this.model.paramFeeds(params),
     });
     const next = nn.f32(out.next_obs);
     const bad = firstNonFinite(next);
     if (bad >= 0) throw new Error(`model env step: the model predicted a non-finite observation for rollout ${Math.floor(bad / dObs)} (dim ${bad % dObs})`);
     this.state = next.slice();
-    this.history = shiftHistory(this.history!, actions, n, dAct, this.model.actionHistory);
+    this.history = shiftHistory(this.history!, actions, n, dAct, this.carried);
     return { obs: next, reward: nn.f32(out.reward), successProb: nn.f32(out.success_prob), disagreement: nn.f32(out.disagreement), memberReward: nn.f32(out.member_reward), member };
   }
 
@@ -251,7 +268,7 @@ export class ModelEnv {
     };
     for (let i = 0; i < n; i++) res.obs.set(startObs.subarray(i * dObs, (i + 1) * dObs), i * (H + 1) * dObs);
     let cur = startObs.slice();
-    const hw = this.model.actionHistory * dAct;
+    const hw = this.carried * dAct;
     let hist = new Float32Array(n * hw);
     for (let t0 = 0; t0 < H; t0 += U) {
       const u = Math.min(U, H - t0);
@@ -315,7 +332,7 @@ export class ModelEnv {
     if (!byU) this.unrolled.set(policy, (byU = new Map()));
     const prev = byU.get(u);
     if (prev) return prev;
-    const made = buildUnroll(this.model, policy, u);
+    const made = buildUnroll(this.model, policy, u, this.actionDelay);
     byU.set(u, made);
     try {
       return await made;
@@ -353,15 +370,26 @@ function memberMix(member: Int32Array, E: number): Float32Array {
   return mix;
 }
 
-async function buildUnroll(model: EnsembleModel, policy: GraphPolicy, u: number): Promise<Compiled> {
+/**
+ * From the action just sent and the carried sent actions (most recent first; d in flight, then h applied):
+ * the action the actuators get now and the model's action history.
+ */
+function appliedAction(sent: nn.Tensor, carried: nn.Tensor | null, d: number, h: number, dAct: number): { applied: nn.Tensor; history: nn.Tensor | null } {
+  if (!carried) return { applied: sent, history: null };
+  const applied = d === 0 ? sent : nn.slice(carried, 1, (d - 1) * dAct, d * dAct);
+  const history = h === 0 ? null : nn.slice(carried, 1, d * dAct, (d + h) * dAct);
+  return { applied, history };
+}
+
+async function buildUnroll(model: EnsembleModel, policy: GraphPolicy, u: number, d: number): Promise<Compiled> {
   const { dObs, members: E } = model;
   const g = new nn.Graph();
   const start = g.input('start', ['n', dObs]);
   const mix = g.input('mix', [u, E, 'n']);
   const obsNoise = g.input('obs_noise', [u, 'n', dObs]);
   const pNoise = policy.noiseDim ? g.input('policy_noise', [u, 'n', policy.noiseDim]) : null;
-  const h = model.actionHistory, dAct = model.dAct;
-  const history = h > 0 ? g.input('history', ['n', h * dAct]) : null;
+  const h = model.actionHistory, dAct = model.dAct, c = d + h;
+  const history = c > 0 ? g.input('history', ['n', c * dAct]) : null;
   const at = (x: nn.Tensor, k: number) => nn.squeeze(nn.slice(x, 0, k, k + 1), [0]);
   const collected = new Map<string, nn.Tensor[]>();
   const keep = (name: string, t: nn.Tensor) => {
@@ -376,9 +404,10 @@ async function buildUnroll(model: EnsembleModel, policy: GraphPolicy, u: number)
     const action = out.action;
     if (!action) throw new Error(`imagine: the policy returned no 'action' (it returned ${Object.keys(out).join(', ') || 'nothing'})`);
     if (action.rank !== 2 || action.shape[1] !== model.dAct) throw new Error(`imagine: the policy's action has shape [${action.shape.join(', ')}], expected [n, ${model.dAct}]`);
-    const s = model.stepGraph(obs, action, at(mix, k), at(obsNoise, k), hist ?? undefined);
-    // The action just sent becomes the most recent past action.
-    if (hist) hist = h > 1 ? nn.concat([action, nn.slice(hist, 1, 0, (h - 1) * dAct)], 1) : action;
+    const a = appliedAction(action, hist, d, h, dAct);
+    const s = model.stepGraph(obs, a.applied, at(mix, k), at(obsNoise, k), a.history ?? undefined);
+    // The action just sent becomes the most recent carried one.
+    if (hist) hist = c > 1 ? nn.concat([action, nn.slice(hist, 1, 0, (c - 1) * dAct)], 1) : action;
     keep('action', action);
     keep('reward', s.reward);
     keep('success_prob', s.successProb);

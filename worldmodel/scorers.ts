@@ -3,6 +3,7 @@
 import * as nn from '../nn/index.js';
 import { checkRows } from './dataset.js';
 import type { EnsembleModel } from './ensemble.js';
+import { delayActions } from './delay.js';
 import { ModelEnv, type GraphPolicy } from './model-env.js';
 
 /**
@@ -119,12 +120,14 @@ function openLoop(dAct: number): GraphPolicy {
  * open loop from its recorded start state (Shape N x dObs) through every member (TS∞, member means, no
  * sampling), scored as `scoreWithVariance`. Both scores of the pair then describe the same episode.
  */
-export async function replayScore(model: EnsembleModel, startObs: Float32Array, actions: Float32Array, opts: ScoreOptions & { success?: SuccessMode; stepsPerRun?: number } = {}): Promise<ReplayScore> {
+export async function replayScore(model: EnsembleModel, startObs: Float32Array, actions: Float32Array, opts: ScoreOptions & { success?: SuccessMode; stepsPerRun?: number; actionDelay?: number } = {}): Promise<ReplayScore> {
   const { dObs, dAct, members: E } = model;
   const n = checkRows('replayScore: startObs', startObs, dObs);
   if (actions.length % (n * dAct) !== 0 || actions.length === 0) throw new Error(`replayScore: ${actions.length} action values are not N x H x dAct for N = ${n}, dAct = ${dAct}`);
   const H = actions.length / (n * dAct);
   checkRows('replayScore: actions', actions, dAct, n * H);
+  // The actions as the actuators got them (see ModelEnvOptions.actionDelay).
+  if (opts.actionDelay) actions = delayActions(actions, n, dAct, opts.actionDelay);
   // Rollout e·N + i is episode i under member e.
   const start = new Float32Array(E * n * dObs);
   const acts = new Float32Array(E * n * H * dAct);
