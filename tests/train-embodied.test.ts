@@ -49,7 +49,7 @@ describe('embodied trainers (tiny budget, reach on the gap robot)', () => {
   const base = { updates: 2, prompts: 3, groupSize: 2, evalEvery: 2, promptSeed0: 1_000_000, seed: 3 };
   const wmrlConfig = (over: Partial<WmrlConfig> = {}): WmrlConfig => ({
     ...base, corrector: correctorConfig({ debias: { minPairs: 2, refitEvery: 2 } }), horizon: 100, scoreMode: 'return', scoreK: 5, successThreshold: 0.5,
-    refitEvery: 1, refitEpochs: 1, simWeight: 0.25, alarmWindow: 2, alarmGap: 0.9, ...over,
+    refitEvery: 1, refitEpochs: 1, simWeight: 0.25, actionDelay: 'identify', maxActionDelay: 5, alarmWindow: 2, alarmGap: 0.9, ...over,
   });
 
   it('standard GRPO runs every group on the robot and records each episode', async () => {
@@ -87,6 +87,10 @@ describe('embodied trainers (tiny budget, reach on the gap robot)', () => {
       expect(r.realGroups).toBeGreaterThanOrEqual(1);
       expect(r.realGroups).toBeLessThan(3);
       expect(r.refit).toBe(true);
+      // The robot's actuation delay, identified from the anchors as the policy acted in them.
+      expect(Number.isInteger(r.actionDelay)).toBe(true);
+      expect(r.actionDelay).toBeGreaterThanOrEqual(0);
+      expect(r.actionDelay).toBeLessThanOrEqual(5);
     }
     const anchors = st.rows.reduce((a, r) => a + r.realGroups, 0);
     expect(target.store!.list()).toHaveLength(anchors * 2);
@@ -102,8 +106,10 @@ describe('embodied trainers (tiny budget, reach on the gap robot)', () => {
     const target = await simRobotTarget({ task: 'reach', profile: 'gap', robots: 1, resetSeconds: 5, seed: 0 });
     using prompts = await SimPrompts.create('reach');
     const pg = await ClippedPolicyGradient.create(pre.policy, pgConfig);
-    const st = await trainWmrl({ config: wmrlConfig({ corrector: false, refitEvery: 0 }), policy: pre.policy, pg, model: pre.model, simData: pre.simData, target, prompts, evaluate: heldOutEvaluation('reach', 'gap', 4) });
+    const st = await trainWmrl({ config: wmrlConfig({ corrector: false, refitEvery: 0, actionDelay: 2 }), policy: pre.policy, pg, model: pre.model, simData: pre.simData, target, prompts, evaluate: heldOutEvaluation('reach', 'gap', 4) });
     expect(st.rows.map((r) => r.realGroups)).toEqual([0, 0]);
+    // A delay given as a number is applied as given.
+    expect(st.rows.map((r) => r.actionDelay)).toEqual([2, 2]);
     expect(target.clock.episodes).toBe(0);
     expect(st.rows[1]!.loss).not.toBeNull();
     await pg.release();

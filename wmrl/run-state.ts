@@ -37,6 +37,8 @@ export interface RunRow {
   hackingAlarm?: boolean;
   flaggedContexts?: number;
   refit?: boolean;
+  /** WMRL: the actuation delay (control steps) imagination applied, as identified so far. */
+  actionDelay?: number;
   /** Imagined transitions this update (policy + ensemble) and the seconds they took. */
   imaginedTransitions?: number;
   imagineSeconds?: number;

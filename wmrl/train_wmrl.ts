@@ -17,7 +17,7 @@ import { layoutOf } from '../common/layout.js';
 import type { Policy } from '../policies/types.js';
 import type { ClippedPolicyGradient } from '../policies/pg.js';
 import type { SceneTwin } from '../sim/twin.js';
-import { ModelEnv, TransitionBuffer, repeatRows, replayScore, type EnsembleModel, type Transitions } from '../worldmodel/index.js';
+import { ModelEnv, TransitionBuffer, identifyDelay, repeatRows, replayScore, type DelayEpisode, type EnsembleModel, type Transitions } from '../worldmodel/index.js';
 import { groupAdvantages, DEFAULT_ADVANTAGE_CONFIG } from './advantages.js';
 import { Corrector, correctorConfig, type CorrectorConfig, type CorrectorState } from './corrector.js';
 import { imaginePolicy } from './imagine-policy.js';
@@ -56,6 +56,15 @@ export interface WmrlConfig {
    * input, so every unit of sim weight pulls the model back toward the sim.
    */
   simWeight: number;
+  /**
+   * The robot's actuation delay in control steps, which a model pretrained on the sim lacks
+   * (worldmodel/delay.ts): a number, or 'identify' — the d in [0, maxActionDelay] under which the model best
+   * explains the latest anchor episodes when fed the policy's actions d steps late (one-step likelihood),
+   * estimated after the first anchors and again after every refit. Imagination applies it. (The store and
+   * the anchors' replays keep the actions the robot reports; a sim robot reports them as applied.)
+   */
+  actionDelay: number | 'identify';
+  maxActionDelay: number;
   /** Reward-hacking alarm: window (updates) and the gap between predicted and measured success that raises it. */
   alarmWindow: number;
   alarmGap: number;
@@ -79,6 +88,8 @@ export const DEFAULT_WMRL: Omit<WmrlConfig, 'horizon'> = {
   refitEvery: 10,
   refitEpochs: 2,
   simWeight: 0.25,
+  actionDelay: 'identify',
+  maxActionDelay: 5,
   alarmWindow: 5,
   alarmGap: 0.3,
 };
@@ -111,6 +122,8 @@ interface Ref {
 
 interface WmrlExtra {
   corrector: CorrectorState | null;
+  /** The actuation delay imagination applies; null: not identified yet. */
+  delay?: number | null;
   predicted: number[];
   measured: number[];
 }
@@ -134,7 +147,6 @@ export async function trainWmrl(run: WmrlRun): Promise<RunState> {
   const D = policy.obsDim, A = policy.actDim, H = c.horizon, G = c.groupSize, E = model.members;
   const warn = run.warn ?? ((m: string) => console.error(m));
   const rng = new Rng(c.seed);
-  const env = new ModelEnv(model, { members: 'fixed', seed: c.seed });
   // The fused imagination (policy and ensemble in one graph) for a policy of the observation vector alone.
   const reads = policy.inputs();
   const graphPolicy = !reads.image && !reads.instruction && !reads.features && policy.graphPolicy ? policy.graphPolicy() : null;
@@ -148,6 +160,17 @@ export async function trainWmrl(run: WmrlRun): Promise<RunState> {
     // The world model as the run left it (refits included).
     model.store.load(join(run.outDir, 'world_model.safetensors'));
   }
+  extra.delay ??= typeof c.actionDelay === 'number' ? c.actionDelay : null;
+  let env = new ModelEnv(model, { members: 'fixed', seed: c.seed, actionDelay: extra.delay ?? 0 });
+  // The latest anchor episodes, as the policy acted in them: what the delay is identified from.
+  const recentAnchors: RobotEpisode[] = [];
+  const lo = target.robot.spec.action.low, hi = target.robot.spec.action.high;
+  const asActed = (ep: RobotEpisode): DelayEpisode => ({
+    states: ep.obs.subarray(0, (ep.steps + 1) * D),
+    actions: ep.action.subarray(0, ep.steps * A).map((v, j) => Math.min(hi[j % A]!, Math.max(lo[j % A]!, v))),
+    rewards: ep.reward,
+    success: Float32Array.from({ length: ep.steps }, (_, t) => (t === ep.steps - 1 && ep.success ? 1 : 0)),
+  });
 
   // This update's imagined and real rollouts, filled in as the Corrector asks for them.
   let imagined: { traj: Trajectory[]; score: number[]; variance: number[]; successProb: number[] } | null = null;
@@ -169,6 +192,8 @@ export async function trainWmrl(run: WmrlRun): Promise<RunState> {
         state.finalObs[ep.id] = Array.from(ep.obs.subarray(ep.steps * D));
         state.episodeIds.push(ep.id);
         eps.push(ep);
+        if (ep.steps > 0) recentAnchors.push(ep);
+        if (recentAnchors.length > 32) recentAnchors.shift();
       }
       real.set(b, eps);
       // The pair's world-model score: the episode's sent actions replayed open loop from its recorded start.
@@ -261,6 +286,15 @@ export async function trainWmrl(run: WmrlRun): Promise<RunState> {
       await model.fit(buf.transitions(), { epochs: c.refitEpochs, seed: c.seed + u });
       refit = true;
     }
+    // The robot's actuation delay, from the latest anchors as the policy acted in them: first once they exist, then after each refit.
+    if (c.actionDelay === 'identify' && recentAnchors.length > 0 && (extra.delay === null || refit)) {
+      const est = await identifyDelay(model, recentAnchors.map(asActed), c.maxActionDelay);
+      if (est.delay !== env.actionDelay) {
+        await env.release();
+        env = new ModelEnv(model, { members: 'fixed', seed: c.seed + u, actionDelay: est.delay });
+      }
+      extra.delay = est.delay;
+    }
 
     // 5. Reward-hacking alarm: the world model's predicted success on the anchor prompts against the anchors' measured success.
     let alarm = false;
@@ -296,6 +330,7 @@ export async function trainWmrl(run: WmrlRun): Promise<RunState> {
       hackingAlarm: alarm,
       flaggedContexts: log?.flaggedContexts ?? 0,
       refit,
+      actionDelay: env.actionDelay,
       imaginedTransitions: N * H,
       imagineSeconds,
     };
