@@ -11,27 +11,11 @@ import { Rng } from '../nn/index.js';
 import { MjEnv, makeEnv } from '../sim/index.js';
 import type { GaussianPolicy } from '../policies/gaussian.js';
 import { DEFAULT_PRETRAIN, pretrain } from '../wmrl/sim-setup.js';
-import { ModelEnv, TransitionBuffer, repeatRows, replayScore, type EnsembleModel } from '../worldmodel/index.js';
+import { ModelEnv, identifyDelay, repeatRows, replayScore, type EnsembleModel } from '../worldmodel/index.js';
+import { spearman } from '../tests/helpers/stats.js';
 import { fmt, median, type BenchOptions, type BenchReport } from './lib/report.js';
 
 const TASK = 'reach';
-
-/** Spearman's rank correlation (ties broken by position; returns are continuous). */
-function spearman(a: readonly number[], b: readonly number[]): number {
-  const rank = (x: readonly number[]) => {
-    const r = new Array<number>(x.length);
-    x.map((v, i) => [v, i] as const).sort((p, q) => p[0] - q[0]).forEach(([, i], k) => (r[i] = k));
-    return r;
-  };
-  const ra = rank(a), rb = rank(b), m = (a.length - 1) / 2;
-  let num = 0, da = 0, db = 0;
-  for (let i = 0; i < a.length; i++) {
-    num += (ra[i]! - m) * (rb[i]! - m);
-    da += (ra[i]! - m) ** 2;
-    db += (rb[i]! - m) ** 2;
-  }
-  return da > 0 && db > 0 ? num / Math.sqrt(da * db) : 0;
-}
 
 interface Outcomes {
   ret: number[];
@@ -140,18 +124,6 @@ async function replayed(model: EnsembleModel, robot: Outcomes, which: 'sent' | '
   return { ret, success: robot.success.map(() => NaN) };
 }
 
-/** The model's one-step NLL on robot transitions whose action is the one sent `delay` steps earlier. */
-async function delayNll(model: EnsembleModel, eps: readonly RealEpisode[], delay: number, A: number): Promise<number> {
-  const buf = new TransitionBuffer(model.dObs, A, model.actionHistory);
-  for (const e of eps) {
-    const T = e.actions.length / A;
-    const shifted = new Float32Array(T * A);
-    for (let t = delay; t < T; t++) shifted.set(e.actions.subarray((t - delay) * A, (t - delay + 1) * A), t * A);
-    buf.addEpisode({ ...e, actions: shifted, weight: 1 });
-  }
-  return (await model.evaluate(buf.transitions())).nll;
-}
-
 export async function run(o: BenchOptions): Promise<BenchReport> {
   const q = o.quick;
   const B = q ? 6 : 32, G = 8, H = 100, maxDelay = 5, idEpisodes = 16;
@@ -180,9 +152,7 @@ export async function run(o: BenchOptions): Promise<BenchReport> {
   const idEps: RealEpisode[] = [];
   const idNoise = Float32Array.from({ length: idEpisodes * H * A }, () => rng.normal());
   await simRollouts(policy, 'gap', Array.from({ length: idEpisodes / G }, (_, i) => 3_000_000 + i), G, H, idNoise, { keep: idEps });
-  const nll: number[] = [];
-  for (let d = 0; d <= maxDelay; d++) nll.push(await delayNll(model, idEps, d, A));
-  const identified = nll.indexOf(Math.min(...nll));
+  const { delay: identified, nll } = await identifyDelay(model, idEps, maxDelay);
 
   o.progress(3, total, 'imagination');
   variants.push({ name: 'wm_member_per_rollout', label: 'world model, a member drawn per rollout (before)', out: await imagined(model, policy, starts, G, H, noise, 'per-rollout', 0, 5) });

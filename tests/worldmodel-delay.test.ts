@@ -2,27 +2,13 @@
 // applied by the model env (step() and the fused imagine() alike) and by the anchors' replays.
 import { describe, expect, it } from 'vitest';
 import * as nn from '../nn/index.js';
+import { delayedEpisodes } from './helpers/delayed-system.js';
 import { EnsembleModel, ModelEnv, TransitionBuffer, delayActions, identifyDelay, replayScore, type GraphPolicy } from '../worldmodel/index.js';
-
-/** Episodes of x' = x + 0.5·a(t − delay) (zeros before the start); reward = −|x'|. */
-function episodes(n: number, T: number, seed: number, delay: number) {
-  const rng = new nn.Rng(seed);
-  return Array.from({ length: n }, () => {
-    const states = new Float32Array(T + 1), actions = new Float32Array(T), rewards = new Float32Array(T);
-    states[0] = rng.uniform(-1, 1);
-    for (let t = 0; t < T; t++) {
-      actions[t] = rng.uniform(-1, 1);
-      states[t + 1] = states[t]! + 0.5 * (t >= delay ? actions[t - delay]! : 0);
-      rewards[t] = -Math.abs(states[t + 1]!);
-    }
-    return { states, actions, rewards, success: new Float32Array(T) };
-  });
-}
 
 /** A model of the undelayed system (what a sim gives), conditioning on one past action. */
 async function undelayedModel(): Promise<EnsembleModel> {
   const buf = new TransitionBuffer(1, 1, 1);
-  for (const e of episodes(80, 20, 1, 0)) buf.addEpisode(e);
+  for (const e of delayedEpisodes(80, 20, 1, 0)) buf.addEpisode(e);
   const m = new EnsembleModel({ dObs: 1, dAct: 1, members: 3, hidden: [32, 32], actionHistory: 1, seed: 0 });
   await m.fit(buf.transitions(), { epochs: 30, lr: 3e-3, seed: 0 });
   return m;
@@ -45,18 +31,18 @@ describe('delayActions', () => {
 describe('a robot that applies actions two steps late, a model of the undelayed sim', () => {
   it('identifyDelay finds the delay: the one-step NLL is lowest at d = 2', async () => {
     const m = await undelayedModel();
-    const est = await identifyDelay(m, episodes(8, 20, 7, 2), 4);
+    const est = await identifyDelay(m, delayedEpisodes(8, 20, 7, 2), 4);
     expect(est.nll).toHaveLength(5);
     expect(est.delay).toBe(2);
     // On the undelayed system itself it finds none.
-    expect((await identifyDelay(m, episodes(8, 20, 8, 0), 4)).delay).toBe(0);
+    expect((await identifyDelay(m, delayedEpisodes(8, 20, 8, 0), 4)).delay).toBe(0);
     await expect(identifyDelay(m, [], 4)).rejects.toThrow('no episode with a step');
     await m.release();
   }, 60_000);
 
   it('the model env with actionDelay = 2 imagines the delayed robot; step() and the fused imagine() agree, and equal feeding the delayed actions', async () => {
     const m = await undelayedModel();
-    const test = episodes(6, 20, 9, 2);
+    const test = delayedEpisodes(6, 20, 9, 2);
     const N = test.length, H = 20;
     const start = Float32Array.from(test, (e) => e.states[0]!);
     const sent = new Float32Array(N * H);

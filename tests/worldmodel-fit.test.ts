@@ -8,6 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import * as nn from '../nn/index.js';
 import { EnsembleModel, type Transitions } from '../worldmodel/index.js';
 import { replayError, simEpisodes, toTransitions, type SimData } from './helpers/sim-transitions.js';
+import { spearman } from './helpers/stats.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'wm-fit-'));
 const CONFIG = { members: 5, hidden: [128, 128, 128], seed: 1 };
@@ -33,23 +34,6 @@ afterAll(async () => {
 function movingDims(d: SimData): number[] {
   const t = toTransitions(d);
   return Array.from({ length: d.dObs }, (_, j) => j).filter((j) => t.obs.some((v, k) => k % d.dObs === j && v !== t.nextObs[k]));
-}
-
-function spearman(a: ArrayLike<number>, b: ArrayLike<number>): number {
-  const rank = (x: ArrayLike<number>) => {
-    const r = new Float64Array(x.length);
-    Array.from({ length: x.length }, (_, i) => i).sort((p, q) => x[p]! - x[q]!).forEach((k, i) => (r[k] = i));
-    return r;
-  };
-  const [ra, rb] = [rank(a), rank(b)];
-  const m = (a.length - 1) / 2;
-  let c = 0, va = 0, vb = 0;
-  for (let i = 0; i < a.length; i++) {
-    c += (ra[i]! - m) * (rb[i]! - m);
-    va += (ra[i]! - m) ** 2;
-    vb += (rb[i]! - m) ** 2;
-  }
-  return c / Math.sqrt(va * vb);
 }
 
 describe('ensemble world model on held-out reach (nominal) data', () => {

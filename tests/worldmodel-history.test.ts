@@ -8,21 +8,10 @@ import { describe, expect, it } from 'vitest';
 import * as nn from '../nn/index.js';
 import { EnsembleModel, ModelEnv, TransitionBuffer, episodeHistory, replayScore, type GraphPolicy } from '../worldmodel/index.js';
 import { onnxCheck } from './helpers/onnx-check.js';
+import { delayedEpisodes } from './helpers/delayed-system.js';
 
 /** Episodes of a system whose action acts two steps late: x' = x + 0.5·a(t−2); reward = −|x'|. */
-function delayedEpisodes(n: number, T: number, seed: number): Array<{ states: Float32Array; actions: Float32Array; rewards: Float32Array; success: Float32Array }> {
-  const rng = new nn.Rng(seed);
-  return Array.from({ length: n }, () => {
-    const states = new Float32Array(T + 1), actions = new Float32Array(T), rewards = new Float32Array(T);
-    states[0] = rng.uniform(-1, 1);
-    for (let t = 0; t < T; t++) {
-      actions[t] = rng.uniform(-1, 1);
-      states[t + 1] = states[t]! + 0.5 * (t >= 2 ? actions[t - 2]! : 0);
-      rewards[t] = -Math.abs(states[t + 1]!);
-    }
-    return { states, actions, rewards, success: new Float32Array(T) };
-  });
-}
+const twoStepsLate = (n: number, T: number, seed: number) => delayedEpisodes(n, T, seed, 2);
 
 describe('action history in the transitions', () => {
   it('episodeHistory holds the h actions before each step, most recent first, zeros before the start', () => {
@@ -32,7 +21,7 @@ describe('action history in the transitions', () => {
 
   it('the buffer builds it per episode and refuses transitions with another history; the model refuses a mismatch', async () => {
     const buf = new TransitionBuffer(1, 1, 2);
-    for (const e of delayedEpisodes(2, 4, 0)) buf.addEpisode(e);
+    for (const e of twoStepsLate(2, 4, 0)) buf.addEpisode(e);
     const t = buf.transitions();
     expect(t.history).toHaveLength(8 * 2);
     // row 5 is the second episode's step 1: history [its action 0, 0]
@@ -50,8 +39,8 @@ describe('a delayed system', () => {
     const errors: Record<number, number> = {};
     for (const h of [0, 2]) {
       const train = new TransitionBuffer(1, 1, h), val = new TransitionBuffer(1, 1, h);
-      for (const e of delayedEpisodes(60, 20, 1)) train.addEpisode(e);
-      for (const e of delayedEpisodes(10, 20, 2)) val.addEpisode(e);
+      for (const e of twoStepsLate(60, 20, 1)) train.addEpisode(e);
+      for (const e of twoStepsLate(10, 20, 2)) val.addEpisode(e);
       const m = new EnsembleModel({ dObs: 1, dAct: 1, members: 2, hidden: [32, 32], actionHistory: h, seed: 0 });
       await m.fit(train.transitions(), { epochs: 30, lr: 3e-3, val: val.transitions(), seed: 0 });
       errors[h] = (await m.evaluate(val.transitions())).mse;
