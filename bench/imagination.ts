@@ -6,12 +6,14 @@
 // the nominal sim itself, and the nominal-pretrained world model with its members drawn per rollout
 // (train_wmrl before this session), one member per group (now), the members' mean, and imagination
 // that feeds the model the action sent d control steps earlier, d identified from a few robot episodes
-// by the model's one-step likelihood (the robot's actuation latency, which the nominal sim lacks).
+// by the model's one-step likelihood (the robot's actuation latency, which the nominal sim lacks); and a
+// context-conditioned model pretrained across randomized profiles (mass, friction, damping, actuator gain),
+// imagining under the context identified from the same few robot episodes, and under the robot's true one.
 import { Rng } from '../nn/index.js';
-import { MjEnv, makeEnv } from '../sim/index.js';
+import { CONTEXT_PARAMS, MjEnv, loadProfile, makeEnv, profileContext } from '../sim/index.js';
 import type { GaussianPolicy } from '../policies/gaussian.js';
-import { DEFAULT_PRETRAIN, pretrain } from '../wmrl/sim-setup.js';
-import { ModelEnv, identifyDelay, repeatRows, replayScore, type EnsembleModel } from '../worldmodel/index.js';
+import { DEFAULT_PRETRAIN, pretrain, pretrainWorldModel } from '../wmrl/sim-setup.js';
+import { ModelEnv, identifyDelay, identifySystem, repeatRows, replayScore, type EnsembleModel } from '../worldmodel/index.js';
 import { spearman } from '../tests/helpers/stats.js';
 import { fmt, median, type BenchOptions, type BenchReport } from './lib/report.js';
 
@@ -129,9 +131,9 @@ export async function run(o: BenchOptions): Promise<BenchReport> {
   const B = q ? 6 : 32, G = 8, H = 100, maxDelay = 5, idEpisodes = 16;
   const seed = 0;
   const pre = q ? { bcEpisodes: 10, bcEpochs: 20, daggerRounds: 1, daggerEpisodes: 5, daggerEpochs: 10, wmEpisodes: 12, wmEpochs: 3, wmHidden: [64, 64], wmMembers: 3 } : {};
-  const total = 6;
+  const total = 7;
   o.progress(0, total, 'pretraining (behaviour cloning, world model on nominal)');
-  const p = await pretrain({ ...DEFAULT_PRETRAIN, ...pre, task: TASK, seed });
+  const p = await pretrain({ ...DEFAULT_PRETRAIN, ...pre, wmRandomize: 0, task: TASK, seed });
   const { policy, model } = p;
   const D = policy.obsDim, A = policy.actDim;
   const rng = new Rng(11);
@@ -159,6 +161,15 @@ export async function run(o: BenchOptions): Promise<BenchReport> {
   variants.push({ name: 'wm_member_per_group', label: 'world model, one member per group (train_wmrl now)', out: await imagined(model, policy, starts, G, H, noise, 'per-group', 0, 5) });
   variants.push({ name: 'wm_mean', label: "world model, members' mean", out: await imagined(model, policy, starts, G, H, noise, 'mean', 0, 5) });
   variants.push({ name: 'wm_delay', label: `world model, one member per group, identified delay ${identified}`, out: await imagined(model, policy, starts, G, H, noise, 'per-group', identified, 5) });
+  o.progress(4, total, 'context-conditioned world model (randomized profiles)');
+  const ctxPre = { ...DEFAULT_PRETRAIN, ...pre, ...(q ? { wmEpisodes: 24 } : {}), task: TASK, seed };
+  const { model: ctxModel } = await pretrainWorldModel(ctxPre);
+  const sys = await identifySystem(ctxModel, idEps, { maxDelay, context: true, seed: 1 });
+  const trueContext = profileContext(loadProfile('gap'));
+  variants.push({ name: 'wm_context', label: `context-conditioned world model, context and delay (${sys.delay}) identified`, out: await imagined(ctxModel, policy, starts, G, H, noise, 'per-group', sys.delay, 5) });
+  ctxModel.setContext(trueContext);
+  variants.push({ name: 'wm_context_true', label: "context-conditioned world model, the robot's true context (reference)", out: await imagined(ctxModel, policy, starts, G, H, noise, 'per-group', sys.delay, 5) });
+  await ctxModel.release();
   o.progress(5, total, 'anchor replays');
   variants.push({ name: 'replay_applied', label: "replay of the robot episode's applied actions (the anchor pair, sim robot)", out: await replayed(model, robot, 'applied') });
   variants.push({ name: 'replay_sent', label: "replay of the robot episode's sent actions (the anchor pair, a robot reporting commands)", out: await replayed(model, robot, 'sent') });
@@ -183,6 +194,11 @@ export async function run(o: BenchOptions): Promise<BenchReport> {
     `Within-group rank agreement with the robot's returns (mean Spearman over ${B} groups ± its standard error): the gap sim under other sensor noise and jitter reaches ${fmt(ceiling.mean)} (the robot's own repeatability), the nominal sim ${fmt(nom.mean)}.`,
     `The world model with a member drawn per rollout agrees ${fmt(before.mean)} ± ${fmt(before.se, 2)} with the robot; with one member per group ${fmt(now.mean)} ± ${fmt(now.se, 2)}. Against the nominal sim it was trained on they agree ${fmt(by('wm_member_per_rollout').agreeNominal.mean)} and ${fmt(by('wm_member_per_group').agreeNominal.mean)}: one member per group is what lets the model rank its own domain; on the robot the reality gap bounds both.`,
     `The model's one-step NLL on ${idEpisodes} robot episodes is lowest when it is fed the action sent ${identified} steps earlier (NLL ${nll.map((v, d) => `d=${d}: ${fmt(v)}`).join(', ')}); imagining with that delay agrees ${fmt(delayed.mean)} ± ${fmt(delayed.se, 2)} and predicts ${fmt(by('wm_delay').success)} success against the robot's ${fmt(robotSuccess)} (without it: ${fmt(by('wm_member_per_group').success)}).`,
+    (() => {
+      const cx = by('wm_context').agree, tr = by('wm_context_true').agree;
+      const apart = Math.abs(cx.mean - delayed.mean) > 2 * Math.hypot(cx.se, delayed.se);
+      return `A world model pretrained on ${ctxPre.wmEpisodes} episodes under randomized profiles (${CONTEXT_PARAMS.join(', ')} drawn in [1/${ctxPre.wmRandomize}, ${ctxPre.wmRandomize}]) and conditioned on them identifies the robot's context from the same ${idEpisodes} episodes as ${fmtContext(sys.context)} (true: ${fmtContext(trueContext)}); imagining under it agrees ${fmt(cx.mean)} ± ${fmt(cx.se, 2)} with the robot, ${apart ? (cx.mean > delayed.mean ? 'above' : 'below') : 'indistinguishable from'} the nominal model with the identified delay (${fmt(delayed.mean)}), and under the true context ${fmt(tr.mean)} ± ${fmt(tr.se, 2)}; it predicts ${fmt(by('wm_context').success)} success.`;
+    })(),
     (() => {
       const rp = by('replay_applied').agree;
       const apart = Math.abs(rp.mean - now.mean) > 2 * Math.hypot(rp.se, now.se);
@@ -209,9 +225,16 @@ export async function run(o: BenchOptions): Promise<BenchReport> {
       replay_applied: by('replay_applied').agree.mean,
       replay_sent: by('replay_sent').agree.mean,
       identified_delay: identified,
+      wm_context: by('wm_context').agree.mean,
+      wm_context_true: by('wm_context_true').agree.mean,
       robot_success: robotSuccess,
       wm_delay_success: by('wm_delay').success,
       wm_success: by('wm_member_per_group').success,
     },
   };
+}
+
+/** A context as `name value` pairs, exponentiated back to scales. */
+function fmtContext(c: Float32Array): string {
+  return Array.from(c, (v, j) => `${CONTEXT_PARAMS[j]} ${fmt(Math.exp(v), 2)}`).join(', ');
 }

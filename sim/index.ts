@@ -3,7 +3,7 @@ export { makeEnv, TASKS, taskDef, type MakeEnvOptions } from './registry.js';
 export { VecEnv, type VecStep } from './vec.js';
 export { MjEnv } from './env.js';
 export { makeCustomEnv, parseRobotMapping, type RobotMapping } from './custom.js';
-export { loadProfile, parseProfile, NOMINAL, type HardwareProfile } from './profiles.js';
+export { loadProfile, parseProfile, NOMINAL, CONTEXT_PARAMS, CONTEXT_NAMES, profileContext, randomProfile, type HardwareProfile } from './profiles.js';
 export { SimModel, SimData, MujocoLoadError, mujoco, heapSize } from './mujoco.js';
 export { renderImage } from './render.js';
 export { SceneTwin } from './twin.js';

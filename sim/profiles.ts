@@ -46,6 +46,31 @@ export const NOMINAL: HardwareProfile = {
   control_jitter_substeps: 0,
 };
 
+/**
+ * The profile parameters a context-conditioned world model is conditioned on, in order: the physical scales a
+ * robot's observation does not show. Everything that declares or reads a context derives from this list.
+ */
+export const CONTEXT_PARAMS = ['mass_scale', 'friction_scale', 'damping_scale', 'actuator_gain_scale'] as const;
+
+/** The context entries' names, with their unit: the natural log of each scale against the nominal sim. */
+export const CONTEXT_NAMES: readonly string[] = CONTEXT_PARAMS.map((k) => `log ${k}`);
+
+/** A profile's context: log of each CONTEXT_PARAMS scale (a zero friction scale counts as 1e-3). */
+export function profileContext(p: HardwareProfile): Float32Array {
+  return Float32Array.from(CONTEXT_PARAMS, (k) => Math.log(Math.max(p[k], 1e-3)));
+}
+
+/**
+ * A profile whose context parameters are drawn log-uniformly in [1/spread, spread] (spread ≥ 1), the rest of
+ * `base` kept: domain randomization for pretraining a context-conditioned world model.
+ */
+export function randomProfile(rng: { next(): number }, spread: number, base: HardwareProfile = NOMINAL, name = 'random'): HardwareProfile {
+  if (!(spread >= 1 && spread <= 100)) throw new Error(`randomProfile: spread must be in [1, 100], got ${spread}`);
+  const p: HardwareProfile = { ...base, name, description: `context parameters drawn log-uniformly in [1/${spread}, ${spread}]` };
+  for (const k of CONTEXT_PARAMS) p[k] = Math.exp((2 * rng.next() - 1) * Math.log(spread));
+  return p;
+}
+
 /** Parses profile YAML text; `file` names the source in errors. Unknown keys and wrong types are errors. */
 export function parseProfile(text: string, file: string): HardwareProfile {
   return { ...NOMINAL, description: '', ...parseConfig(ProfileFile, text, file, 'profile').value };

@@ -1,6 +1,7 @@
 // Running a task's scripted expert: success rates and demonstrations.
 import { Rng } from '../nn/rng.js';
-import { makeEnv } from './registry.js';
+import { CONTEXT_NAMES, profileContext, randomProfile } from './profiles.js';
+import { makeEnv, resolveProfile } from './registry.js';
 import type { Env, Obs } from './types.js';
 
 export interface Demo {
@@ -46,6 +47,8 @@ export interface ExploratoryEpisode {
   actions: Float32Array;
   rewards: Float32Array;
   success: Float32Array;
+  /** With randomized profiles: the episode's context (sim/profiles.ts CONTEXT_NAMES). */
+  context?: Float32Array;
 }
 
 export interface ExploratoryData {
@@ -53,54 +56,72 @@ export interface ExploratoryData {
   dAct: number;
   episodes: ExploratoryEpisode[];
   obsNames: string[];
+  /** With randomized profiles: the names of each episode's context entries. */
+  contextNames?: readonly string[];
 }
 
 /**
  * `episodes` episodes of `task` under `profile` from seeds seed0, seed0+1, ...; every third is random
  * (a slowly drifting action), the rest the expert with Gaussian noise (std 0.3) and 20% random steps.
  * Episodes end at the task's success or horizon, or after `maxSteps`.
+ * `randomize` (a spread ≥ 1): every episode runs under its own profile, the context parameters drawn
+ * log-uniformly in [1/spread, spread] around `profile` (randomProfile), and carries that context.
  */
-export async function exploratoryEpisodes(task: string, episodes: number, seed0: number, opts: { profile?: string; maxSteps?: number } = {}): Promise<ExploratoryData> {
-  const env = await makeEnv({ task, profile: opts.profile ?? 'nominal' });
+export async function exploratoryEpisodes(task: string, episodes: number, seed0: number, opts: { profile?: string; maxSteps?: number; randomize?: number } = {}): Promise<ExploratoryData> {
+  const base = resolveProfile(opts.profile ?? 'nominal');
+  const shared = opts.randomize === undefined ? await makeEnv({ task, profile: base }) : null;
+  let dims: { dObs: number; dAct: number; obsNames: string[] } | null = null;
+  const out: ExploratoryEpisode[] = [];
   try {
-    const dObs = env.observationSpace.state.shape[0];
-    const dAct = env.actionSpace.shape[0];
-    const out: ExploratoryEpisode[] = [];
     for (let ep = 0; ep < episodes; ep++) {
-      const seed = seed0 + ep;
-      const rng = new Rng(seed * 7919 + 1);
-      let obs = env.reset(seed);
-      const expert = env.expert();
-      const random = ep % 3 === 2;
-      const drift = Float32Array.from({ length: dAct }, () => rng.uniform(-1, 1));
-      const states = [obs.state];
-      const actions: Float32Array[] = [];
-      const rewards: number[] = [];
-      const success: number[] = [];
-      for (let t = 0; t < (opts.maxSteps ?? env.horizon); t++) {
-        let a: Float32Array;
-        if (random) {
-          for (let i = 0; i < dAct; i++) drift[i] = Math.max(-1, Math.min(1, 0.9 * drift[i]! + 0.45 * rng.normal()));
-          a = drift.slice();
-        } else if (rng.next() < 0.2) a = Float32Array.from({ length: dAct }, () => rng.uniform(-1, 1));
-        else a = expert.act(obs).map((v) => Math.max(-1, Math.min(1, v + 0.3 * rng.normal())));
-        const r = env.step(a);
-        actions.push(a);
-        rewards.push(r.reward);
-        success.push(r.info.success ? 1 : 0);
-        states.push(r.obs.state);
-        obs = r.obs;
-        if (r.terminated || r.truncated) break;
+      const profile = opts.randomize === undefined ? null : randomProfile(new Rng((seed0 + ep) * 104_729 + 3), opts.randomize, base, `random-${seed0 + ep}`);
+      const env = shared ?? await makeEnv({ task, profile: profile! });
+      try {
+        dims ??= { dObs: env.observationSpace.state.shape[0], dAct: env.actionSpace.shape[0], obsNames: env.observationSpace.state.names };
+        out.push({ ...exploratoryEpisode(env, ep, seed0 + ep, opts.maxSteps), ...(profile ? { context: profileContext(profile) } : {}) });
+      } finally {
+        if (!shared) env.dispose();
       }
-      const flat = (rows: Float32Array[], w: number) => {
-        const f = new Float32Array(rows.length * w);
-        rows.forEach((r, i) => f.set(r, i * w));
-        return f;
-      };
-      out.push({ states: flat(states, dObs), actions: flat(actions, dAct), rewards: Float32Array.from(rewards), success: Float32Array.from(success) });
     }
-    return { dObs, dAct, episodes: out, obsNames: env.observationSpace.state.names };
   } finally {
-    env.dispose();
+    shared?.dispose();
   }
+  if (!dims) throw new Error('exploratoryEpisodes: episodes must be at least 1');
+  return { ...dims, episodes: out, ...(opts.randomize === undefined ? {} : { contextNames: CONTEXT_NAMES }) };
+}
+
+/** Episode `ep` of an exploratory run (see exploratoryEpisodes) from `seed`. */
+function exploratoryEpisode(env: Env, ep: number, seed: number, maxSteps?: number): ExploratoryEpisode {
+  const dObs = env.observationSpace.state.shape[0];
+  const dAct = env.actionSpace.shape[0];
+  const rng = new Rng(seed * 7919 + 1);
+  let obs = env.reset(seed);
+  const expert = env.expert();
+  const random = ep % 3 === 2;
+  const drift = Float32Array.from({ length: dAct }, () => rng.uniform(-1, 1));
+  const states = [obs.state];
+  const actions: Float32Array[] = [];
+  const rewards: number[] = [];
+  const success: number[] = [];
+  for (let t = 0; t < (maxSteps ?? env.horizon); t++) {
+    let a: Float32Array;
+    if (random) {
+      for (let i = 0; i < dAct; i++) drift[i] = Math.max(-1, Math.min(1, 0.9 * drift[i]! + 0.45 * rng.normal()));
+      a = drift.slice();
+    } else if (rng.next() < 0.2) a = Float32Array.from({ length: dAct }, () => rng.uniform(-1, 1));
+    else a = expert.act(obs).map((v) => Math.max(-1, Math.min(1, v + 0.3 * rng.normal())));
+    const r = env.step(a);
+    actions.push(a);
+    rewards.push(r.reward);
+    success.push(r.info.success ? 1 : 0);
+    states.push(r.obs.state);
+    obs = r.obs;
+    if (r.terminated || r.truncated) break;
+  }
+  const flat = (rows: Float32Array[], w: number) => {
+    const f = new Float32Array(rows.length * w);
+    rows.forEach((r, i) => f.set(r, i * w));
+    return f;
+  };
+  return { states: flat(states, dObs), actions: flat(actions, dAct), rewards: Float32Array.from(rewards), success: Float32Array.from(success) };
 }

@@ -49,7 +49,7 @@ describe('embodied trainers (tiny budget, reach on the gap robot)', () => {
   const base = { updates: 2, prompts: 3, groupSize: 2, evalEvery: 2, promptSeed0: 1_000_000, seed: 3 };
   const wmrlConfig = (over: Partial<WmrlConfig> = {}): WmrlConfig => ({
     ...base, corrector: correctorConfig({ debias: { minPairs: 2, refitEvery: 2 } }), horizon: 100, scoreMode: 'return', scoreK: 5, successThreshold: 0.5,
-    refitEvery: 1, refitEpochs: 1, simWeight: 0.25, actionDelay: 'identify', maxActionDelay: 5, alarmWindow: 2, alarmGap: 0.9, ...over,
+    refitEvery: 1, refitEpochs: 1, simWeight: 0.25, actionDelay: 'identify', maxActionDelay: 5, context: 'identify', alarmWindow: 2, alarmGap: 0.9, ...over,
   });
 
   it('standard GRPO runs every group on the robot and records each episode', async () => {
@@ -91,7 +91,14 @@ describe('embodied trainers (tiny budget, reach on the gap robot)', () => {
       expect(Number.isInteger(r.actionDelay)).toBe(true);
       expect(r.actionDelay).toBeGreaterThanOrEqual(0);
       expect(r.actionDelay).toBeLessThanOrEqual(5);
+      // The pretrained model is conditioned on the profile's context; the robot's is identified from the anchors,
+      // within the range the model was fitted on (each entry's mean ± √3 std in its input normalization).
+      expect(r.context).toHaveLength(4);
+      const nz = pre.model.normalizer, off = pre.model.dIn - 4;
+      r.context!.forEach((v, j) => expect(Math.abs(v - nz.inMean[off + j]!)).toBeLessThanOrEqual(Math.sqrt(3) * nz.inStd[off + j]! + 1e-5));
     }
+    expect(st.rows[0]!.context!.some((v) => v !== 0)).toBe(true);
+    expect(Array.from(pre.model.context)).toEqual(st.rows[1]!.context!.map(Math.fround));
     const anchors = st.rows.reduce((a, r) => a + r.realGroups, 0);
     expect(target.store!.list()).toHaveLength(anchors * 2);
     expect(Object.keys(st.finalObs)).toHaveLength(anchors * 2);
@@ -110,6 +117,8 @@ describe('embodied trainers (tiny budget, reach on the gap robot)', () => {
     expect(st.rows.map((r) => r.realGroups)).toEqual([0, 0]);
     // A delay given as a number is applied as given.
     expect(st.rows.map((r) => r.actionDelay)).toEqual([2, 2]);
+    // Without anchors there is nothing to identify the context from: the model imagines under the one it holds.
+    expect(st.rows.map((r) => r.context)).toEqual([Array.from(pre.model.context), Array.from(pre.model.context)]);
     expect(target.clock.episodes).toBe(0);
     expect(st.rows[1]!.loss).not.toBeNull();
     await pg.release();

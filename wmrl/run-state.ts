@@ -39,6 +39,8 @@ export interface RunRow {
   refit?: boolean;
   /** WMRL: the actuation delay (control steps) imagination applied, as identified so far. */
   actionDelay?: number;
+  /** WMRL with a context-conditioned world model: the context imagination ran under (the model's context units). */
+  context?: number[];
   /** Imagined transitions this update (policy + ensemble) and the seconds they took. */
   imaginedTransitions?: number;
   imagineSeconds?: number;

@@ -25,8 +25,15 @@ export interface PretrainOptions {
   daggerRounds: number;
   daggerEpisodes: number;
   daggerEpochs: number;
-  /** Exploratory nominal-sim episodes the world model is pretrained on. */
+  /** Exploratory sim episodes the world model is pretrained on. */
   wmEpisodes: number;
+  /**
+   * Domain randomization of the world model's data: each exploratory episode runs under its own profile, the
+   * context parameters (sim/profiles.ts CONTEXT_PARAMS: mass, friction, damping, actuator gain) drawn
+   * log-uniformly in [1/spread, spread], and the model is conditioned on that context, which train_wmrl
+   * identifies from the robot's anchor episodes. 0: nominal sim only, no context.
+   */
+  wmRandomize: number;
   wmEpochs: number;
   wmHidden: number[];
   wmMembers: number;
@@ -46,7 +53,8 @@ export const DEFAULT_PRETRAIN: Omit<PretrainOptions, 'task'> = {
   daggerRounds: 5,
   daggerEpisodes: 100,
   daggerEpochs: 100,
-  wmEpisodes: 150,
+  wmEpisodes: 300,
+  wmRandomize: 3,
   wmEpochs: 20,
   wmHidden: [128, 128, 128],
   wmMembers: 5,
@@ -120,13 +128,24 @@ export async function pretrain(o: PretrainOptions): Promise<Pretrained> {
     env.dispose();
   }
 
-  const data = await exploratoryEpisodes(o.task, o.wmEpisodes, 50_000 + o.seed * 1000);
-  const buf = new TransitionBuffer(data.dObs, data.dAct, o.wmActionHistory);
+  const wm = await pretrainWorldModel(o);
+  return { policy: policy!, bcLoss, ...wm };
+}
+
+/**
+ * The world model alone: exploratory sim episodes (under randomized profiles with `wmRandomize`, the model then
+ * conditioned on their context) and the ensemble fitted to them (unless `fit` is false).
+ */
+export async function pretrainWorldModel(o: PretrainOptions): Promise<Pick<Pretrained, 'model' | 'simData' | 'wmValLoss'>> {
+  if (!(o.wmRandomize === 0 || o.wmRandomize >= 1)) throw new Error(`pretrain: wmRandomize must be 0 (off) or a spread >= 1, got ${o.wmRandomize}`);
+  const data = await exploratoryEpisodes(o.task, o.wmEpisodes, 50_000 + o.seed * 1000, o.wmRandomize > 0 ? { randomize: o.wmRandomize } : {});
+  const contextNames = data.contextNames ? [...data.contextNames] : undefined;
+  const buf = new TransitionBuffer(data.dObs, data.dAct, o.wmActionHistory, contextNames?.length ?? 0);
   for (const e of data.episodes) buf.addEpisode({ ...e, weight: 1 });
   const simData = buf.transitions();
-  const model = new EnsembleModel({ dObs: D, dAct: A, members: o.wmMembers, hidden: o.wmHidden, actionHistory: o.wmActionHistory, obsNames: data.obsNames, seed: o.seed });
-  const report = fit ? await model.fit(simData, { epochs: o.wmEpochs, seed: o.seed, onEpoch: (r) => o.onProgress?.('world model', r.epoch, o.wmEpochs) }) : null;
-  return { policy: policy!, model, simData, bcLoss, wmValLoss: report?.val.loss ?? NaN };
+  const model = new EnsembleModel({ dObs: data.dObs, dAct: data.dAct, members: o.wmMembers, hidden: o.wmHidden, actionHistory: o.wmActionHistory, obsNames: data.obsNames, contextNames, seed: o.seed });
+  const report = (o.fit ?? true) ? await model.fit(simData, { epochs: o.wmEpochs, seed: o.seed, onEpoch: (r) => o.onProgress?.('world model', r.epoch, o.wmEpochs) }) : null;
+  return { model, simData, wmValLoss: report?.val.loss ?? NaN };
 }
 
 export interface SimRobotTargetOptions {

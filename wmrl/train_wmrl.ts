@@ -17,7 +17,7 @@ import { layoutOf } from '../common/layout.js';
 import type { Policy } from '../policies/types.js';
 import type { ClippedPolicyGradient } from '../policies/pg.js';
 import type { SceneTwin } from '../sim/twin.js';
-import { ModelEnv, TransitionBuffer, identifyDelay, repeatRows, replayScore, type DelayEpisode, type EnsembleModel, type Transitions } from '../worldmodel/index.js';
+import { ModelEnv, TransitionBuffer, identifySystem, repeatRows, replayScore, type DelayEpisode, type EnsembleModel, type Transitions } from '../worldmodel/index.js';
 import { groupAdvantages, DEFAULT_ADVANTAGE_CONFIG } from './advantages.js';
 import { Corrector, correctorConfig, type CorrectorConfig, type CorrectorState } from './corrector.js';
 import { imaginePolicy } from './imagine-policy.js';
@@ -65,6 +65,13 @@ export interface WmrlConfig {
    */
   actionDelay: number | 'identify';
   maxActionDelay: number;
+  /**
+   * For a context-conditioned world model (pretrained across randomized sim profiles): 'identify' — the
+   * context (mass, friction, damping, actuator gain) under which the model best explains the latest anchor
+   * episodes (worldmodel/context.ts), identified with the delay and imagined under; 'fixed' — the context
+   * the model holds (nominal after pretraining). Ignored for a model without a context.
+   */
+  context: 'identify' | 'fixed';
   /** Reward-hacking alarm: window (updates) and the gap between predicted and measured success that raises it. */
   alarmWindow: number;
   alarmGap: number;
@@ -90,6 +97,7 @@ export const DEFAULT_WMRL: Omit<WmrlConfig, 'horizon'> = {
   simWeight: 0.25,
   actionDelay: 'identify',
   maxActionDelay: 5,
+  context: 'identify',
   alarmWindow: 5,
   alarmGap: 0.3,
 };
@@ -124,6 +132,10 @@ interface WmrlExtra {
   corrector: CorrectorState | null;
   /** The actuation delay imagination applies; null: not identified yet. */
   delay?: number | null;
+  /** Whether the robot's delay and context have been identified from anchors yet. */
+  identified?: boolean;
+  /** The latest anchor episodes as the policy acted in them (what the delay and context are identified from). */
+  recentAnchors?: Array<{ states: number[]; actions: number[]; rewards: number[]; success: number[] }>;
   predicted: number[];
   measured: number[];
 }
@@ -163,7 +175,8 @@ export async function trainWmrl(run: WmrlRun): Promise<RunState> {
   extra.delay ??= typeof c.actionDelay === 'number' ? c.actionDelay : null;
   let env = new ModelEnv(model, { members: 'fixed', seed: c.seed, actionDelay: extra.delay ?? 0 });
   // The latest anchor episodes, as the policy acted in them: what the delay is identified from.
-  const recentAnchors: RobotEpisode[] = [];
+  // Checkpointed with the run, so a resumed run identifies from the same episodes as an uninterrupted one.
+  const recentAnchors: DelayEpisode[] = (extra.recentAnchors ?? []).map((e) => ({ states: Float32Array.from(e.states), actions: Float32Array.from(e.actions), rewards: Float32Array.from(e.rewards), success: Float32Array.from(e.success) }));
   const lo = target.robot.spec.action.low, hi = target.robot.spec.action.high;
   const asActed = (ep: RobotEpisode): DelayEpisode => ({
     states: ep.obs.subarray(0, (ep.steps + 1) * D),
@@ -192,7 +205,7 @@ export async function trainWmrl(run: WmrlRun): Promise<RunState> {
         state.finalObs[ep.id] = Array.from(ep.obs.subarray(ep.steps * D));
         state.episodeIds.push(ep.id);
         eps.push(ep);
-        if (ep.steps > 0) recentAnchors.push(ep);
+        if (ep.steps > 0) recentAnchors.push(asActed(ep));
         if (recentAnchors.length > 32) recentAnchors.shift();
       }
       real.set(b, eps);
@@ -277,23 +290,29 @@ export async function trainWmrl(run: WmrlRun): Promise<RunState> {
     // 4. Refit the world model from the store: every real episode so far, plus the sim data it started from at `simWeight`.
     let refit = false;
     if (c.refitEvery > 0 && (u + 1) % c.refitEvery === 0 && state.episodeIds.length > 0 && target.store) {
-      const buf = new TransitionBuffer(D, A, model.actionHistory);
+      // A context-conditioned model learns the robot's episodes under the robot's identified context.
+      const buf = new TransitionBuffer(D, A, model.actionHistory, model.contextDim);
+      const ctx = model.contextDim > 0 ? model.context : undefined;
       for (const id of state.episodeIds) {
         const tr = episodeTransitions(target.store.get(id), layoutOf(target.robot.spec), Float32Array.from(state.finalObs[id] ?? []));
-        if (tr) buf.addEpisode({ states: tr.states, actions: tr.actions, rewards: tr.rewards, success: tr.success, weight: 1 });
+        if (tr) buf.addEpisode({ states: tr.states, actions: tr.actions, rewards: tr.rewards, success: tr.success, weight: 1, ...(ctx ? { context: ctx } : {}) });
       }
       if (c.simWeight > 0) buf.add({ ...run.simData, weight: (run.simData.weight ?? new Float32Array(run.simData.reward.length).fill(1)).map((w) => w * c.simWeight) });
       await model.fit(buf.transitions(), { epochs: c.refitEpochs, seed: c.seed + u });
       refit = true;
     }
-    // The robot's actuation delay, from the latest anchors as the policy acted in them: first once they exist, then after each refit.
-    if (c.actionDelay === 'identify' && recentAnchors.length > 0 && (extra.delay === null || refit)) {
-      const est = await identifyDelay(model, recentAnchors.map(asActed), c.maxActionDelay);
-      if (est.delay !== env.actionDelay) {
+    // The robot's actuation delay and (for a context-conditioned model) its context, from the latest anchors
+    // as the policy acted in them: first once they exist, then after each refit. Delay, then the context
+    // under that delay, then the delay again under that context.
+    const idDelay = c.actionDelay === 'identify', idContext = model.contextDim > 0 && c.context === 'identify';
+    if ((idDelay || idContext) && recentAnchors.length > 0 && (!extra.identified || refit)) {
+      const { delay } = await identifySystem(model, recentAnchors, { maxDelay: idDelay ? c.maxActionDelay : null, delay: env.actionDelay, context: idContext, seed: c.seed + u });
+      if (delay !== env.actionDelay) {
         await env.release();
-        env = new ModelEnv(model, { members: 'fixed', seed: c.seed + u, actionDelay: est.delay });
+        env = new ModelEnv(model, { members: 'fixed', seed: c.seed + u, actionDelay: delay });
       }
-      extra.delay = est.delay;
+      extra.delay = delay;
+      extra.identified = true;
     }
 
     // 5. Reward-hacking alarm: the world model's predicted success on the anchor prompts against the anchors' measured success.
@@ -331,6 +350,7 @@ export async function trainWmrl(run: WmrlRun): Promise<RunState> {
       flaggedContexts: log?.flaggedContexts ?? 0,
       refit,
       actionDelay: env.actionDelay,
+      ...(model.contextDim > 0 ? { context: Array.from(model.context) } : {}),
       imaginedTransitions: N * H,
       imagineSeconds,
     };
@@ -344,6 +364,7 @@ export async function trainWmrl(run: WmrlRun): Promise<RunState> {
     state.rng = rng.getState();
     state.clock = target.clock.state();
     extra.corrector = corrector ? corrector.state() : null;
+    extra.recentAnchors = recentAnchors.map((e) => ({ states: Array.from(e.states), actions: Array.from(e.actions), rewards: Array.from(e.rewards), success: Array.from(e.success) }));
     state.extra = extra;
     if (run.outDir) {
       model.save(join(run.outDir, 'world_model.safetensors'));

@@ -29,6 +29,21 @@ export interface Transitions {
    * now acts some control steps later, which the observation alone does not show).
    */
   history?: Float32Array;
+  /**
+   * Shape n x c: the context each transition was recorded under — physical parameters of the system that
+   * the observation does not show (a robot's mass or actuator gain, as the log of its scale against the
+   * nominal sim), constant within an episode. Present when the model is context-conditioned.
+   */
+  context?: Float32Array;
+}
+
+/** Context entries per row a transition set carries (0 without `context`). */
+export function contextLength(t: Pick<Transitions, 'reward' | 'context'>): number {
+  const n = t.reward.length;
+  if (!t.context || n === 0) return 0;
+  const c = t.context.length / n;
+  if (!Number.isInteger(c)) throw new Error(`transitions: context has ${t.context.length} values, not n x c for n = ${n}`);
+  return c;
 }
 
 /** Past actions per row a transition set carries (0 without `history`). */
@@ -58,6 +73,7 @@ export function validateTransitions(t: Transitions, what = 'transitions'): numbe
   expect('success', t.success, 1);
   expect('weight', t.weight, 1);
   if (t.history) expect('history', t.history, historyLength(t) * t.dAct);
+  if (t.context) expect('context', t.context, contextLength(t));
   for (let i = 0; i < n; i++) {
     const s = t.success[i]!;
     if (s < 0 || s > 1) throw new Error(`${what}: success[${i}] = ${s} is outside [0, 1]`);
@@ -90,9 +106,10 @@ export class TransitionBuffer {
   private readonly parts: Transitions[] = [];
   private count = 0;
 
-  /** `actionHistory`: past actions kept per transition (see Transitions.history). */
-  constructor(readonly dObs: number, readonly dAct: number, readonly actionHistory = 0) {
+  /** `actionHistory`: past actions kept per transition (see Transitions.history); `contextDim`: context entries per transition (see Transitions.context). */
+  constructor(readonly dObs: number, readonly dAct: number, readonly actionHistory = 0, readonly contextDim = 0) {
     if (!(Number.isInteger(actionHistory) && actionHistory >= 0)) throw new Error(`buffer: actionHistory must be a non-negative integer, got ${actionHistory}`);
+    if (!(Number.isInteger(contextDim) && contextDim >= 0)) throw new Error(`buffer: contextDim must be a non-negative integer, got ${contextDim}`);
   }
 
   get size(): number {
@@ -103,16 +120,21 @@ export class TransitionBuffer {
     if (t.dObs !== this.dObs || t.dAct !== this.dAct) throw new Error(`buffer: transitions of dims (${t.dObs}, ${t.dAct}) into a buffer of (${this.dObs}, ${this.dAct})`);
     const n = validateTransitions(t);
     if (n > 0 && historyLength(t) !== this.actionHistory) throw new Error(`buffer: transitions with ${historyLength(t)} past actions per row into a buffer of ${this.actionHistory}`);
+    if (n > 0 && contextLength(t) !== this.contextDim) throw new Error(`buffer: transitions with ${contextLength(t)} context entries per row into a buffer of ${this.contextDim}`);
     this.count += n;
     this.parts.push(t);
   }
 
   /**
    * One episode: `states` Shape (T+1) x dObs (the observation before each action, then the last one),
-   * `actions` T x dAct, `rewards` T, `success` T (after each step), one `weight` for all its transitions.
+   * `actions` T x dAct, `rewards` T, `success` T (after each step), one `weight` for all its transitions and,
+   * in a buffer with a context, the episode's `context` (contextDim values).
    */
-  addEpisode(e: { states: Float32Array; actions: Float32Array; rewards: ArrayLike<number>; success: ArrayLike<number>; weight?: number }): void {
+  addEpisode(e: { states: Float32Array; actions: Float32Array; rewards: ArrayLike<number>; success: ArrayLike<number>; weight?: number; context?: ArrayLike<number> }): void {
     const T = e.rewards.length;
+    const c = this.contextDim;
+    if (c > 0 && e.context?.length !== c) throw new Error(`episode: the buffer holds ${c} context entries per transition; the episode gives ${e.context ? e.context.length : 'none'}`);
+    if (c === 0 && e.context) throw new Error('episode: a context was given to a buffer without one (contextDim 0)');
     checkRows('episode states', e.states, this.dObs, T + 1);
     checkRows('episode actions', e.actions, this.dAct, T);
     if (e.success.length !== T) throw new Error(`episode: ${e.success.length} success flags for ${T} steps`);
@@ -126,6 +148,7 @@ export class TransitionBuffer {
       success: Float32Array.from(e.success),
       weight: new Float32Array(T).fill(e.weight ?? 1),
       ...(this.actionHistory > 0 ? { history: episodeHistory(e.actions, this.dAct, this.actionHistory) } : {}),
+      ...(c > 0 ? { context: repeatContext(e.context!, T) } : {}),
     });
   }
 
@@ -148,9 +171,13 @@ export function concatTransitions(dObs: number, dAct: number, parts: readonly Tr
   const h = new Set(parts.filter((t) => t.reward.length > 0).map(historyLength));
   if (h.size > 1) throw new Error(`transitions: parts carry different action histories (${[...h].join(', ')} past actions)`);
   const withHistory = [...h][0] ?? 0;
+  const cs = new Set(parts.filter((t) => t.reward.length > 0).map(contextLength));
+  if (cs.size > 1) throw new Error(`transitions: parts carry different contexts (${[...cs].join(', ')} entries)`);
+  const withContext = [...cs][0] ?? 0;
   return {
     dObs, dAct, obs: cat((t) => t.obs), action: cat((t) => t.action), nextObs: cat((t) => t.nextObs), reward: cat((t) => t.reward), success: cat((t) => t.success), weight: cat(ones),
     ...(withHistory > 0 ? { history: cat((t) => t.history ?? new Float32Array(0)) } : {}),
+    ...(withContext > 0 ? { context: cat((t) => t.context ?? new Float32Array(0)) } : {}),
   };
 }
 
@@ -171,6 +198,7 @@ export function selectTransitions(t: Transitions, idx: ArrayLike<number>): Trans
     success: rows(t.success, 1),
     weight: t.weight ? rows(t.weight, 1) : new Float32Array(idx.length).fill(1),
     ...(t.history ? { history: rows(t.history, historyLength(t) * t.dAct) } : {}),
+    ...(t.context ? { context: rows(t.context, contextLength(t)) } : {}),
   };
 }
 
@@ -206,17 +234,27 @@ export function columnStats(a: Float32Array, width: number, constantStd: 0 | 1 =
   return { mean: Float32Array.from(mean), std };
 }
 
-/** Model inputs [obs, action, past actions] per row: Shape n x (dObs + dAct·(1 + h)). */
-export function inputRows(t: Pick<Transitions, 'dObs' | 'dAct' | 'obs' | 'action' | 'reward' | 'history'>): Float32Array {
+/** Model inputs [obs, action, past actions, context] per row: Shape n x (dObs + dAct·(1 + h) + c). */
+export function inputRows(t: Pick<Transitions, 'dObs' | 'dAct' | 'obs' | 'action' | 'reward' | 'history' | 'context'>): Float32Array {
   const n = t.obs.length / t.dObs;
   const hw = historyLength(t) * t.dAct;
-  const w = t.dObs + t.dAct + hw;
+  const c = contextLength(t);
+  const w = t.dObs + t.dAct + hw + c;
   const out = new Float32Array(n * w);
   for (let i = 0; i < n; i++) {
     out.set(t.obs.subarray(i * t.dObs, (i + 1) * t.dObs), i * w);
     out.set(t.action.subarray(i * t.dAct, (i + 1) * t.dAct), i * w + t.dObs);
     if (hw > 0) out.set(t.history!.subarray(i * hw, (i + 1) * hw), i * w + t.dObs + t.dAct);
+    if (c > 0) out.set(t.context!.subarray(i * c, (i + 1) * c), i * w + t.dObs + t.dAct + hw);
   }
+  return out;
+}
+
+/** One context (c values) as the rows of n transitions: Shape n x c. */
+export function repeatContext(context: ArrayLike<number>, n: number): Float32Array {
+  const c = context.length;
+  const out = new Float32Array(n * c);
+  for (let i = 0; i < n; i++) for (let j = 0; j < c; j++) out[i * c + j] = context[j]!;
   return out;
 }
 
@@ -252,7 +290,7 @@ export interface Normalizer {
 }
 
 export function fitNormalizer(t: Transitions): Normalizer {
-  const inp = columnStats(inputRows(t), t.dObs + t.dAct * (1 + historyLength(t)));
+  const inp = columnStats(inputRows(t), t.dObs + t.dAct * (1 + historyLength(t)) + contextLength(t));
   const delta = columnStats(deltaRows(t), t.dObs, 0);
   const rew = columnStats(t.reward, 1);
   return { inMean: inp.mean, inStd: inp.std, deltaMean: delta.mean, deltaStd: delta.std, rewardMean: rew.mean[0]!, rewardStd: rew.std[0]! };

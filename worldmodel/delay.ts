@@ -46,7 +46,7 @@ export async function identifyDelay(model: EnsembleModel, episodes: readonly Del
     for (const e of usable) {
       const T = e.rewards.length;
       checkRows('identifyDelay: episode actions', e.actions, model.dAct, T);
-      buf.addEpisode({ ...e, actions: delayActions(e.actions, 1, model.dAct, d) });
+      buf.addEpisode({ states: e.states, rewards: e.rewards, success: e.success, actions: delayActions(e.actions, 1, model.dAct, d) });
     }
     nll.push((await model.evaluate(buf.transitions())).nll);
   }

@@ -2,7 +2,7 @@
 // per layer, each predicting from (obs, action) a Gaussian over the next-observation delta, a dense reward
 // and a success logit. Inputs and targets are standardized with statistics stored beside the weights.
 import * as nn from '../nn/index.js';
-import { bootstrapIndices, checkRows, deltaRows, fitNormalizer, historyLength, inputRows, selectTransitions, splitIndices, validateTransitions, type Normalizer, type Transitions } from './dataset.js';
+import { bootstrapIndices, checkRows, contextLength, deltaRows, firstNonFinite, fitNormalizer, historyLength, repeatContext, inputRows, selectTransitions, splitIndices, validateTransitions, type Normalizer, type Transitions } from './dataset.js';
 
 const PREFIX = 'wm';
 const P = {
@@ -13,6 +13,7 @@ const P = {
   deltaMean: `${PREFIX}.norm.delta_mean`,
   deltaStd: `${PREFIX}.norm.delta_std`,
   reward: `${PREFIX}.norm.reward`,
+  context: `${PREFIX}.context`,
 };
 const HALF_LOG_2PI = 0.5 * Math.log(2 * Math.PI);
 
@@ -35,6 +36,13 @@ export interface EnsembleConfig {
    * `history`, and the model env keeps each rollout's last h actions.
    */
   actionHistory?: number;
+  /**
+   * Names of the context entries, with their unit (e.g. 'log mass_scale'): the model is then conditioned on a
+   * context of that many values — physical parameters the observation does not show, varied across the sim
+   * data it is fitted on (Transitions.context). Imagination uses the model's current context (`setContext`),
+   * identified from robot episodes by `identifyContext`. Default: none.
+   */
+  contextNames?: string[];
   /** Seed of the weight initialization. */
   seed?: number;
 }
@@ -158,7 +166,8 @@ export class EnsembleModel {
     if (config.actionNames && config.actionNames.length !== dAct) throw new Error(`ensemble: ${config.actionNames.length} actionNames for dAct ${dAct}`);
     const h = config.actionHistory ?? 0;
     if (!(Number.isInteger(h) && h >= 0)) throw new Error(`ensemble: actionHistory must be a non-negative integer, got ${h}`);
-    const dIn = dObs + dAct * (1 + h);
+    const c = config.contextNames?.length ?? 0;
+    const dIn = dObs + dAct * (1 + h) + c;
     this.members = config.members ?? 5;
     this.hidden = config.hidden ?? [200, 200, 200];
     this.store = new nn.ParamStore(config.seed ?? 0);
@@ -174,6 +183,7 @@ export class EnsembleModel {
     this.store.create(P.deltaMean, [dObs], 'zeros');
     this.store.create(P.deltaStd, [dObs], 'ones');
     this.store.create(P.reward, [2], 'zeros').data[1] = 1;
+    if (c > 0) this.store.create(P.context, [1, c], 'zeros');
   }
 
   get dObs(): number {
@@ -189,9 +199,28 @@ export class EnsembleModel {
     return this.config.actionHistory ?? 0;
   }
 
-  /** Input width: observation, action and the past actions. */
+  /** Context entries the model is conditioned on (0: none). */
+  get contextDim(): number {
+    return this.config.contextNames?.length ?? 0;
+  }
+
+  /** The context imagination and prediction use where none is given per row (a copy; c values). */
+  get context(): Float32Array {
+    return this.contextDim > 0 ? this.store.get(P.context).data.slice() : new Float32Array(0);
+  }
+
+  /** Sets the context every later prediction and imagination uses where none is given per row (the robot's identified one). */
+  setContext(values: ArrayLike<number>): void {
+    if (values.length !== this.contextDim) throw new Error(`ensemble: a context of ${values.length} values for a model of ${this.contextDim} (${(this.config.contextNames ?? []).join(', ') || 'none'})`);
+    const v = Float32Array.from(values);
+    const bad = firstNonFinite(v);
+    if (bad >= 0) throw new Error(`ensemble: context entry ${bad} (${this.config.contextNames![bad]}) is not finite (${v[bad]})`);
+    this.store.set(P.context, v);
+  }
+
+  /** Input width: observation, action, the past actions and the context. */
   get dIn(): number {
-    return this.dObs + this.dAct * (1 + this.actionHistory);
+    return this.dObs + this.dAct * (1 + this.actionHistory) + this.contextDim;
   }
 
   get normalizer(): Normalizer {
@@ -228,11 +257,14 @@ export class EnsembleModel {
     };
   }
 
-  /** Normalizes raw obs [B, dObs], action [B, dAct] and (with action history h) history [B, h·dAct] in the graph, then `heads`. */
-  rawHeads(obs: nn.Tensor, action: nn.Tensor, history?: nn.Tensor): Heads {
+  /**
+   * Normalizes raw obs [B, dObs], action [B, dAct], (with action history h) history [B, h·dAct] and (with a
+   * context) context [B, c] — omitted: the model's current context for every row — in the graph, then `heads`.
+   */
+  rawHeads(obs: nn.Tensor, action: nn.Tensor, history?: nn.Tensor, context?: nn.Tensor): Heads {
     const g = obs.graph;
     const dIn = this.dIn;
-    const parts = [obs, action, ...this.historyPart(history)];
+    const parts = [obs, action, ...this.historyPart(history), ...this.contextPart(obs, context)];
     const x = nn.div(nn.sub(nn.concat(parts, 1), g.param(P.inMean, [dIn])), g.param(P.inStd, [dIn]));
     return this.heads(x);
   }
@@ -247,6 +279,21 @@ export class EnsembleModel {
     if (!history) throw new Error(`ensemble: the model conditions on ${this.actionHistory} past actions; pass history [B, ${hw}]`);
     if (history.rank !== 2 || history.shape[1] !== hw) throw new Error(`ensemble: history has shape [${history.shape.join(', ')}], expected [B, ${hw}]`);
     return [history];
+  }
+
+  /** The context as an input part: the given rows, or the model's current context broadcast over obs's rows. */
+  private contextPart(obs: nn.Tensor, context?: nn.Tensor): nn.Tensor[] {
+    const c = this.contextDim;
+    if (c === 0) {
+      if (context) throw new Error('ensemble: a context was given to a model without one');
+      return [];
+    }
+    if (context) {
+      if (context.rank !== 2 || context.shape[1] !== c) throw new Error(`ensemble: context has shape [${context.shape.join(', ')}], expected [B, ${c}]`);
+      return [context];
+    }
+    // [B, 1] zeros + [1, c] → [B, c]
+    return [nn.add(nn.mul(nn.slice(obs, 1, 0, 1), 0), obs.graph.param(P.context, [1, c]))];
   }
 
   /** Raw-unit delta mean [E, B, dObs] from normalized `mu`. */
@@ -311,10 +358,11 @@ export class EnsembleModel {
       const obs = g.input('obs', ['batch', this.dObs]);
       const action = g.input('action', ['batch', this.dAct]);
       const history = this.actionHistory > 0 ? g.input('history', ['batch', this.actionHistory * this.dAct]) : undefined;
-      const h = this.rawHeads(obs, action, history);
+      const context = this.contextDim > 0 ? g.input('context', ['batch', this.contextDim]) : undefined;
+      const h = this.rawHeads(obs, action, history, context);
       const params = [...g.params.keys()];
       const prog = await nn.Program.fromSpec({
-        inputs: [{ name: 'obs', tensor: obs }, { name: 'action', tensor: action }, ...(history ? [{ name: 'history', tensor: history }] : []), ...params.map((n) => ({ name: n, tensor: g.params.get(n)! }))],
+        inputs: [{ name: 'obs', tensor: obs }, { name: 'action', tensor: action }, ...(history ? [{ name: 'history', tensor: history }] : []), ...(context ? [{ name: 'context', tensor: context }] : []), ...params.map((n) => ({ name: n, tensor: g.params.get(n)! }))],
         outputs: [
           { name: 'mu', tensor: h.mu },
           { name: 'log_var', tensor: h.logVar },
@@ -328,21 +376,28 @@ export class EnsembleModel {
   }
 
   /** Normalized head outputs for raw rows: mu, logVar Shape E x n x dObs; reward (normalized), successLogit Shape E x n. */
-  private async rawPredict(obs: Float32Array, action: Float32Array, history?: Float32Array): Promise<{ n: number; mu: Float32Array; logVar: Float32Array; reward: Float32Array; successLogit: Float32Array }> {
+  private async rawPredict(obs: Float32Array, action: Float32Array, history?: Float32Array, context?: Float32Array): Promise<{ n: number; mu: Float32Array; logVar: Float32Array; reward: Float32Array; successLogit: Float32Array }> {
     const n = checkRows('predict obs', obs, this.dObs);
     checkRows('predict action', action, this.dAct, n);
     const hw = this.actionHistory * this.dAct;
     if (hw > 0 && !history) throw new Error(`predict: the model conditions on ${this.actionHistory} past actions; pass history (Shape n x ${hw})`);
     if (hw === 0 && history) throw new Error('predict: a history was given to a model without action history');
     if (history) checkRows('predict history', history, hw, n);
+    const c = this.contextDim;
+    if (c === 0 && context) throw new Error('predict: a context was given to a model without one');
+    if (context) checkRows('predict context', context, c, n);
+    const ctx = c > 0 ? context ?? repeatContext(this.context, n) : null;
     const { prog, params } = await this.forward();
-    const out = await prog.run({ obs: nn.tensor(obs, [n, this.dObs]), action: nn.tensor(action, [n, this.dAct]), ...(history ? { history: nn.tensor(history, [n, hw]) } : {}), ...this.paramFeeds(params) });
+    const out = await prog.run({ obs: nn.tensor(obs, [n, this.dObs]), action: nn.tensor(action, [n, this.dAct]), ...(history ? { history: nn.tensor(history, [n, hw]) } : {}), ...(ctx ? { context: nn.tensor(ctx, [n, c]) } : {}), ...this.paramFeeds(params) });
     return { n, mu: nn.f32(out.mu), logVar: nn.f32(out.log_var), reward: nn.f32(out.reward), successLogit: nn.f32(out.success_logit) };
   }
 
-  /** Every member's prediction for rows (obs Shape n x dObs, action Shape n x dAct, with action history h: history Shape n x h·dAct), in raw units. */
-  async predict(obs: Float32Array, action: Float32Array, history?: Float32Array): Promise<Prediction> {
-    const r = await this.rawPredict(obs, action, history);
+  /**
+   * Every member's prediction for rows (obs Shape n x dObs, action Shape n x dAct, with action history h:
+   * history Shape n x h·dAct; with a context: context Shape n x c, omitted: the model's current one), in raw units.
+   */
+  async predict(obs: Float32Array, action: Float32Array, history?: Float32Array, context?: Float32Array): Promise<Prediction> {
+    const r = await this.rawPredict(obs, action, history, context);
     const { dObs, members: E } = this;
     const nz = this.normalizer;
     const nextObsMean = new Float32Array(E * r.n * dObs);
@@ -371,7 +426,7 @@ export class EnsembleModel {
     if (n === 0) throw new Error('evaluate: no transitions');
     const { dObs, members: E } = this;
     const nz = this.normalizer;
-    const r = await this.rawPredict(data.obs, data.action, data.history);
+    const r = await this.rawPredict(data.obs, data.action, data.history, data.context);
     const delta = deltaRows(data);
     const w = data.weight ?? new Float32Array(n).fill(1);
     const wSum = w.reduce((a, b) => a + b, 0);
@@ -418,6 +473,8 @@ export class EnsembleModel {
   private checkDims(t: Transitions): void {
     if (t.dObs !== this.dObs || t.dAct !== this.dAct) throw new Error(`ensemble: transitions have dims (obs ${t.dObs}, action ${t.dAct}), the model (obs ${this.dObs}, action ${this.dAct})`);
     if (t.reward.length > 0 && historyLength(t) !== this.actionHistory) throw new Error(`ensemble: transitions carry ${historyLength(t)} past actions per row, the model conditions on ${this.actionHistory}`);
+    // Without a per-row context, evaluation uses the model's current one; fitting needs every row's.
+    if (t.context && contextLength(t) !== this.contextDim) throw new Error(`ensemble: transitions carry ${contextLength(t)} context entries per row, the model is conditioned on ${this.contextDim}`);
   }
 
   // ---------------------------------------------------------------- fitting
@@ -429,6 +486,7 @@ export class EnsembleModel {
    */
   async fit(data: Transitions, opts: FitOptions = {}): Promise<FitReport> {
     this.checkDims(data);
+    if (this.contextDim > 0 && !data.context) throw new Error(`fit: the model is conditioned on a context (${this.config.contextNames!.join(', ')}); every transition must carry its own`);
     const n = validateTransitions(data, 'fit');
     const rng = new nn.Rng(opts.seed ?? 0);
     let train = data, val: Transitions;
@@ -568,7 +626,9 @@ export class EnsembleModel {
     const action = g.input('action', ['batch', this.dAct]);
     const hw = this.actionHistory * this.dAct;
     const history = hw > 0 ? g.input('action_history', ['batch', hw]) : undefined;
-    const h = this.rawHeads(obs, action, history);
+    const c = this.contextDim;
+    const context = c > 0 ? g.input('context', ['batch', c]) : undefined;
+    const h = this.rawHeads(obs, action, history, context);
     const ds = g.param(P.deltaStd, [this.dObs]);
     const E = this.members;
     return nn.exportOnnx(path, {
@@ -576,6 +636,7 @@ export class EnsembleModel {
         { name: 'obs', tensor: obs, doc: `observation, [batch, ${this.dObs}]${this.config.obsNames ? `: ${this.config.obsNames.join(', ')}` : ''}` },
         { name: 'action', tensor: action, doc: `action, [batch, ${this.dAct}]${this.config.actionNames ? `: ${this.config.actionNames.join(', ')}` : ''}` },
         ...(history ? [{ name: 'action_history', tensor: history, doc: `the ${this.actionHistory} actions sent before 'action', most recent first, zeros before an episode's first step: [batch, ${hw}]` }] : []),
+        ...(context ? [{ name: 'context', tensor: context, doc: `the system's context, [batch, ${c}]: ${this.config.contextNames!.join(', ')}` }] : []),
       ],
       outputs: [
         { name: 'next_obs_mean', tensor: nn.add(obs, this.denormDelta(h.mu)), doc: `[${E}, batch, ${this.dObs}]: each member's mean next observation` },
@@ -592,6 +653,7 @@ export class EnsembleModel {
         obs_dim: this.dObs,
         action_dim: this.dAct,
         action_history: this.actionHistory,
+        ...(c > 0 ? { context_names: this.config.contextNames!, context: Array.from(this.context) } : {}),
         hidden: this.hidden,
         reward_hidden: this.rewardHidden,
         parameterization: 'delta',

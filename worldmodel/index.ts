@@ -7,6 +7,8 @@ export {
   fitNormalizer,
   episodeHistory,
   historyLength,
+  contextLength,
+  repeatContext,
   type Transitions,
   type Normalizer,
 } from './dataset.js';
@@ -14,3 +16,4 @@ export { EnsembleModel, type EnsembleConfig, type FitOptions, type FitReport, ty
 export { ModelEnv, repeatRows, type MemberMode, type ModelEnvOptions, type ModelStep, type GraphPolicy, type ImagineOptions, type Imagined } from './model-env.js';
 export { scoreImagined, scoreWithVariance, successScore, replayScore, type CollapseMode, type ScoreOptions, type SuccessMode, type ReplayScore } from './scorers.js';
 export { delayActions, identifyDelay, type DelayEpisode, type DelayEstimate } from './delay.js';
+export { identifyContext, identifySystem, type ContextSearch, type ContextEstimate, type SystemEstimate } from './context.js';
