@@ -1,6 +1,7 @@
 // embodied: post-training a behaviour-cloned policy on the `gap` robot (the sim under the gap hardware
 // profile: heavier, weaker, laggier, noisier) with standard GRPO on the robot against WMRL and its
-// ablations, the world model pretrained on `nominal` sim data. True success on held-out start states
+// ablations, the world model pretrained on sim data (under randomized profiles, conditioned on their context,
+// the robot's identified from the anchors; DEFAULT_PRETRAIN.wmRandomize). True success on held-out start states
 // against robot-hours; imagined transitions/s against raw MuJoCo steps/s in the same run.
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -162,9 +163,9 @@ export async function run(o: BenchOptions): Promise<BenchReport> {
     return `${word} (${d >= 0 ? '+' : ''}${fmt(d, 2)}, two standard errors ${fmt(se2(a, b), 2)})`;
   };
   const summary = [
-    `Task ${task}; robot = the sim under the gap profile; world model pretrained on nominal sim data; ${seeds.length} seed(s), ${updates} updates of ${cfg.prompts} prompts × ${cfg.groupSize} rollouts (${extended.map((n) => VARIANTS[n]!.label).join(' and ')}: ${EXTEND * updates} updates, ${fmt(median(curves.full!.map((c, i) => c.points.at(-1)![0] / hoursOf('standard')[i]!)), 2)} of standard GRPO's robot-hours); true success = mean action on ${evalEpisodes} held-out start states.`,
+    `Task ${task}; robot = the sim under the gap profile; world model pretrained on ${DEFAULT_PRETRAIN.wmRandomize > 0 ? `sim data under randomized profiles (context parameters in [1/${DEFAULT_PRETRAIN.wmRandomize}, ${DEFAULT_PRETRAIN.wmRandomize}]), the robot's context identified from the anchors` : 'nominal sim data'}; ${seeds.length} seed(s), ${updates} updates of ${cfg.prompts} prompts × ${cfg.groupSize} rollouts (${extended.map((n) => VARIANTS[n]!.label).join(' and ')}: ${EXTEND * updates} updates, ${fmt(median(curves.full!.map((c, i) => c.points.at(-1)![0] / hoursOf('standard')[i]!)), 2)} of standard GRPO's robot-hours); true success = mean action on ${evalEpisodes} held-out start states.`,
     `Success after ${EXTEND * updates} updates (per seed): ${extended.map((n) => `${VARIANTS[n]!.label} ${curves[n]!.map((c) => fmt(c.points.at(-1)![1], 2)).join(' / ')}`).join('; ')}.`,
-    `Median final success: full WMRL ${fmt(med('full'))}, standard GRPO ${fmt(med('standard'))}, pure world model ${fmt(med('pure_wm'))} (behaviour-cloned start ${fmt(median(starts))}); one evaluation's binomial standard error at the median is ±${fmt(Math.sqrt(Math.max(med('full'), 1 / evalEpisodes) * (1 - med('full')) / evalEpisodes), 2)}.`,
+    `Median success after ${updates} updates: full WMRL ${fmt(med('full'))}, standard GRPO ${fmt(med('standard'))}, pure world model ${fmt(med('pure_wm'))} (behaviour-cloned start ${fmt(median(starts))}); one evaluation's binomial standard error at the median is ±${fmt(Math.sqrt(Math.max(med('full'), 1 / evalEpisodes) * (1 - med('full')) / evalEpisodes), 2)}.`,
     `After the same number of updates full WMRL is ${verdict('full', 'standard')} standard GRPO; pure world model is ${verdict('pure_wm', 'full')} full WMRL.`,
     `With the same robot episodes, full WMRL is ${verdict('full', 'anchors_only')} standard GRPO on one group per update (its anchors alone, ${fmt(med('anchors_only'))}): this is what the imagined groups add.`,
     speedup === null
