@@ -1,8 +1,9 @@
 // vla: post-training a behaviour-cloned VLA on the `gap` robot (the sim under the gap hardware profile),
 // the published recipe's four rows at CPU scale. Per task (reach, push): a small VLA (conv image encoder +
-// instruction embedding + proprioception) behaviour-cloned from the scripted expert's camera demonstrations
-// on the nominal sim, the training seeds of an (instruction, target region) split (sim/split.ts); a world
-// model pretrained on nominal exploratory episodes; the robot reports only sparse success (reward 1 on the
+// instruction embedding + proprioception) behaviour-cloned from camera demonstrations recorded on the gap
+// robot itself, as teleoperated demonstrations are, by the task's robust demonstrator (Env.demonstrator: the
+// expert with latency prediction and identified-gain compensation), from the training seeds of an
+// (instruction, target region) split (sim/split.ts); a world model pretrained on nominal exploratory episodes; the robot reports only sparse success (reward 1 on the
 // step that succeeds). Then, from the same clone and model:
 //   sparse_only: standard GRPO on the robot, scored by its sparse success alone;
 //   dense_only:  the pure world model (no robot): the VLA imagined on the digital twin's renders of the
@@ -21,7 +22,7 @@ import { OnnxPolicy } from '../policies/onnx-policy.js';
 import { ClippedPolicyGradient, DEFAULT_PG_CONFIG, type PgConfig } from '../policies/pg.js';
 import { VlaPolicy } from '../policies/vla.js';
 import { Rng } from '../nn/index.js';
-import { SceneTwin, combinationSplit, exploratoryEpisodes, makeEnv, type Env, type EvaluationSplit } from '../sim/index.js';
+import { SceneTwin, combinationSplit, exploratoryEpisodes, loadProfile, makeEnv, type Env, type EvaluationSplit } from '../sim/index.js';
 import { EnsembleModel, TransitionBuffer } from '../worldmodel/index.js';
 import { correctorConfig } from '../wmrl/corrector.js';
 import type { ClosableTarget, Prompt, PromptSource } from '../wmrl/embodied.js';
@@ -31,6 +32,8 @@ import { DEFAULT_WMRL, trainWmrl } from '../wmrl/train_wmrl.js';
 import { fmt, median, quantile, type BenchOptions, type BenchReport } from './lib/report.js';
 
 const S = 32;
+/** The gap robot's actuation latency as its profile declares it, what the demonstrator is told. */
+const LATENCY = loadProfile('gap').action_latency_steps;
 const TASKS = ['reach', 'push'] as const;
 /**
  * Behaviour cloning per task (expert episodes, of which the last rounds x episodes are DAgger's; epochs of the
@@ -67,22 +70,24 @@ function sparse(t: ClosableTarget): ClosableTarget {
 }
 
 /**
- * Behaviour cloning from the scripted expert on the nominal sim, as wmrl/sim-setup.ts pretrains the Gaussian
- * MLP: round 0 executes the expert with noise injected (the clone sees recovery states), later rounds (DAgger)
- * execute the clone's mean plus the same noise; every visited step is labelled with the expert's action,
- * bounded to the action range the VLA's mean lives in, with the camera image and instruction it was taken on.
+ * Behaviour cloning from demonstrations recorded on the robot (`env`, the gap robot) by its robust demonstrator,
+ * as wmrl/sim-setup.ts pretrains the Gaussian MLP: round 0 executes the demonstrator with noise injected (the
+ * clone sees recovery states), later rounds (DAgger) execute the clone's mean plus the same noise; every visited
+ * step is labelled with the demonstrator's action (told what was executed instead, so its latency prediction
+ * follows the robot), bounded to the action range the VLA's mean lives in, with the camera image and
+ * instruction it was taken on. Also counts how many round-0 demonstrations succeeded.
  */
-async function cloneVla(make: (obsMean: number[], obsStd: number[]) => VlaPolicy, env: Env, seeds: readonly number[], rounds: number, episodesPerRound: number, epochs: number, onRound: (round: number) => void): Promise<{ vla: VlaPolicy; loss: number; steps: number }> {
+async function cloneVla(make: (obsMean: number[], obsStd: number[]) => VlaPolicy, env: Env, latencySteps: number, seeds: readonly number[], rounds: number, episodesPerRound: number, epochs: number, onRound: (round: number) => void): Promise<{ vla: VlaPolicy; loss: number; steps: number; demoSuccess: number }> {
   const rng = new Rng(17);
   const bound = (v: number) => Math.max(-1, Math.min(1, v));
   const obs: number[] = [], action: number[] = [], instructions: string[] = [], images: Uint8Array[] = [];
   const D = env.observationSpace.state.shape[0], zeros = new Float32Array(env.actionSpace.shape[0]);
   let vla: VlaPolicy | null = null;
-  let loss = NaN, next = 0;
+  let loss = NaN, next = 0, demoOk = 0, demoN = 0;
   for (let round = 0; round <= rounds; round++) {
     for (let ep = 0; ep < (round === 0 ? seeds.length - rounds * episodesPerRound : episodesPerRound); ep++) {
       let ob = env.reset(seeds[next++]!);
-      const expert = env.expert();
+      const expert = env.demonstrator({ latencySteps });
       for (;;) {
         const a = expert.act(ob).map(bound);
         obs.push(...ob.state);
@@ -90,9 +95,17 @@ async function cloneVla(make: (obsMean: number[], obsStd: number[]) => VlaPolicy
         instructions.push(ob.instruction);
         images.push(ob.image!);
         const base = vla ? (await vla.act(ob.state, zeros, contextOf(ob))).mean : a;
-        const r = env.step(base.map((v) => bound(v + 0.3 * rng.normal())));
+        const executed = base.map((v) => bound(v + 0.3 * rng.normal()));
+        expert.executed(executed);
+        const r = env.step(executed);
         ob = r.obs;
-        if (r.terminated || r.truncated) break;
+        if (r.terminated || r.truncated) {
+          if (round === 0) {
+            demoN++;
+            if (r.info.success) demoOk++;
+          }
+          break;
+        }
       }
     }
     if (!vla) {
@@ -107,16 +120,16 @@ async function cloneVla(make: (obsMean: number[], obsStd: number[]) => VlaPolicy
     loss = await behaviourClone(vla, { obs: Float32Array.from(obs), action: Float32Array.from(action), images: all, instructions }, { epochs: round === 0 ? epochs : Math.ceil(epochs / 2), batchSize: 128, seed: round });
     onRound(round);
   }
-  return { vla: vla!, loss, steps: instructions.length };
+  return { vla: vla!, loss, steps: instructions.length, demoSuccess: demoOk / demoN };
 }
 
-/** Success of the scripted expert itself on the gap robot, on the split's two held-out sets. */
-async function expertOn(task: string, split: EvaluationSplit): Promise<{ heldOutStates: number; heldOutCombinations: number }> {
+/** Success of the scripted expert, or of the robust demonstrator, itself on the gap robot, on the split's two held-out sets. */
+async function expertOn(task: string, split: EvaluationSplit, who: 'expert' | 'demonstrator', latencySteps: number): Promise<{ heldOutStates: number; heldOutCombinations: number }> {
   const env = await makeEnv({ task, profile: 'gap' });
   try {
     const rate = (seeds: readonly number[]) => seeds.filter((seed) => {
       let o = env.reset(seed);
-      const expert = env.expert();
+      const expert = who === 'expert' ? env.expert() : env.demonstrator({ latencySteps });
       for (;;) {
         const r = env.step(expert.act(o));
         o = r.obs;
@@ -137,8 +150,12 @@ interface TaskResult {
   anchorGroups: number;
   /** Robot episodes of RL that succeeded (sampled actions), per row. */
   robotSuccesses: Record<Row, number>;
-  /** The scripted expert itself on the gap robot, the same held-out seeds: what cloning it can reach at best. */
+  /** The nominal sim's scripted expert itself on the gap robot, the same held-out seeds. */
   expert: { heldOutStates: number; heldOutCombinations: number };
+  /** The robust demonstrator the clone learns from, on the gap robot, the same held-out seeds (noise-free). */
+  demonstrator: { heldOutStates: number; heldOutCombinations: number };
+  /** Round-0 demonstrations (noise injected) that succeeded on the robot. */
+  demoSuccess: number;
   bcLoss: number;
   demoSteps: number;
   wmValMse: number;
@@ -173,16 +190,17 @@ export async function run(o: BenchOptions): Promise<BenchReport> {
     for (const task of TASKS) {
       o.progress(done, total, `${task}: split, demonstrations`);
       const split = await combinationSplit(task, { train: { seed0: 0, scan: q ? 300 : 3000 }, eval: { seed0: 9_000_000, episodes: P.evalEpisodes } });
-      const nominal = await makeEnv({ task, image: S });
+      // The demonstrations are recorded on the robot (the gap profile), its declared latency told to the demonstrator.
+      const recording = await makeEnv({ task, profile: 'gap', image: S });
       const make = (obsMean: number[], obsStd: number[]) => new VlaPolicy({
-        layout: nominal.layout, actDim: nominal.actionSpace.shape[0], image: { height: S, width: S }, instructions: nominal.observationSpace.instructions,
+        layout: recording.layout, actDim: recording.actionSpace.shape[0], image: { height: S, width: S }, instructions: recording.observationSpace.instructions,
         convChannels: [8, 16], imageFeatures: 32, embedDim: 16, hidden: [64, 64], initLogStd: -1, obsMean, obsStd, seed: 0,
       });
       const C = CLONE[q ? 'quick' : 'full'][task];
-      const clone = await cloneVla(make, nominal, split.train.slice(0, C.demos), C.daggerRounds, C.daggerEpisodes, C.bcEpochs, (k) => o.progress(done, total, `${task}: behaviour cloning, round ${k + 1}/${C.daggerRounds + 1}`));
+      const clone = await cloneVla(make, recording, LATENCY, split.train.slice(0, C.demos), C.daggerRounds, C.daggerEpisodes, C.bcEpochs, (k) => o.progress(done, total, `${task}: behaviour cloning, round ${k + 1}/${C.daggerRounds + 1}`));
       const vla = clone.vla;
       const bcLoss = clone.loss, demoSteps = clone.steps;
-      nominal.dispose();
+      recording.dispose();
       o.progress(++done, total, `${task}: world model`);
       const data = await exploratoryEpisodes(task, P.wmEpisodes, 50_000);
       const buf = new TransitionBuffer(data.dObs, data.dAct, 4);
@@ -199,7 +217,7 @@ export async function run(o: BenchOptions): Promise<BenchReport> {
       const r: TaskResult = {
         eval: { bc: await evalOf() } as TaskResult['eval'],
         robotEpisodes: { bc: 0 } as TaskResult['robotEpisodes'], robotHours: { bc: 0 } as TaskResult['robotHours'], computeSeconds: { bc: 0 } as TaskResult['computeSeconds'],
-        anchorGroups: 0, robotSuccesses: { bc: 0 } as TaskResult['robotSuccesses'], expert: await expertOn(task, split), bcLoss, demoSteps, wmValMse: fit.val.mse, controlHz: robotEnv.spec.controlHz, biasReduction: null, anchorWeight: 1,
+        anchorGroups: 0, robotSuccesses: { bc: 0 } as TaskResult['robotSuccesses'], expert: await expertOn(task, split, 'expert', LATENCY), demonstrator: await expertOn(task, split, 'demonstrator', LATENCY), demoSuccess: clone.demoSuccess, bcLoss, demoSteps, wmValMse: fit.val.mse, controlHz: robotEnv.spec.controlHz, biasReduction: null, anchorWeight: 1,
       };
       o.progress(++done, total, `${task}: RL`);
       const policy0 = vla.paramNames().map((n) => Float32Array.from(vla.store.get(n).data));
@@ -299,7 +317,11 @@ export async function run(o: BenchOptions): Promise<BenchReport> {
   ]);
   // "Beats" = above by more than two standard errors.
   rows.push([
-    'reference: the scripted expert itself on this robot',
+    'reference: the robust demonstrator the clone learns from, on this robot',
+    ...TASKS.flatMap((t) => [pct(results.get(t)!.demonstrator.heldOutStates), pct(results.get(t)!.demonstrator.heldOutCombinations)]),
+    pct(mean(TASKS.map((t) => results.get(t)!.demonstrator.heldOutStates))), '–', '–', '–',
+  ], [
+    'reference: the nominal sim\'s scripted expert on this robot',
     ...TASKS.flatMap((t) => [pct(results.get(t)!.expert.heldOutStates), pct(results.get(t)!.expert.heldOutCombinations)]),
     pct(mean(TASKS.map((t) => results.get(t)!.expert.heldOutStates))), '–', '–', '–',
   ]);
@@ -312,7 +334,7 @@ export async function run(o: BenchOptions): Promise<BenchReport> {
       `sparse only ${pts(r.eval.sparse_only.heldOutStates.success - r.eval.bc.heldOutStates.success)}, dense only ${pts(r.eval.dense_only.heldOutStates.success - r.eval.bc.heldOutStates.success)}, ` +
       `WMRL ${pts(r.eval.wmrl.heldOutStates.success - r.eval.bc.heldOutStates.success)} over it on held-out states (held-out combinations: ${pts(r.eval.sparse_only.heldOutCombinations.success - r.eval.bc.heldOutCombinations.success)}, ` +
       `${pts(r.eval.dense_only.heldOutCombinations.success - r.eval.bc.heldOutCombinations.success)}, ${pts(r.eval.wmrl.heldOutCombinations.success - r.eval.bc.heldOutCombinations.success)}); ` +
-      `the scripted expert itself succeeds on ${pct(r.expert.heldOutStates)} of the held-out states and ${pct(r.expert.heldOutCombinations)} of the held-out combinations on this robot. ` +
+      `the robust demonstrator it was cloned from succeeds on ${pct(r.demonstrator.heldOutStates)} of the held-out states and ${pct(r.demonstrator.heldOutCombinations)} of the held-out combinations on this robot (${pct(r.demoSuccess)} of its noise-injected demonstrations), the nominal sim's scripted expert on ${pct(r.expert.heldOutStates)} and ${pct(r.expert.heldOutCombinations)}. ` +
       `WMRL spent ${r.robotEpisodes.wmrl} robot episodes on ${r.anchorGroups} anchor group${r.anchorGroups === 1 ? '' : 's'} (${r.robotSuccesses.wmrl} succeeded), sparse only ${r.robotEpisodes.sparse_only} (${r.robotSuccesses.sparse_only} succeeded), dense only ${r.robotEpisodes.dense_only}` +
       `; the debiasing map's median held-out residual reduction ${r.biasReduction === null ? 'was never fitted (too few pairs)' : fmt(r.biasReduction, 2)}, final anchor weight ${fmt(r.anchorWeight, 2)}.` +
       (r.robotSuccesses.sparse_only === 0 ? ` No sparse-only robot episode succeeded, so each of its groups scored all 0: zero advantages, no gradient.` : '') +
@@ -322,7 +344,7 @@ export async function run(o: BenchOptions): Promise<BenchReport> {
         : '');
   });
   const summary = [
-    `Robot = the sim under the gap profile, reporting only sparse success; ${S}x${S} top camera. Per task: a VLA (conv 8-16, 32 image features, 16-d word embeddings, MLP 64x64) behaviour-cloned from the scripted expert on the nominal sim: noise-injected expert episodes, then DAgger rounds (${TASKS.map((t) => { const C = CLONE[q ? 'quick' : 'full'][t]; return `${t}: ${C.demos - C.daggerRounds * C.daggerEpisodes} episodes + ${C.daggerRounds} x ${C.daggerEpisodes}, ${C.bcEpochs} epochs, ${results.get(t)!.demoSteps} labelled steps, final loss ${fmt(results.get(t)!.bcLoss, 2)}`; }).join('; ')}) from the training seeds of an (instruction, target region) split; a 5-member world model pretrained on ${P.wmEpisodes} nominal exploratory episodes (validation MSE ${TASKS.map((t) => fmt(results.get(t)!.wmValMse, 2)).join(' / ')}), not refitted (the robot's recorded rewards are its sparse success).`,
+    `Robot = the sim under the gap profile, reporting only sparse success; ${S}x${S} top camera. Per task: a VLA (conv 8-16, 32 image features, 16-d word embeddings, MLP 64x64) behaviour-cloned from demonstrations recorded on the gap robot by the task's robust demonstrator (the expert with a Smith predictor over the declared ${LATENCY}-step latency and online-identified actuation gain), as teleoperated demonstrations are recorded on the robot: noise-injected demonstrations, then DAgger rounds (${TASKS.map((t) => { const C = CLONE[q ? 'quick' : 'full'][t]; return `${t}: ${C.demos - C.daggerRounds * C.daggerEpisodes} episodes + ${C.daggerRounds} x ${C.daggerEpisodes}, ${C.bcEpochs} epochs, ${results.get(t)!.demoSteps} labelled steps, final loss ${fmt(results.get(t)!.bcLoss, 2)}`; }).join('; ')}) from the training seeds of an (instruction, target region) split; a 5-member world model pretrained on ${P.wmEpisodes} nominal exploratory episodes (validation MSE ${TASKS.map((t) => fmt(results.get(t)!.wmValMse, 2)).join(' / ')}), not refitted (the robot's recorded rewards are its sparse success).`,
     `RL: ${P.updates} update${P.updates === 1 ? '' : 's'} of ${P.prompts} prompts x ${P.groupSize} rollouts from the split's training seeds; imagined rollouts see the digital twin's renders of predicted states; sparse only = standard GRPO on 1 group per update for exactly WMRL's anchor episodes. Success = mean action on ${n} held-out start states and ${n} held-out combinations per task, one seed.`,
     ...perTask,
     `Mean over the tasks on held-out states: behaviour cloning ${pct(mean(states('bc')))}, sparse only ${pct(mean(states('sparse_only')))}, dense only ${pct(mean(states('dense_only')))}, WMRL ${pct(mean(states('wmrl')))} (held-out combinations: ${ROWS.map((row) => pct(mean(combos(row)))).join(', ')}).`,
@@ -336,6 +358,7 @@ export async function run(o: BenchOptions): Promise<BenchReport> {
   };
   for (const row of ROWS) result[`${row}_combinations`] = mean(combos(row));
   result.expert_gap = mean(TASKS.map((t) => results.get(t)!.expert.heldOutStates));
+  result.demonstrator_gap = mean(TASKS.map((t) => results.get(t)!.demonstrator.heldOutStates));
   return {
     title: 'VLA post-training on the gap robot: behaviour cloning, sparse-only RL, dense-only RL, WMRL',
     summary,

@@ -46,9 +46,9 @@ program
 program
   .command('drive')
   .summary('run a policy on a robot through the safety layer, recording every episode')
-  .usage('--robot YAML|sim:TASK[:PROFILE] [--policy expert|hold|FILE.onnx] [--episodes N] [--steps N] [--store DB] [--policy-version V] [--fast]')
+  .usage('--robot YAML|sim:TASK[:PROFILE] [--policy expert|demonstrator|hold|FILE.onnx] [--episodes N] [--steps N] [--store DB] [--policy-version V] [--fast]')
   .requiredOption('--robot <R>', 'a robot YAML file, or sim:TASK[:PROFILE] for the in-process sim')
-  .option('--policy <P>', "expert (the sim's scripted demonstrator), hold, or a policy .onnx", 'expert')
+  .option('--policy <P>', "expert (the sim's scripted expert), demonstrator (the expert made robust to the profile's latency and actuation), hold, or a policy .onnx", 'expert')
   .option('--episodes <N>', 'episodes to record', positive('--episodes'), 1)
   .option('--steps <N>', "steps per episode (default: the task's horizon on the sim, 500 on a robot)", positive('--steps'))
   .option('--store <DB>', 'episode store', 'data/episodes.db')

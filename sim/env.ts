@@ -6,7 +6,7 @@ import { Rng } from './rng.js';
 import { defaultView, renderImage, type CameraView } from './render.js';
 import { sceneStatic, bodyPoses, type SceneStatic } from './scene.js';
 import { jointUnit, type BoundTask, type TaskDef } from './task.js';
-import type { BoxSpace, Env, EnvState, Expert, Obs, ObservationSpace, SimRobotLayout, StepResult } from './types.js';
+import type { BoxSpace, Demonstrator, DemonstratorOptions, Env, EnvState, Expert, Obs, ObservationSpace, SimRobotLayout, StepResult } from './types.js';
 
 export interface EnvOptions {
   seed?: number;
@@ -207,6 +207,12 @@ export class MjEnv implements Env {
 
   expert(): Expert {
     return this.bound.expert();
+  }
+
+  demonstrator(o: DemonstratorOptions): Demonstrator {
+    if (!this.bound.demonstrator) throw new Error(`${this.task}: the task has no robust demonstrator (only its scripted expert); tasks with one: reach, push`);
+    if (!(Number.isInteger(o.latencySteps) && o.latencySteps >= 0)) throw new Error(`${this.task}: demonstrator latencySteps must be a whole number >= 0, got ${o.latencySteps}`);
+    return this.bound.demonstrator({ ...o, controlDt: 1 / this.spec.controlHz });
   }
 
   getState(): EnvState {

@@ -3,7 +3,7 @@
 import type { JointUnit, ObservationLayout } from '../common/layout.js';
 import type { SimData, SimModel } from './mujoco.js';
 import type { Rng } from './rng.js';
-import type { Obs } from './types.js';
+import type { Demonstrator, DemonstratorOptions, Obs } from './types.js';
 
 export interface TaskDef {
   name: string;
@@ -45,6 +45,8 @@ export interface BoundTask {
   evaluate(data: SimData, goal: number, action: Float32Array): { reward: number; success: boolean };
   /** A scripted controller that reads only observations; fresh per episode. */
   expert(): { act(obs: Obs): Float32Array };
+  /** The expert made robust to the robot's latency and actuation (Env.demonstrator); `controlDt` in s. */
+  demonstrator?(o: DemonstratorOptions & { controlDt: number }): Demonstrator;
   /** Frees what bind() allocated in WASM memory (scratch data), when anything. */
   dispose?(): void;
 }

@@ -97,9 +97,30 @@ export interface Env extends Disposable {
   poses(): Float32Array;
   /** A scripted controller for demonstrations; fresh per episode. */
   expert(): Expert;
+  /**
+   * A demonstrator for this robot as it is (teleoperation's stand-in): the task's expert made robust to
+   * actuation latency and weak or heavy actuation, from the observations the robot reports; fresh per
+   * episode. Throws when the task has none.
+   */
+  demonstrator(o: DemonstratorOptions): Demonstrator;
   dispose(): void;
 }
 
 export interface Expert {
   act(obs: Obs): Float32Array;
+}
+
+/** What a demonstrator is told about the robot it drives: its actuation latency, measured (hardware/latency) or declared. */
+export interface DemonstratorOptions {
+  /** Control steps between a command and its reaching the actuators. */
+  latencySteps: number;
+}
+
+/**
+ * A closed-loop demonstrator: `act` reads only the observation; it predicts through the commands it believes
+ * are in flight, so when the robot executed another command than the one it returned (noise injected, a
+ * policy driving under DAgger), `executed` must tell it which, before the next `act`.
+ */
+export interface Demonstrator extends Expert {
+  executed(action: ArrayLike<number>): void;
 }

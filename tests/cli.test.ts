@@ -63,6 +63,19 @@ describe('wmrl drive and episodes', () => {
     expect(bad.stderr).toMatch(/no-such-id/);
   });
 
+  it('drive --policy demonstrator records the robust demonstrator on a gap sim robot, where the expert fails', () => {
+    const gapDb = join(dir, 'gap.db');
+    const successes = (policy: string) => {
+      const r = wmrl('drive', '--robot', 'sim:reach:gap', '--policy', policy, '--episodes', '4', '--fast', '--store', gapDb);
+      expect(r.status, r.stderr).toBe(0);
+      return Number(/success (\d)\/4/.exec(r.stdout)![1]);
+    };
+    const demo = successes('demonstrator'), expert = successes('expert');
+    expect(demo).toBeGreaterThanOrEqual(3);
+    expect(demo).toBeGreaterThan(expert);
+    expect(wmrl('episodes', 'list', '--store', gapDb).stdout).toMatch(/sim-reach-gap \(gap\)\s+policy demonstrator/);
+  });
+
   it('drive runs a robot YAML over rosbridge against the stand-in process, through the safety layer', async () => {
     const standIn = await spawnStandIn(['--task', 'reach']);
     try {
@@ -77,6 +90,9 @@ describe('wmrl drive and episodes', () => {
       const e = wmrl('drive', '--robot', robotFile, '--policy', 'expert', '--store', db);
       expect(e.status).toBe(1);
       expect(e.stderr).toMatch(/needs --robot sim:TASK/);
+      const d = wmrl('drive', '--robot', robotFile, '--policy', 'demonstrator', '--store', db);
+      expect(d.status).toBe(1);
+      expect(d.stderr).toMatch(/robust demonstrator; it needs --robot sim:TASK/);
     } finally {
       await standIn.stop();
     }

@@ -10,6 +10,7 @@ import { SimRobot } from '../../hardware/robots/sim.js';
 import { SafetyLayer, DEFAULT_SAFETY } from '../../hardware/safety.js';
 import { readOnnxInfo } from '../../nn/index.js';
 import { OnnxPolicy } from '../../policies/onnx-policy.js';
+import { loadProfile } from '../../sim/index.js';
 import { progressBar } from '../progress.js';
 import { printTable } from '../table.js';
 
@@ -39,6 +40,7 @@ export async function drive(values: DriveOptions): Promise<void> {
   const n = values.episodes;
   const isSim = values.robot.startsWith('sim:');
   if (values.policy === 'expert' && !isSim) throw new Error("--policy expert is the sim's scripted expert; it needs --robot sim:TASK");
+  if (values.policy === 'demonstrator' && !isSim) throw new Error("--policy demonstrator is the sim's robust demonstrator; it needs --robot sim:TASK[:PROFILE]");
 
   let robot: SafetyLayer;
   let sim: SimRobot | undefined;
@@ -62,7 +64,18 @@ async function driveEpisodes(robot: SafetyLayer, sim: SimRobot | undefined, prof
   const maxSteps = values.steps ?? sim?.env.horizon ?? 500;
 
   let policy: Policy;
-  if (values.policy === 'expert') {
+  if (values.policy === 'demonstrator') {
+    // told the actuation latency the robot's profile declares; the safety layer (maxDelta 2 on [-1, 1]) passes its commands unchanged
+    const latencySteps = loadProfile(profile).action_latency_steps;
+    let demo = sim!.env.demonstrator({ latencySteps });
+    let last = -1;
+    policy = () => {
+      const t = sim!.lastStep?.info.t ?? 0;
+      if (t === 0 && last !== 0) demo = sim!.env.demonstrator({ latencySteps }); // a fresh one per episode
+      last = t;
+      return demo.act(sim!.lastObs);
+    };
+  } else if (values.policy === 'expert') {
     let expert = sim!.env.expert();
     let last = -1;
     policy = () => {

@@ -4,8 +4,8 @@ import { fileURLToPath } from 'node:url';
 import type { SimData, SimModel } from '../mujoco.js';
 import type { Rng } from '../rng.js';
 import { argmaxFrom, type BoundTask, type TaskDef } from '../task.js';
-import type { Obs } from '../types.js';
-import { armLayout, armState, ik, pd } from './arm.js';
+import type { Demonstrator, Obs } from '../types.js';
+import { ActuationPredictor, armLayout, armState, ik, pd, tipOf } from './arm.js';
 import { COLOURS, spreadPoints } from './layout.js';
 
 const ASSETS = join(dirname(fileURLToPath(import.meta.url)), '..', 'assets', 'push');
@@ -110,12 +110,64 @@ export const push: TaskDef = {
         return { reward: -cubeToPad - 0.2 * tipToCube - 0.01 * effort + (success ? 1 : 0), success };
       },
       expert: () => pushExpert(G),
+      demonstrator: (o) => pushDemonstrator(G, o.latencySteps, o.controlDt),
     };
   },
 };
 
+/** How the push logic moves the arm: where it takes the tip to be, and the command towards a tip setpoint. */
+interface PushDrive {
+  /** Called first on every observation: the tip position the logic plans from. */
+  tip(s: Float32Array): [number, number];
+  command(s: Float32Array, sp: [number, number]): Float32Array;
+}
+
+/** The scripted expert's drive: the observed tip, a joint PD (kp 6, kd 0.4) on the observed joints. */
+const DIRECT: PushDrive = {
+  tip: (s) => [s[4]!, s[5]!],
+  command: (s, sp) => pd([s[0]!, s[1]!], [s[2]!, s[3]!], ik(sp[0], sp[1], s[1]!), 6, 0.4),
+};
+
+/** Actuation gain (rad/s² per unit command) the demonstrator's gains are designed for, and its first guess. */
+const PUSH_B_REF = 80;
+
+/**
+ * The demonstrator's drive: the tip and joints the ActuationPredictor expects when this command takes effect,
+ * a joint PD on them (kp 6, kd 0.15: less damping, which a delayed velocity turns against the motion) scaled
+ * by the identified actuation gain.
+ */
+function predictiveDrive(latency: number, dt: number): PushDrive & { executed(a: ArrayLike<number>): void } {
+  const pr = new ActuationPredictor(2, latency, dt, PUSH_B_REF / 2, PUSH_B_REF);
+  let pred = { q: [0, 0], qd: [0, 0] };
+  const clip = (v: number) => Math.max(-1, Math.min(1, v));
+  return {
+    tip(s) {
+      pr.observe([s[2]!, s[3]!]);
+      pred = pr.predict([s[0]!, s[1]!], [s[2]!, s[3]!]);
+      return tipOf(pred.q[0]!, pred.q[1]!);
+    },
+    command(_s, sp) {
+      const [q0, q1] = pred.q as [number, number];
+      const t = ik(sp[0], sp[1], q1);
+      const e0 = Math.atan2(Math.sin(t[0] - q0), Math.cos(t[0] - q0)), e1 = t[1] - q1;
+      const a = Float32Array.of(clip(pr.scale(0) * (6 * e0 - 0.15 * pred.qd[0]!)), clip(pr.scale(1) * (6 * e1 - 0.15 * pred.qd[1]!)));
+      pr.record(a);
+      return a;
+    },
+    executed(a) {
+      pr.record(a, true);
+    },
+  };
+}
+
+function pushDemonstrator(G: number, latency: number, dt: number): Demonstrator {
+  const drive = predictiveDrive(latency, dt);
+  const logic = pushExpert(G, drive);
+  return { act: (obs) => logic.act(obs), executed: (a) => drive.executed(a) };
+}
+
 /** Get behind the cube on the line from the pad through it, then push along that line; re-approach on drift. */
-function pushExpert(G: number) {
+function pushExpert(G: number, drive: PushDrive = DIRECT) {
   let phase: 'approach' | 'push' = 'approach';
   let sp: [number, number] | undefined; // Cartesian setpoint, moved at bounded speed so paths stay near-straight
   const BEHIND = CUBE + FINGER + 0.016;
@@ -123,7 +175,7 @@ function pushExpert(G: number) {
     act(obs: Obs): Float32Array {
       const s = obs.state;
       const g = argmaxFrom(s, G, 3);
-      const tip: [number, number] = [s[4]!, s[5]!];
+      const tip = drive.tip(s);
       const c: [number, number] = [s[6]!, s[7]!];
       const pad: [number, number] = [s[10 + 2 * g]!, s[11 + 2 * g]!];
       sp ??= tip;
@@ -161,7 +213,7 @@ function pushExpert(G: number) {
       // keep the setpoint near the real tip so a blocked arm does not wind up
       const lag = Math.hypot(sp[0] - tip[0], sp[1] - tip[1]);
       if (lag > 0.04) sp = [tip[0] + ((sp[0] - tip[0]) * 0.04) / lag, tip[1] + ((sp[1] - tip[1]) * 0.04) / lag];
-      return pd([s[0]!, s[1]!], [s[2]!, s[3]!], ik(sp[0], sp[1], s[1]!), 6, 0.4);
+      return drive.command(s, sp);
     },
   };
 }

@@ -4,8 +4,8 @@ import { fileURLToPath } from 'node:url';
 import type { SimData, SimModel } from '../mujoco.js';
 import type { Rng } from '../rng.js';
 import { type BoundTask, type TaskDef } from '../task.js';
-import type { Obs } from '../types.js';
-import { armLayout, armState, dlsReach, tipVelocity } from './arm.js';
+import type { Demonstrator, Obs } from '../types.js';
+import { ActuationPredictor, armLayout, armState, dlsReach, dlsStep, tipOf, tipVelocity } from './arm.js';
 import { COLOURS, spreadPoints } from './layout.js';
 
 const ASSETS = join(dirname(fileURLToPath(import.meta.url)), '..', 'assets', 'reach');
@@ -89,6 +89,36 @@ export const reach: TaskDef = {
           return dlsReach(s[0]!, s[1]!, s[2]!, s[3]!, s[15]!, s[16]!, 6, 0.4);
         },
       }),
+      demonstrator: (o) => reachDemonstrator(o.latencySteps, o.controlDt),
     };
   },
 };
+
+/** Actuation gain (rad/s² per unit command) the demonstrator's gains are designed for, and its first guess. */
+const REACH_B_REF = 40;
+
+/**
+ * The expert's damped-least-squares reach, driven through an ActuationPredictor: it steers the tip the
+ * predictor expects when this command takes effect towards the goal (observed tip + observed goal offset),
+ * with the joint PD scaled by the identified actuation gain.
+ */
+function reachDemonstrator(latency: number, dt: number): Demonstrator {
+  const pr = new ActuationPredictor(2, latency, dt, REACH_B_REF, REACH_B_REF);
+  const KP = 6, KD = 0.4;
+  return {
+    act(obs: Obs): Float32Array {
+      const s = obs.state;
+      pr.observe([s[2]!, s[3]!]);
+      const { q, qd } = pr.predict([s[0]!, s[1]!], [s[2]!, s[3]!]);
+      const tip = tipOf(q[0]!, q[1]!);
+      const dq = dlsStep(q[0]!, q[1]!, s[4]! + s[15]! - tip[0], s[5]! + s[16]! - tip[1]);
+      const clip = (x: number) => Math.max(-1, Math.min(1, x));
+      const a = Float32Array.of(clip(pr.scale(0) * (KP * dq[0] - KD * qd[0]!)), clip(pr.scale(1) * (KP * dq[1] - KD * qd[1]!)));
+      pr.record(a);
+      return a;
+    },
+    executed(action: ArrayLike<number>): void {
+      pr.record(action, true);
+    },
+  };
+}
