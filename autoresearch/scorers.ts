@@ -5,7 +5,8 @@ import type { Score } from '../wmrl/advantages.js';
 import type { WorldModelScorer, WorldModelScores } from '../wmrl/corrector.js';
 import type { TrustedScorer } from '../wmrl/trusted.js';
 import type { ResearchRollout } from './agent.js';
-import type { EnsembleOutcomeModel } from './outcome-model.js';
+import type { Rng } from '../nn/rng.js';
+import type { OutcomeModel } from './outcome-model.js';
 import type { Executor } from './sandbox.js';
 import { execute, type Executed, type ResearchTask } from './task.js';
 
@@ -38,17 +39,35 @@ export class SandboxScorer implements TrustedScorer<ResearchRollout> {
   }
 }
 
-/** The outcome model's predictions as world-model scores, with its ensemble variance. */
+/**
+ * The outcome model's predictions as world-model scores, with its epistemic variance. With
+ * `thompson` each step's scores are one joint draw from the model's posterior instead of its mean:
+ * where the model is unsure, the draws disagree from step to step, so the policy keeps trying
+ * those fields' choices (and its anchors execute them) instead of settling on the mean's argmax.
+ */
 export class OutcomeScorer implements WorldModelScorer<ResearchRollout> {
-  constructor(private readonly model: EnsembleOutcomeModel, private readonly features: (r: ResearchRollout) => Float32Array) {}
+  constructor(
+    private readonly model: OutcomeModel,
+    private readonly features: (r: ResearchRollout) => Float32Array,
+    /** Thompson sampling with this rng: each step's scores are one joint posterior draw. */
+    private readonly thompson: Rng | null = null,
+  ) {
+    if (thompson && !model.sample) throw new Error('thompson sampling needs an outcome model with a posterior (sample)');
+  }
 
   async score(groups: ReadonlyArray<readonly ResearchRollout[]>): Promise<WorldModelScores[]> {
     const flat = groups.flat();
-    const pred = await this.model.predict(flat.map(this.features));
+    const x = flat.map(this.features);
+    const pred = await this.model.predict(x);
+    const drawn = this.thompson ? await this.model.sample!(x, this.thompson) : null;
     let k = 0;
     return groups.map((g) => {
+      const at = k;
       const p = pred.slice(k, (k += g.length));
-      return { scores: p.map((q) => q.mean), variance: p.map((q) => q.variance) };
+      return {
+        scores: p.map((q, i) => (drawn ? drawn[at + i]! : q.mean)),
+        variance: p.map((q) => q.variance),
+      };
     });
   }
 }

@@ -5,7 +5,7 @@
 import { Rng } from '../nn/rng.js';
 import { Corrector, correctorConfig, type CorrectorOverrides } from '../wmrl/corrector.js';
 import { ProposalPolicy, type ResearchRollout } from './agent.js';
-import { DEFAULT_OUTCOME_CONFIG, EnsembleOutcomeModel, structuredDim, structuredFeatures, type OutcomeModelConfig } from './outcome-model.js';
+import { DEFAULT_GP_CONFIG, DEFAULT_OUTCOME_CONFIG, EnsembleOutcomeModel, GpOutcomeModel, ordinalDim, ordinalFeatures, structuredDim, structuredFeatures, type GpOutcomeConfig, type OutcomeModel, type OutcomeModelConfig } from './outcome-model.js';
 import { OutcomeScorer, SandboxScorer } from './scorers.js';
 import { randomProposal } from './task.js';
 import type { ResearchStepLog, ResearchTrainArgs, ResearchTrainResult } from './train_standard.js';
@@ -17,7 +17,21 @@ export interface WmrlResearchArgs extends ResearchTrainArgs {
   corrector: CorrectorOverrides;
   /** Random proposals executed before training, the outcome model's first data. */
   warmup: number;
+  /**
+   * The outcome world model: 'gp' (default: a Gaussian process, data-efficient from a handful of
+   * executions) or 'ensemble' (MLP ensemble), and its config.
+   */
+  outcomeModel?: 'gp' | 'ensemble';
   outcome?: Partial<OutcomeModelConfig>;
+  gp?: Partial<GpOutcomeConfig>;
+  /** Proposal features: 'ordinal' (default: one-hot + thermometer code) or 'structured' (one-hot + ordinal position). */
+  features?: 'structured' | 'ordinal';
+  /**
+   * World-model scores are one joint posterior draw per step (Thompson sampling), not the mean;
+   * default on with the gp, which alone supports it. Keeps the policy trying what the model is
+   * unsure of until anchors settle it, instead of collapsing onto the first data's argmax.
+   */
+  thompson?: boolean;
 }
 
 export async function trainWmrl(args: WmrlResearchArgs): Promise<ResearchTrainResult> {
@@ -26,13 +40,16 @@ export async function trainWmrl(args: WmrlResearchArgs): Promise<ResearchTrainRe
 
   // ---- real execution, the outcome world model and the correction core -----------------------
   const real = new SandboxScorer(args.executor, args.task);
-  const dim = structuredDim(args.task.fields) + contexts.length;
+  const ordinal = (args.features ?? 'ordinal') === 'ordinal';
+  const dim = (ordinal ? ordinalDim(args.task.fields) : structuredDim(args.task.fields)) + contexts.length;
   const features = (r: ResearchRollout): Float32Array => {
-    const f = structuredFeatures(args.task.fields, r.proposal, new Float32Array(dim));
+    const f = (ordinal ? ordinalFeatures : structuredFeatures)(args.task.fields, r.proposal, new Float32Array(dim));
     f[dim - contexts.length + contexts.indexOf(r.context)] = 1;
     return f;
   };
-  const model = new EnsembleOutcomeModel(dim, { ...DEFAULT_OUTCOME_CONFIG, seed: args.seed, ...args.outcome });
+  const model: OutcomeModel = (args.outcomeModel ?? 'gp') === 'gp'
+    ? new GpOutcomeModel(dim, { ...DEFAULT_GP_CONFIG, ...args.gp })
+    : new EnsembleOutcomeModel(dim, { ...DEFAULT_OUTCOME_CONFIG, seed: args.seed, ...args.outcome });
   const learn = async () => {
     const done = real.takeExecuted().filter((e) => e.result.score !== null);
     if (done.length === 0) return;
@@ -41,7 +58,7 @@ export async function trainWmrl(args: WmrlResearchArgs): Promise<ResearchTrainRe
   };
   const corrector = new Corrector<ResearchRollout>(
     correctorConfig({ ...args.corrector, anchors: { maxInFlight: args.executor.capacity, ...args.corrector.anchors }, seed: args.seed }),
-    new OutcomeScorer(model, features),
+    new OutcomeScorer(model, features, (args.thompson ?? model.sample !== undefined) ? new Rng(args.seed * 104729 + 3) : null),
     real,
     // A proposal that crashes or times out comes back unscored (null); an exception is a broken sandbox and stops the run.
     { contextOf: (g) => g[0]!.context },
