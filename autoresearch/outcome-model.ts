@@ -156,13 +156,10 @@ export class EnsembleOutcomeModel implements OutcomeModel {
 
   /** Adds executed results: features (length dim each) and their real scores. */
   observe(features: readonly Float32Array[], scores: readonly number[]): void {
-    if (features.length !== scores.length) throw new Error(`outcome model: ${features.length} feature rows for ${scores.length} scores`);
+    checkObservations(features, scores, this.dim);
     features.forEach((x, i) => {
-      if (x.length !== this.dim) throw new Error(`outcome model: feature row has ${x.length} values, expected ${this.dim}`);
-      const y = scores[i]!;
-      if (!Number.isFinite(y)) throw new Error(`outcome model: score ${y} is not finite`);
       this.xs.push(x);
-      this.ys.push(y);
+      this.ys.push(scores[i]!);
       this.ws.push(Float32Array.from({ length: this.cfg.members }, () => this.poisson1()));
     });
     const over = this.ys.length - this.cfg.bufferCap;
@@ -358,13 +355,10 @@ export class GpOutcomeModel implements OutcomeModel {
   }
 
   observe(features: readonly Float32Array[], scores: readonly number[]): void {
-    if (features.length !== scores.length) throw new Error(`outcome model: ${features.length} feature rows for ${scores.length} scores`);
+    checkObservations(features, scores, this.dim);
     features.forEach((x, i) => {
-      if (x.length !== this.dim) throw new Error(`outcome model: feature row has ${x.length} values, expected ${this.dim}`);
-      const y = scores[i]!;
-      if (!Number.isFinite(y)) throw new Error(`outcome model: score ${y} is not finite`);
       this.xs.push(x);
-      this.ys.push(y);
+      this.ys.push(scores[i]!);
     });
     const over = this.ys.length - this.cfg.bufferCap;
     if (over > 0) {
@@ -476,4 +470,13 @@ export class GpOutcomeModel implements OutcomeModel {
   }
 
   async release(): Promise<void> {}
+}
+
+/** Throws, naming the problem, unless every feature row has `dim` values and its score is finite (both models observe through it). */
+function checkObservations(features: readonly Float32Array[], scores: readonly number[], dim: number): void {
+  if (features.length !== scores.length) throw new Error(`outcome model: ${features.length} feature rows for ${scores.length} scores`);
+  features.forEach((x, i) => {
+    if (x.length !== dim) throw new Error(`outcome model: feature row has ${x.length} values, expected ${dim}`);
+    if (!Number.isFinite(scores[i]!)) throw new Error(`outcome model: score ${scores[i]} is not finite`);
+  });
 }
