@@ -8,22 +8,12 @@ import { describe, expect, it } from 'vitest';
 import * as nn from '../nn/index.js';
 import { CONTEXT_NAMES, CONTEXT_PARAMS, NOMINAL, exploratoryEpisodes, profileContext, randomProfile } from '../sim/index.js';
 import { EnsembleModel, ModelEnv, TransitionBuffer, concatTransitions, identifyContext, repeatContext, selectTransitions, type GraphPolicy } from '../worldmodel/index.js';
+import { delayedEpisodes } from './helpers/delayed-system.js';
 import { onnxCheck } from './helpers/onnx-check.js';
 
-/** x' = x + g·a with reward −|x'|: the gain g is the system's context (as log g). */
-function gainEpisodes(n: number, T: number, seed: number, gain: number) {
-  const rng = new nn.Rng(seed);
-  return Array.from({ length: n }, () => {
-    const states = new Float32Array(T + 1), actions = new Float32Array(T), rewards = new Float32Array(T);
-    states[0] = rng.uniform(-1, 1);
-    for (let t = 0; t < T; t++) {
-      actions[t] = rng.uniform(-1, 1);
-      states[t + 1] = states[t]! + gain * actions[t]! + 0.01 * rng.normal();
-      rewards[t] = -Math.abs(states[t + 1]!);
-    }
-    return { states, actions, rewards, success: new Float32Array(T), context: Float32Array.of(Math.log(gain)) };
-  });
-}
+/** x' = x + g·a + 0.01·noise with reward −|x'| (tests/helpers/delayed-system.ts, no delay): the gain g is the system's context (as log g). */
+const gainEpisodes = (n: number, T: number, seed: number, gain: number) =>
+  delayedEpisodes(n, T, seed, 0, { gain, noise: 0.01 }).map((e) => ({ ...e, context: Float32Array.of(Math.log(gain)) }));
 
 const GAINS = [0.15, 0.25, 0.4, 0.6, 0.9];
 
