@@ -155,9 +155,10 @@ program
 program
   .command('bench')
   .summary('run a benchmark: prints a markdown table and a RESULT line (see README)')
-  .usage('<name> [--quick]')
-  .argument('<name>', 'sim, bridge, nn, wmrl-core, worldmodel, embodied, server, autoresearch, twin-gap')
+  .usage('<name> [--quick] [--all]')
+  .argument('<name>', 'sim, bridge, nn, wmrl-core, worldmodel, embodied, server, autoresearch, twin-gap, imagination, vla')
   .option('--quick', 'under a minute, prints only', false)
+  .option('--all', 'every task the benchmark knows (embodied: push beside reach)', false)
   .action(async (name, o) => (await import('./commands/bench.js')).bench(name, o));
 
 program

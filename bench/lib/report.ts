@@ -5,6 +5,8 @@ import { fileURLToPath } from 'node:url';
 
 export interface BenchOptions {
   quick: boolean;
+  /** `--all`: every task a benchmark knows, where it runs one by default (embodied: push beside reach). */
+  all: boolean;
   /** Progress line sink; the harness draws it as a bar on a TTY. */
   progress: (done: number, total: number, label: string) => void;
 }
