@@ -87,9 +87,12 @@ interface TaskRun {
   trainingTps: number;
   imagineRollouts: number;
   horizon: number;
+  /** Wall-clock minutes of this task's whole run (pretraining, every variant and seed, the throughput measurement). */
+  wallMinutes: number;
 }
 
 async function runTask(task: string, o: BenchOptions, step: (label: string, advance?: boolean) => void): Promise<TaskRun> {
+  const wall0 = performance.now();
   const q = o.quick;
   const seeds = q ? [0] : [0, 1, 2];
   const updates = q ? 3 : 20;
@@ -173,6 +176,7 @@ async function runTask(task: string, o: BenchOptions, step: (label: string, adva
   return {
     task, seeds, updates, evalEpisodes, prompts: cfg.prompts, groupSize: cfg.groupSize, variants: VARIANTS, curves,
     imagineTps: median(ims), simSps: median(sims), trainingTps: imagineSeconds > 0 ? imagined / imagineSeconds : 0, imagineRollouts: N, horizon: H,
+    wallMinutes: (performance.now() - wall0) / 60_000,
   };
 }
 
@@ -223,18 +227,21 @@ function summarize(t: TaskRun, named: boolean) {
     return `${word} (${d >= 0 ? '+' : ''}${fmt(d, 2)}, two standard errors ${fmt(se, 2)})`;
   };
   const verdict = (a: string, b: string) => verdictOf(med(a), med(b));
-  const ablations = names.filter((n) => n !== 'full' && VARIANTS[n]!.corrector !== 'standard');
+  // The ablations: full WMRL with a part taken out (active anchors is a variant of full WMRL, not an ablation).
+  const ablations = ['pure_wm', 'debias', 'denoise'];
   const below = ablations.filter((n) => med(n) > med('full'));
   const summary = [
     `Task ${task}; robot = the sim under the gap profile; world model pretrained on ${DEFAULT_PRETRAIN.wmRandomize > 0 ? `sim data under randomized profiles (context parameters in [1/${DEFAULT_PRETRAIN.wmRandomize}, ${DEFAULT_PRETRAIN.wmRandomize}]), the robot's context identified from the anchors` : 'nominal sim data'}; ${seeds.length} seed(s), ${updates} updates; standard GRPO runs ${t.prompts} prompts × ${t.groupSize} rollouts on the robot per update, the WMRL variants imagine ${VARIANTS.full!.prompts} prompts × ${t.groupSize} rollouts per update and run ${ANCHORS_PER_UPDATE} anchor group(s) per update on average on the robot; true success = mean action on ${evalEpisodes} held-out start states.`,
     `Median success after ${updates} updates: full WMRL ${fmt(med('full'))}, standard GRPO ${fmt(med('standard'))}, pure world model ${fmt(med('pure_wm'))} (behaviour-cloned start ${fmt(median(starts))}); one evaluation's binomial standard error at the median is ±${fmt(Math.sqrt(Math.max(med('full'), 1 / evalEpisodes) * (1 - med('full')) / evalEpisodes), 2)}.`,
     `After the same number of updates full WMRL is ${verdict('full', 'standard')} standard GRPO, having spent ${fmt(median(hoursOf('full').map((h, i) => h / hoursOf('standard')[i]!)), 2)} of its robot-hours; pure world model is ${verdict('pure_wm', 'full')} full WMRL.`,
     `Full WMRL against each ablation after ${updates} updates: ${ablations.map((n) => `${VARIANTS[n]!.label} ${fmt(med(n))} (full ${verdict('full', n)})`).join('; ')}; ${below.length === 0 ? 'full WMRL is at or above every ablation' : `${below.map((n) => VARIANTS[n]!.label).join(', ')} above full WMRL`}.`,
+    `Anchor weight (Inverse-Variance Denoising; 1 = anchors not up-weighted) after ${updates} updates, per seed: full WMRL ${curves.full!.map((c) => fmt(c.rows[updates - 1]!.anchorWeight ?? 1, 2)).join(' / ')}, + denoise ${curves.denoise!.map((c) => fmt(c.rows[updates - 1]!.anchorWeight ?? 1, 2)).join(' / ')} (with the map on, the denoiser measures the world model's disagreement only once the map is fitted, at ${(DEFAULT_WMRL.corrector as CorrectorConfig).debias ? ((DEFAULT_WMRL.corrector as CorrectorConfig).debias as { minPairs: number }).minPairs : 0} anchor pairs).`,
     `Standard GRPO on one group per update (${fmt(median(hoursOf('anchors_only')), 3)} robot-hours, ${fmt(median(hoursOf('anchors_only').map((h, i) => h / hoursOf('full')[i]!)), 2)}× full WMRL's) reaches ${fmt(med('anchors_only'))}; full WMRL is ${verdict('full', 'anchors_only')} it: this is what the imagined groups add beyond the anchors.`,
     speedup === null
       ? `Robot-time speedup: not defined — standard GRPO did not improve on the behaviour-cloned start on any seed (start ${starts.map((x) => fmt(x, 2)).join(' / ')}, final ${stdFinal.map((x) => fmt(x, 2)).join(' / ')}).`
       : `Robot-time speedup of full WMRL to standard GRPO's final success, both read where their curves first reach it, median over the ${defined.length} seed(s) where standard improved on the start: ${fmt(speedup)} (per seed ${speedups.map((x) => (x === null ? 'n/a' : fmt(x, 3))).join(' / ')})${defined.some((x) => x === 0) ? ` (not reached on ${defined.filter((x) => x === 0).length}, counted as 0)` : ''}` +
         (stdGain <= stdGainSe2 ? `; standard GRPO's own gain over the start (${fmt(stdGain, 2)}) is within two standard errors (${fmt(stdGainSe2, 2)}), so this ratio measures noise, not a speedup.` : '.'),
+    `The whole ${task} run (pretraining, ${names.length} variants × ${seeds.length} seed(s), this measurement) took ${fmt(t.wallMinutes, 3)} minutes of wall-clock.`,
     `One WMRL update's imagination (${t.imagineRollouts} rollouts × ${t.horizon} steps, policy + ensemble fused) ran at ${fmt(t.imagineTps, 4)} transitions/s against ${fmt(t.simSps, 4)} raw MuJoCo control steps/s, measured alternately: ${fmt(t.imagineTps / t.simSps)}× (during the training runs, under their varying load: ${fmt(t.trainingTps, 4)} transitions/s).`,
   ];
   const result: Record<string, number | string> = {
@@ -246,6 +253,7 @@ function summarize(t: TaskRun, named: boolean) {
     final_success_debias_only: med('debias'),
     final_success_denoise_only: med('denoise'),
     final_success_anchors_only: med('anchors_only'),
+    wall_min: t.wallMinutes,
     robot_hours_ratio: median(hoursOf('full').map((h, i) => h / hoursOf('standard')[i]!)),
     imagine_tps: t.imagineTps,
     imagine_tps_training: t.trainingTps,

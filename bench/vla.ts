@@ -39,7 +39,7 @@ const TASKS = ['reach', 'push'] as const;
  * Behaviour cloning per task (expert episodes, of which the last rounds x episodes are DAgger's; epochs of the
  * first fit): reach's hold-within-3-cm success needs the longer fit; push's 300-step episodes give more steps each.
  */
-const CLONE = {
+export const CLONE = {
   full: { reach: { demos: 80, daggerRounds: 2, daggerEpisodes: 15, bcEpochs: 60 }, push: { demos: 40, daggerRounds: 2, daggerEpisodes: 8, bcEpochs: 30 } },
   quick: { reach: { demos: 4, daggerRounds: 1, daggerEpisodes: 1, bcEpochs: 3 }, push: { demos: 4, daggerRounds: 1, daggerEpisodes: 1, bcEpochs: 3 } },
 };
@@ -54,7 +54,7 @@ const LABEL: Record<Row, string> = {
 };
 
 /** Prompt k of a run = the k-th training seed of the split (never a held-out combination, never an evaluation seed). */
-class SplitPrompts implements PromptSource {
+export class SplitPrompts implements PromptSource {
   constructor(private readonly sim: SimPrompts, private readonly seeds: readonly number[], private readonly k0: number) {}
 
   get(k: number): Prompt {
@@ -65,7 +65,7 @@ class SplitPrompts implements PromptSource {
 }
 
 /** The robot as the recipe has it: its only score is sparse success (reward 1 on the step that succeeds, else 0). */
-function sparse(t: ClosableTarget): ClosableTarget {
+export function sparse(t: ClosableTarget): ClosableTarget {
   return { ...t, outcome: async () => { const s = await t.outcome(); return { ...s, reward: s.success ? 1 : 0 }; } };
 }
 
@@ -77,7 +77,7 @@ function sparse(t: ClosableTarget): ClosableTarget {
  * follows the robot), bounded to the action range the VLA's mean lives in, with the camera image and
  * instruction it was taken on. Also counts how many round-0 demonstrations succeeded.
  */
-async function cloneVla(make: (obsMean: number[], obsStd: number[]) => VlaPolicy, env: Env, latencySteps: number, seeds: readonly number[], rounds: number, episodesPerRound: number, epochs: number, onRound: (round: number) => void): Promise<{ vla: VlaPolicy; loss: number; steps: number; demoSuccess: number }> {
+export async function cloneVla(make: (obsMean: number[], obsStd: number[]) => VlaPolicy, env: Env, latencySteps: number, seeds: readonly number[], rounds: number, episodesPerRound: number, epochs: number, onRound: (round: number) => void): Promise<{ vla: VlaPolicy; loss: number; steps: number; demoSuccess: number }> {
   const rng = new Rng(17);
   const bound = (v: number) => Math.max(-1, Math.min(1, v));
   const obs: number[] = [], action: number[] = [], instructions: string[] = [], images: Uint8Array[] = [];

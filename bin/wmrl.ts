@@ -137,7 +137,7 @@ program
   .action(async (o) => (await import('./commands/bc.js')).bc(o));
 
 // `train` parses its own options (bin/commands/train.ts); commander passes them through untouched.
-const TRAIN_USAGE = 'train [--algo wmrl|standard] [--robot sim:TASK[:PROFILE]|ROBOT.yaml --task TASK] [--no-debias] [--no-denoise] [--pure-wm] [--anchors random|active] [--updates N] [--prompts B] [--group G] [--robots N] [--reset-seconds S] [--seed S] [--out DIR] [--resume] [--quick]';
+const TRAIN_USAGE = 'train [--algo wmrl|standard] [--robot sim:TASK[:PROFILE]|ROBOT.yaml --task TASK] [--no-debias] [--no-denoise] [--pure-wm] [--anchors random|active] [--updates N] [--prompts B] [--group G] [--imagine K] [--anchor-groups A] [--robots N] [--reset-seconds S] [--seed S] [--out DIR] [--resume] [--quick]';
 const TRAIN_SUMMARY = 'post-train a policy on a robot with WMRL (or the standard-GRPO baseline), export it as .onnx';
 program
   .command('train')

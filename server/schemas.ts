@@ -109,6 +109,8 @@ export const TrainerOptions = {
   updates: Type.Integer({ minimum: 1, maximum: 100000, default: 20, description: 'policy updates' }),
   prompts: Type.Integer({ minimum: 1, maximum: 1024, default: 8, description: 'prompts (groups) per update, B' }),
   group: Type.Integer({ minimum: 2, maximum: 256, default: 8, description: 'rollouts per prompt, G' }),
+  imagine: Type.Integer({ minimum: 1, maximum: 64, default: 1, description: 'WMRL: groups imagined per update, as a multiple of prompts (the groups standard GRPO executes): imagination costs compute, not robot time (bench embodied runs 4)' }),
+  anchorGroups: Type.Number({ minimum: 0, maximum: 1024, default: 1, description: 'WMRL: anchor groups run on the robot per update, on average (a fraction is rounded stochastically: 0.5 = one every other update, as bench embodied runs)' }),
   debias: Type.Boolean({ default: true, description: 'Online Debiasing (the isotonic map from world-model to real scores)' }),
   denoise: Type.Boolean({ default: true, description: 'Inverse-Variance Denoising (the anchor weight)' }),
   pureWm: Type.Boolean({ default: false, description: 'pure world model: no anchors, nothing runs on the robot (the ablation)' }),

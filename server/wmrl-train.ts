@@ -38,10 +38,17 @@ export const TRAIN_PG: PgConfig = { ...DEFAULT_PG_CONFIG, optimizer: { lr: 3e-4,
  * The Corrector as the trainer's options configure it (false: pure world model). `maxInFlight`: anchor groups
  * executed at once — one per robot, since a robot runs one episode at a time.
  */
-export function trainerCorrector(o: { pureWm: boolean; debias: boolean; denoise: boolean; anchors: 'random' | 'active'; seed: number }, maxInFlight?: number): CorrectorConfig | false {
+export function trainerCorrector(o: { pureWm: boolean; debias: boolean; denoise: boolean; anchors: 'random' | 'active'; seed: number; prompts: number; imagine: number; anchorGroups: number }, maxInFlight?: number): CorrectorConfig | false {
   if (o.pureWm) return false;
+  const groups = o.prompts * o.imagine;
+  if (o.anchorGroups > groups) throw new Error(`anchorGroups ${o.anchorGroups} is more than the ${groups} groups an update imagines (prompts ${o.prompts} x imagine ${o.imagine})`);
   return correctorConfig(
-    { ...(o.debias ? {} : { debias: false }), ...(o.denoise ? {} : { denoise: false }), anchors: { mode: o.anchors, ...(maxInFlight ? { maxInFlight } : {}) }, seed: o.seed },
+    {
+      ...(o.debias ? {} : { debias: false }), ...(o.denoise ? {} : { denoise: false }),
+      // anchorGroups of the update's groups on average; at least one every update where that is one or more.
+      anchors: { mode: o.anchors, fraction: o.anchorGroups / groups, floor: o.anchorGroups >= 1 ? 1 : 0, ...(maxInFlight ? { maxInFlight } : {}) },
+      seed: o.seed,
+    },
     DEFAULT_WMRL.corrector || undefined,
   );
 }
@@ -282,7 +289,7 @@ export const wmrlTrain: JobDefinition<typeof WmrlTrainOptions> = {
     // 2. WMRL post-training on the service's robot.
     const H = host.sim.env.horizon;
     const config = {
-      ...DEFAULT_WMRL, updates: o.updates, prompts: o.prompts, groupSize: o.group, evalEvery: 1, seed: o.seed,
+      ...DEFAULT_WMRL, updates: o.updates, prompts: o.prompts * o.imagine, groupSize: o.group, evalEvery: 1, seed: o.seed,
       corrector: trainerCorrector(o, 1), horizon: H,
     };
     using prompts = await SimPrompts.create(task);

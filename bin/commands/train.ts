@@ -30,6 +30,8 @@ interface TrainArgs {
   updates: number;
   prompts: number;
   group: number;
+  imagine: number;
+  anchorGroups: number;
   robots: number;
   resetSeconds: number;
   seed: number;
@@ -72,6 +74,8 @@ function parse(args: string[]): { a: TrainArgs; out: string; resume: boolean; gi
       updates: { type: 'string', default: byDefault('updates') },
       prompts: { type: 'string', default: byDefault('prompts') },
       group: { type: 'string', default: byDefault('group') },
+      imagine: { type: 'string', default: byDefault('imagine') },
+      'anchor-groups': { type: 'string', default: byDefault('anchorGroups') },
       robots: { type: 'string', default: '1' },
       'reset-seconds': { type: 'string', default: byDefault('resetSeconds') },
       seed: { type: 'string', default: byDefault('seed') },
@@ -84,7 +88,8 @@ function parse(args: string[]): { a: TrainArgs; out: string; resume: boolean; gi
   // With --resume only --updates may change (to extend a finished run).
   const given = args.filter((x) => x.startsWith('--') && !['--out', '--resume', '--updates'].includes(x.split('=')[0]!));
   if (values.algo !== 'wmrl' && values.algo !== 'standard') throw new Error(`--algo must be wmrl or standard, got '${values.algo}'`);
-  if (values.algo === 'standard' && (values['no-debias'] || values['no-denoise'] || values['pure-wm'])) throw new Error('--no-debias, --no-denoise and --pure-wm are WMRL options; --algo standard has no world model');
+  const wmrlOnly = ['--no-debias', '--no-denoise', '--pure-wm', '--imagine', '--anchor-groups'].filter((f) => args.some((x) => x.split('=')[0] === f));
+  if (values.algo === 'standard' && wmrlOnly.length) throw new Error(`${wmrlOnly.join(', ')}: WMRL options; --algo standard has no world model`);
   const sim = values.robot.startsWith('sim:');
   const [, simTask = '', profile = sim ? 'nominal' : 'real'] = sim ? values.robot.split(':') : [];
   const task = sim ? simTask : values.task;
@@ -93,9 +98,10 @@ function parse(args: string[]): { a: TrainArgs; out: string; resume: boolean; gi
   const out = values.out ?? join('runs', `${values.algo}-${new Date().toISOString().replace(/[:.]/g, '-')}`);
   const shared = {
     debias: !values['no-debias'], denoise: !values['no-denoise'], pureWm: values['pure-wm'], anchors: values.anchors as 'random' | 'active',
-    updates: Number(values.updates), prompts: Number(values.prompts), group: Number(values.group), resetSeconds: Number(values['reset-seconds']), seed: Number(values.seed), quick: values.quick,
+    updates: Number(values.updates), prompts: Number(values.prompts), group: Number(values.group), imagine: Number(values.imagine), anchorGroups: Number(values['anchor-groups']), resetSeconds: Number(values['reset-seconds']), seed: Number(values.seed), quick: values.quick,
   };
   checkShared(shared, values);
+  if (values.algo === 'wmrl' && !shared.pureWm && shared.anchorGroups > shared.prompts * shared.imagine) throw new Error(`--anchor-groups ${shared.anchorGroups}: more than the ${shared.prompts * shared.imagine} groups an update imagines (--prompts ${shared.prompts} x --imagine ${shared.imagine})`);
   const a: TrainArgs = { algo: values.algo, robot: values.robot, task, profile, robots: int('robots', values.robots), ...shared };
   return { a, out, resume: values.resume, given };
 }
@@ -108,7 +114,8 @@ export async function train(args: string[]): Promise<void> {
   if (resume) {
     if (!existsSync(cfgFile)) throw new Error(`--resume: ${out} has no config.json (not a run folder)`);
     if (parsed.given.length) throw new Error(`--resume continues the run as it was started; drop ${parsed.given.join(', ')}`);
-    a = { ...(JSON.parse(readFileSync(cfgFile, 'utf8')) as TrainArgs), ...(args.some((x) => x.split('=')[0] === '--updates') ? { updates: parsed.a.updates } : {}) };
+    // A run folder from before --imagine and --anchor-groups: one imagined group per prompt, one anchor group per update.
+    a = { imagine: 1, anchorGroups: 1, ...(JSON.parse(readFileSync(cfgFile, 'utf8')) as Omit<TrainArgs, 'imagine' | 'anchorGroups'> & Partial<TrainArgs>), ...(args.some((x) => x.split('=')[0] === '--updates') ? { updates: parsed.a.updates } : {}) };
     writeFileSync(cfgFile, JSON.stringify(a, null, 1));
   } else {
     if (existsSync(join(out, 'state.json'))) throw new Error(`${out} already holds a run: pass --resume to continue it, or another --out`);
@@ -140,7 +147,7 @@ export async function train(args: string[]): Promise<void> {
     } else {
       const corrector = trainerCorrector(a);
       rows = (await trainWmrl({
-        config: { ...DEFAULT_WMRL, ...common, corrector, horizon: target.maxSteps },
+        config: { ...DEFAULT_WMRL, ...common, prompts: a.prompts * a.imagine, corrector, horizon: target.maxSteps },
         policy: pre.policy, pg, model: pre.model, simData: pre.simData, target, prompts, evaluate, outDir: out, resume, hooks,
       })).rows;
     }

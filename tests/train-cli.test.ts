@@ -1,0 +1,47 @@
+// `wmrl train` through the real entry point: its flag checks, and a smoke run whose imagined groups per update
+// (--imagine) and anchor groups (--anchor-groups) are what the flags ask, ending in a policy `drive` runs.
+import { spawnSync } from 'node:child_process';
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+
+const dir = mkdtempSync(join(tmpdir(), 'wmrl-train-cli-'));
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
+const wmrl = (...args: string[]) => spawnSync(process.execPath, ['--import', 'tsx', 'bin/wmrl.ts', ...args], { encoding: 'utf8', timeout: 240_000 });
+
+describe('wmrl train', () => {
+  it('rejects bad flags with an error naming the flag, before any training', () => {
+    const cases: Array<[string[], RegExp]> = [
+      [['--algo', 'standard', '--imagine', '4'], /--imagine: WMRL options; --algo standard has no world model/],
+      [['--prompts', '2', '--anchor-groups', '3'], /--anchor-groups 3: more than the 2 groups an update imagines \(--prompts 2 x --imagine 1\)/],
+      [['--imagine', '0'], /--imagine: expected integer to be greater or equal to 1, got '0'/],
+      [['--anchor-groups=-1'], /--anchor-groups: expected number to be greater or equal to 0, got '-1'/],
+      [['--anchor-groups', 'half'], /--anchor-groups: expected number, got 'half'/],
+    ];
+    for (const [args, msg] of cases) {
+      const r = wmrl('train', ...args, '--out', join(dir, 'never'));
+      expect(r.status, args.join(' ')).toBe(1);
+      expect(r.stderr).toMatch(msg);
+    }
+    expect(existsSync(join(dir, 'never', 'state.json'))).toBe(false);
+  });
+
+  it('imagines --imagine x --prompts groups per update, runs --anchor-groups on the robot, and exports a policy drive runs', () => {
+    const out = join(dir, 'run');
+    const r = wmrl('train', '--quick', '--robot', 'sim:reach:gap', '--updates', '4', '--prompts', '2', '--group', '2', '--imagine', '3', '--anchor-groups', '0.5', '--seed', '1', '--out', out);
+    expect(r.status, r.stderr).toBe(0);
+    const rows = JSON.parse(readFileSync(join(out, 'history.json'), 'utf8')) as Array<{ groups: number; realGroups: number; robotEpisodes: number; imaginedTransitions: number }>;
+    expect(rows).toHaveLength(4);
+    for (const row of rows) {
+      expect(row.groups).toBe(6);
+      expect(row.imaginedTransitions).toBe(6 * 2 * 100);
+      expect(row.realGroups).toBeLessThanOrEqual(1);
+    }
+    // 0.5 anchor groups per update on average, none forced: over 4 updates between 0 and 4 groups of 2 episodes.
+    expect(rows.at(-1)!.robotEpisodes).toBe(2 * rows.reduce((a, x) => a + x.realGroups, 0));
+    expect(rows.at(-1)!.robotEpisodes).toBeLessThan(2 * 4);
+    const d = wmrl('drive', '--robot', 'sim:reach:gap', '--policy', join(out, 'policy.onnx'), '--episodes', '1', '--fast', '--store', join(dir, 'drive.db'));
+    expect(d.status, d.stderr).toBe(0);
+  });
+});
