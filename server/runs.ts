@@ -32,6 +32,8 @@ export interface JobDefinition<S extends TObject = TObject> {
   kind: string;
   description: string;
   options: S;
+  /** Checks across options the schema cannot state; the problem, named, or null. Runs before the run starts. */
+  check?(options: Static<S>): string | null;
   /**
    * Runs until done or until `ctx.signal` aborts; on abort it finishes the episode being recorded and
    * returns. Returns the path of its checkpoint (written at the end, aborted or not), or null.
@@ -90,6 +92,8 @@ export class RunManager {
     const options = Value.Default(job.options, structuredClone(given)) as Record<string, unknown>;
     const bad = [...Value.Errors(job.options, options)].map((e) => `options${e.path.replace(/\//g, '.')}: ${e.message}`);
     if (bad.length) throw new ApiError('WMRL_VALIDATION', bad.join('; '));
+    const problem = job.check?.(options as Static<typeof job.options>) ?? null;
+    if (problem) throw new ApiError('WMRL_VALIDATION', problem);
     const robotId = typeof options.robot === 'string' ? options.robot : null;
     const robot = robotId === null ? null : this.robot(robotId);
     if (robot?.run) throw new ApiError('WMRL_ROBOT_BUSY', `robot '${robotId}' is driven by run '${robot.run}'; stop it first`);

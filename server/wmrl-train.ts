@@ -38,10 +38,17 @@ export const TRAIN_PG: PgConfig = { ...DEFAULT_PG_CONFIG, optimizer: { lr: 3e-4,
  * The Corrector as the trainer's options configure it (false: pure world model). `maxInFlight`: anchor groups
  * executed at once — one per robot, since a robot runs one episode at a time.
  */
+/** What is wrong with a run's anchor groups per update against the groups it imagines, or null; names the option as the flag and as the job's key. */
+export function anchorGroupsProblem(o: { pureWm: boolean; prompts: number; imagine: number; anchorGroups: number }): string | null {
+  const groups = o.prompts * o.imagine;
+  return !o.pureWm && o.anchorGroups > groups ? `anchor groups per update (--anchor-groups, anchorGroups) ${o.anchorGroups}: more than the ${groups} groups an update imagines (prompts ${o.prompts} x imagine ${o.imagine})` : null;
+}
+
 export function trainerCorrector(o: { pureWm: boolean; debias: boolean; denoise: boolean; anchors: 'random' | 'active'; seed: number; prompts: number; imagine: number; anchorGroups: number }, maxInFlight?: number): CorrectorConfig | false {
   if (o.pureWm) return false;
+  const problem = anchorGroupsProblem(o);
+  if (problem) throw new Error(problem);
   const groups = o.prompts * o.imagine;
-  if (o.anchorGroups > groups) throw new Error(`anchorGroups ${o.anchorGroups} is more than the ${groups} groups an update imagines (prompts ${o.prompts} x imagine ${o.imagine})`);
   return correctorConfig(
     {
       ...(o.debias ? {} : { debias: false }), ...(o.denoise ? {} : { denoise: false }),
@@ -251,6 +258,7 @@ export const wmrlTrain: JobDefinition<typeof WmrlTrainOptions> = {
   description:
     "WMRL post-training on the robot's task: behaviour cloning and a world model pretrained on the nominal sim, then updates on groups imagined in the world model, corrected by anchor episodes on this robot (recorded, streamed with the world model's imagined rollouts); the policy goes into the policies as the run's id",
   options: WmrlTrainOptions,
+  check: anchorGroupsProblem,
   async run(o, ctx) {
     const host = ctx.robot(o.robot);
     ctx.claim(host);

@@ -64,6 +64,8 @@ describe('wmrl-train job: options on the route', () => {
       [{ robot: 'sim', pretrain: { layers: 3 } }, 'body.pretrain.layers: is not a known field'],
       [{ robot: 'sim', learningRate: 1 }, 'body.learningRate: is not a known field'],
       [{ updates: 2 }, 'body.robot: is required'],
+      // across options (the job's check): more anchor groups per update than the update imagines
+      [{ robot: 'sim', prompts: 2, anchorGroups: 3 }, 'anchor groups per update (--anchor-groups, anchorGroups) 3: more than the 2 groups an update imagines (prompts 2 x imagine 1)'],
     ];
     for (const [payload, message] of bad) {
       const r = await inject({ method: 'POST', url: '/api/runs/wmrl-train', payload });

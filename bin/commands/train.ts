@@ -9,7 +9,7 @@ import { Value } from '@sinclair/typebox/value';
 import { ClippedPolicyGradient } from '../../policies/pg.js';
 import { exportPolicy } from '../../policies/gaussian.js';
 import { TrainerOptions } from '../../server/schemas.js';
-import { QUICK_PRETRAIN, TRAIN_PG, trainerCorrector } from '../../server/wmrl-train.js';
+import { QUICK_PRETRAIN, TRAIN_PG, anchorGroupsProblem, trainerCorrector } from '../../server/wmrl-train.js';
 import { DEFAULT_PRETRAIN, SimPrompts, heldOutEvaluation, pretrain, simRobotTarget } from '../../wmrl/sim-setup.js';
 import { yamlRobotTarget } from '../../wmrl/robot-target.js';
 import { trainStandard } from '../../wmrl/train_standard.js';
@@ -101,7 +101,8 @@ function parse(args: string[]): { a: TrainArgs; out: string; resume: boolean; gi
     updates: Number(values.updates), prompts: Number(values.prompts), group: Number(values.group), imagine: Number(values.imagine), anchorGroups: Number(values['anchor-groups']), resetSeconds: Number(values['reset-seconds']), seed: Number(values.seed), quick: values.quick,
   };
   checkShared(shared, values);
-  if (values.algo === 'wmrl' && !shared.pureWm && shared.anchorGroups > shared.prompts * shared.imagine) throw new Error(`--anchor-groups ${shared.anchorGroups}: more than the ${shared.prompts * shared.imagine} groups an update imagines (--prompts ${shared.prompts} x --imagine ${shared.imagine})`);
+  const problem = values.algo === 'wmrl' ? anchorGroupsProblem(shared) : null;
+  if (problem) throw new Error(problem);
   const a: TrainArgs = { algo: values.algo, robot: values.robot, task, profile, robots: int('robots', values.robots), ...shared };
   return { a, out, resume: values.resume, given };
 }
