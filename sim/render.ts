@@ -211,6 +211,75 @@ export function defaultView(model: SimModel, data: SimData, fovy = 45): CameraVi
   };
 }
 
+/** The model arrays the renderer reads (live views into the WASM heap) and its camera ids by name. */
+interface ModelViews {
+  type: Int32Array;
+  size: Float64Array;
+  rgba: Float32Array;
+  group: Int32Array;
+  dataid: Int32Array;
+  fovy: Float64Array;
+  vert: Float32Array;
+  face: Int32Array;
+  vadr: Int32Array;
+  fadr: Int32Array;
+  fnum: Int32Array;
+  cameras: Map<string, number>;
+}
+
+/** The data arrays the renderer reads (live views). */
+interface DataViews {
+  xpos: Float64Array;
+  xmat: Float64Array;
+  camPos: Float64Array;
+  camMat: Float64Array;
+  lightDir: Float64Array;
+}
+
+// mujoco-js builds a new view on every property read (about a microsecond each; a camera's name lookup ~10 µs),
+// a third of a 32x32 render. The views of each model and data are kept, and taken again once the WASM heap has
+// grown (growth empties every view taken before: length 0). Live views: values written into them are seen.
+const modelCache = new WeakMap<SimModel, ModelViews>();
+const dataCache = new WeakMap<SimData, DataViews>();
+
+function modelViews(model: SimModel): ModelViews {
+  const m = model.raw;
+  const cached = modelCache.get(model);
+  if (cached && cached.type.length === m.ngeom && m.ngeom > 0) return cached;
+  const mesh = m.nmesh > 0;
+  const views: ModelViews = {
+    type: m.geom_type as Int32Array,
+    size: m.geom_size as Float64Array,
+    rgba: m.geom_rgba as Float32Array,
+    group: m.geom_group as Int32Array,
+    dataid: m.geom_dataid as Int32Array,
+    fovy: m.cam_fovy as Float64Array,
+    vert: mesh ? (m.mesh_vert as Float32Array) : new Float32Array(0),
+    face: mesh ? (m.mesh_face as Int32Array) : new Int32Array(0),
+    vadr: m.mesh_vertadr as Int32Array,
+    fadr: m.mesh_faceadr as Int32Array,
+    fnum: m.mesh_facenum as Int32Array,
+    cameras: cached?.cameras ?? new Map(),
+  };
+  modelCache.set(model, views);
+  return views;
+}
+
+function dataViews(model: SimModel, data: SimData): DataViews {
+  const d = data.raw;
+  const cached = dataCache.get(data);
+  if (cached && cached.xpos.length === 3 * model.raw.ngeom && model.raw.ngeom > 0) return cached;
+  const views: DataViews = {
+    xpos: d.geom_xpos as Float64Array,
+    xmat: d.geom_xmat as Float64Array,
+    camPos: d.cam_xpos as Float64Array,
+    camMat: d.cam_xmat as Float64Array,
+    lightDir: d.light_xdir as Float64Array,
+  };
+  dataCache.set(data, views);
+  return views;
+}
+
 /** Per model: each mesh's vertex box in its geom frame (centre xyz, half extents xyz), computed once. */
 const meshBoxes = new WeakMap<SimModel, Float64Array>();
 
@@ -268,11 +337,9 @@ function geomBox(type: number, s0: number, s1: number, s2: number, mesh: number,
  * A geom whose box reaches the camera's plane, a projection that is not finite, or a camera matrix that is not
  * invertible leaves the whole image to test.
  */
-function screenRects(model: SimModel, visible: number[], gxpos: Float64Array, gxmat: Float64Array, cpos: Float64Array, cmat: Float64Array, tanX: number, tanY: number, width: number, height: number): Int32Array {
+function screenRects(model: SimModel, mv: ModelViews, visible: number[], gxpos: Float64Array, gxmat: Float64Array, cpos: Float64Array, cmat: Float64Array, tanX: number, tanY: number, width: number, height: number): Int32Array {
   const m = model.raw;
-  const type = m.geom_type as Int32Array;
-  const size = m.geom_size as Float64Array;
-  const dataid = m.geom_dataid as Int32Array;
+  const { type, size, dataid } = mv;
   const rect = new Int32Array(4 * m.ngeom);
   // inverse of the camera matrix (adjugate / determinant)
   const c = cmat;
@@ -330,21 +397,23 @@ function screenRects(model: SimModel, visible: number[], gxpos: Float64Array, gx
  */
 export function renderImage(model: SimModel, data: SimData, camera: string | CameraView, width: number, height: number, out?: Uint8Array): Uint8Array {
   const m = model.raw;
-  const d = data.raw;
+  const mv = modelViews(model);
+  const dv = dataViews(model, data);
   let cpos: Float64Array, cmat: Float64Array, fovy: number;
   if (typeof camera === 'string') {
     if (m.ncam === 0) throw new Error(`${model.file}: no camera to render from (add a <camera> to the MJCF)`);
-    const cam = camera === '' ? 0 : model.id('mjOBJ_CAMERA', camera);
-    cpos = (d.cam_xpos as Float64Array).slice(3 * cam, 3 * cam + 3);
-    cmat = (d.cam_xmat as Float64Array).slice(9 * cam, 9 * cam + 9);
-    fovy = (m.cam_fovy as Float64Array)[cam]!;
+    let cam = camera === '' ? 0 : mv.cameras.get(camera);
+    if (cam === undefined) mv.cameras.set(camera, (cam = model.id('mjOBJ_CAMERA', camera)));
+    cpos = dv.camPos.slice(3 * cam, 3 * cam + 3);
+    cmat = dv.camMat.slice(9 * cam, 9 * cam + 9);
+    fovy = mv.fovy[cam]!;
   } else ({ pos: cpos, mat: cmat, fovy } = camera);
   const tanY = Math.tan((fovy * Math.PI) / 360);
   const tanX = (tanY * width) / height;
   // light direction (towards the light), from the first light or straight down
   let lx = 0.3, ly = 0.2, lz = 1;
   if (m.nlight > 0) {
-    const ld = d.light_xdir as Float64Array;
+    const ld = dv.lightDir;
     lx = -ld[0]!;
     ly = -ld[1]!;
     lz = -ld[2]!;
@@ -355,19 +424,9 @@ export function renderImage(model: SimModel, data: SimData, camera: string | Cam
   lz /= ll;
 
   const ng = m.ngeom;
-  const type = m.geom_type as Int32Array;
-  const size = m.geom_size as Float64Array;
-  const rgba = m.geom_rgba as Float32Array;
-  const group = m.geom_group as Int32Array;
-  const dataid = m.geom_dataid as Int32Array;
-  const gxpos = (d.geom_xpos as Float64Array).slice();
-  const gxmat = (d.geom_xmat as Float64Array).slice();
-  // live views: nothing below allocates in the WASM heap
-  const vert = m.nmesh > 0 ? (m.mesh_vert as Float32Array) : new Float32Array(0);
-  const face = m.nmesh > 0 ? (m.mesh_face as Int32Array) : new Int32Array(0);
-  const vadr = m.mesh_vertadr as Int32Array;
-  const fadr = m.mesh_faceadr as Int32Array;
-  const fnum = m.mesh_facenum as Int32Array;
+  const { type, size, rgba, group, dataid, vert, face, vadr, fadr, fnum } = mv;
+  const gxpos = dv.xpos;
+  const gxmat = dv.xmat;
   const visible: number[] = [];
   for (let g = 0; g < ng; g++) if (group[g]! <= 2 && rgba[4 * g + 3]! > 0 && type[g] !== 1 && type[g] !== 8) visible.push(g);
   // camera origin in each geom frame, computed once
@@ -381,7 +440,7 @@ export function renderImage(model: SimModel, data: SimData, camera: string | Cam
   }
   const img = out ?? new Uint8Array(width * height * 3);
   const h: Hit = { t: Infinity, nx: 0, ny: 0, nz: 0 };
-  const rect = screenRects(model, visible, gxpos, gxmat, cpos, cmat, tanX, tanY, width, height);
+  const rect = screenRects(model, mv, visible, gxpos, gxmat, cpos, cmat, tanX, tanY, width, height);
   const row = new Int32Array(visible.length);
   for (let j = 0; j < height; j++) {
     // the geoms this row's pixels may hit, in the unculled order

@@ -9,7 +9,7 @@ import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { makeCustomEnv } from '../sim/custom.js';
 import { taskCamera, type MjEnv } from '../sim/env.js';
-import { SimData, SimModel } from '../sim/mujoco.js';
+import { heapSize, SimData, SimModel } from '../sim/mujoco.js';
 import { makeEnv, TASKS } from '../sim/registry.js';
 import { defaultView, renderImage, type CameraView } from '../sim/render.js';
 import { renderImageReference } from '../sim/render-reference.js';
@@ -133,6 +133,33 @@ describe('renderImage culling matches the unculled reference byte for byte', () 
       }
     });
   }
+
+  it('values written into the model after a render are drawn, and views kept across renders survive the WASM heap growing', async () => {
+    const env = (await makeEnv({ task: 'push' })) as MjEnv;
+    const extra: SimData[] = [];
+    try {
+      env.reset(2);
+      const before = same(env.model, env.data, 'top', 48, 48, 'push before the edits');
+      // the cube (the first box) twice as large and recoloured: the renderer's kept views are live
+      const type = env.model.raw.geom_type as Int32Array;
+      const cube = type.indexOf(6);
+      const size = env.model.raw.geom_size as Float64Array;
+      const rgba = env.model.raw.geom_rgba as Float32Array;
+      for (let k = 0; k < 3; k++) size[3 * cube + k]! *= 2;
+      rgba.set([0.1, 0.9, 0.6], 4 * cube);
+      const after = same(env.model, env.data, 'top', 48, 48, 'push with a larger cube');
+      expect(Buffer.from(after).equals(Buffer.from(before))).toBe(false);
+      // allocate until the heap grows (which empties every view taken before), then render again
+      const heap = await heapSize();
+      while ((await heapSize()) === heap && extra.length < 5000) extra.push(new SimData(env.model));
+      expect(await heapSize()).toBeGreaterThan(heap);
+      env.step(new Float32Array(env.actionSpace.shape[0]).fill(0.5));
+      same(env.model, env.data, 'top', 48, 48, 'push after the heap grew');
+    } finally {
+      extra.forEach((d) => d.dispose());
+      env.dispose();
+    }
+  });
 
   it('custom robot: its own camera and the default view framing it, at random poses', async () => {
     const env = (await makeCustomEnv({ robot: 'tests/fixtures/sim/custom/robot.yaml' })) as MjEnv;
