@@ -236,8 +236,8 @@ interface DataViews {
   lightDir: Float64Array;
 }
 
-// mujoco-js builds a new view on every property read (about a microsecond each; a camera's name lookup ~10 µs),
-// a third of a 32x32 render. The views of each model and data are kept, and taken again once the WASM heap has
+// mujoco-js builds a new view on every property read (about a microsecond each; a camera's name lookup about ten),
+// a fixed cost on every image. The views of each model and data are kept, and taken again once the WASM heap has
 // grown (growth empties every view taken before: length 0). Live views: values written into them are seen.
 const modelCache = new WeakMap<SimModel, ModelViews>();
 const dataCache = new WeakMap<SimData, DataViews>();
