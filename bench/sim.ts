@@ -1,14 +1,20 @@
 // sim: env steps/s of the Env and the vectorized Env against a raw mujoco-js mj_step loop on the same model
-// (same run, medians of repeats), CPU image renders/s, and scripted-expert success on nominal vs gap.
-import { median, type BenchOptions, type BenchReport } from './lib/report.js';
-import { loadTaskModel, MjEnv } from '../sim/env.js';
+// (same run, medians of repeats), CPU image renders/s, the culled renderer against its unculled reference
+// (same states, alternating, bytes checked equal), and scripted-expert success on nominal vs gap.
+import { fmt, median, type BenchOptions, type BenchReport } from './lib/report.js';
+import { loadTaskModel, MjEnv, taskCamera } from '../sim/env.js';
 import { NOMINAL, loadProfile, type HardwareProfile } from '../sim/profiles.js';
 import { makeEnv, TASKS, taskDef } from '../sim/registry.js';
 import { Rng } from '../sim/rng.js';
+import { renderImage } from '../sim/render.js';
+import { renderImageReference } from '../sim/render-reference.js';
 import { expertSuccess } from '../sim/rollout.js';
+import type { EnvState } from '../sim/types.js';
 import { VecEnv } from '../sim/vec.js';
 
 const VEC_N = 16;
+/** Image sides of the renderer comparison: the scene twin's (imagination) and the env's default. */
+const RENDER_SIZES = [32, 64] as const;
 
 /**
  * Physics steps per second of a bare loop on the env's own MjData: the same episodes (env.reset with the same
@@ -58,6 +64,43 @@ function renderLoop(env: MjEnv, n: number): number {
   return n / ((performance.now() - t0) / 1000);
 }
 
+/**
+ * ms per image of the unculled reference renderer and of renderImage (culled), on the same states and camera:
+ * the two timed alternately, `n` renders of each state per turn, medians over `repeats` turns. Every image
+ * renderImage gives is checked equal, byte for byte, to the reference's.
+ */
+function renderCompare(env: MjEnv, states: EnvState[], size: number, repeats: number, n: number): { refMs: number; culledMs: number } {
+  const camera = taskCamera(env.taskDef, env.model, undefined);
+  const out = new Uint8Array(size * size * 3);
+  const time = (render: typeof renderImage): number => {
+    let elapsed = 0;
+    for (const s of states) {
+      env.setState(s);
+      env.data.forward();
+      const t0 = performance.now();
+      for (let k = 0; k < n; k++) render(env.model, env.data, camera, size, size, out);
+      elapsed += performance.now() - t0;
+    }
+    return elapsed / (n * states.length);
+  };
+  for (const s of states) {
+    env.setState(s);
+    env.data.forward();
+    const ref = renderImageReference(env.model, env.data, camera, size, size);
+    if (!Buffer.from(renderImage(env.model, env.data, camera, size, size)).equals(Buffer.from(ref))) {
+      throw new Error(`${env.task}: the culled render differs from the reference at ${size}x${size}`);
+    }
+  }
+  time(renderImageReference); // warm-up (JIT)
+  time(renderImage);
+  const refMs: number[] = [], culledMs: number[] = [];
+  for (let r = 0; r < repeats; r++) {
+    refMs.push(time(renderImageReference));
+    culledMs.push(time(renderImage));
+  }
+  return { refMs: median(refMs), culledMs: median(culledMs) };
+}
+
 export async function run(opts: BenchOptions): Promise<BenchReport> {
   const repeats = opts.quick ? 3 : 7;
   const steps = opts.quick ? 3000 : 10000;
@@ -70,7 +113,9 @@ export async function run(opts: BenchOptions): Promise<BenchReport> {
   const gapKeys = (Object.keys(NOMINAL) as Array<keyof HardwareProfile>).filter((k) => k !== 'name' && k !== 'description' && gap[k] !== NOMINAL[k]);
   const ablationEpisodes = opts.quick ? 5 : 20;
   const ablation = new Map<string, number[]>(gapKeys.map((k) => [k, []]));
-  const total = tasks.length * (repeats + 2);
+  const renderRows: BenchReport['rows'] = [];
+  const renderStates = 4, renderSteps = 15, renderN = opts.quick ? 10 : 25;
+  const total = tasks.length * (repeats + 3);
   let done = 0;
   for (const name of tasks) {
     const task = taskDef(name);
@@ -100,7 +145,18 @@ export async function run(opts: BenchOptions): Promise<BenchReport> {
     const vecSps = median(vecS);
     const overhead = rawPhys / (envSps * task.substeps);
     const vecOverhead = rawPhys / (vecSps * task.substeps);
-    rows.push([name, task.substeps, rawPhys / task.substeps, envSps, vecSps, overhead, vecOverhead, median(fps)]);
+    // culled renderer vs its unculled reference: states along random-action episodes (seeds 0.., rng 1's actions)
+    const states: EnvState[] = [];
+    for (let s = 0; s < renderStates; s++) {
+      env.reset(s);
+      for (let k = 0; k < renderSteps * s; k++) env.step(actions[k % actions.length]!);
+      states.push(env.getState());
+    }
+    const cmp = new Map<number, { refMs: number; culledMs: number }>(RENDER_SIZES.map((size) => [size, renderCompare(env, states, size, repeats, renderN)]));
+    const speedup = (size: number) => cmp.get(size)!.refMs / cmp.get(size)!.culledMs;
+    for (const [size, c] of cmp) renderRows.push([name, `${size}x${size}`, c.refMs, c.culledMs, speedup(size)]);
+    opts.progress(++done, total, `${name} renderer vs reference`);
+    rows.push([name, task.substeps, rawPhys / task.substeps, envSps, vecSps, overhead, vecOverhead, median(fps), speedup(64)]);
     env.dispose();
     imgEnv.dispose();
     vec.dispose();
@@ -129,9 +185,27 @@ export async function run(opts: BenchOptions): Promise<BenchReport> {
       result.vec_sps = vecSps;
       result.overhead = overhead;
       result.render_fps = median(fps);
-    } else result[`${name}_overhead`] = overhead;
+      result.render_speedup = speedup(64);
+      result.render_speedup_32 = speedup(32);
+      result.render_ms_32 = cmp.get(32)!.culledMs;
+    } else {
+      result[`${name}_overhead`] = overhead;
+      result[`${name}_render_speedup`] = speedup(64);
+    }
   }
-  const successTable = [
+  const speedups = renderRows.map((r) => r[4] as number);
+  const notes = [
+    '### Renderer: screen-rectangle culling vs the unculled reference',
+    '',
+    `ms per image from the task's camera, ${renderStates} states per task (seed s after ${renderSteps}·s random-action steps), ` +
+      `${renderN} renders of each state per turn, the reference (sim/render-reference.ts: every geom at every pixel) and renderImage ` +
+      `(each geom only inside its projected box's screen rectangle) alternating, median of ${repeats} turns; every culled image checked ` +
+      `equal to the reference's byte for byte. Culling renders ${fmt(Math.min(...speedups))}x to ${fmt(Math.max(...speedups))}x faster here.`,
+    '',
+    '| task | image | reference ms | culled ms | speedup |',
+    '| --- | --- | --- | --- | --- |',
+    ...renderRows.map((r) => `| ${r.map((v) => fmt(v)).join(' | ')} |`),
+    '',
     '### Scripted experts, nominal vs gap',
     '',
     `Episodes per cell: ${episodes} (seeds 0..${episodes - 1}); success = the task's sparse success signal.`,
@@ -156,10 +230,11 @@ export async function run(opts: BenchOptions): Promise<BenchReport> {
       `untimed, episodes of the task's horizon) and the same fixed random actions (seed 1), and a ${VEC_N}-env ` +
       `VecEnv (auto-reset timed), each for ${steps} control steps, median of ${repeats} interleaved repeats. ` +
       `"raw steps/s" is physics steps/s divided by substeps, so all three are control steps/s; overhead = raw / env. ` +
-      `Renders: mj_forward plus a 64x64 RGB ray cast from the fixed top camera on the CPU. Profile: nominal.`,
-    header: ['task', 'substeps', 'raw steps/s', 'env steps/s', 'vec env steps/s', 'overhead', 'vec overhead', 'renders/s'],
+      `Renders: mj_forward plus a 64x64 RGB ray cast from the fixed top camera on the CPU; render speedup: the culled ray ` +
+      `caster over its unculled reference at 64x64 (table below). Profile: nominal.`,
+    header: ['task', 'substeps', 'raw steps/s', 'env steps/s', 'vec env steps/s', 'overhead', 'vec overhead', 'renders/s', 'render speedup'],
     rows,
-    notes: successTable,
+    notes,
     plot: {
       title: 'control steps/s by task: raw mj_step loop vs Env vs VecEnv',
       xLabel: 'task / loop',
@@ -175,7 +250,8 @@ export async function run(opts: BenchOptions): Promise<BenchReport> {
       raw_sps: result.raw_sps!,
       overhead: result.overhead!,
       render_fps: result.render_fps!,
-      ...Object.fromEntries(Object.entries(result).filter(([k]) => !['env_sps', 'raw_sps', 'overhead', 'render_fps'].includes(k))),
+      render_speedup: result.render_speedup!,
+      ...Object.fromEntries(Object.entries(result).filter(([k]) => !['env_sps', 'raw_sps', 'overhead', 'render_fps', 'render_speedup'].includes(k))),
     },
   };
 }

@@ -1,5 +1,8 @@
 // A deterministic CPU ray caster over MuJoCo's primitive geoms (and meshes, by brute force), Lambert-shaded.
 // No GPU, no randomness, only + - * / and sqrt per pixel, so the same state gives the same bytes.
+// Culled conservatively: each geom is tested only at the pixels of its screen rectangle (its box projected,
+// widened by a pixel), in the same order as without culling, so the bytes equal the unculled reference's
+// (render-reference.ts; tests/sim-render-cull.test.ts checks it, bench/sim.ts measures the speedup).
 import type { SimData, SimModel } from './mujoco.js';
 
 const SKY = [0.82, 0.86, 0.9];
@@ -64,55 +67,60 @@ function hitCylSide(ox: number, oy: number, oz: number, dx: number, dy: number, 
   return true;
 }
 
+/** One cap of a cylinder (the disc |(x, y)| <= r at z = s). */
+function hitCap(ox: number, oy: number, oz: number, dx: number, dy: number, dz: number, r: number, s: number, h: Hit): boolean {
+  const t = (s - oz) / dz;
+  if (t <= 0 || t >= h.t) return false;
+  const x = ox + t * dx;
+  const y = oy + t * dy;
+  if (x * x + y * y > r * r) return false;
+  h.t = t;
+  h.nx = 0;
+  h.ny = 0;
+  h.nz = s > 0 ? 1 : -1;
+  return true;
+}
+
 function hitCylinder(ox: number, oy: number, oz: number, dx: number, dy: number, dz: number, r: number, hl: number, h: Hit): boolean {
   let hit = hitCylSide(ox, oy, oz, dx, dy, dz, r, hl, h);
   if (Math.abs(dz) > EPS) {
-    for (const s of [hl, -hl]) {
-      const t = (s - oz) / dz;
-      if (t <= 0 || t >= h.t) continue;
-      const x = ox + t * dx;
-      const y = oy + t * dy;
-      if (x * x + y * y > r * r) continue;
-      h.t = t;
-      h.nx = 0;
-      h.ny = 0;
-      h.nz = s > 0 ? 1 : -1;
-      hit = true;
-    }
+    hit = hitCap(ox, oy, oz, dx, dy, dz, r, hl, h) || hit;
+    hit = hitCap(ox, oy, oz, dx, dy, dz, r, -hl, h) || hit;
   }
   return hit;
 }
 
-function hitBox(ox: number, oy: number, oz: number, dx: number, dy: number, dz: number, sx: number, sy: number, sz: number, h: Hit): boolean {
-  let tmin = -Infinity;
-  let tmax = Infinity;
-  let axis = -1;
-  let sign = 1;
-  const o = [ox, oy, oz];
-  const d = [dx, dy, dz];
-  const s = [sx, sy, sz];
-  for (let k = 0; k < 3; k++) {
-    if (Math.abs(d[k]!) < EPS) {
-      if (Math.abs(o[k]!) > s[k]!) return false;
-      continue;
-    }
-    let t1 = (-s[k]! - o[k]!) / d[k]!;
-    let t2 = (s[k]! - o[k]!) / d[k]!;
-    let sg = -1;
-    if (t1 > t2) {
-      const tmp = t1;
-      t1 = t2;
-      t2 = tmp;
-      sg = 1;
-    }
-    if (t1 > tmin) {
-      tmin = t1;
-      axis = k;
-      sign = sg;
-    }
-    if (t2 < tmax) tmax = t2;
-    if (tmin > tmax) return false;
+/** The slab test's running state (no allocation per ray). */
+const slab = { tmin: 0, tmax: 0, axis: -1, sign: 1 };
+
+/** Clips the ray to the slab |o + t d| <= s along axis k; false when the ray misses it. */
+function clipSlab(o: number, d: number, s: number, k: number): boolean {
+  if (Math.abs(d) < EPS) return !(Math.abs(o) > s);
+  let t1 = (-s - o) / d;
+  let t2 = (s - o) / d;
+  let sg = -1;
+  if (t1 > t2) {
+    const tmp = t1;
+    t1 = t2;
+    t2 = tmp;
+    sg = 1;
   }
+  if (t1 > slab.tmin) {
+    slab.tmin = t1;
+    slab.axis = k;
+    slab.sign = sg;
+  }
+  if (t2 < slab.tmax) slab.tmax = t2;
+  return !(slab.tmin > slab.tmax);
+}
+
+function hitBox(ox: number, oy: number, oz: number, dx: number, dy: number, dz: number, sx: number, sy: number, sz: number, h: Hit): boolean {
+  slab.tmin = -Infinity;
+  slab.tmax = Infinity;
+  slab.axis = -1;
+  slab.sign = 1;
+  if (!clipSlab(ox, dx, sx, 0) || !clipSlab(oy, dy, sy, 1) || !clipSlab(oz, dz, sz, 2)) return false;
+  const { tmin, axis, sign } = slab;
   if (axis < 0 || tmin <= 0 || tmin >= h.t) return false;
   h.t = tmin;
   h.nx = axis === 0 ? sign : 0;
@@ -203,6 +211,185 @@ export function defaultView(model: SimModel, data: SimData, fovy = 45): CameraVi
   };
 }
 
+/** The model arrays the renderer reads (live views into the WASM heap) and its camera ids by name. */
+interface ModelViews {
+  type: Int32Array;
+  size: Float64Array;
+  rgba: Float32Array;
+  group: Int32Array;
+  dataid: Int32Array;
+  fovy: Float64Array;
+  vert: Float32Array;
+  face: Int32Array;
+  vadr: Int32Array;
+  fadr: Int32Array;
+  fnum: Int32Array;
+  cameras: Map<string, number>;
+}
+
+/** The data arrays the renderer reads (live views). */
+interface DataViews {
+  xpos: Float64Array;
+  xmat: Float64Array;
+  camPos: Float64Array;
+  camMat: Float64Array;
+  lightDir: Float64Array;
+}
+
+// mujoco-js builds a new view on every property read (about a microsecond each; a camera's name lookup about ten),
+// a fixed cost on every image. The views of each model and data are kept, and taken again once the WASM heap has
+// grown (growth empties every view taken before: length 0). Live views: values written into them are seen.
+const modelCache = new WeakMap<SimModel, ModelViews>();
+const dataCache = new WeakMap<SimData, DataViews>();
+
+function modelViews(model: SimModel): ModelViews {
+  const m = model.raw;
+  const cached = modelCache.get(model);
+  if (cached && cached.type.length === m.ngeom && m.ngeom > 0) return cached;
+  const mesh = m.nmesh > 0;
+  const views: ModelViews = {
+    type: m.geom_type as Int32Array,
+    size: m.geom_size as Float64Array,
+    rgba: m.geom_rgba as Float32Array,
+    group: m.geom_group as Int32Array,
+    dataid: m.geom_dataid as Int32Array,
+    fovy: m.cam_fovy as Float64Array,
+    vert: mesh ? (m.mesh_vert as Float32Array) : new Float32Array(0),
+    face: mesh ? (m.mesh_face as Int32Array) : new Int32Array(0),
+    vadr: m.mesh_vertadr as Int32Array,
+    fadr: m.mesh_faceadr as Int32Array,
+    fnum: m.mesh_facenum as Int32Array,
+    cameras: cached?.cameras ?? new Map(),
+  };
+  modelCache.set(model, views);
+  return views;
+}
+
+function dataViews(model: SimModel, data: SimData): DataViews {
+  const d = data.raw;
+  const cached = dataCache.get(data);
+  if (cached && cached.xpos.length === 3 * model.raw.ngeom && model.raw.ngeom > 0) return cached;
+  const views: DataViews = {
+    xpos: d.geom_xpos as Float64Array,
+    xmat: d.geom_xmat as Float64Array,
+    camPos: d.cam_xpos as Float64Array,
+    camMat: d.cam_xmat as Float64Array,
+    lightDir: d.light_xdir as Float64Array,
+  };
+  dataCache.set(data, views);
+  return views;
+}
+
+/** Per model: each mesh's vertex box in its geom frame (centre xyz, half extents xyz), computed once. */
+const meshBoxes = new WeakMap<SimModel, Float64Array>();
+
+function meshBoxesOf(model: SimModel): Float64Array {
+  let boxes = meshBoxes.get(model);
+  if (boxes) return boxes;
+  const m = model.raw;
+  boxes = new Float64Array(6 * m.nmesh);
+  if (m.nmesh > 0) {
+    const vert = m.mesh_vert as Float32Array;
+    const vadr = m.mesh_vertadr as Int32Array;
+    const vnum = m.mesh_vertnum as Int32Array;
+    for (let k = 0; k < m.nmesh; k++) {
+      for (let c = 0; c < 3; c++) {
+        let lo = Infinity, hi = -Infinity;
+        for (let v = vadr[k]!; v < vadr[k]! + vnum[k]!; v++) {
+          lo = Math.min(lo, vert[3 * v + c]!);
+          hi = Math.max(hi, vert[3 * v + c]!);
+        }
+        boxes[6 * k + c] = (lo + hi) / 2;
+        boxes[6 * k + 3 + c] = (hi - lo) / 2;
+      }
+    }
+  }
+  meshBoxes.set(model, boxes);
+  return boxes;
+}
+
+/**
+ * The box, in its own frame, holding everything geom g's hit test can reach (centre xyz, half extents xyz, into
+ * `box`): false when there is none to cull by (a plane, an unknown type) and the geom is tested everywhere.
+ * A mesh geom without mesh data draws nothing: its box is empty (negative extents).
+ */
+function geomBox(type: number, s0: number, s1: number, s2: number, mesh: number, meshes: Float64Array, box: Float64Array): boolean {
+  box.fill(0);
+  switch (type) {
+    case 2: box[3] = box[4] = box[5] = s0; return true; // sphere
+    case 3: box[3] = box[4] = s0; box[5] = s1 + s0; return true; // capsule
+    case 4: case 6: box[3] = s0; box[4] = s1; box[5] = s2; return true; // ellipsoid, box
+    case 5: box[3] = box[4] = s0; box[5] = s1; return true; // cylinder
+    case 7:
+      if (mesh < 0) box[3] = -1;
+      else box.set(meshes.subarray(6 * mesh, 6 * mesh + 6));
+      return true;
+    default: return false;
+  }
+}
+
+/**
+ * Screen rectangles: for each geom the pixels [i0, i1] x [j0, j1] (rect[4g..4g+3]) whose rays may hit it, the
+ * rest provably miss. Pixel (i, j)'s ray runs along cmat · (u_i, v_j, -1); a point q lies on it where
+ * a = cmat⁻¹ (q - cpos) is a positive multiple of (u, v, -1). The geom lies inside its box (geomBox), a convex
+ * hull of 8 corners, so where every corner is in front (a_z < 0) the rays that reach it have (u, v) inside the
+ * corners' projected rectangle; widened by one pixel each way (a margin far above rounding in the hit tests).
+ * A geom whose box reaches the camera's plane, a projection that is not finite, or a camera matrix that is not
+ * invertible leaves the whole image to test.
+ */
+function screenRects(model: SimModel, mv: ModelViews, visible: number[], gxpos: Float64Array, gxmat: Float64Array, cpos: Float64Array, cmat: Float64Array, tanX: number, tanY: number, width: number, height: number): Int32Array {
+  const m = model.raw;
+  const { type, size, dataid } = mv;
+  const rect = new Int32Array(4 * m.ngeom);
+  // inverse of the camera matrix (adjugate / determinant)
+  const c = cmat;
+  const a0 = c[4]! * c[8]! - c[5]! * c[7]!, a1 = c[2]! * c[7]! - c[1]! * c[8]!, a2 = c[1]! * c[5]! - c[2]! * c[4]!;
+  const a3 = c[5]! * c[6]! - c[3]! * c[8]!, a4 = c[0]! * c[8]! - c[2]! * c[6]!, a5 = c[2]! * c[3]! - c[0]! * c[5]!;
+  const a6 = c[3]! * c[7]! - c[4]! * c[6]!, a7 = c[1]! * c[6]! - c[0]! * c[7]!, a8 = c[0]! * c[4]! - c[1]! * c[3]!;
+  const det = c[0]! * a0 + c[1]! * a3 + c[2]! * a6;
+  const cullable = Number.isFinite(det) && Math.abs(det) > 1e-12 && tanX > 0 && tanY > 0 && Number.isFinite(tanX) && Number.isFinite(tanY);
+  const inv = [a0 / det, a1 / det, a2 / det, a3 / det, a4 / det, a5 / det, a6 / det, a7 / det, a8 / det];
+  const meshes = m.nmesh > 0 ? meshBoxesOf(model) : new Float64Array(0);
+  const box = new Float64Array(6);
+  const corner = new Float64Array(3);
+  for (const g of visible) {
+    rect.set([0, width - 1, 0, height - 1], 4 * g);
+    if (!cullable || !geomBox(type[g]!, size[3 * g]!, size[3 * g + 1]!, size[3 * g + 2]!, dataid[g]!, meshes, box)) continue;
+    if (box[3]! < 0) {
+      rect.set([1, 0, 1, 0], 4 * g); // nothing to draw: empty
+      continue;
+    }
+    let umin = Infinity, umax = -Infinity, vmin = Infinity, vmax = -Infinity;
+    let front = true;
+    for (let k = 0; k < 8 && front; k++) {
+      const lx = box[0]! + (k & 1 ? box[3]! : -box[3]!);
+      const ly = box[1]! + (k & 2 ? box[4]! : -box[4]!);
+      const lz = box[2]! + (k & 4 ? box[5]! : -box[5]!);
+      const R = 9 * g;
+      // corner in the world, relative to the camera, then in camera coordinates
+      for (let r = 0; r < 3; r++) corner[r] = gxpos[3 * g + r]! + gxmat[R + 3 * r]! * lx + gxmat[R + 3 * r + 1]! * ly + gxmat[R + 3 * r + 2]! * lz - cpos[r]!;
+      const ax = inv[0]! * corner[0]! + inv[1]! * corner[1]! + inv[2]! * corner[2]!;
+      const ay = inv[3]! * corner[0]! + inv[4]! * corner[1]! + inv[5]! * corner[2]!;
+      const depth = -(inv[6]! * corner[0]! + inv[7]! * corner[1]! + inv[8]! * corner[2]!);
+      if (!(depth > 0)) front = false;
+      const u = ax / depth, v = ay / depth;
+      umin = Math.min(umin, u);
+      umax = Math.max(umax, u);
+      vmin = Math.min(vmin, v);
+      vmax = Math.max(vmax, v);
+    }
+    if (!front) continue;
+    // pixel centres: u_i = ((2 (i + 0.5)) / width - 1) tanX, v_j = (1 - (2 (j + 0.5)) / height) tanY
+    const i0 = Math.floor(((umin / tanX + 1) * width) / 2 - 0.5) - 1;
+    const i1 = Math.ceil(((umax / tanX + 1) * width) / 2 - 0.5) + 1;
+    const j0 = Math.floor(((1 - vmax / tanY) * height) / 2 - 0.5) - 1;
+    const j1 = Math.ceil(((1 - vmin / tanY) * height) / 2 - 0.5) + 1;
+    if (![i0, i1, j0, j1].every(Number.isFinite)) continue;
+    rect.set([Math.max(0, i0), Math.min(width - 1, i1), Math.max(0, j0), Math.min(height - 1, j1)], 4 * g);
+  }
+  return rect;
+}
+
 /**
  * Renders `width` x `height` RGB (row-major, top row first) from the named camera ('' = the model's first) or a given view.
  * Kinematics must be current (mj_forward or the env's post-step forward).
@@ -210,21 +397,23 @@ export function defaultView(model: SimModel, data: SimData, fovy = 45): CameraVi
  */
 export function renderImage(model: SimModel, data: SimData, camera: string | CameraView, width: number, height: number, out?: Uint8Array): Uint8Array {
   const m = model.raw;
-  const d = data.raw;
+  const mv = modelViews(model);
+  const dv = dataViews(model, data);
   let cpos: Float64Array, cmat: Float64Array, fovy: number;
   if (typeof camera === 'string') {
     if (m.ncam === 0) throw new Error(`${model.file}: no camera to render from (add a <camera> to the MJCF)`);
-    const cam = camera === '' ? 0 : model.id('mjOBJ_CAMERA', camera);
-    cpos = (d.cam_xpos as Float64Array).slice(3 * cam, 3 * cam + 3);
-    cmat = (d.cam_xmat as Float64Array).slice(9 * cam, 9 * cam + 9);
-    fovy = (m.cam_fovy as Float64Array)[cam]!;
+    let cam = camera === '' ? 0 : mv.cameras.get(camera);
+    if (cam === undefined) mv.cameras.set(camera, (cam = model.id('mjOBJ_CAMERA', camera)));
+    cpos = dv.camPos.slice(3 * cam, 3 * cam + 3);
+    cmat = dv.camMat.slice(9 * cam, 9 * cam + 9);
+    fovy = mv.fovy[cam]!;
   } else ({ pos: cpos, mat: cmat, fovy } = camera);
   const tanY = Math.tan((fovy * Math.PI) / 360);
   const tanX = (tanY * width) / height;
   // light direction (towards the light), from the first light or straight down
   let lx = 0.3, ly = 0.2, lz = 1;
   if (m.nlight > 0) {
-    const ld = d.light_xdir as Float64Array;
+    const ld = dv.lightDir;
     lx = -ld[0]!;
     ly = -ld[1]!;
     lz = -ld[2]!;
@@ -235,18 +424,9 @@ export function renderImage(model: SimModel, data: SimData, camera: string | Cam
   lz /= ll;
 
   const ng = m.ngeom;
-  const type = m.geom_type as Int32Array;
-  const size = m.geom_size as Float64Array;
-  const rgba = m.geom_rgba as Float32Array;
-  const group = m.geom_group as Int32Array;
-  const dataid = m.geom_dataid as Int32Array;
-  const gxpos = (d.geom_xpos as Float64Array).slice();
-  const gxmat = (d.geom_xmat as Float64Array).slice();
-  const vert = m.nmesh > 0 ? (m.mesh_vert as Float32Array).slice() : new Float32Array(0);
-  const face = m.nmesh > 0 ? (m.mesh_face as Int32Array).slice() : new Int32Array(0);
-  const vadr = m.mesh_vertadr as Int32Array;
-  const fadr = m.mesh_faceadr as Int32Array;
-  const fnum = m.mesh_facenum as Int32Array;
+  const { type, size, rgba, group, dataid, vert, face, vadr, fadr, fnum } = mv;
+  const gxpos = dv.xpos;
+  const gxmat = dv.xmat;
   const visible: number[] = [];
   for (let g = 0; g < ng; g++) if (group[g]! <= 2 && rgba[4 * g + 3]! > 0 && type[g] !== 1 && type[g] !== 8) visible.push(g);
   // camera origin in each geom frame, computed once
@@ -260,7 +440,12 @@ export function renderImage(model: SimModel, data: SimData, camera: string | Cam
   }
   const img = out ?? new Uint8Array(width * height * 3);
   const h: Hit = { t: Infinity, nx: 0, ny: 0, nz: 0 };
+  const rect = screenRects(model, mv, visible, gxpos, gxmat, cpos, cmat, tanX, tanY, width, height);
+  const row = new Int32Array(visible.length);
   for (let j = 0; j < height; j++) {
+    // the geoms this row's pixels may hit, in the unculled order
+    let nrow = 0;
+    for (const g of visible) if (j >= rect[4 * g + 2]! && j <= rect[4 * g + 3]!) row[nrow++] = g;
     const v = (1 - (2 * (j + 0.5)) / height) * tanY;
     for (let i = 0; i < width; i++) {
       const u = ((2 * (i + 0.5)) / width - 1) * tanX;
@@ -275,7 +460,9 @@ export function renderImage(model: SimModel, data: SimData, camera: string | Cam
       h.t = Infinity;
       let best = -1;
       let bnx = 0, bny = 0, bnz = 0;
-      for (const g of visible) {
+      for (let n = 0; n < nrow; n++) {
+        const g = row[n]!;
+        if (i < rect[4 * g]! || i > rect[4 * g + 1]!) continue;
         const R = 9 * g;
         const dx = gxmat[R]! * wx + gxmat[R + 3]! * wy + gxmat[R + 6]! * wz;
         const dy = gxmat[R + 1]! * wx + gxmat[R + 4]! * wy + gxmat[R + 7]! * wz;
