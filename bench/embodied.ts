@@ -31,8 +31,9 @@ import { ModelEnv } from '../worldmodel/index.js';
  */
 const IMAGINED = 4;
 const ANCHORS_PER_UPDATE = 0.5;
-/** The tasks `--all` runs; the default run is the first. */
-const TASKS = ['reach', 'push'] as const;
+/** The tasks `--all` runs (`--task NAME` one of them); the default run is the first. */
+export const tasks = ['reach', 'push'] as const;
+const TASKS = tasks;
 
 type Variant = { label: string; corrector: CorrectorConfig | false | 'standard'; prompts?: number };
 
@@ -264,7 +265,7 @@ function summarize(t: TaskRun, named: boolean) {
 }
 
 export async function run(o: BenchOptions): Promise<BenchReport> {
-  const tasks = o.all ? [...TASKS] : [TASKS[0]];
+  const tasks: string[] = o.all ? [...TASKS] : [o.task ?? TASKS[0]];
   const seedsPer = o.quick ? 1 : 3;
   const total = tasks.length * seedsPer * (Object.keys(variants(1)).length + 1);
   let done = 0;

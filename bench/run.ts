@@ -1,4 +1,4 @@
-// Benchmark harness: `npm run bench -- <name> [--quick] [--all]`.
+// Benchmark harness: `npm run bench -- <name> [--quick] [--all | --task NAME]`.
 // Loads bench/<name>.ts, which exports `run(opts): Promise<BenchReport>`, prints its markdown table,
 // writes the full report under bench/results/ (not for --quick), and ends with the RESULT line.
 import { readdirSync } from 'node:fs';
@@ -13,22 +13,38 @@ const available = readdirSync(here).filter((f) => f.endsWith('.ts') && f !== 'ru
 const args = process.argv.slice(2);
 const quick = args.includes('--quick');
 const all = args.includes('--all');
-const name = args.find((a) => !a.startsWith('--'));
+const taskAt = args.indexOf('--task');
+const task = taskAt >= 0 ? args[taskAt + 1] : undefined;
+if (taskAt >= 0 && (!task || task.startsWith('--'))) {
+  console.error('--task needs a task name');
+  process.exit(2);
+}
+const name = args.find((a, i) => !a.startsWith('--') && args[i - 1] !== '--task');
 if (!name || !available.includes(name)) {
-  console.error(`usage: npm run bench -- <name> [--quick] [--all]\nbenchmarks: ${available.sort().join(', ')}`);
+  console.error(`usage: npm run bench -- <name> [--quick] [--all | --task NAME]\nbenchmarks: ${available.sort().join(', ')}`);
   process.exit(2);
 }
 
 const progress = progressBar();
 
-const mod = (await import(pathToFileURL(join(here, `${name}.ts`)).href)) as { run: (o: BenchOptions) => Promise<BenchReport> };
-const report = await mod.run({ quick, all, progress });
+const mod = (await import(pathToFileURL(join(here, `${name}.ts`)).href)) as { run: (o: BenchOptions) => Promise<BenchReport>; tasks?: readonly string[] };
+// --all and --task only for a benchmark that declares its tasks.
+if ((all || task) && !mod.tasks) {
+  console.error(`benchmark '${name}' has no tasks to choose: --all and --task are only for a benchmark that declares its tasks (embodied)`);
+  process.exit(2);
+}
+if (task && !mod.tasks!.includes(task)) {
+  console.error(`benchmark '${name}': --task ${task}: not one of ${mod.tasks!.join(', ')}`);
+  process.exit(2);
+}
+const report = await mod.run({ quick, all, ...(task ? { task } : {}), progress });
 console.log(`\n## ${report.title}${quick ? ' (quick)' : ''}\n`);
 console.log(report.summary + '\n');
 console.log(markdownTable(report.header, report.rows));
 if (report.notes) console.log('\n' + report.notes);
 if (!quick) {
-  const path = writeReport(all ? `${name}-all` : name, report, `npm run bench -- ${name}${all ? ' --all' : ''}`);
+  const variant = all ? '-all' : task ? `-${task}` : '';
+  const path = writeReport(`${name}${variant}`, report, `npm run bench -- ${name}${all ? ' --all' : task ? ` --task ${task}` : ''}`);
   console.log(`\nreport: ${path}`);
 }
 console.log(resultLine(name, report.result));

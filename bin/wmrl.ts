@@ -155,10 +155,11 @@ program
 program
   .command('bench')
   .summary('run a benchmark: prints a markdown table and a RESULT line (see README)')
-  .usage('<name> [--quick] [--all]')
+  .usage('<name> [--quick] [--all | --task T]')
   .argument('<name>', 'sim, bridge, nn, wmrl-core, worldmodel, embodied, server, autoresearch, twin-gap, imagination, vla')
   .option('--quick', 'under a minute, prints only', false)
   .option('--all', 'every task the benchmark knows (embodied: push beside reach)', false)
+  .option('--task <T>', 'one task of those --all runs, instead of the default (embodied: push)')
   .action(async (name, o) => (await import('./commands/bench.js')).bench(name, o));
 
 program

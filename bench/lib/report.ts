@@ -7,6 +7,8 @@ export interface BenchOptions {
   quick: boolean;
   /** `--all`: every task a benchmark knows, where it runs one by default (embodied: push beside reach). */
   all: boolean;
+  /** `--task NAME`: that one task of those `--all` runs, instead of the default (embodied: push). */
+  task?: string;
   /** Progress line sink; the harness draws it as a bar on a TTY. */
   progress: (done: number, total: number, label: string) => void;
 }
