@@ -10,10 +10,10 @@ import { MjEnv, loadTaskModel } from '../sim/env.js';
 import { NOMINAL } from '../sim/profiles.js';
 import { taskDef } from '../sim/registry.js';
 import { Rng } from '../nn/index.js';
-import { ClippedPolicyGradient, DEFAULT_PG_CONFIG, type PgConfig } from '../policies/pg.js';
+import { ClippedPolicyGradient, type PgConfig } from '../policies/pg.js';
 import { correctorConfig, type CorrectorConfig } from '../wmrl/corrector.js';
 import type { RunRow } from '../wmrl/run-state.js';
-import { DEFAULT_PRETRAIN, SimPrompts, heldOutEvaluation, pretrain, simRobotTarget, type Pretrained } from '../wmrl/sim-setup.js';
+import { DEFAULT_PRETRAIN, POST_TRAIN_PG, SimPrompts, heldOutEvaluation, pretrain, simRobotTarget, type Pretrained } from '../wmrl/sim-setup.js';
 import { trainStandard } from '../wmrl/train_standard.js';
 import { DEFAULT_WMRL, trainWmrl } from '../wmrl/train_wmrl.js';
 import { fmt, median, type BenchOptions, type BenchReport, type Series } from './lib/report.js';
@@ -99,8 +99,8 @@ async function runTask(task: string, o: BenchOptions, step: (label: string, adva
   const updates = q ? 3 : 20;
   const evalEpisodes = q ? 10 : 200;
   const cfg = { ...DEFAULT_WMRL, updates, prompts: q ? 4 : 8, groupSize: q ? 4 : 8, evalEvery: q ? 3 : 4 };
-  // One policy-gradient setting for every variant (lr 3e-4 left WMRL where it started in trial runs; 1e-3 moved both).
-  const pgConfig: PgConfig = { ...DEFAULT_PG_CONFIG, optimizer: { lr: 1e-3, clipNorm: 0.5 }, epochs: 4, minibatch: 512 };
+  // One policy-gradient setting for every variant: the trainers' (wmrl/sim-setup.ts POST_TRAIN_PG).
+  const pgConfig: PgConfig = POST_TRAIN_PG;
   const pre = q ? { bcEpisodes: 10, bcEpochs: 20, daggerRounds: 1, daggerEpisodes: 5, daggerEpochs: 10, wmEpisodes: 12, wmEpochs: 3, wmHidden: [64, 64], wmMembers: 3 } : {};
   const VARIANTS = variants(cfg.prompts);
   const names = Object.keys(VARIANTS);

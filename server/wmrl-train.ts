@@ -14,12 +14,12 @@ import type { EpisodeStore } from '../episodes/store/store.js';
 import type { ActOptions, SafetyLayer } from '../hardware/safety.js';
 import type { ResetOptions } from '../hardware/types.js';
 import { exportPolicy, type GaussianPolicy } from '../policies/gaussian.js';
-import { ClippedPolicyGradient, DEFAULT_PG_CONFIG, type PgConfig } from '../policies/pg.js';
+import { ClippedPolicyGradient, type PgConfig } from '../policies/pg.js';
 import { MjEnv, makeEnv, type EnvState } from '../sim/index.js';
 import { correctorConfig, type CorrectorConfig } from '../wmrl/corrector.js';
 import { RobotClock, type RobotEpisode, type RobotTarget } from '../wmrl/embodied.js';
 import type { RunRow } from '../wmrl/run-state.js';
-import { DEFAULT_PRETRAIN, SimPrompts, heldOutEvaluation, pretrain, type PretrainOptions, type Pretrained } from '../wmrl/sim-setup.js';
+import { DEFAULT_PRETRAIN, POST_TRAIN_PG, SimPrompts, heldOutEvaluation, pretrain, type PretrainOptions, type Pretrained } from '../wmrl/sim-setup.js';
 import { DEFAULT_WMRL, trainWmrl } from '../wmrl/train_wmrl.js';
 import { ModelEnv, repeatRows, type EnsembleModel } from '../worldmodel/index.js';
 import { sleep, wilson } from './jobs.js';
@@ -32,7 +32,7 @@ import { WmrlTrainOptions, type MetricsPoint } from './schemas.js';
 export const QUICK_PRETRAIN: Partial<PretrainOptions> = { bcEpisodes: 10, bcEpochs: 20, daggerRounds: 1, daggerEpisodes: 5, daggerEpochs: 10, wmEpisodes: 12, wmEpochs: 3, wmHidden: [64, 64], wmMembers: 3 };
 
 /** The clipped policy gradient of post-training runs. */
-export const TRAIN_PG: PgConfig = { ...DEFAULT_PG_CONFIG, optimizer: { lr: 3e-4, clipNorm: 0.5 }, epochs: 2, minibatch: 1024 };
+export const TRAIN_PG: PgConfig = POST_TRAIN_PG;
 
 /**
  * The Corrector as the trainer's options configure it (false: pure world model). `maxInFlight`: anchor groups

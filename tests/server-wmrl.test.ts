@@ -15,7 +15,7 @@ let svc: Service;
 let auth: Record<string, string>;
 
 /** Pretraining small enough for a test (the policy learns little; the wiring is what is checked). */
-const TINY = { pretrain: { bcEpisodes: 3, bcEpochs: 5, daggerRounds: 0, wmEpisodes: 4, wmEpochs: 2, wmMembers: 3, wmHidden: [32] }, evalEpisodes: 5, prompts: 2, group: 2 };
+const TINY = { pretrain: { bcEpisodes: 3, bcEpochs: 5, daggerRounds: 0, wmEpisodes: 4, wmEpochs: 2, wmMembers: 3, wmHidden: [32] }, evalEpisodes: 5, prompts: 2, group: 2, imagine: 1, anchorGroups: 1 };
 
 beforeAll(async () => {
   svc = await startService({ dataDir: dir, port: 0, foxglovePort: null, mqttPort: null });
@@ -65,7 +65,7 @@ describe('wmrl-train job: options on the route', () => {
       [{ robot: 'sim', learningRate: 1 }, 'body.learningRate: is not a known field'],
       [{ updates: 2 }, 'body.robot: is required'],
       // across options (the job's check): more anchor groups per update than the update imagines
-      [{ robot: 'sim', prompts: 2, anchorGroups: 3 }, 'anchor groups per update (--anchor-groups, anchorGroups) 3: more than the 2 groups an update imagines (prompts 2 x imagine 1)'],
+      [{ robot: 'sim', prompts: 2, imagine: 1, anchorGroups: 3 }, 'anchor groups per update (--anchor-groups, anchorGroups) 3: more than the 2 groups an update imagines (prompts 2 x imagine 1)'],
     ];
     for (const [payload, message] of bad) {
       const r = await inject({ method: 'POST', url: '/api/runs/wmrl-train', payload });

@@ -14,7 +14,7 @@ describe('wmrl train', () => {
   it('rejects bad flags with an error naming the flag, before any training', () => {
     const cases: Array<[string[], RegExp]> = [
       [['--algo', 'standard', '--imagine', '4'], /--imagine: WMRL options; --algo standard has no world model/],
-      [['--prompts', '2', '--anchor-groups', '3'], /anchor groups per update \(--anchor-groups, anchorGroups\) 3: more than the 2 groups an update imagines \(prompts 2 x imagine 1\)/],
+      [['--prompts', '2', '--imagine', '1', '--anchor-groups', '3'], /anchor groups per update \(--anchor-groups, anchorGroups\) 3: more than the 2 groups an update imagines \(prompts 2 x imagine 1\)/],
       [['--imagine', '0'], /--imagine: expected integer to be greater or equal to 1, got '0'/],
       [['--anchor-groups=-1'], /--anchor-groups: expected number to be greater or equal to 0, got '-1'/],
       [['--anchor-groups', 'half'], /--anchor-groups: expected number, got 'half'/],

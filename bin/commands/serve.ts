@@ -98,7 +98,7 @@ function startDefaultJob(svc: Service, o: ServeOptions): RunStatus {
   if (o.job === 'wmrl-train') {
     const run = runs.start('wmrl-train', { robot: 'sim', updates: o.updates, pretrain: DEFAULT_JOB_PRETRAIN });
     const w = run.options as WmrlTrainOptions;
-    console.log(`  default job:  run ${run.id}: WMRL post-training of a behaviour-cloned policy on the sim robot — pretraining (demonstrations, behaviour cloning and ${DEFAULT_JOB_PRETRAIN.daggerRounds} DAgger rounds on the nominal sim; a world model on ${DEFAULT_PRETRAIN.wmRandomize > 0 ? `sims of randomized mass, friction, damping and gain, the robot's identified from its anchors` : 'the nominal sim'}), then ${w.updates} updates of ${w.prompts} groups × ${w.group} rollouts imagined in the world model, anchor groups run on the robot in real time; the policy goes to ${join(o.data, 'policies', `${run.id}.onnx`)}`);
+    console.log(`  default job:  run ${run.id}: WMRL post-training of a behaviour-cloned policy on the sim robot — pretraining (demonstrations, behaviour cloning and ${DEFAULT_JOB_PRETRAIN.daggerRounds} DAgger rounds on the nominal sim; a world model on ${DEFAULT_PRETRAIN.wmRandomize > 0 ? `sims of randomized mass, friction, damping and gain, the robot's identified from its anchors` : 'the nominal sim'}), then ${w.updates} updates of ${w.prompts * w.imagine} groups × ${w.group} rollouts imagined in the world model, ${w.anchorGroups} anchor group(s) per update on average run on the robot in real time; the policy goes to ${join(o.data, 'policies', `${run.id}.onnx`)}`);
     return run;
   }
   if (o.job === 'expert-session') {
