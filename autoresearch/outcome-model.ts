@@ -16,6 +16,14 @@ import type { Field, Proposal } from './task.js';
 
 // ---------------------------------------------------------------- features
 
+/** Writes the one-hot of the proposal's choice for field `f` at `out[at …]`; returns the choice's index. Throws on a choice not in the field. */
+function oneHot(f: Field, p: Proposal, out: Float32Array, at: number): number {
+  const i = f.choices.indexOf(p[f.name]!);
+  if (i < 0) throw new Error(`proposal.${f.name}: ${JSON.stringify(p[f.name])} is not one of ${JSON.stringify(f.choices)}`);
+  out[at + i] = 1;
+  return i;
+}
+
 /** Width of `structuredFeatures` for these fields. */
 export const structuredDim = (fields: readonly Field[]): number =>
   fields.reduce((n, f) => n + f.choices.length + (f.choices.every((c) => typeof c === 'number') ? 1 : 0), 0);
@@ -24,9 +32,7 @@ export const structuredDim = (fields: readonly Field[]): number =>
 export function structuredFeatures(fields: readonly Field[], p: Proposal, out = new Float32Array(structuredDim(fields)), at = 0): Float32Array {
   let o = at;
   for (const f of fields) {
-    const i = f.choices.indexOf(p[f.name]!);
-    if (i < 0) throw new Error(`proposal.${f.name}: ${JSON.stringify(p[f.name])} is not one of ${JSON.stringify(f.choices)}`);
-    out[o + i] = 1;
+    const i = oneHot(f, p, out, o);
     o += f.choices.length;
     if (f.choices.every((c) => typeof c === 'number')) out[o++] = f.choices.length > 1 ? i / (f.choices.length - 1) : 0;
   }
@@ -46,9 +52,7 @@ export const ordinalDim = (fields: readonly Field[]): number =>
 export function ordinalFeatures(fields: readonly Field[], p: Proposal, out = new Float32Array(ordinalDim(fields)), at = 0): Float32Array {
   let o = at;
   for (const f of fields) {
-    const i = f.choices.indexOf(p[f.name]!);
-    if (i < 0) throw new Error(`proposal.${f.name}: ${JSON.stringify(p[f.name])} is not one of ${JSON.stringify(f.choices)}`);
-    out[o + i] = 1;
+    const i = oneHot(f, p, out, o);
     o += f.choices.length;
     if (!f.choices.every((c) => typeof c === 'number')) continue;
     const s = 1 / Math.sqrt(Math.max(1, f.choices.length - 1));

@@ -14,7 +14,7 @@ import type { EpisodeStore } from '../episodes/store/store.js';
 import type { ActOptions, SafetyLayer } from '../hardware/safety.js';
 import type { ResetOptions } from '../hardware/types.js';
 import { exportPolicy, type GaussianPolicy } from '../policies/gaussian.js';
-import { ClippedPolicyGradient, type PgConfig } from '../policies/pg.js';
+import { ClippedPolicyGradient } from '../policies/pg.js';
 import { MjEnv, makeEnv, type EnvState } from '../sim/index.js';
 import { correctorConfig, type CorrectorConfig } from '../wmrl/corrector.js';
 import { RobotClock, type RobotEpisode, type RobotTarget } from '../wmrl/embodied.js';
@@ -31,8 +31,6 @@ import { WmrlTrainOptions, type MetricsPoint } from './schemas.js';
 /** `quick`: pretraining sizes of a smoke run. */
 export const QUICK_PRETRAIN: Partial<PretrainOptions> = { bcEpisodes: 10, bcEpochs: 20, daggerRounds: 1, daggerEpisodes: 5, daggerEpochs: 10, wmEpisodes: 12, wmEpochs: 3, wmHidden: [64, 64], wmMembers: 3 };
 
-/** The clipped policy gradient of post-training runs. */
-export const TRAIN_PG: PgConfig = POST_TRAIN_PG;
 
 /**
  * The Corrector as the trainer's options configure it (false: pure world model). `maxInFlight`: anchor groups
@@ -302,7 +300,7 @@ export const wmrlTrain: JobDefinition<typeof WmrlTrainOptions> = {
     };
     using prompts = await SimPrompts.create(task);
     const evaluate = heldOutEvaluation(task, profile, o.evalEpisodes);
-    const pg = await ClippedPolicyGradient.create(pre.policy, TRAIN_PG);
+    const pg = await ClippedPolicyGradient.create(pre.policy, POST_TRAIN_PG);
     let imaginer: Imaginer | null = null;
     let anchors: AnchorEpisodes | null = null;
     try {

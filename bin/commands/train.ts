@@ -9,8 +9,8 @@ import { Value } from '@sinclair/typebox/value';
 import { ClippedPolicyGradient } from '../../policies/pg.js';
 import { exportPolicy } from '../../policies/gaussian.js';
 import { TrainerOptions } from '../../server/schemas.js';
-import { QUICK_PRETRAIN, TRAIN_PG, anchorGroupsProblem, trainerCorrector } from '../../server/wmrl-train.js';
-import { DEFAULT_PRETRAIN, SimPrompts, heldOutEvaluation, pretrain, simRobotTarget } from '../../wmrl/sim-setup.js';
+import { QUICK_PRETRAIN, anchorGroupsProblem, trainerCorrector } from '../../server/wmrl-train.js';
+import { DEFAULT_PRETRAIN, POST_TRAIN_PG, SimPrompts, heldOutEvaluation, pretrain, simRobotTarget } from '../../wmrl/sim-setup.js';
 import { yamlRobotTarget } from '../../wmrl/robot-target.js';
 import { trainStandard } from '../../wmrl/train_standard.js';
 import { DEFAULT_WMRL, trainWmrl } from '../../wmrl/train_wmrl.js';
@@ -136,7 +136,7 @@ export async function train(args: string[]): Promise<void> {
     ? await simRobotTarget({ task: a.task, profile: a.profile, store, robots: a.robots, resetSeconds: a.resetSeconds, seed: a.seed })
     : await yamlRobotTarget({ config: a.robot, maxSteps: horizon, store, robots: a.robots, resetSeconds: a.resetSeconds, task: a.task, log: (e) => console.error(`safety: ${e.kind}: ${e.detail}`) });
   using prompts = await SimPrompts.create(a.task);
-  const pg = await ClippedPolicyGradient.create(pre.policy, TRAIN_PG);
+  const pg = await ClippedPolicyGradient.create(pre.policy, POST_TRAIN_PG);
   // Held-out success is measured where the robot has a sim twin under its profile; a robot YAML's own episodes are its measure.
   const evaluate = a.robot.startsWith('sim:') ? heldOutEvaluation(a.task, a.profile, a.quick ? 10 : 100) : undefined;
   const common = { updates: a.updates, prompts: a.prompts, groupSize: a.group, evalEvery: Math.max(1, Math.floor(a.updates / 5)), promptSeed0: 1_000_000, seed: a.seed };
