@@ -183,4 +183,17 @@ describe('OnlineDebiaser', () => {
     expect(d.state().knotsX.length).toBeGreaterThan(1);
     expect(d.apply(0.8) - d.apply(0.1)).toBeGreaterThan(0.1);
   });
+
+  it('keeps the identity while every anchor\'s real score is the same (a sparse success none has reached), then fits', () => {
+    const d = new OnlineDebiaser(cfg);
+    const rng = new Rng(9);
+    // World-model scores spread, the robot's success 0 on every anchor: a fitted map would be the constant 0.
+    for (let g = 0; g < 40; g++) expect(d.addGroup(Array.from({ length: 8 }, () => ({ wm: rng.next(), real: 0, group: g })))).toBe(false);
+    expect(d.calibrated).toBe(false);
+    for (const v of [-1, 0.2, 0.9]) expect(d.apply(v)).toBe(v);
+    // The first successes (where the world model scores high) give the map a slope.
+    d.addGroup(Array.from({ length: 8 }, (_, k) => ({ wm: k / 7, real: k >= 6 ? 1 : 0, group: 40 })));
+    expect(d.calibrated).toBe(true);
+    expect(d.apply(1) - d.apply(0)).toBeGreaterThan(0);
+  });
 });

@@ -231,8 +231,9 @@ export class OnlineDebiaser {
   private refit(): boolean {
     const b = this.buffer;
     const fit = binnedIsotonic(b.map((p) => p.wm), b.map((p) => p.real), this.cfg.bins, b.map((p) => p.weight ?? 1));
-    // One knot would be a constant map: every world-model group would get zero advantage.
-    if (fit.knotsX.length < 2) return false;
+    // One knot, or real scores that never differ (a sparse success no anchor has reached yet), would be a
+    // constant map: every world-model group would get zero advantage. The map stays as it was until they differ.
+    if (fit.knotsX.length < 2 || fit.knotsY[fit.knotsY.length - 1]! - fit.knotsY[0]! <= 0) return false;
     this.knotsX = fit.knotsX;
     this.knotsY = fit.knotsY;
     this.sinceFit = 0;
