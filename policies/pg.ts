@@ -64,7 +64,16 @@ export interface PgStats {
 export class ClippedPolicyGradient {
   private constructor(readonly policy: Policy, readonly trainer: Trainer, readonly config: PgConfig) {}
 
-  static async create(policy: Policy, config: PgConfig = DEFAULT_PG_CONFIG): Promise<ClippedPolicyGradient> {
+  /**
+   * `trainable`: the parameters the update moves (default every one of the policy's); the rest stay as they are,
+   * e.g. a VLA's image and instruction encoder while its head is post-trained.
+   */
+  static async create(policy: Policy, config: PgConfig = DEFAULT_PG_CONFIG, opts: { trainable?: readonly string[] } = {}): Promise<ClippedPolicyGradient> {
+    const all = policy.paramNames();
+    const trainable = opts.trainable ?? all;
+    const unknown = trainable.filter((n) => !all.includes(n));
+    if (unknown.length) throw new Error(`pg: trainable names parameters the ${policy.kind} policy does not have: ${unknown.join(', ')}`);
+    if (!trainable.length) throw new Error('pg: no trainable parameters');
     if (!(config.clipRatio > 0 && config.clipRatio < 1)) throw new Error(`pg: clipRatio must be in (0, 1), got ${config.clipRatio}`);
     if (!(config.epochs >= 1 && config.minibatch >= 1)) throw new Error('pg: epochs and minibatch must be ≥ 1');
     const g = new Graph();
@@ -86,7 +95,7 @@ export class ClippedPolicyGradient {
       loss,
       store: policy.store,
       optimizer: config.optimizer,
-      trainable: policy.paramNames(),
+      trainable: [...trainable],
       metrics: {
         approx_kl: mean(sub(oldLogProb, logProb)),
         clip_fraction: mean(toFloat(greater(abs(sub(ratio, 1)), eps))),

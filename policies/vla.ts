@@ -137,6 +137,11 @@ export class VlaPolicy implements Policy {
     return [...this.encoder.paramNames(), ...this.embedding.paramNames()];
   }
 
+  /** The head's parameters (the fusion MLP and the log-std): what post-training moves when the encoder stays frozen. */
+  headParamNames(): string[] {
+    return [...this.net.paramNames(), `${this.name}.log_std`];
+  }
+
   meanParamNames(): string[] {
     return [...this.encoderParamNames(), ...this.net.paramNames()];
   }

@@ -68,6 +68,27 @@ describe('ClippedPolicyGradient on a VLA', () => {
     await pg.release();
   });
 
+  it('post-trains the head alone when told: the encoder stays bit-identical, the head moves; unknown names are refused', async () => {
+    fresh();
+    const o = env.reset(4);
+    const M = 32, D = vla.obsDim, A = vla.actDim;
+    const rng = new Rng(2);
+    const obs = new Float32Array(M * D), images = new Uint8Array(M * S * S * 3);
+    for (let i = 0; i < M; i++) { obs.set(o.state, i * D); images.set(o.image!, i * S * S * 3); }
+    const instructions = new Array<string>(M).fill(o.instruction);
+    const r = await vla.act(obs, Float32Array.from({ length: M * A }, () => rng.normal()), { images, instructions });
+    const advantage = Float32Array.from({ length: M }, (_, i) => Math.sign(r.action[i * A]! - r.mean[i * A]!));
+    const head = vla.headParamNames();
+    const pg = await ClippedPolicyGradient.create(vla, { ...DEFAULT_PG_CONFIG, optimizer: { lr: 3e-3, clipNorm: 0.5 }, minibatch: 16 }, { trainable: head });
+    const enc0 = vla.encoderParamNames().map((n) => Array.from(vla.store.get(n).data));
+    const head0 = head.map((n) => Array.from(vla.store.get(n).data));
+    await pg.update({ obs, action: r.action, oldLogProb: r.logProb, advantage, weight: new Float32Array(M).fill(1), images, instructions }, rng);
+    vla.encoderParamNames().forEach((n, i) => expect(Array.from(vla.store.get(n).data)).toEqual(enc0[i]));
+    expect(head.some((n, i) => Array.from(vla.store.get(n).data).some((v, j) => v !== head0[i]![j]))).toBe(true);
+    await pg.release();
+    await expect(ClippedPolicyGradient.create(vla, DEFAULT_PG_CONFIG, { trainable: ['vla.nope'] })).rejects.toThrow(/trainable names parameters the vla policy does not have: vla.nope/);
+  });
+
   it('pgBatch carries each step\'s image and instruction, and refuses a mix of rollouts with and without', () => {
     const px = 3, t = (v: number, steps: number, ctx: boolean) => ({
       obs: new Float32Array(steps).fill(v), action: new Float32Array(steps).fill(v), logProb: new Float32Array(steps), steps,
