@@ -3,14 +3,20 @@
 // instruction embedding + proprioception) behaviour-cloned from camera demonstrations recorded on the gap
 // robot itself, as teleoperated demonstrations are, by the task's robust demonstrator (Env.demonstrator: the
 // expert with latency prediction and identified-gain compensation), from the training seeds of an
-// (instruction, target region) split (sim/split.ts); a world model pretrained on nominal exploratory episodes; the robot reports only sparse success (reward 1 on the
-// step that succeeds). Then, from the same clone and model:
+// (instruction, target region) split (sim/split.ts); the product's world model (wmrl/sim-setup.ts
+// pretrainWorldModel: exploratory episodes under randomized profiles, conditioned on their context); the robot
+// reports only sparse success (reward 1 on the step that succeeds). Then, from the same clone and model, each
+// post-training the VLA's head (the encoder BC trained stays frozen) with the same policy gradient:
 //   sparse_only: standard GRPO on the robot, scored by its sparse success alone;
-//   dense_only:  the pure world model (no robot): the VLA imagined on the digital twin's renders of the
-//                model's predicted states, scored by the model's dense return;
-//   wmrl:        both: imagined groups, anchor groups on the robot correcting the model's scores.
+//   dense_only:  the pure world model (no robot, so no identified context: the model's nominal one): the VLA
+//                imagined on the digital twin's renders of the model's predicted states, scored by the
+//                model's dense return;
+//   wmrl:        both: imagined groups under the context and delay identified from the anchors, anchor groups
+//                on the robot correcting the model's scores.
 // sparse_only runs exactly as many robot episodes as WMRL spent on anchors. True success: the mean action
 // on held-out start states and on held-out (instruction, target region) combinations, under the gap profile.
+// Beside it, the signal the dense rows learn from: the within-group rank agreement between the VLA's returns
+// on the robot and in imagination (same start, same policy noise), under the nominal and the identified context.
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -22,18 +28,23 @@ import { OnnxPolicy } from '../policies/onnx-policy.js';
 import { ClippedPolicyGradient, DEFAULT_PG_CONFIG, type PgConfig } from '../policies/pg.js';
 import { VlaPolicy } from '../policies/vla.js';
 import { Rng } from '../nn/index.js';
-import { SceneTwin, combinationSplit, exploratoryEpisodes, loadProfile, makeEnv, type Env, type EvaluationSplit } from '../sim/index.js';
-import { EnsembleModel, TransitionBuffer } from '../worldmodel/index.js';
-import { correctorConfig } from '../wmrl/corrector.js';
+import { spearman } from '../tests/helpers/stats.js';
+import { CONTEXT_PARAMS, SceneTwin, combinationSplit, loadProfile, makeEnv, type Env, type EvaluationSplit } from '../sim/index.js';
+import { ModelEnv, repeatRows, type EnsembleModel } from '../worldmodel/index.js';
+import { correctorConfig, type CorrectorConfig } from '../wmrl/corrector.js';
 import type { ClosableTarget, Prompt, PromptSource } from '../wmrl/embodied.js';
-import { SimPrompts, simRobotTarget } from '../wmrl/sim-setup.js';
+import { imaginePolicy } from '../wmrl/imagine-policy.js';
+import { DEFAULT_PRETRAIN, SimPrompts, pretrainWorldModel, simRobotTarget } from '../wmrl/sim-setup.js';
 import { trainStandard } from '../wmrl/train_standard.js';
 import { DEFAULT_WMRL, trainWmrl } from '../wmrl/train_wmrl.js';
 import { fmt, median, quantile, type BenchOptions, type BenchReport } from './lib/report.js';
 
 const S = 32;
 /** The gap robot's actuation latency as its profile declares it, what the demonstrator is told. */
-const LATENCY = loadProfile('gap').action_latency_steps;
+const GAP = loadProfile('gap');
+const LATENCY = GAP.action_latency_steps;
+/** The gap robot's true context, in the order the world model's context is declared (sim/profiles.ts CONTEXT_PARAMS). */
+const CONTEXT_TRUTH = CONTEXT_PARAMS.map((k) => GAP[k]);
 const TASKS = ['reach', 'push'] as const;
 /**
  * Behaviour cloning per task (expert episodes, of which the last rounds x episodes are DAgger's; epochs of the
@@ -142,6 +153,55 @@ async function expertOn(task: string, split: EvaluationSplit, who: 'expert' | 'd
   }
 }
 
+/**
+ * Within-group rank agreement (Spearman, median over groups) between the dense returns of the VLA's rollouts on
+ * the robot (`robot`: the gap profile with its camera) and imagined by `model` under its current context with the
+ * actions `delay` steps late, the VLA reading the twin's renders: B start states (`seeds`) x G rollouts of at most
+ * H steps, rollout i driven by the same policy noise in both. GRPO learns only from this order, so it says whether
+ * the dense world-model signal carries the robot's. Imagined rollouts end where predicted success passes
+ * `successThreshold`, as the trainer's do; groups whose robot returns all tie are skipped.
+ */
+async function rankAgreement(vla: VlaPolicy, model: EnsembleModel, twin: SceneTwin, robot: Env, seeds: readonly number[], G: number, H: number, delay: number, successThreshold: number, seed: number): Promise<number> {
+  const A = vla.actDim, D = vla.obsDim, N = seeds.length * G;
+  const rng = new Rng(seed);
+  const noise = Float32Array.from({ length: N * H * A }, () => rng.normal());
+  const lo = robot.actionSpace.low, hi = robot.actionSpace.high;
+  const real: number[] = [], starts = new Float32Array(seeds.length * D), instructions: string[] = [];
+  for (let b = 0; b < seeds.length; b++) {
+    for (let k = 0; k < G; k++) {
+      const i = b * G + k;
+      let ob = robot.reset(seeds[b]!);
+      if (k === 0) { starts.set(ob.state, b * D); instructions.push(...new Array<string>(G).fill(ob.instruction)); }
+      let R = 0;
+      for (let t = 0; t < H; t++) {
+        const r = await vla.act(ob.state, noise.subarray((i * H + t) * A, (i * H + t + 1) * A), contextOf(ob));
+        const s = robot.step(r.action.map((v, j) => Math.max(lo[j]!, Math.min(hi[j]!, v))));
+        R += s.reward;
+        ob = s.obs;
+        if (s.terminated || s.truncated) break;
+      }
+      real.push(R);
+    }
+  }
+  const env = new ModelEnv(model, { members: 'fixed', seed, actionDelay: delay });
+  const members = Int32Array.from({ length: N }, (_, i) => Math.floor(i / G) % model.members);
+  const im = await imaginePolicy(env, twin, vla, { obs: repeatRows(starts, D, G), instructions }, H, { members, noise, actLow: lo, actHigh: hi });
+  const imagined = Array.from({ length: N }, (_, i) => {
+    let R = 0;
+    for (let t = 0; t < H; t++) {
+      R += im.reward[i * H + t]!;
+      if (im.successProb[i * H + t]! > successThreshold) break;
+    }
+    return R;
+  });
+  const rho: number[] = [];
+  for (let b = 0; b < seeds.length; b++) {
+    const r = real.slice(b * G, (b + 1) * G), m = imagined.slice(b * G, (b + 1) * G);
+    if (Math.max(...r) > Math.min(...r)) rho.push(spearman(m, r));
+  }
+  return rho.length ? median(rho) : NaN;
+}
+
 interface TaskResult {
   eval: Record<Row, { heldOutStates: EvalResult; heldOutCombinations: EvalResult }>;
   robotEpisodes: Record<Row, number>;
@@ -158,7 +218,12 @@ interface TaskResult {
   demoSuccess: number;
   bcLoss: number;
   demoSteps: number;
-  wmValMse: number;
+  /** The world model's held-out validation loss (Gaussian NLL per entry). */
+  wmValLoss: number;
+  /** Within-group rank agreement of imagined with robot returns for the clone: nominal context, then WMRL's identified one. */
+  agreement: { nominal: number; identified: number };
+  /** The context (log scales) and actuation delay WMRL identified from its anchors. */
+  identified: { context: number[]; delay: number };
   controlHz: number;
   /** Mean (update) bias reduction of WMRL's map where fitted, and its last anchor weight. */
   biasReduction: number | null;
@@ -170,16 +235,23 @@ export async function run(o: BenchOptions): Promise<BenchReport> {
   const P = {
     evalEpisodes: q ? 5 : 100,
 
-    wmEpisodes: q ? 6 : 100,
-    wmEpochs: q ? 2 : 15,
-    updates: q ? 1 : 6,
-    prompts: q ? 2 : 4,
+    updates: q ? 2 : 12,
+    /** Imagined groups per update (dense_only, wmrl); sparse_only runs 1 group per update on the robot. */
+    prompts: q ? 2 : 16,
     groupSize: q ? 2 : 8,
+    /** Anchor groups per update on average (one every other update, no floor), as bench embodied. */
+    anchorsPerUpdate: q ? 1 : 0.5,
+    /** Rank agreement: start states x rollouts. */
+    agreementGroups: q ? 2 : 16,
     latencyCalls: q ? 200 : 3000,
   };
-  const pgConfig: PgConfig = { ...DEFAULT_PG_CONFIG, optimizer: { lr: 1e-3, clipNorm: 0.5 }, epochs: q ? 1 : 4, minibatch: 512 };
+  // The world model the product pretrains (randomized profiles, context-conditioned); quick: a small one.
+  const pre = q ? { wmEpisodes: 12, wmEpochs: 2, wmHidden: [64, 64], wmMembers: 3 } : {};
+  // Every RL row moves the VLA's head only (the encoder BC trained stays frozen): lr 3e-4 (scratch probes on reach at
+  // 1e-3 moved the head by an approximate KL of up to 0.9 per update and lowered success).
+  const pgConfig: PgConfig = { ...DEFAULT_PG_CONFIG, optimizer: { lr: 3e-4, clipNorm: 0.5 }, epochs: q ? 1 : 4, minibatch: 512 };
   // Bench scale: an anchor group of G per update gives few pairs, so the map starts at 16 pairs and the anchor weight after 2 groups.
-  const corrector = correctorConfig({ debias: { minPairs: q ? 2 : 16, refitEvery: q ? 2 : 8 }, denoise: { warmupGroups: 2 } }, DEFAULT_WMRL.corrector || undefined);
+  const corrector = correctorConfig({ anchors: { fraction: P.anchorsPerUpdate / P.prompts, floor: 0 }, debias: { minPairs: q ? 2 : 16, refitEvery: q ? 2 : 8 }, denoise: { warmupGroups: 2 } }, DEFAULT_WMRL.corrector as CorrectorConfig);
   const promptSeed0 = 1_000_000;
   const total = TASKS.length * 7 + 1;
   let done = 0;
@@ -202,22 +274,21 @@ export async function run(o: BenchOptions): Promise<BenchReport> {
       const bcLoss = clone.loss, demoSteps = clone.steps;
       recording.dispose();
       o.progress(++done, total, `${task}: world model`);
-      const data = await exploratoryEpisodes(task, P.wmEpisodes, 50_000);
-      const buf = new TransitionBuffer(data.dObs, data.dAct, 4);
-      for (const e of data.episodes) buf.addEpisode({ ...e, weight: 1 });
-      const simData = buf.transitions();
-      const model = new EnsembleModel({ dObs: data.dObs, dAct: data.dAct, members: 5, hidden: [128, 128], actionHistory: 4, obsNames: data.obsNames, seed: 0 });
-      const fit = await model.fit(simData, { epochs: P.wmEpochs, seed: 0, onEpoch: (r) => o.progress(done, total, `${task}: world model epoch ${r.epoch}/${P.wmEpochs}`) });
+      const { model, simData, wmValLoss } = await pretrainWorldModel({ ...DEFAULT_PRETRAIN, ...pre, task, seed: 0, onProgress: (what, k, n) => o.progress(done, total, `${task}: ${what} ${k}/${n}`) });
       o.progress(++done, total, `${task}: evaluating the clone`);
       const robotEnv = await makeEnv({ task, profile: 'gap', image: S });
       const twin = await SceneTwin.create(task, S);
       using sim = await SimPrompts.create(task);
       const prompts = new SplitPrompts(sim, split.train.slice(C.demos), promptSeed0);
+      // The rank agreement's start states: training seeds no demonstration and no prompt uses.
+      if (split.train.length < C.demos + P.updates * P.prompts + P.agreementGroups) throw new Error(`vla bench: the split has ${split.train.length} training seeds, fewer than demonstrations, prompts and the rank agreement's groups need`);
+      const agreementSeeds = split.train.slice(-P.agreementGroups);
       const evalOf = () => evaluateHeldOut(robotEnv, vla, split);
       const r: TaskResult = {
         eval: { bc: await evalOf() } as TaskResult['eval'],
         robotEpisodes: { bc: 0 } as TaskResult['robotEpisodes'], robotHours: { bc: 0 } as TaskResult['robotHours'], computeSeconds: { bc: 0 } as TaskResult['computeSeconds'],
-        anchorGroups: 0, robotSuccesses: { bc: 0 } as TaskResult['robotSuccesses'], expert: await expertOn(task, split, 'expert', LATENCY), demonstrator: await expertOn(task, split, 'demonstrator', LATENCY), demoSuccess: clone.demoSuccess, bcLoss, demoSteps, wmValMse: fit.val.mse, controlHz: robotEnv.spec.controlHz, biasReduction: null, anchorWeight: 1,
+        anchorGroups: 0, robotSuccesses: { bc: 0 } as TaskResult['robotSuccesses'], expert: await expertOn(task, split, 'expert', LATENCY), demonstrator: await expertOn(task, split, 'demonstrator', LATENCY), demoSuccess: clone.demoSuccess, bcLoss, demoSteps, wmValLoss, controlHz: robotEnv.spec.controlHz, biasReduction: null, anchorWeight: 1,
+        agreement: { nominal: NaN, identified: NaN }, identified: { context: [], delay: 0 },
       };
       o.progress(++done, total, `${task}: RL`);
       const policy0 = vla.paramNames().map((n) => Float32Array.from(vla.store.get(n).data));
@@ -227,7 +298,7 @@ export async function run(o: BenchOptions): Promise<BenchReport> {
         vla.paramNames().forEach((n, i) => vla.store.set(n, policy0[i]!));
         model.store.names().forEach((n, i) => model.store.set(n, model0[i]!));
         const target = sparse(await simRobotTarget({ task, profile: 'gap', robots: 1, resetSeconds: 5, seed: 0, image: S }));
-        const pg = await ClippedPolicyGradient.create(vla, pgConfig);
+        const pg = await ClippedPolicyGradient.create(vla, pgConfig, { trainable: vla.headParamNames() });
         const common = { prompts: P.prompts, groupSize: P.groupSize, evalEvery: P.updates, promptSeed0, seed: 0 };
         const onUpdate = (u: { update: number }) => o.progress(done, total, `${task}: ${row} update ${u.update}`);
         // No refit: the robot's recorded rewards are its sparse success, which the model's dense reward head must not learn.
@@ -245,6 +316,15 @@ export async function run(o: BenchOptions): Promise<BenchReport> {
           const br = st.rows.map((x) => x.biasReduction).filter((x): x is number => typeof x === 'number');
           r.biasReduction = br.length ? median(br) : null;
           r.anchorWeight = st.rows.at(-1)!.anchorWeight ?? 1;
+          // The clone's rank agreement under the context and delay WMRL identified, then under the nominal ones.
+          const policyNow = vla.paramNames().map((n) => Float32Array.from(vla.store.get(n).data));
+          vla.paramNames().forEach((n, i) => vla.store.set(n, policy0[i]!));
+          r.identified = { context: Array.from(model.context), delay: st.rows.at(-1)!.actionDelay ?? 0 };
+          o.progress(done, total, `${task}: rank agreement of imagined with robot returns`);
+          r.agreement.identified = await rankAgreement(vla, model, twin, robotEnv, agreementSeeds, P.groupSize, target.maxSteps, r.identified.delay, wmrl.successThreshold, 7);
+          model.store.names().forEach((n, i) => model.store.set(n, model0[i]!));
+          r.agreement.nominal = await rankAgreement(vla, model, twin, robotEnv, agreementSeeds, P.groupSize, target.maxSteps, 0, wmrl.successThreshold, 7);
+          vla.paramNames().forEach((n, i) => vla.store.set(n, policyNow[i]!));
         }
         r.robotEpisodes[row] = target.clock.episodes;
         r.robotSuccesses[row] = st.rows.reduce((a, x) => a + Math.round((x.trainSuccess ?? 0) * x.realGroups * P.groupSize), 0);
@@ -336,16 +416,17 @@ export async function run(o: BenchOptions): Promise<BenchReport> {
       `${pts(r.eval.dense_only.heldOutCombinations.success - r.eval.bc.heldOutCombinations.success)}, ${pts(r.eval.wmrl.heldOutCombinations.success - r.eval.bc.heldOutCombinations.success)}); ` +
       `the robust demonstrator it was cloned from succeeds on ${pct(r.demonstrator.heldOutStates)} of the held-out states and ${pct(r.demonstrator.heldOutCombinations)} of the held-out combinations on this robot (${pct(r.demoSuccess)} of its noise-injected demonstrations), the nominal sim's scripted expert on ${pct(r.expert.heldOutStates)} and ${pct(r.expert.heldOutCombinations)}. ` +
       `WMRL spent ${r.robotEpisodes.wmrl} robot episodes on ${r.anchorGroups} anchor group${r.anchorGroups === 1 ? '' : 's'} (${r.robotSuccesses.wmrl} succeeded), sparse only ${r.robotEpisodes.sparse_only} (${r.robotSuccesses.sparse_only} succeeded), dense only ${r.robotEpisodes.dense_only}` +
-      `; the debiasing map's median held-out residual reduction ${r.biasReduction === null ? 'was never fitted (too few pairs)' : fmt(r.biasReduction, 2)}, final anchor weight ${fmt(r.anchorWeight, 2)}.` +
+      `; the debiasing map's median held-out residual reduction ${r.biasReduction === null ? 'was never measured (no map fitted before an anchor group)' : fmt(r.biasReduction, 2)}, final anchor weight ${fmt(r.anchorWeight, 2)}. ` +
+      `WMRL identified the robot's context as ${r.identified.context.map((v) => `×${fmt(Math.exp(v), 2)}`).join(', ')} (log scales of mass, friction, damping, actuator gain; the truth ×${CONTEXT_TRUTH.join(', ×')}) and a delay of ${r.identified.delay} steps (the truth ${LATENCY}). ` +
+      `Within-group rank agreement of the clone's imagined with its robot returns (Spearman, median over ${P.agreementGroups} groups of ${P.groupSize}, same starts and policy noise): ${fmt(r.agreement.nominal, 2)} under the nominal context dense only imagines in, ${fmt(r.agreement.identified, 2)} under the identified one.` +
       (r.robotSuccesses.sparse_only === 0 ? ` No sparse-only robot episode succeeded, so each of its groups scored all 0: zero advantages, no gradient.` : '') +
       (r.robotSuccesses.wmrl === 0
-        ? ` No anchor episode succeeded: every anchor group scored all 0, which the denoiser skips as degenerate` +
-          (r.biasReduction === null ? '.' : `, and the map fitted to all-0 real scores is constant (a constant removes the within-group residual entirely, hence that reduction) and flattens the imagined scores it calibrates.`)
+        ? ` No anchor episode succeeded: every anchor group scored all 0, which the denoiser skips as degenerate and the debiasing map does not fit (it stays the identity until the real scores differ), so WMRL learned from its imagined groups alone, under the identified context.`
         : '');
   });
   const summary = [
-    `Robot = the sim under the gap profile, reporting only sparse success; ${S}x${S} top camera. Per task: a VLA (conv 8-16, 32 image features, 16-d word embeddings, MLP 64x64) behaviour-cloned from demonstrations recorded on the gap robot by the task's robust demonstrator (the expert with a Smith predictor over the declared ${LATENCY}-step latency and online-identified actuation gain), as teleoperated demonstrations are recorded on the robot: noise-injected demonstrations, then DAgger rounds (${TASKS.map((t) => { const C = CLONE[q ? 'quick' : 'full'][t]; return `${t}: ${C.demos - C.daggerRounds * C.daggerEpisodes} episodes + ${C.daggerRounds} x ${C.daggerEpisodes}, ${C.bcEpochs} epochs, ${results.get(t)!.demoSteps} labelled steps, final loss ${fmt(results.get(t)!.bcLoss, 2)}`; }).join('; ')}) from the training seeds of an (instruction, target region) split; a 5-member world model pretrained on ${P.wmEpisodes} nominal exploratory episodes (validation MSE ${TASKS.map((t) => fmt(results.get(t)!.wmValMse, 2)).join(' / ')}), not refitted (the robot's recorded rewards are its sparse success).`,
-    `RL: ${P.updates} update${P.updates === 1 ? '' : 's'} of ${P.prompts} prompts x ${P.groupSize} rollouts from the split's training seeds; imagined rollouts see the digital twin's renders of predicted states; sparse only = standard GRPO on 1 group per update for exactly WMRL's anchor episodes. Success = mean action on ${n} held-out start states and ${n} held-out combinations per task, one seed.`,
+    `Robot = the sim under the gap profile, reporting only sparse success; ${S}x${S} top camera. Per task: a VLA (conv 8-16, 32 image features, 16-d word embeddings, MLP 64x64) behaviour-cloned from demonstrations recorded on the gap robot by the task's robust demonstrator (the expert with a Smith predictor over the declared ${LATENCY}-step latency and online-identified actuation gain), as teleoperated demonstrations are recorded on the robot: noise-injected demonstrations, then DAgger rounds (${TASKS.map((t) => { const C = CLONE[q ? 'quick' : 'full'][t]; return `${t}: ${C.demos - C.daggerRounds * C.daggerEpisodes} episodes + ${C.daggerRounds} x ${C.daggerEpisodes}, ${C.bcEpochs} epochs, ${results.get(t)!.demoSteps} labelled steps, final loss ${fmt(results.get(t)!.bcLoss, 2)}`; }).join('; ')}) from the training seeds of an (instruction, target region) split; the product's world model (${q ? pre.wmMembers : DEFAULT_PRETRAIN.wmMembers} members, pretrained on ${q ? pre.wmEpisodes : DEFAULT_PRETRAIN.wmEpisodes} exploratory episodes under profiles randomized by up to ×${DEFAULT_PRETRAIN.wmRandomize} in mass, friction, damping and actuator gain, conditioned on that context; validation loss ${TASKS.map((t) => fmt(results.get(t)!.wmValLoss, 3)).join(' / ')}), not refitted (the robot's recorded rewards are its sparse success).`,
+    `RL moves the VLA's head only (the encoder stays as BC trained it), the same clipped policy gradient for every row (lr ${pgConfig.optimizer.lr}, ${pgConfig.epochs} epochs, minibatch ${pgConfig.minibatch}): dense only and WMRL ${P.updates} update${P.updates === 1 ? '' : 's'} of ${P.prompts} imagined prompts x ${P.groupSize} rollouts from the split's training seeds, the imagined rollouts seeing the digital twin's renders of predicted states; WMRL runs ${P.anchorsPerUpdate} anchor group${P.anchorsPerUpdate === 1 ? '' : 's'} per update on average on the robot; sparse only = standard GRPO on 1 group per update for exactly WMRL's anchor episodes. Success = mean action on ${n} held-out start states and ${n} held-out combinations per task, one seed.`,
     ...perTask,
     `Mean over the tasks on held-out states: behaviour cloning ${pct(mean(states('bc')))}, sparse only ${pct(mean(states('sparse_only')))}, dense only ${pct(mean(states('dense_only')))}, WMRL ${pct(mean(states('wmrl')))} (held-out combinations: ${ROWS.map((row) => pct(mean(combos(row)))).join(', ')}).`,
     `WMRL is ${verdict('wmrl', 'sparse_only')}, ${verdict('wmrl', 'dense_only')}, and ${verdict('wmrl', 'bc')}.`,
@@ -357,6 +438,8 @@ export async function run(o: BenchOptions): Promise<BenchReport> {
     vla_p99_ms: p99, control_period_ms: periodMs,
   };
   for (const row of ROWS) result[`${row}_combinations`] = mean(combos(row));
+  result.agreement_nominal = mean(TASKS.map((t) => results.get(t)!.agreement.nominal));
+  result.agreement_identified = mean(TASKS.map((t) => results.get(t)!.agreement.identified));
   result.expert_gap = mean(TASKS.map((t) => results.get(t)!.expert.heldOutStates));
   result.demonstrator_gap = mean(TASKS.map((t) => results.get(t)!.demonstrator.heldOutStates));
   return {
