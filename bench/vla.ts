@@ -161,7 +161,7 @@ async function expertOn(task: string, split: EvaluationSplit, who: 'expert' | 'd
  * the dense world-model signal carries the robot's. Imagined rollouts end where predicted success passes
  * `successThreshold`, as the trainer's do; groups whose robot returns all tie are skipped.
  */
-async function rankAgreement(vla: VlaPolicy, model: EnsembleModel, twin: SceneTwin, robot: Env, seeds: readonly number[], G: number, H: number, delay: number, successThreshold: number, seed: number): Promise<number> {
+export async function rankAgreement(vla: VlaPolicy, model: EnsembleModel, twin: SceneTwin, robot: Env, seeds: readonly number[], G: number, H: number, delay: number, successThreshold: number, seed: number): Promise<number> {
   const A = vla.actDim, D = vla.obsDim, N = seeds.length * G;
   const rng = new Rng(seed);
   const noise = Float32Array.from({ length: N * H * A }, () => rng.normal());
