@@ -32,6 +32,35 @@ describe('fit', () => {
     expect(await predicted(0, 2)).toBeCloseTo(1, 1);
   });
 
+  it('rewardKnown: rows whose reward is not the dense signal teach the dynamics, never the reward head', async () => {
+    const probe = synthetic(64, 99, 0, 1);
+    // "sim" rows reward -1 with their reward known; "robot" rows on the same inputs report 0 (success only) and move
+    // twice as far per action (the dynamics the sim lacks).
+    const robot = (known: boolean): Transitions => {
+      const t = synthetic(512, 1, 0, 1);
+      return { ...t, nextObs: t.obs.map((v, k) => v + 0.2 * t.action[Math.floor(k / D)]!), ...(known ? {} : { rewardKnown: new Float32Array(512) }) };
+    };
+    const fitted = async (known: boolean) => {
+      const m = new EnsembleModel({ dObs: D, dAct: A, members: 2, hidden: [16], seed: 0 });
+      await m.fit(concatTransitions(D, A, [synthetic(512, 1, -1, 1), robot(known)]), { epochs: 15, lr: 1e-2, seed: 0 });
+      const p = await m.predict(probe.obs, probe.action);
+      const ev = await m.evaluate(robot(known));
+      await m.release();
+      const slope = probe.action.reduce((a, u, i) => a + (p.nextObsMean[i * D]! - probe.obs[i * D]!) * u, 0) / probe.action.reduce((a, u) => a + u * u, 0);
+      return { reward: p.reward.reduce((a, b) => a + b, 0) / p.reward.length, slope, rewardMse: ev.rewardMse };
+    };
+    const masked = await fitted(false), plain = await fitted(true);
+    // The reward head keeps the sim's -1 where the robot's 0s are masked, and averages them where they are not.
+    expect(masked.reward).toBeCloseTo(-1, 1);
+    expect(plain.reward).toBeCloseTo(-0.5, 1);
+    // The dynamics learn from the robot's rows either way: between the sim's 0.1 and the robot's 0.2 per action.
+    expect(masked.slope).toBeGreaterThan(0.12);
+    expect(Math.abs(masked.slope - plain.slope)).toBeLessThan(0.02);
+    // Held-out reward metrics skip the masked rows (none left: 0), and count them when known.
+    expect(masked.rewardMse).toBe(0);
+    expect(plain.rewardMse).toBeGreaterThan(0.1);
+  });
+
   it('early stopping keeps the best validation epoch; the model then holds exactly those parameters', async () => {
     const m = new EnsembleModel({ dObs: D, dAct: A, members: 3, hidden: [32, 32], seed: 4 });
     const val = synthetic(200, 7, 0.5, 1);
@@ -71,6 +100,8 @@ describe('bad input is named', () => {
     expect(() => validateTransitions({ ...t, success: Float32Array.of(0, 2, 0, 0) })).toThrow(/success\[1\] = 2 is outside \[0, 1\]/);
     expect(() => validateTransitions({ ...t, weight: new Float32Array(4) })).toThrow(/every weight is 0/);
     expect(() => validateTransitions({ ...t, weight: Float32Array.of(1, -1, 1, 1) })).toThrow(/weight\[1\] = -1 is negative/);
+    expect(() => validateTransitions({ ...t, rewardKnown: Float32Array.of(1, 0.5, 1, 1) })).toThrow(/rewardKnown\[1\] = 0.5 is neither 0 nor 1/);
+    expect(() => validateTransitions({ ...t, rewardKnown: new Float32Array(3) })).toThrow(/rewardKnown has 3 values, expected 4 x 1 = 4/);
   });
 
   it('the model and the buffer refuse other dims', async () => {

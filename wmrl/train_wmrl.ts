@@ -57,6 +57,12 @@ export interface WmrlConfig {
    */
   simWeight: number;
   /**
+   * What the robot's recorded rewards are: 'dense' — the task's dense reward, which refits teach the world
+   * model's reward head; 'success' — only its success (a robot without a dense measurement), so refits
+   * teach the dynamics and the success head from its episodes and the reward head keeps what the sim taught.
+   */
+  robotRewards: 'dense' | 'success';
+  /**
    * The robot's actuation delay in control steps, which a model pretrained on the sim lacks
    * (worldmodel/delay.ts): a number, or 'identify' — the d in [0, maxActionDelay] under which the model best
    * explains the latest anchor episodes when fed the policy's actions d steps late (one-step likelihood),
@@ -95,6 +101,7 @@ export const DEFAULT_WMRL: Omit<WmrlConfig, 'horizon'> = {
   refitEvery: 10,
   refitEpochs: 2,
   simWeight: 0.25,
+  robotRewards: 'dense',
   actionDelay: 'identify',
   maxActionDelay: 5,
   context: 'identify',
@@ -153,6 +160,26 @@ const collapse = (row: Float32Array, T: number, mode: WmrlConfig['scoreMode'], K
   const k = Math.min(K, T);
   return meanOf(row, T - k, T) - meanOf(row, 0, k);
 };
+
+/**
+ * What a refit fits: the robot's recorded episodes (their actions as the robot reported them, which a sim robot
+ * reports as applied), under the model's current (identified) context when it is context-conditioned, their
+ * rewards teaching the reward head only when the robot's rewards are dense — plus the sim data the model started
+ * from at `simWeight` per transition (0: left out).
+ */
+export function refitTransitions(
+  episodes: ReadonlyArray<{ states: Float32Array; actions: Float32Array; rewards: Float32Array; success: Float32Array }>,
+  model: Pick<EnsembleModel, 'dObs' | 'dAct' | 'actionHistory' | 'contextDim' | 'context'>,
+  o: { robotRewards: WmrlConfig['robotRewards']; simData: Transitions; simWeight: number },
+): Transitions {
+  const buf = new TransitionBuffer(model.dObs, model.dAct, model.actionHistory, model.contextDim);
+  const ctx = model.contextDim > 0 ? model.context : undefined;
+  for (const e of episodes) {
+    buf.addEpisode({ states: e.states, actions: e.actions, rewards: e.rewards, success: e.success, weight: 1, rewardKnown: o.robotRewards === 'dense', ...(ctx ? { context: ctx } : {}) });
+  }
+  if (o.simWeight > 0) buf.add({ ...o.simData, weight: (o.simData.weight ?? new Float32Array(o.simData.reward.length).fill(1)).map((w) => w * o.simWeight) });
+  return buf.transitions();
+}
 
 export async function trainWmrl(run: WmrlRun): Promise<RunState> {
   const { config: c, policy, pg, model, target, prompts } = run;
@@ -290,15 +317,8 @@ export async function trainWmrl(run: WmrlRun): Promise<RunState> {
     // 4. Refit the world model from the store: every real episode so far, plus the sim data it started from at `simWeight`.
     let refit = false;
     if (c.refitEvery > 0 && (u + 1) % c.refitEvery === 0 && state.episodeIds.length > 0 && target.store) {
-      // A context-conditioned model learns the robot's episodes under the robot's identified context.
-      const buf = new TransitionBuffer(D, A, model.actionHistory, model.contextDim);
-      const ctx = model.contextDim > 0 ? model.context : undefined;
-      for (const id of state.episodeIds) {
-        const tr = episodeTransitions(target.store.get(id), layoutOf(target.robot.spec), Float32Array.from(state.finalObs[id] ?? []));
-        if (tr) buf.addEpisode({ states: tr.states, actions: tr.actions, rewards: tr.rewards, success: tr.success, weight: 1, ...(ctx ? { context: ctx } : {}) });
-      }
-      if (c.simWeight > 0) buf.add({ ...run.simData, weight: (run.simData.weight ?? new Float32Array(run.simData.reward.length).fill(1)).map((w) => w * c.simWeight) });
-      await model.fit(buf.transitions(), { epochs: c.refitEpochs, seed: c.seed + u });
+      const eps = state.episodeIds.map((id) => episodeTransitions(target.store!.get(id), layoutOf(target.robot.spec), Float32Array.from(state.finalObs[id] ?? []))).filter((e) => e !== null);
+      await model.fit(refitTransitions(eps, model, { robotRewards: c.robotRewards, simData: run.simData, simWeight: c.simWeight }), { epochs: c.refitEpochs, seed: c.seed + u });
       refit = true;
     }
     // The robot's actuation delay and (for a context-conditioned model) its context, from the latest anchors

@@ -13,6 +13,9 @@ import type { Rng } from '../nn/index.js';
  * - `weight`: Shape n, ≥ 0, optional (all 1). Multiplies each transition's loss; only ratios matter
  *   (weights are rescaled to mean 1 over the fitted set). A trainer passes w_real for transitions of real
  *   episodes read from the episode store and w_sim for sim transitions.
+ * - `rewardKnown`: Shape n, each 0 or 1, optional (all 1). 0 where the recorded reward is not the dense signal
+ *   (a robot that reports only its success): that row teaches the dynamics and the success head, never the
+ *   reward head.
  */
 export interface Transitions {
   dObs: number;
@@ -23,6 +26,7 @@ export interface Transitions {
   reward: Float32Array;
   success: Float32Array;
   weight?: Float32Array;
+  rewardKnown?: Float32Array;
   /**
    * Shape n x (h·dAct): the h actions sent before `action`, most recent first, zeros before the episode's
    * first step. Present when the model conditions on action history (actuation latency: an action sent
@@ -72,6 +76,7 @@ export function validateTransitions(t: Transitions, what = 'transitions'): numbe
   expect('reward', t.reward, 1);
   expect('success', t.success, 1);
   expect('weight', t.weight, 1);
+  expect('rewardKnown', t.rewardKnown, 1);
   if (t.history) expect('history', t.history, historyLength(t) * t.dAct);
   if (t.context) expect('context', t.context, contextLength(t));
   for (let i = 0; i < n; i++) {
@@ -81,6 +86,9 @@ export function validateTransitions(t: Transitions, what = 'transitions'): numbe
   if (t.weight) {
     for (let i = 0; i < n; i++) if (t.weight[i]! < 0) throw new Error(`${what}: weight[${i}] = ${t.weight[i]} is negative`);
     if (n > 0 && t.weight.every((w) => w === 0)) throw new Error(`${what}: every weight is 0`);
+  }
+  if (t.rewardKnown) {
+    for (let i = 0; i < n; i++) if (t.rewardKnown[i] !== 0 && t.rewardKnown[i] !== 1) throw new Error(`${what}: rewardKnown[${i}] = ${t.rewardKnown[i]} is neither 0 nor 1`);
   }
   return n;
 }
@@ -130,7 +138,7 @@ export class TransitionBuffer {
    * `actions` T x dAct, `rewards` T, `success` T (after each step), one `weight` for all its transitions and,
    * in a buffer with a context, the episode's `context` (contextDim values).
    */
-  addEpisode(e: { states: Float32Array; actions: Float32Array; rewards: ArrayLike<number>; success: ArrayLike<number>; weight?: number; context?: ArrayLike<number> }): void {
+  addEpisode(e: { states: Float32Array; actions: Float32Array; rewards: ArrayLike<number>; success: ArrayLike<number>; weight?: number; context?: ArrayLike<number>; rewardKnown?: boolean }): void {
     const T = e.rewards.length;
     const c = this.contextDim;
     if (c > 0 && e.context?.length !== c) throw new Error(`episode: the buffer holds ${c} context entries per transition; the episode gives ${e.context ? e.context.length : 'none'}`);
@@ -147,6 +155,7 @@ export class TransitionBuffer {
       reward: Float32Array.from(e.rewards),
       success: Float32Array.from(e.success),
       weight: new Float32Array(T).fill(e.weight ?? 1),
+      ...(e.rewardKnown === false ? { rewardKnown: new Float32Array(T) } : {}),
       ...(this.actionHistory > 0 ? { history: episodeHistory(e.actions, this.dAct, this.actionHistory) } : {}),
       ...(c > 0 ? { context: repeatContext(e.context!, T) } : {}),
     });
@@ -168,6 +177,8 @@ export function concatTransitions(dObs: number, dAct: number, parts: readonly Tr
     return out;
   };
   const ones = (t: Transitions) => t.weight ?? new Float32Array(t.reward.length).fill(1);
+  const known = (t: Transitions) => t.rewardKnown ?? new Float32Array(t.reward.length).fill(1);
+  const anyUnknown = parts.some((t) => t.rewardKnown);
   const h = new Set(parts.filter((t) => t.reward.length > 0).map(historyLength));
   if (h.size > 1) throw new Error(`transitions: parts carry different action histories (${[...h].join(', ')} past actions)`);
   const withHistory = [...h][0] ?? 0;
@@ -176,6 +187,7 @@ export function concatTransitions(dObs: number, dAct: number, parts: readonly Tr
   const withContext = [...cs][0] ?? 0;
   return {
     dObs, dAct, obs: cat((t) => t.obs), action: cat((t) => t.action), nextObs: cat((t) => t.nextObs), reward: cat((t) => t.reward), success: cat((t) => t.success), weight: cat(ones),
+    ...(anyUnknown ? { rewardKnown: cat(known) } : {}),
     ...(withHistory > 0 ? { history: cat((t) => t.history ?? new Float32Array(0)) } : {}),
     ...(withContext > 0 ? { context: cat((t) => t.context ?? new Float32Array(0)) } : {}),
   };
@@ -197,6 +209,7 @@ export function selectTransitions(t: Transitions, idx: ArrayLike<number>): Trans
     reward: rows(t.reward, 1),
     success: rows(t.success, 1),
     weight: t.weight ? rows(t.weight, 1) : new Float32Array(idx.length).fill(1),
+    ...(t.rewardKnown ? { rewardKnown: rows(t.rewardKnown, 1) } : {}),
     ...(t.history ? { history: rows(t.history, historyLength(t) * t.dAct) } : {}),
     ...(t.context ? { context: rows(t.context, contextLength(t)) } : {}),
   };
@@ -292,6 +305,8 @@ export interface Normalizer {
 export function fitNormalizer(t: Transitions): Normalizer {
   const inp = columnStats(inputRows(t), t.dObs + t.dAct * (1 + historyLength(t)) + contextLength(t));
   const delta = columnStats(deltaRows(t), t.dObs, 0);
-  const rew = columnStats(t.reward, 1);
+  // The reward's statistics over the rows whose reward is the dense signal (none: left as is).
+  const known = t.rewardKnown ? t.reward.filter((_, i) => t.rewardKnown![i] === 1) : t.reward;
+  const rew = known.length ? columnStats(known, 1) : { mean: Float32Array.of(0), std: Float32Array.of(1) };
   return { inMean: inp.mean, inStd: inp.std, deltaMean: delta.mean, deltaStd: delta.std, rewardMean: rew.mean[0]!, rewardStd: rew.std[0]! };
 }

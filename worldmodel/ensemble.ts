@@ -430,6 +430,9 @@ export class EnsembleModel {
     const delta = deltaRows(data);
     const w = data.weight ?? new Float32Array(n).fill(1);
     const wSum = w.reduce((a, b) => a + b, 0);
+    // The reward metrics average over the rows whose reward is the dense signal (rewardKnown).
+    const known = data.rewardKnown ?? new Float32Array(n).fill(1);
+    const wKnown = w.reduce((a, b, i) => a + b * known[i]!, 0);
     const modeled = Array.from({ length: dObs }, (_, j) => j).filter((j) => nz.deltaStd[j]! > 0);
     const nllPerDim = new Float64Array(dObs).fill(NaN);
     for (const j of modeled) nllPerDim[j] = 0;
@@ -453,16 +456,17 @@ export class EnsembleModel {
         mse += (wi * ((muMean - y) * nz.deltaStd[j]!) ** 2) / dObs;
       }
       const yr = (data.reward[i]! - nz.rewardMean) / nz.rewardStd;
+      const wr = wKnown > 0 ? (w[i]! * known[i]!) / wKnown : 0;
       let rMean = 0, pMean = 0;
       const s = data.success[i]!;
       for (let e = 0; e < E; e++) {
         const z = r.successLogit[e * n + i]!;
         rMean += r.reward[e * n + i]! / E;
         pMean += 1 / (1 + Math.exp(-z)) / E;
-        rewardMseNorm += (wi * (r.reward[e * n + i]! - yr) ** 2) / E;
+        rewardMseNorm += (wr * (r.reward[e * n + i]! - yr) ** 2) / E;
         memberBce += (wi * (softplus(z) - s * z)) / E;
       }
-      rewardMse += wi * ((rMean - yr) * nz.rewardStd) ** 2;
+      rewardMse += wr * ((rMean - yr) * nz.rewardStd) ** 2;
       const p = Math.min(Math.max(pMean, 1e-7), 1 - 1e-7);
       bce += -wi * (s * Math.log(p) + (1 - s) * Math.log(1 - p));
     }
@@ -481,7 +485,8 @@ export class EnsembleModel {
 
   /**
    * Fits (or, called again, continues fitting) the ensemble: per-member bootstrap resamples, minibatch Adam
-   * on the Gaussian NLL of the normalized delta + reward MSE + success BCE, each row's loss times its weight.
+   * on the Gaussian NLL of the normalized delta + reward MSE + success BCE, each row's loss times its weight
+   * (the reward MSE only on rows whose `rewardKnown` is 1).
    * Parameters continue from their current values; the optimizer state starts fresh on each call.
    */
   async fit(data: Transitions, opts: FitOptions = {}): Promise<FitReport> {
@@ -515,6 +520,7 @@ export class EnsembleModel {
     const wMean = wRaw.reduce((a, b) => a + b, 0) / nTrain;
     if (!(wMean > 0)) throw new Error('fit: the training rows all have weight 0');
     const W = wRaw.map((v) => v / wMean);
+    const K = train.rewardKnown ?? new Float32Array(nTrain).fill(1);
 
     const trainer = await this.trainer(opts);
     const rows: Int32Array[] = opts.bootstrap === false ? Array.from({ length: E }, () => Int32Array.from({ length: nTrain }, (_, i) => i)) : bootstrapIndices(E, nTrain, rng);
@@ -528,7 +534,7 @@ export class EnsembleModel {
         for (let start = 0; start < nTrain; start += batch) {
           const b = Math.min(batch, nTrain - start);
           const x = new Float32Array(E * b * dIn), y = new Float32Array(E * b * dObs);
-          const r = new Float32Array(E * b), s = new Float32Array(E * b), w = new Float32Array(E * b);
+          const r = new Float32Array(E * b), s = new Float32Array(E * b), w = new Float32Array(E * b), k = new Float32Array(E * b);
           for (let e = 0; e < E; e++) {
             for (let i = 0; i < b; i++) {
               const src = rows[e]![start + i]!, dst = e * b + i;
@@ -537,6 +543,7 @@ export class EnsembleModel {
               r[dst] = R[src]!;
               s[dst] = train.success[src]!;
               w[dst] = W[src]!;
+              k[dst] = K[src]!;
             }
           }
           const res = await trainer.step({
@@ -545,6 +552,7 @@ export class EnsembleModel {
             r: nn.tensor(r, [E, b]),
             s: nn.tensor(s, [E, b]),
             w: nn.tensor(w, [E, b]),
+            k: nn.tensor(k, [E, b]),
           });
           lossSum += res.loss;
           batches++;
@@ -573,7 +581,7 @@ export class EnsembleModel {
     return { epochs: history.length, steps, keptEpoch, trainSize: nTrain, valSize: val.reward.length, history, val: finalVal };
   }
 
-  /** The training step graph: inputs x [E, b, dIn], y [E, b, dObs], r, s, w [E, b], all standardized. */
+  /** The training step graph: inputs x [E, b, dIn], y [E, b, dObs], r, s, w, k (reward known) [E, b], all standardized. */
   private async trainer(opts: FitOptions): Promise<nn.Trainer> {
     const { dObs, dIn, members: E } = this;
     const g = new nn.Graph();
@@ -582,6 +590,7 @@ export class EnsembleModel {
     const r = g.input('r', [E, 'batch']);
     const s = g.input('s', [E, 'batch']);
     const w = g.input('w', [E, 'batch']);
+    const k = g.input('k', [E, 'batch']);
     const h = this.heads(x);
     // Gaussian NLL (constants dropped) over the modeled dims, reward regression, success BCE with logits.
     // Unmodeled (constant) dims stay out: their log-variance would sink to its bound and its e^10 precision
@@ -590,7 +599,7 @@ export class EnsembleModel {
     const modeled = Math.max(1, mask.reduce<number>((a, b) => a + b, 0));
     const sqErr = nn.mul(nn.square(nn.sub(h.mu, y)), nn.exp(nn.neg(h.logVar)));
     const nll = nn.div(nn.sum(nn.mul(nn.add(sqErr, h.logVar), g.constant(mask, [dObs])), -1), modeled);
-    const rew = nn.mul(nn.square(nn.sub(h.reward, r)), 0.5);
+    const rew = nn.mul(nn.mul(nn.square(nn.sub(h.reward, r)), 0.5), k);
     const bce = nn.sub(nn.softplus(h.successLogit), nn.mul(s, h.successLogit));
     const perRow = nn.mul(w, nn.add(nn.mul(nll, 0.5), nn.add(rew, bce)));
     // Sum over members: each member's gradient is its own mean loss.

@@ -1,0 +1,39 @@
+// What a WMRL refit fits: the robot's episodes under the identified context, their rewards masked when the
+// robot reports only success, and the sim data at its weight.
+import { describe, expect, it } from 'vitest';
+import { EnsembleModel, type Transitions } from '../worldmodel/index.js';
+import { refitTransitions } from '../wmrl/train_wmrl.js';
+
+const D = 2, A = 1;
+
+/** One episode of T steps: states 0..T, action t = t + 1, reward -t, success at the last step. */
+function episode(T: number) {
+  return {
+    states: Float32Array.from({ length: (T + 1) * D }, (_, k) => Math.floor(k / D)),
+    actions: Float32Array.from({ length: T * A }, (_, t) => t + 1),
+    rewards: Float32Array.from({ length: T }, (_, t) => -t),
+    success: Float32Array.from({ length: T }, (_, t) => (t === T - 1 ? 1 : 0)),
+  };
+}
+const sim: Transitions = { dObs: D, dAct: A, obs: new Float32Array(3 * D), action: new Float32Array(3), nextObs: new Float32Array(3 * D), reward: Float32Array.of(-1, -1, -1), success: new Float32Array(3), weight: Float32Array.of(1, 2, 1), history: new Float32Array(3 * 2 * A), context: new Float32Array(3) };
+
+describe('refitTransitions', () => {
+  it('keeps the robot\'s actions and their history, carries the identified context, masks success-only rewards, scales the sim data', async () => {
+    const model = new EnsembleModel({ dObs: D, dAct: A, members: 1, hidden: [4], actionHistory: 2, contextNames: ['log gain'], seed: 0 });
+    model.setContext([0.5]);
+    const t = refitTransitions([episode(5)], model, { robotRewards: 'success', simData: sim, simWeight: 0.25 });
+    expect(t.reward.length).toBe(5 + 3);
+    // Actions 1..5 as recorded; the history of the two before each, most recent first, zeros before the first.
+    expect(Array.from(t.action.subarray(0, 5))).toEqual([1, 2, 3, 4, 5]);
+    expect(Array.from(t.history!.subarray(0, 10))).toEqual([0, 0, 1, 0, 2, 1, 3, 2, 4, 3]);
+    expect(Array.from(t.context!.subarray(0, 5))).toEqual([0.5, 0.5, 0.5, 0.5, 0.5]);
+    expect(Array.from(t.rewardKnown!)).toEqual([0, 0, 0, 0, 0, 1, 1, 1]);
+    expect(Array.from(t.success.subarray(0, 5))).toEqual([0, 0, 0, 0, 1]);
+    expect(Array.from(t.weight!)).toEqual([1, 1, 1, 1, 1, 0.25, 0.5, 0.25]);
+    // Dense robot rewards teach the reward head; simWeight 0 leaves the sim out.
+    const dense = refitTransitions([episode(5)], model, { robotRewards: 'dense', simData: sim, simWeight: 0 });
+    expect(Array.from(dense.reward)).toEqual([-0, -1, -2, -3, -4]);
+    expect(dense.rewardKnown).toBeUndefined();
+    await model.release();
+  });
+});
