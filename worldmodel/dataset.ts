@@ -176,9 +176,8 @@ export function concatTransitions(dObs: number, dAct: number, parts: readonly Tr
     }
     return out;
   };
-  const ones = (t: Transitions) => t.weight ?? new Float32Array(t.reward.length).fill(1);
-  const known = (t: Transitions) => t.rewardKnown ?? new Float32Array(t.reward.length).fill(1);
-  const anyUnknown = parts.some((t) => t.rewardKnown);
+  // Optional per-row columns that default to 1 (weight, rewardKnown).
+  const orOnes = (pick: (t: Transitions) => Float32Array | undefined) => cat((t) => pick(t) ?? new Float32Array(t.reward.length).fill(1));
   const h = new Set(parts.filter((t) => t.reward.length > 0).map(historyLength));
   if (h.size > 1) throw new Error(`transitions: parts carry different action histories (${[...h].join(', ')} past actions)`);
   const withHistory = [...h][0] ?? 0;
@@ -186,8 +185,8 @@ export function concatTransitions(dObs: number, dAct: number, parts: readonly Tr
   if (cs.size > 1) throw new Error(`transitions: parts carry different contexts (${[...cs].join(', ')} entries)`);
   const withContext = [...cs][0] ?? 0;
   return {
-    dObs, dAct, obs: cat((t) => t.obs), action: cat((t) => t.action), nextObs: cat((t) => t.nextObs), reward: cat((t) => t.reward), success: cat((t) => t.success), weight: cat(ones),
-    ...(anyUnknown ? { rewardKnown: cat(known) } : {}),
+    dObs, dAct, obs: cat((t) => t.obs), action: cat((t) => t.action), nextObs: cat((t) => t.nextObs), reward: cat((t) => t.reward), success: cat((t) => t.success), weight: orOnes((t) => t.weight),
+    ...(parts.some((t) => t.rewardKnown) ? { rewardKnown: orOnes((t) => t.rewardKnown) } : {}),
     ...(withHistory > 0 ? { history: cat((t) => t.history ?? new Float32Array(0)) } : {}),
     ...(withContext > 0 ? { context: cat((t) => t.context ?? new Float32Array(0)) } : {}),
   };
