@@ -39,13 +39,13 @@ import { trainStandard } from '../wmrl/train_standard.js';
 import { DEFAULT_WMRL, trainWmrl } from '../wmrl/train_wmrl.js';
 import { fmt, median, quantile, type BenchOptions, type BenchReport } from './lib/report.js';
 
-const S = 32;
+export const S = 32;
 /** The gap robot's actuation latency as its profile declares it, what the demonstrator is told. */
 const GAP = loadProfile('gap');
-const LATENCY = GAP.action_latency_steps;
+export const LATENCY = GAP.action_latency_steps;
 /** The gap robot's true context, in the order the world model's context is declared (sim/profiles.ts CONTEXT_PARAMS). */
-const CONTEXT_TRUTH = CONTEXT_PARAMS.map((k) => GAP[k]);
-const TASKS = ['reach', 'push'] as const;
+export const CONTEXT_TRUTH = CONTEXT_PARAMS.map((k) => GAP[k]);
+export const TASKS = ['reach', 'push'] as const;
 /**
  * Behaviour cloning per task (expert episodes, of which the last rounds x episodes are DAgger's; epochs of the
  * first fit): reach's hold-within-3-cm success needs the longer fit; push's 300-step episodes give more steps each.
@@ -63,6 +63,40 @@ const LABEL: Record<Row, string> = {
   dense_only: '+ RL on the dense world-model signal only (pure world model)',
   wmrl: '+ WMRL (both corrections)',
 };
+
+/** Held-out episodes per evaluation set. */
+const evalEpisodes = (quick: boolean) => (quick ? 5 : 100);
+
+/** The task's (instruction, target region) split: training seeds for demonstrations and prompts, the held-out sets for evaluation. */
+export function vlaSplit(task: string, quick: boolean): Promise<EvaluationSplit> {
+  return combinationSplit(task, { train: { seed0: 0, scan: quick ? 300 : 3000 }, eval: { seed0: 9_000_000, episodes: evalEpisodes(quick) } });
+}
+
+/**
+ * The policy gradient every RL row uses: the VLA's head only (the encoder BC trained stays frozen), lr 3e-4 (scratch
+ * probes on reach at 1e-3 moved the head by an approximate KL of up to 0.9 per update and lowered success).
+ */
+export function vlaPgConfig(quick: boolean): PgConfig {
+  return { ...DEFAULT_PG_CONFIG, optimizer: { lr: 3e-4, clipNorm: 0.5 }, epochs: quick ? 1 : 4, minibatch: 512 };
+}
+
+/**
+ * The bench's VLA (conv 8-16, 32 image features, 16-d word embeddings, MLP 64x64, log-std -1) behaviour-cloned on
+ * the gap robot from the task's robust demonstrator (`cloneVla`, CLONE's scale), from the first training seeds of `split`.
+ */
+export async function cloneOnGap(task: (typeof TASKS)[number], split: EvaluationSplit, quick: boolean, onRound: (round: number) => void): Promise<{ vla: VlaPolicy; loss: number; steps: number; demoSuccess: number }> {
+  const recording = await makeEnv({ task, profile: 'gap', image: S });
+  try {
+    const make = (obsMean: number[], obsStd: number[]) => new VlaPolicy({
+      layout: recording.layout, actDim: recording.actionSpace.shape[0], image: { height: S, width: S }, instructions: recording.observationSpace.instructions,
+      convChannels: [8, 16], imageFeatures: 32, embedDim: 16, hidden: [64, 64], initLogStd: -1, obsMean, obsStd, seed: 0,
+    });
+    const C = CLONE[quick ? 'quick' : 'full'][task];
+    return await cloneVla(make, recording, LATENCY, split.train.slice(0, C.demos), C.daggerRounds, C.daggerEpisodes, C.bcEpochs, onRound);
+  } finally {
+    recording.dispose();
+  }
+}
 
 /** Prompt k of a run = the k-th training seed of the split (never a held-out combination, never an evaluation seed). */
 export class SplitPrompts implements PromptSource {
@@ -233,7 +267,7 @@ interface TaskResult {
 export async function run(o: BenchOptions): Promise<BenchReport> {
   const q = o.quick;
   const P = {
-    evalEpisodes: q ? 5 : 100,
+    evalEpisodes: evalEpisodes(q),
 
     updates: q ? 2 : 12,
     /** Imagined groups per update (dense_only, wmrl); sparse_only runs 1 group per update on the robot. */
@@ -247,9 +281,7 @@ export async function run(o: BenchOptions): Promise<BenchReport> {
   };
   // The world model the product pretrains (randomized profiles, context-conditioned); quick: a small one.
   const pre = q ? { wmEpisodes: 12, wmEpochs: 2, wmHidden: [64, 64], wmMembers: 3 } : {};
-  // Every RL row moves the VLA's head only (the encoder BC trained stays frozen): lr 3e-4 (scratch probes on reach at
-  // 1e-3 moved the head by an approximate KL of up to 0.9 per update and lowered success).
-  const pgConfig: PgConfig = { ...DEFAULT_PG_CONFIG, optimizer: { lr: 3e-4, clipNorm: 0.5 }, epochs: q ? 1 : 4, minibatch: 512 };
+  const pgConfig = vlaPgConfig(q);
   // Bench scale: an anchor group of G per update gives few pairs, so the map starts at 16 pairs and the anchor weight after 2 groups.
   const corrector = correctorConfig({ anchors: { fraction: P.anchorsPerUpdate / P.prompts, floor: 0 }, debias: { minPairs: q ? 2 : 16, refitEvery: q ? 2 : 8 }, denoise: { warmupGroups: 2 } }, DEFAULT_WMRL.corrector as CorrectorConfig);
   const promptSeed0 = 1_000_000;
@@ -261,18 +293,12 @@ export async function run(o: BenchOptions): Promise<BenchReport> {
   try {
     for (const task of TASKS) {
       o.progress(done, total, `${task}: split, demonstrations`);
-      const split = await combinationSplit(task, { train: { seed0: 0, scan: q ? 300 : 3000 }, eval: { seed0: 9_000_000, episodes: P.evalEpisodes } });
+      const split = await vlaSplit(task, q);
       // The demonstrations are recorded on the robot (the gap profile), its declared latency told to the demonstrator.
-      const recording = await makeEnv({ task, profile: 'gap', image: S });
-      const make = (obsMean: number[], obsStd: number[]) => new VlaPolicy({
-        layout: recording.layout, actDim: recording.actionSpace.shape[0], image: { height: S, width: S }, instructions: recording.observationSpace.instructions,
-        convChannels: [8, 16], imageFeatures: 32, embedDim: 16, hidden: [64, 64], initLogStd: -1, obsMean, obsStd, seed: 0,
-      });
       const C = CLONE[q ? 'quick' : 'full'][task];
-      const clone = await cloneVla(make, recording, LATENCY, split.train.slice(0, C.demos), C.daggerRounds, C.daggerEpisodes, C.bcEpochs, (k) => o.progress(done, total, `${task}: behaviour cloning, round ${k + 1}/${C.daggerRounds + 1}`));
+      const clone = await cloneOnGap(task, split, q, (k) => o.progress(done, total, `${task}: behaviour cloning, round ${k + 1}/${C.daggerRounds + 1}`));
       const vla = clone.vla;
       const bcLoss = clone.loss, demoSteps = clone.steps;
-      recording.dispose();
       o.progress(++done, total, `${task}: world model`);
       const { model, simData, wmValLoss } = await pretrainWorldModel({ ...DEFAULT_PRETRAIN, ...pre, task, seed: 0, onProgress: (what, k, n) => o.progress(done, total, `${task}: ${what} ${k}/${n}`) });
       o.progress(++done, total, `${task}: evaluating the clone`);
