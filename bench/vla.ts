@@ -26,6 +26,8 @@ import { behaviourClone } from '../policies/bc.js';
 import { contextOf, evaluateHeldOut, type EvalResult } from '../policies/demos.js';
 import { OnnxPolicy } from '../policies/onnx-policy.js';
 import { ClippedPolicyGradient, DEFAULT_PG_CONFIG, type PgConfig } from '../policies/pg.js';
+import { GaussianPolicy } from '../policies/gaussian.js';
+import type { Policy } from '../policies/types.js';
 import { VlaPolicy } from '../policies/vla.js';
 import { Rng } from '../nn/index.js';
 import { spearman } from '../tests/helpers/stats.js';
@@ -81,16 +83,20 @@ export function vlaPgConfig(quick: boolean): PgConfig {
 }
 
 /**
- * The bench's VLA (conv 8-16, 32 image features, 16-d word embeddings, MLP 64x64, log-std -1) behaviour-cloned on
- * the gap robot from the task's robust demonstrator (`cloneVla`, CLONE's scale), from the first training seeds of `split`.
+ * The bench's VLA (conv 8-16, 32 image features, 16-d word embeddings, MLP 64x64, log-std -1) — or, `kind` 'mlp', a
+ * Gaussian MLP over the state alone (128x128, log-std -1, the embodied trainers' policy) — behaviour-cloned on the gap
+ * robot from the task's robust demonstrator (`cloneVla`, CLONE's scale), from the first training seeds of `split`.
  */
-export async function cloneOnGap(task: (typeof TASKS)[number], split: EvaluationSplit, quick: boolean, onRound: (round: number) => void): Promise<{ vla: VlaPolicy; loss: number; steps: number; demoSuccess: number }> {
+export async function cloneOnGap<K extends 'vla' | 'mlp' = 'vla'>(task: (typeof TASKS)[number], split: EvaluationSplit, quick: boolean, onRound: (round: number) => void, kind?: K): Promise<{ vla: K extends 'mlp' ? GaussianPolicy : VlaPolicy; loss: number; steps: number; demoSuccess: number }> {
   const recording = await makeEnv({ task, profile: 'gap', image: S });
   try {
-    const make = (obsMean: number[], obsStd: number[]) => new VlaPolicy({
-      layout: recording.layout, actDim: recording.actionSpace.shape[0], image: { height: S, width: S }, instructions: recording.observationSpace.instructions,
-      convChannels: [8, 16], imageFeatures: 32, embedDim: 16, hidden: [64, 64], initLogStd: -1, obsMean, obsStd, seed: 0,
-    });
+    const A = recording.actionSpace.shape[0];
+    const make = (obsMean: number[], obsStd: number[]) => (kind === 'mlp'
+      ? new GaussianPolicy({ obsDim: recording.observationSpace.state.shape[0], actDim: A, hidden: [128, 128], initLogStd: -1, obsMean, obsStd, seed: 0 })
+      : new VlaPolicy({
+        layout: recording.layout, actDim: A, image: { height: S, width: S }, instructions: recording.observationSpace.instructions,
+        convChannels: [8, 16], imageFeatures: 32, embedDim: 16, hidden: [64, 64], initLogStd: -1, obsMean, obsStd, seed: 0,
+      })) as K extends 'mlp' ? GaussianPolicy : VlaPolicy;
     const C = CLONE[quick ? 'quick' : 'full'][task];
     return await cloneVla(make, recording, LATENCY, split.train.slice(0, C.demos), C.daggerRounds, C.daggerEpisodes, C.bcEpochs, onRound);
   } finally {
@@ -122,12 +128,12 @@ export function sparse(t: ClosableTarget): ClosableTarget {
  * follows the robot), bounded to the action range the VLA's mean lives in, with the camera image and
  * instruction it was taken on. Also counts how many round-0 demonstrations succeeded.
  */
-export async function cloneVla(make: (obsMean: number[], obsStd: number[]) => VlaPolicy, env: Env, latencySteps: number, seeds: readonly number[], rounds: number, episodesPerRound: number, epochs: number, onRound: (round: number) => void): Promise<{ vla: VlaPolicy; loss: number; steps: number; demoSuccess: number }> {
+export async function cloneVla<P extends Policy>(make: (obsMean: number[], obsStd: number[]) => P, env: Env, latencySteps: number, seeds: readonly number[], rounds: number, episodesPerRound: number, epochs: number, onRound: (round: number) => void): Promise<{ vla: P; loss: number; steps: number; demoSuccess: number }> {
   const rng = new Rng(17);
   const bound = (v: number) => Math.max(-1, Math.min(1, v));
   const obs: number[] = [], action: number[] = [], instructions: string[] = [], images: Uint8Array[] = [];
   const D = env.observationSpace.state.shape[0], zeros = new Float32Array(env.actionSpace.shape[0]);
-  let vla: VlaPolicy | null = null;
+  let vla: P | null = null;
   let loss = NaN, next = 0, demoOk = 0, demoN = 0;
   for (let round = 0; round <= rounds; round++) {
     for (let ep = 0; ep < (round === 0 ? seeds.length - rounds * episodesPerRound : episodesPerRound); ep++) {
