@@ -20,6 +20,13 @@ export interface PgConfig {
   epochs: number;
   /** Steps per minibatch. */
   minibatch: number;
+  /**
+   * Early stop (PPO's target KL): once a minibatch measures an approximate KL from the acting policy above
+   * 1.5 × this, the update takes no further minibatch steps (that minibatch's own step is already applied: the
+   * Trainer measures and steps in one call). Omit for every epoch, always. A small log-std makes each step move
+   * the policy's distribution more, so fixed epochs can overshoot where a KL target holds the step size.
+   */
+  targetKl?: number;
 }
 
 export const DEFAULT_PG_CONFIG: PgConfig = {
@@ -52,13 +59,15 @@ export interface PgBatch {
 
 export interface PgStats {
   loss: number;
-  /** Mean of (old − new) log-prob over the last epoch: a cheap KL estimate. */
+  /** Mean of (old − new) log-prob over the last epoch's minibatches (each measured before its step): a cheap KL estimate. */
   approxKl: number;
   /** Fraction of steps whose ratio was clipped, last epoch. */
   clipFraction: number;
   entropy: number;
   gradNorm: number;
   minibatches: number;
+  /** The update stopped early on the KL target (config.targetKl). */
+  stoppedEarly: boolean;
 }
 
 export class ClippedPolicyGradient {
@@ -76,6 +85,7 @@ export class ClippedPolicyGradient {
     if (!trainable.length) throw new Error('pg: no trainable parameters');
     if (!(config.clipRatio > 0 && config.clipRatio < 1)) throw new Error(`pg: clipRatio must be in (0, 1), got ${config.clipRatio}`);
     if (!(config.epochs >= 1 && config.minibatch >= 1)) throw new Error('pg: epochs and minibatch must be ≥ 1');
+    if (config.targetKl !== undefined && !(config.targetKl > 0 && Number.isFinite(config.targetKl))) throw new Error(`pg: targetKl must be a positive number, got ${config.targetKl}`);
     const g = new Graph();
     const D = policy.obsDim, K = policy.chunk * policy.actDim;
     const obs = g.input('obs', ['M', D]);
@@ -124,11 +134,12 @@ export class ClippedPolicyGradient {
     const mb = Math.min(this.config.minibatch, M);
     const order = Array.from({ length: M }, (_, i) => i);
     let last = { loss: 0, kl: 0, clip: 0, ent: 0, norm: 0, n: 0 };
-    let minibatches = 0;
-    for (let e = 0; e < this.config.epochs; e++) {
+    let minibatches = 0, stoppedEarly = false;
+    const klLimit = this.config.targetKl === undefined ? Infinity : 1.5 * this.config.targetKl;
+    for (let e = 0; e < this.config.epochs && !stoppedEarly; e++) {
       rng.shuffle(order);
       last = { loss: 0, kl: 0, clip: 0, ent: 0, norm: 0, n: 0 };
-      for (let s = 0; s + mb <= M; s += mb) {
+      for (let s = 0; s + mb <= M && !stoppedEarly; s += mb) {
         const idx = order.slice(s, s + mb);
         const n = idx.length;
         const o = new Float32Array(n * D), a = new Float32Array(n * K), lp = new Float32Array(n), ad = new Float32Array(n), w = new Float32Array(n);
@@ -152,11 +163,12 @@ export class ClippedPolicyGradient {
         const m = (k: string) => (res.metrics[k]!.data as Float32Array)[0]!;
         last.loss += res.loss; last.kl += m('approx_kl'); last.clip += m('clip_fraction'); last.ent += m('entropy'); last.norm += res.gradNorm; last.n++;
         minibatches++;
+        if (m('approx_kl') > klLimit) stoppedEarly = true;
       }
     }
     this.trainer.syncToStore();
     const k = Math.max(last.n, 1);
-    return { loss: last.loss / k, approxKl: last.kl / k, clipFraction: last.clip / k, entropy: last.ent / k, gradNorm: last.norm / k, minibatches };
+    return { loss: last.loss / k, approxKl: last.kl / k, clipFraction: last.clip / k, entropy: last.ent / k, gradNorm: last.norm / k, minibatches, stoppedEarly };
   }
 
   saveCheckpoint(path: string): void {

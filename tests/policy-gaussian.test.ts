@@ -115,6 +115,36 @@ describe('ClippedPolicyGradient', () => {
     await p.release();
   });
 
+  it('targetKl stops an update once a minibatch measures the KL past 1.5x the target; without it every epoch runs', async () => {
+    // A small log-std: each minibatch step moves the distribution far (the regime the target guards).
+    const make = async (targetKl?: number) => {
+      const p = new GaussianPolicy({ obsDim: 2, actDim: 2, hidden: [16], initLogStd: -2.5, seed: 4 });
+      return { p, pg: await ClippedPolicyGradient.create(p, { ...DEFAULT_PG_CONFIG, optimizer: { lr: 3e-3, clipNorm: 1 }, epochs: 8, minibatch: 32, ...(targetKl === undefined ? {} : { targetKl }) }) };
+    };
+    const runs = [await make(), await make(0.01), await make(1e6)];
+    const { batch } = await collect(runs[0]!.p, new Rng(6), 16, 8); // 128 steps: 4 minibatches per epoch
+    const [free, held, loose] = await Promise.all(runs.map((r) => r.pg.update(batch, new Rng(1))));
+    expect(free!.minibatches).toBe(32);
+    expect(free!.stoppedEarly).toBe(false);
+    expect(held!.stoppedEarly).toBe(true);
+    expect(held!.minibatches).toBeGreaterThan(1);
+    expect(held!.minibatches).toBeLessThan(32);
+    // A target never reached changes nothing: the same steps, the same parameters.
+    expect(loose!.minibatches).toBe(32);
+    runs[0]!.p.paramNames().forEach((n) => expect(Array.from(runs[2]!.p.store.get(n).data)).toEqual(Array.from(runs[0]!.p.store.get(n).data)));
+    // The held policy stays closer to the one that acted (KL on the batch).
+    const kl = async (p: GaussianPolicy) => {
+      const lp = await p.logProb(batch.obs, batch.action);
+      return lp.reduce((s, v, i) => s + batch.oldLogProb[i]! - v, 0) / lp.length;
+    };
+    expect(await kl(runs[1]!.p)).toBeLessThan(await kl(runs[0]!.p));
+    await expect(ClippedPolicyGradient.create(runs[0]!.p, { ...DEFAULT_PG_CONFIG, targetKl: 0 })).rejects.toThrow(/targetKl must be a positive number, got 0/);
+    for (const r of runs) {
+      await r.pg.release();
+      await r.p.release();
+    }
+  });
+
   it('rejects a malformed batch with the field named', async () => {
     const p = new GaussianPolicy({ obsDim: 2, actDim: 2, hidden: [8] });
     const pg = await ClippedPolicyGradient.create(p);
