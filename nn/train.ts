@@ -75,7 +75,11 @@ function emitAdam(
 }
 
 export class Trainer {
-  /** Current values by graph-input name: params, Adam moments, frozen params. */
+  /**
+   * Current values by graph-input name: trainable params and their Adam moments. Frozen params are not copied: each
+   * step reads them from the store, so a value set there later (a log-std schedule, a swapped encoder) is what the
+   * step uses, and syncToStore never writes a stale copy back over it.
+   */
   private state: Record<string, ort.Tensor> = {};
   private stepCount = 0;
   private lr: number;
@@ -93,7 +97,7 @@ export class Trainer {
     cfg: AdamConfig,
   ) {
     this.lr = cfg.lr;
-    for (const n of [...trainable, ...frozen]) {
+    for (const n of trainable) {
       const v = store.get(n);
       this.state[n] = new ort.Tensor('float32', Float32Array.from(v.data), v.shape);
     }
@@ -151,6 +155,7 @@ export class Trainer {
     const out = await this.session.run({
       ...feeds,
       ...this.state,
+      ...this.frozenFeeds(),
       'adam.t': new ort.Tensor('float32', Float32Array.of(t), []),
       'adam.lr': new ort.Tensor('float32', Float32Array.of(this.lr), []),
     });
@@ -167,28 +172,40 @@ export class Trainer {
     return { loss, gradNorm: (out.grad_norm!.data as Float32Array)[0]!, metrics };
   }
 
-  /** Copies the current parameter values into the store (for export or another graph). */
-  syncToStore(): void {
-    for (const n of [...this.trainable, ...this.frozen]) this.store.set(n, this.state[n]!.data as Float32Array);
+  /** The frozen parameters as the store holds them now. */
+  private frozenFeeds(): Record<string, ort.Tensor> {
+    const feeds: Record<string, ort.Tensor> = {};
+    for (const n of this.frozen) {
+      const v = this.store.get(n);
+      feeds[n] = new ort.Tensor('float32', v.data, v.shape);
+    }
+    return feeds;
   }
 
-  /** Saves parameters and optimizer state in one file, atomically. */
+  /** Copies the trained parameters' current values into the store (for export or another graph); frozen ones live there already. */
+  syncToStore(): void {
+    for (const n of this.trainable) this.store.set(n, this.state[n]!.data as Float32Array);
+  }
+
+  /** Saves parameters (trained and frozen, as the store holds the frozen) and optimizer state in one file, atomically. */
   saveCheckpoint(path: string): void {
-    const entries: Array<[string, ParamValue]> = Object.entries(this.state).map(([n, t]) => [n, { shape: [...t.dims], data: t.data as Float32Array }]);
+    const entries: Array<[string, ParamValue]> = Object.entries({ ...this.state, ...this.frozenFeeds() }).map(([n, t]) => [n, { shape: [...t.dims], data: t.data as Float32Array }]);
     writeTensorFile(path, entries, { step: String(this.stepCount), lr: String(this.lr) });
   }
 
-  /** Restores a checkpoint written by `saveCheckpoint` of a trainer of the same model. */
+  /** Restores a checkpoint written by `saveCheckpoint` of a trainer of the same model; its frozen parameters go back into the store. */
   loadCheckpoint(path: string): void {
     const { tensors, metadata } = readTensorFile(path);
-    const missing = Object.keys(this.state).filter((n) => !tensors.has(n));
+    const current = { ...this.state, ...this.frozenFeeds() };
+    const missing = Object.keys(current).filter((n) => !tensors.has(n));
     if (missing.length) throw new Error(`trainer: checkpoint ${path} lacks ${missing.join(', ')}`);
     const next: Record<string, ort.Tensor> = {};
-    for (const [n, cur] of Object.entries(this.state)) {
+    for (const [n, cur] of Object.entries(current)) {
       const v = tensors.get(n)!;
       if (v.shape.join() !== cur.dims.join()) throw new Error(`trainer: checkpoint ${path}: '${n}' has shape [${v.shape}], expected [${cur.dims}]`);
-      next[n] = new ort.Tensor('float32', v.data, v.shape);
+      if (!this.frozen.includes(n)) next[n] = new ort.Tensor('float32', v.data, v.shape);
     }
+    for (const n of this.frozen) this.store.set(n, tensors.get(n)!.data);
     this.state = next;
     this.stepCount = Number(metadata.step ?? 0);
     if (metadata.lr) this.lr = Number(metadata.lr);

@@ -168,6 +168,37 @@ describe('checkpoints', () => {
     expect(() => c.loadCheckpoint(ckpt)).toThrow(/mlp\.l0\.weight' has shape \[4,16\], expected \[4,8\]/);
   });
 
+  it('a frozen parameter is read from the store at every step: a value set there later is used and never overwritten; checkpoints carry it', async () => {
+    // y = w·x + s with w trained and s frozen; loss (y − 0)²: the gradient on w is 2·y·x, so it depends on s.
+    const build = async () => {
+      const store = new nn.ParamStore(5);
+      store.create('w', [1], 'zeros');
+      store.set('w', [1]);
+      store.create('s', [1], 'zeros');
+      const g = new nn.Graph();
+      const x = g.input('x', [1]);
+      const y = nn.add(nn.mul(g.param('w', [1]), x), g.param('s', [1]));
+      return { store, trainer: await nn.Trainer.create({ loss: nn.sum(nn.square(y)), store, trainable: ['w'], optimizer: { lr: 0.1 }, metrics: { y: nn.add(y, 0) } }) };
+    };
+    const { store, trainer } = await build();
+    const yOf = async () => ((await trainer.step({ x: nn.tensor([1], [1]) })).metrics.y!.data as Float32Array)[0]!;
+    expect(await yOf()).toBeCloseTo(1, 6); // w 1, s 0
+    store.set('s', [5]);
+    const w = (trainer.syncToStore(), store.get('w').data[0]!);
+    expect(await yOf()).toBeCloseTo(w + 5, 5); // the step saw the new s
+    trainer.syncToStore();
+    expect(store.get('s').data[0]).toBe(5); // not overwritten by a copy taken at creation
+    const ckpt = join(dir, 'frozen.safetensors');
+    trainer.saveCheckpoint(ckpt);
+    const fresh = await build();
+    expect(fresh.store.get('s').data[0]).toBe(0);
+    fresh.trainer.loadCheckpoint(ckpt);
+    expect(fresh.store.get('s').data[0]).toBe(5); // the checkpoint's frozen value restored into the store
+    expect(fresh.trainer.steps).toBe(2);
+    await trainer.release();
+    await fresh.trainer.release();
+  });
+
   it('a non-finite loss stops with a clear error and leaves the parameters as they were', async () => {
     const store = new nn.ParamStore(2);
     const lin = new nn.Linear(store, 'lin', 2, 1);
