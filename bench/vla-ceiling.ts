@@ -15,6 +15,7 @@
 // True success: the mean action on the split's held-out start states (bench vla's headline), every few updates.
 // Beside it, the sampled-action success of the robot rows' own training episodes: what the gradient optimizes.
 import { evaluateOn } from '../policies/demos.js';
+import { GaussianPolicy } from '../policies/gaussian.js';
 import { ClippedPolicyGradient } from '../policies/pg.js';
 import type { Policy } from '../policies/types.js';
 import { SceneTwin, makeEnv } from '../sim/index.js';
@@ -24,7 +25,7 @@ import { DEFAULT_PRETRAIN, POST_TRAIN_PG, SimPrompts, pretrainWorldModel, simRob
 import { trainStandard } from '../wmrl/train_standard.js';
 import { DEFAULT_WMRL, trainWmrl } from '../wmrl/train_wmrl.js';
 import { fmt, type BenchOptions, type BenchReport } from './lib/report.js';
-import { CLONE, CONTEXT_TRUTH, LATENCY, S, SplitPrompts, cloneOnGap, sparse, vlaPgConfig, vlaSplit } from './vla.js';
+import { CLONE, CONTEXT_TRUTH, LATENCY, S, SplitPrompts, benchVla, cloneOnGap, sparse, vlaPgConfig, vlaSplit } from './vla.js';
 
 const TASK = 'reach';
 const ROWS = ['robot_dense', 'robot_sparse', 'imagined_true', 'imagined_nominal', 'mlp_robot_dense'] as const;
@@ -53,10 +54,11 @@ export async function run(o: BenchOptions): Promise<BenchReport> {
   let done = 0;
   o.progress(done, total, `${TASK}: split, behaviour cloning`);
   const split: EvaluationSplit = await vlaSplit(TASK, q);
-  const clone = await cloneOnGap(TASK, split, q, (k) => o.progress(done, total, `${TASK}: behaviour cloning, round ${k + 1}`));
+  const clone = await cloneOnGap(TASK, split, q, benchVla, (k) => o.progress(done, total, `${TASK}: behaviour cloning, round ${k + 1}`));
   const vla = clone.vla;
   o.progress(done, total, `${TASK}: behaviour cloning a Gaussian MLP`);
-  const mlpClone = await cloneOnGap(TASK, split, q, () => {}, 'mlp');
+  // The embodied trainers' policy: a Gaussian MLP over the state alone (128x128, log-std -1).
+  const mlpClone = await cloneOnGap(TASK, split, q, (env) => (obsMean, obsStd) => new GaussianPolicy({ obsDim: env.observationSpace.state.shape[0], actDim: env.actionSpace.shape[0], hidden: [128, 128], initLogStd: -1, obsMean, obsStd, seed: 0 }), () => {});
   const mlp = mlpClone.vla;
   o.progress(++done, total, `${TASK}: behaviour cloning a Gaussian MLP`);
   o.progress(++done, total, `${TASK}: world model`);
@@ -69,7 +71,6 @@ export async function run(o: BenchOptions): Promise<BenchReport> {
   const clone0 = await heldOut(vla), mlp0 = await heldOut(mlp);
   const policy0 = vla.paramNames().map((n) => Float32Array.from(vla.store.get(n).data));
   const model0 = model.store.names().map((n) => Float32Array.from(model.store.get(n).data));
-  const context0 = model.context;
   const curves = new Map<Row, Curve>();
   const pgConfig = vlaPgConfig(q);
   try {
@@ -88,8 +89,8 @@ export async function run(o: BenchOptions): Promise<BenchReport> {
       if (row === 'robot_dense' || row === 'robot_sparse' || row === 'mlp_robot_dense') {
         rows = (await trainStandard({ config: common, policy, pg, target, prompts, evaluate, hooks: { onUpdate } })).rows;
       } else {
+        // The model's store (reset above) holds its nominal context; imagined_true sets the robot's.
         if (row === 'imagined_true') model.setContext(Float32Array.from(CONTEXT_TRUTH, Math.log));
-        else model.setContext(context0);
         const config = { ...DEFAULT_WMRL, ...common, horizon: target.maxSteps, corrector: false as const, refitEvery: 0, context: 'fixed' as const, actionDelay: row === 'imagined_true' ? LATENCY : 0 };
         rows = (await trainWmrl({ config, policy: vla, pg, model, simData, target, prompts, twin, evaluate, hooks: { onUpdate }, warn: () => {} })).rows;
       }

@@ -26,7 +26,6 @@ import { behaviourClone } from '../policies/bc.js';
 import { contextOf, evaluateHeldOut, type EvalResult } from '../policies/demos.js';
 import { OnnxPolicy } from '../policies/onnx-policy.js';
 import { ClippedPolicyGradient, DEFAULT_PG_CONFIG, type PgConfig } from '../policies/pg.js';
-import { GaussianPolicy } from '../policies/gaussian.js';
 import type { Policy } from '../policies/types.js';
 import { VlaPolicy } from '../policies/vla.js';
 import { Rng } from '../nn/index.js';
@@ -82,23 +81,21 @@ export function vlaPgConfig(quick: boolean): PgConfig {
   return { ...DEFAULT_PG_CONFIG, optimizer: { lr: 3e-4, clipNorm: 0.5 }, epochs: quick ? 1 : 4, minibatch: 512 };
 }
 
+/** The bench's VLA for `env`'s layout, camera and instructions: conv 8-16, 32 image features, 16-d word embeddings, MLP 64x64, log-std -1. */
+export const benchVla = (env: Env) => (obsMean: number[], obsStd: number[]) => new VlaPolicy({
+  layout: env.layout, actDim: env.actionSpace.shape[0], image: { height: S, width: S }, instructions: env.observationSpace.instructions,
+  convChannels: [8, 16], imageFeatures: 32, embedDim: 16, hidden: [64, 64], initLogStd: -1, obsMean, obsStd, seed: 0,
+});
+
 /**
- * The bench's VLA (conv 8-16, 32 image features, 16-d word embeddings, MLP 64x64, log-std -1) — or, `kind` 'mlp', a
- * Gaussian MLP over the state alone (128x128, log-std -1, the embodied trainers' policy) — behaviour-cloned on the gap
- * robot from the task's robust demonstrator (`cloneVla`, CLONE's scale), from the first training seeds of `split`.
+ * A policy (`make`, given the recording env: `benchVla` for the bench's) behaviour-cloned on the gap robot from the
+ * task's robust demonstrator (`cloneVla`, CLONE's scale), from the first training seeds of `split`.
  */
-export async function cloneOnGap<K extends 'vla' | 'mlp' = 'vla'>(task: (typeof TASKS)[number], split: EvaluationSplit, quick: boolean, onRound: (round: number) => void, kind?: K): Promise<{ vla: K extends 'mlp' ? GaussianPolicy : VlaPolicy; loss: number; steps: number; demoSuccess: number }> {
+export async function cloneOnGap<P extends Policy>(task: (typeof TASKS)[number], split: EvaluationSplit, quick: boolean, make: (env: Env) => (obsMean: number[], obsStd: number[]) => P, onRound: (round: number) => void): Promise<{ vla: P; loss: number; steps: number; demoSuccess: number }> {
   const recording = await makeEnv({ task, profile: 'gap', image: S });
   try {
-    const A = recording.actionSpace.shape[0];
-    const make = (obsMean: number[], obsStd: number[]) => (kind === 'mlp'
-      ? new GaussianPolicy({ obsDim: recording.observationSpace.state.shape[0], actDim: A, hidden: [128, 128], initLogStd: -1, obsMean, obsStd, seed: 0 })
-      : new VlaPolicy({
-        layout: recording.layout, actDim: A, image: { height: S, width: S }, instructions: recording.observationSpace.instructions,
-        convChannels: [8, 16], imageFeatures: 32, embedDim: 16, hidden: [64, 64], initLogStd: -1, obsMean, obsStd, seed: 0,
-      })) as K extends 'mlp' ? GaussianPolicy : VlaPolicy;
     const C = CLONE[quick ? 'quick' : 'full'][task];
-    return await cloneVla(make, recording, LATENCY, split.train.slice(0, C.demos), C.daggerRounds, C.daggerEpisodes, C.bcEpochs, onRound);
+    return await cloneVla(make(recording), recording, LATENCY, split.train.slice(0, C.demos), C.daggerRounds, C.daggerEpisodes, C.bcEpochs, onRound);
   } finally {
     recording.dispose();
   }
@@ -302,7 +299,7 @@ export async function run(o: BenchOptions): Promise<BenchReport> {
       const split = await vlaSplit(task, q);
       // The demonstrations are recorded on the robot (the gap profile), its declared latency told to the demonstrator.
       const C = CLONE[q ? 'quick' : 'full'][task];
-      const clone = await cloneOnGap(task, split, q, (k) => o.progress(done, total, `${task}: behaviour cloning, round ${k + 1}/${C.daggerRounds + 1}`));
+      const clone = await cloneOnGap(task, split, q, benchVla, (k) => o.progress(done, total, `${task}: behaviour cloning, round ${k + 1}/${C.daggerRounds + 1}`));
       const vla = clone.vla;
       const bcLoss = clone.loss, demoSteps = clone.steps;
       o.progress(++done, total, `${task}: world model`);
