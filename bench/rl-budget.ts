@@ -3,7 +3,7 @@
 // standardized within its group) barely move the clone even under the robot's dense reward (an oracle). Here,
 // with a policy cheap enough to run for hundreds of updates — the Gaussian MLP over the state that vla-ceiling
 // clones from the same demonstrations (bench/vla.ts cloneOnGap) — the same oracle drives two learners from the
-// same clone, with the same prompts, rollouts, policy noise stream and clipped policy gradient:
+// same clone, with the same prompts, group size, seeded policy-noise generator and clipped policy gradient:
 //   grpo:    GRPO: each episode's dense return standardized within its group, given to every one of its steps;
 //   ppo_gae: PPO's per-step advantages from a learned critic (policies/critic.ts: generalized advantage
 //            estimation, gamma 0.99, lambda 0.95, advantages standardized over the batch), the critic refitted
