@@ -12,13 +12,12 @@
 // action on bench vla's held-out start states, every few updates.
 import { evaluateOn } from '../policies/demos.js';
 import { ValueCritic, gae, type EpisodeSpan } from '../policies/critic.js';
-import { GaussianPolicy } from '../policies/gaussian.js';
 import { ClippedPolicyGradient, DEFAULT_PG_CONFIG, type PgConfig } from '../policies/pg.js';
 import { Rng } from '../nn/index.js';
 import { makeEnv, type Env } from '../sim/index.js';
 import { groupAdvantage } from '../wmrl/advantages.js';
 import { fmt, type BenchOptions, type BenchReport } from './lib/report.js';
-import { CLONE, cloneOnGap, vlaSplit } from './vla.js';
+import { CLONE, benchMlp, cloneOnGap, vlaSplit } from './vla.js';
 
 const TASK = 'reach';
 const ROWS = ['grpo', 'ppo_gae'] as const;
@@ -39,7 +38,7 @@ export async function run(o: BenchOptions): Promise<BenchReport> {
   let done = 0;
   o.progress(done, total, `${TASK}: split, behaviour cloning`);
   const split = await vlaSplit(TASK, q);
-  const clone = await cloneOnGap(TASK, split, q, (env) => (obsMean, obsStd) => new GaussianPolicy({ obsDim: env.observationSpace.state.shape[0], actDim: env.actionSpace.shape[0], hidden: [128, 128], initLogStd: -1, obsMean, obsStd, seed: 0 }), () => {});
+  const clone = await cloneOnGap(TASK, split, q, benchMlp, () => {});
   const policy = clone.vla;
   const D = policy.obsDim, A = policy.actDim, G = P.groupSize;
   const robot = await makeEnv({ task: TASK, profile: 'gap' });

@@ -15,7 +15,6 @@
 // True success: the mean action on the split's held-out start states (bench vla's headline), every few updates.
 // Beside it, the sampled-action success of the robot rows' own training episodes: what the gradient optimizes.
 import { evaluateOn } from '../policies/demos.js';
-import { GaussianPolicy } from '../policies/gaussian.js';
 import { ClippedPolicyGradient } from '../policies/pg.js';
 import type { Policy } from '../policies/types.js';
 import { SceneTwin, makeEnv } from '../sim/index.js';
@@ -25,7 +24,7 @@ import { DEFAULT_PRETRAIN, POST_TRAIN_PG, SimPrompts, pretrainWorldModel, simRob
 import { trainStandard } from '../wmrl/train_standard.js';
 import { DEFAULT_WMRL, trainWmrl } from '../wmrl/train_wmrl.js';
 import { fmt, type BenchOptions, type BenchReport } from './lib/report.js';
-import { CLONE, CONTEXT_TRUTH, LATENCY, S, SplitPrompts, benchVla, cloneOnGap, sparse, vlaPgConfig, vlaSplit } from './vla.js';
+import { CLONE, CONTEXT_TRUTH, LATENCY, S, SplitPrompts, benchMlp, benchVla, cloneOnGap, sparse, vlaPgConfig, vlaSplit } from './vla.js';
 
 const TASK = 'reach';
 const ROWS = ['robot_dense', 'robot_sparse', 'imagined_true', 'imagined_nominal', 'mlp_robot_dense'] as const;
@@ -58,7 +57,7 @@ export async function run(o: BenchOptions): Promise<BenchReport> {
   const vla = clone.vla;
   o.progress(done, total, `${TASK}: behaviour cloning a Gaussian MLP`);
   // The embodied trainers' policy: a Gaussian MLP over the state alone (128x128, log-std -1).
-  const mlpClone = await cloneOnGap(TASK, split, q, (env) => (obsMean, obsStd) => new GaussianPolicy({ obsDim: env.observationSpace.state.shape[0], actDim: env.actionSpace.shape[0], hidden: [128, 128], initLogStd: -1, obsMean, obsStd, seed: 0 }), () => {});
+  const mlpClone = await cloneOnGap(TASK, split, q, benchMlp, () => {});
   const mlp = mlpClone.vla;
   o.progress(++done, total, `${TASK}: behaviour cloning a Gaussian MLP`);
   o.progress(++done, total, `${TASK}: world model`);

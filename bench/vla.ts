@@ -24,6 +24,7 @@ import { SimRobot } from '../hardware/robots/sim.js';
 import { exportPolicyArtifact } from '../policies/artifact.js';
 import { behaviourClone } from '../policies/bc.js';
 import { contextOf, evaluateHeldOut, type EvalResult } from '../policies/demos.js';
+import { GaussianPolicy } from '../policies/gaussian.js';
 import { OnnxPolicy } from '../policies/onnx-policy.js';
 import { ClippedPolicyGradient, DEFAULT_PG_CONFIG, type PgConfig } from '../policies/pg.js';
 import type { Policy } from '../policies/types.js';
@@ -85,6 +86,11 @@ export function vlaPgConfig(quick: boolean): PgConfig {
 export const benchVla = (env: Env) => (obsMean: number[], obsStd: number[]) => new VlaPolicy({
   layout: env.layout, actDim: env.actionSpace.shape[0], image: { height: S, width: S }, instructions: env.observationSpace.instructions,
   convChannels: [8, 16], imageFeatures: 32, embedDim: 16, hidden: [64, 64], initLogStd: -1, obsMean, obsStd, seed: 0,
+});
+
+/** The embodied trainers' policy for `env`'s layout, as vla-ceiling and rl-budget clone it: a Gaussian MLP over the state alone, 128x128, log-std -1. */
+export const benchMlp = (env: Env) => (obsMean: number[], obsStd: number[]) => new GaussianPolicy({
+  obsDim: env.observationSpace.state.shape[0], actDim: env.actionSpace.shape[0], hidden: [128, 128], initLogStd: -1, obsMean, obsStd, seed: 0,
 });
 
 /**
