@@ -150,13 +150,21 @@ export class VlaPolicy implements Policy {
     return [...this.meanParamNames(), `${this.name}.log_std`];
   }
 
-  /** image [N, H, W, 3] in [0, 1], tokens [N, T] int64 → features [N, featureDim]. */
+  /** image [N, H, W, 3] in [0, 1], tokens [N, T] int64 → features [N, featureDim]: the image's, then the instruction's. */
   features(image: Tensor, tokens: Tensor): Tensor {
-    const img = relu(this.encoder.forward(image));
+    return concat([this.imageFeatures(image), this.wordFeatures(tokens)], -1);
+  }
+
+  /** image [N, H, W, 3] in [0, 1] → the conv encoder's features [N, imageFeatures] (after relu). */
+  imageFeatures(image: Tensor): Tensor {
+    return relu(this.encoder.forward(image));
+  }
+
+  /** tokens [N, T] int64 → the instruction's features [N, embedDim]: word embeddings averaged over the words. */
+  wordFeatures(tokens: Tensor): Tensor {
     const mask = toFloat(greater(toFloat(tokens), 0.5)); // [N, T]: 1 for words, 0 for padding
     const emb = mul(this.embedding.forward(tokens), unsqueeze(mask, [2]));
-    const words = div(sum(emb, 1), maximum(sum(mask, 1, true), 1));
-    return concat([img, words], -1);
+    return div(sum(emb, 1), maximum(sum(mask, 1, true), 1));
   }
 
   /** obs [N, D] and features [N, featureDim] → mean [N, chunk·A], logStd [chunk·A]. */

@@ -2,7 +2,8 @@
 // step's image and instruction from the batch; a robot episode gives the VLA the robot's own camera image and
 // instruction and keeps them with the step (so log π recomputes exactly); held-out evaluation renders each
 // env's camera for it; both embodied trainers post-train a VLA on the sim robot under the gap profile, WMRL
-// imagining it on the digital twin's renders of predicted states.
+// imagining it on the digital twin's renders of predicted states, or through its latent face (a map distilled
+// from the frozen encoder) while the VLA itself runs the anchors on the robot's camera.
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -11,6 +12,7 @@ import { Rng } from '../nn/index.js';
 import { makeEnv, SceneTwin, type Env } from '../sim/index.js';
 import { EnsembleModel, TransitionBuffer, type Transitions } from '../worldmodel/index.js';
 import { VlaPolicy } from '../policies/vla.js';
+import { LatentVla } from '../policies/latent-vla.js';
 import { behaviourClone } from '../policies/bc.js';
 import { evaluateOn, expertDemonstrations } from '../policies/demos.js';
 import { ClippedPolicyGradient, DEFAULT_PG_CONFIG, type PgBatch } from '../policies/pg.js';
@@ -185,6 +187,33 @@ describe('the embodied trainers post-train a VLA (tiny budget, reach on the gap 
     expect(params().some((p, i) => p.some((v, j) => v !== snapshot[i]![j]))).toBe(true);
     await expect(trainWmrl({ config: { ...wmrlConfig, corrector: false }, policy: vla, pg, model, simData, target, prompts, warn: () => {} })).rejects.toThrow(/give the task's twin/);
     await pg.release();
+    await target.close();
+  }, 60_000);
+
+  it('WMRL imagines through the VLA\'s latent face (no twin), anchors the VLA itself on the robot\'s camera, and trains the head they share', async () => {
+    fresh();
+    const { policy: face } = await LatentVla.distill(vla, twin, simData.obs, env.observationSpace.instructions[0]!, { epochs: 5, seed: 0 });
+    const target = await simRobotTarget({ task: 'reach', profile: 'gap', robots: 1, resetSeconds: 5, seed: 0, image: S });
+    using prompts = await SimPrompts.create('reach');
+    const pg = await ClippedPolicyGradient.create(face, pgConfig);
+    const anchors: number[] = [];
+    const enc0 = vla.encoderParamNames().map((n) => Array.from(vla.store.get(n).data));
+    const st = await trainWmrl({ config: wmrlConfig, policy: vla, face, pg, model, simData, target, prompts, hooks: { onEpisode: (ep) => anchors.push(ep.images?.length ?? 0) }, warn: () => {} });
+    const row = st.rows[0]!;
+    expect(row.realGroups).toBe(1);
+    // The anchors ran the VLA on the robot's camera: every step kept its image.
+    expect(anchors.length).toBe(2);
+    expect(anchors.every((n) => n > 0 && n % (S * S * 3) === 0)).toBe(true);
+    expect(row.imaginedTransitions).toBe(4 * 40);
+    expect(row.loss).not.toBeNull();
+    vla.encoderParamNames().forEach((n, i) => expect(Array.from(vla.store.get(n).data)).toEqual(enc0[i]));
+    expect(vla.headParamNames().some((n) => { const i = vla.paramNames().indexOf(n); return Array.from(vla.store.get(n).data).some((v, j) => v !== snapshot[i]![j]); })).toBe(true);
+    // The update trains what imagines: a policy gradient over the VLA is refused beside its face.
+    const wrong = await ClippedPolicyGradient.create(vla, pgConfig);
+    await expect(trainWmrl({ config: wmrlConfig, policy: vla, face, pg: wrong, model, simData, target, prompts, warn: () => {} })).rejects.toThrow(/trains a vla policy, not the vla_latent policy that imagines/);
+    await wrong.release();
+    await pg.release();
+    await face.release();
     await target.close();
   }, 60_000);
 });

@@ -3,7 +3,8 @@
 // train_standard.ts to see exactly what WMRL changes.
 //
 // Per update: B prompts → B×G rollouts imagined (policy + ensemble in one graph per few steps, one member per group;
-// a policy that reads the camera sees the digital twin's renders of the predicted states instead, stepwise) →
+// a policy that reads the camera sees the digital twin's renders of the predicted states instead, stepwise, or
+// imagines through a face that needs no camera, e.g. a VLA's latent face, policies/latent-vla.ts) →
 // world-model scores (the predicted return up to the predicted success, or last-k minus first-k progress; the
 // members' variance) → Corrector.step: anchors chosen → their groups run on the robot (safety layer,
 // recorded in the store, charged to the robot clock), paired with the world model's open-loop replay
@@ -120,6 +121,14 @@ export interface WmrlRun {
   prompts: PromptSource;
   /** The task's digital twin: renders the camera images a policy that reads them sees in imagination (wmrl/imagine-policy.ts). */
   twin?: SceneTwin;
+  /**
+   * The policy's face in imagination and in the update (default: `policy` itself): a policy over the same
+   * trainable parameters that imagines more cheaply, e.g. a VLA's latent face (policies/latent-vla.ts: a map
+   * distilled from the frozen image encoder instead of the twin's renders). `policy` still acts on the robot
+   * and is what `evaluate` measures; `pg` must train the face. The anchor groups' robot steps enter the update
+   * restated for the face: its log-probabilities of the actions taken, what it reads of each step.
+   */
+  face?: Policy;
   /** Held-out measurement of true success; omit where none exists beside the robot (the robot's own episodes are then the measure). */
   evaluate?: (policy: Policy) => Promise<Evaluation>;
   outDir?: string;
@@ -186,9 +195,20 @@ export async function trainWmrl(run: WmrlRun): Promise<RunState> {
   const D = policy.obsDim, A = policy.actDim, H = c.horizon, G = c.groupSize, E = model.members;
   const warn = run.warn ?? ((m: string) => console.error(m));
   const rng = new Rng(c.seed);
+  // What imagines and what the update trains: the policy, or its cheaper face over the same parameters.
+  const face = run.face ?? policy;
+  if (pg.policy !== face) throw new Error(`wmrl: the policy gradient trains a ${pg.policy.kind} policy, not the ${face.kind} policy that imagines${run.face ? ' (the face)' : ''}`);
+  if (face.obsDim !== D || face.actDim !== A || face.chunk !== policy.chunk) throw new Error(`wmrl: the face (${face.kind}) reads ${face.obsDim} entries and acts with ${face.chunk} x ${face.actDim}; the policy ${D} and ${policy.chunk} x ${A}`);
   // The fused imagination (policy and ensemble in one graph) for a policy of the observation vector alone.
-  const reads = policy.inputs();
-  const graphPolicy = !reads.image && !reads.instruction && !reads.features && policy.graphPolicy ? policy.graphPolicy() : null;
+  const reads = face.inputs();
+  const graphPolicy = !reads.image && !reads.instruction && !reads.features && face.graphPolicy ? face.graphPolicy() : null;
+  // A robot episode as the face's update takes it: the face's log-probabilities of the actions, what it reads.
+  const restate = async (ep: RobotEpisode): Promise<Trajectory> => {
+    if (face === policy || ep.steps === 0) return ep;
+    const ctx = { ...(reads.image ? { images: ep.images } : {}), ...(reads.instruction ? { instructions: ep.instructions } : {}) };
+    const logProb = await face.logProb(ep.obs.subarray(0, ep.steps * D), ep.action.subarray(0, ep.steps * A), ctx);
+    return { obs: ep.obs, action: ep.action, logProb, steps: ep.steps, ...ctx };
+  };
   let state: RunState = { algo: 'wmrl', update: 0, rng: rng.getState(), clock: target.clock.state(), rows: [], finalObs: {}, episodeIds: [] };
   let extra: WmrlExtra = { corrector: null, predicted: [], measured: [] };
   if (run.resume && run.outDir) {
@@ -266,7 +286,7 @@ export async function trainWmrl(run: WmrlRun): Promise<RunState> {
     const policyNoise = Float32Array.from({ length: N * H * A }, () => rng.normal());
     const im = graphPolicy
       ? await env.imagine(repeatRows(starts, D, G), graphPolicy, H, { members, policyNoise }).then((r) => ({ ...r, actionRaw: r.policy.action_raw!, logProb: r.policy.logProb!, images: null, imageBytes: 0, instructions: null }))
-      : await imaginePolicy(env, run.twin ?? null, policy, {
+      : await imaginePolicy(env, run.twin ?? null, face, {
         obs: repeatRows(starts, D, G),
         instructions: Array.from({ length: N }, (_, i) => prompts.get(c.promptSeed0 + u * c.prompts + Math.floor(i / G)).instruction),
       }, H, { members, noise: policyNoise, actLow: target.robot.spec.action.low, actHigh: target.robot.spec.action.high });
@@ -306,11 +326,13 @@ export async function trainWmrl(run: WmrlRun): Promise<RunState> {
 
     // 3. The update: anchor groups learn from their real episodes, the rest from imagination.
     const trajs: Trajectory[] = [], adv: Array<number | null> = [], w: number[] = [];
-    groups.forEach((g, b) => g.forEach((_, k) => {
-      trajs.push(source[b] === 'real' ? real.get(b)![k]! : imagined!.traj[b * G + k]!);
-      adv.push(advantages[b]![k]!);
-      w.push(weights[b]![k]!);
-    }));
+    for (const [b, g] of groups.entries()) {
+      for (let k = 0; k < g.length; k++) {
+        trajs.push(source[b] === 'real' ? await restate(real.get(b)![k]!) : imagined!.traj[b * G + k]!);
+        adv.push(advantages[b]![k]!);
+        w.push(weights[b]![k]!);
+      }
+    }
     const batch = pgBatch(trajs, adv, w, D, A);
     const stats = batch ? await pg.update(batch, rng) : null;
 
