@@ -5,14 +5,18 @@
 // expert with latency prediction and identified-gain compensation), from the training seeds of an
 // (instruction, target region) split (sim/split.ts); the product's world model (wmrl/sim-setup.ts
 // pretrainWorldModel: exploratory episodes under randomized profiles, conditioned on their context); the robot
-// reports only sparse success (reward 1 on the step that succeeds). Then, from the same clone and model, each
-// post-training the VLA's head (the encoder BC trained stays frozen) with the same policy gradient:
-//   sparse_only: standard GRPO on the robot, scored by its sparse success alone;
+// reports only sparse success (reward 1 on the step that succeeds). The imagining rows imagine the VLA through
+// its latent face (policies/latent-vla.ts): a map from the state to the frozen encoder's features of the digital
+// twin's render, distilled after cloning, so hundreds of updates need no render per imagined step; its held-out
+// error and action gap are reported. Then, from the same clone and model, each post-training the VLA's head
+// (the encoder BC trained stays frozen) with the same policy gradient for the same number of updates:
+//   sparse_only: standard GRPO on the robot (the VLA on its camera), scored by its sparse success alone;
 //   dense_only:  the pure world model (no robot, so no identified context: the model's nominal one): the VLA
-//                imagined on the digital twin's renders of the model's predicted states, scored by the
-//                model's dense return;
+//                imagined through its face, scored by the model's dense return;
 //   wmrl:        both: imagined groups under the context and delay identified from the anchors, anchor groups
-//                on the robot correcting the model's scores.
+//                (the VLA on the robot's camera) correcting the model's scores, and the model refitted on the
+//                robot's recorded episodes every few updates (dynamics and success; the rewards it records are
+//                its success, so the dense reward head keeps what the sim taught).
 // sparse_only runs exactly as many robot episodes as WMRL spent on anchors. True success: the mean action
 // on held-out start states and on held-out (instruction, target region) combinations, under the gap profile.
 // Beside it, the signal the dense rows learn from: the within-group rank agreement between the VLA's returns
@@ -29,6 +33,7 @@ import { OnnxPolicy } from '../policies/onnx-policy.js';
 import { ClippedPolicyGradient, DEFAULT_PG_CONFIG, type PgConfig } from '../policies/pg.js';
 import type { Policy } from '../policies/types.js';
 import { VlaPolicy } from '../policies/vla.js';
+import { LatentVla, type LatentDistillReport } from '../policies/latent-vla.js';
 import { Rng } from '../nn/index.js';
 import { spearman } from '../tests/helpers/stats.js';
 import { CONTEXT_PARAMS, SceneTwin, combinationSplit, loadProfile, makeEnv, type Env, type EvaluationSplit } from '../sim/index.js';
@@ -48,6 +53,8 @@ export const LATENCY = GAP.action_latency_steps;
 /** The gap robot's true context, in the order the world model's context is declared (sim/profiles.ts CONTEXT_PARAMS). */
 export const CONTEXT_TRUTH = CONTEXT_PARAMS.map((k) => GAP[k]);
 export const TASKS = ['reach', 'push'] as const;
+/** `--task NAME` runs one of them (its report: bench/results/vla-NAME.md); by default both, as the acceptance asks. */
+export const tasks = TASKS;
 /**
  * Behaviour cloning per task (expert episodes, of which the last rounds x episodes are DAgger's; epochs of the
  * first fit): reach's hold-within-3-cm success needs the longer fit; push's 300-step episodes give more steps each.
@@ -107,12 +114,15 @@ export async function cloneOnGap<P extends Policy>(task: (typeof TASKS)[number],
   }
 }
 
-/** Prompt k of a run = the k-th training seed of the split (never a held-out combination, never an evaluation seed). */
+/**
+ * Prompt k of a run = the k-th training seed of the split (never a held-out combination, never an evaluation seed);
+ * `wrap`: past the last seed, start over from the first (runs of more prompts than the split has training seeds).
+ */
 export class SplitPrompts implements PromptSource {
-  constructor(private readonly sim: SimPrompts, private readonly seeds: readonly number[], private readonly k0: number) {}
+  constructor(private readonly sim: SimPrompts, private readonly seeds: readonly number[], private readonly k0: number, private readonly wrap = false) {}
 
   get(k: number): Prompt {
-    const seed = this.seeds[k - this.k0];
+    const seed = this.seeds[this.wrap ? (k - this.k0) % this.seeds.length : k - this.k0];
     if (seed === undefined) throw new Error(`vla bench: prompt ${k} is past the ${this.seeds.length} training seeds left for prompts`);
     return this.sim.get(seed);
   }
@@ -175,6 +185,33 @@ export async function cloneVla<P extends Policy>(make: (obsMean: number[], obsSt
     onRound(round);
   }
   return { vla: vla!, loss, steps: instructions.length, demoSuccess: demoOk / demoN };
+}
+
+/**
+ * The states the latent face's map is distilled on: `simStates` of the world model's pretraining observations
+ * (evenly strided; the task's first instruction) and every step of `episodes` of the clone itself on the robot
+ * (`env`, its camera; sampled actions), from prompts' start states, with their instructions.
+ */
+async function distillStates(vla: VlaPolicy, env: Env, simObs: Float32Array, simStates: number, prompts: PromptSource, k0: number, episodes: number): Promise<{ states: Float32Array; instructions: string[] }> {
+  const D = vla.obsDim, A = vla.actDim, n = simObs.length / D, stride = Math.max(1, Math.floor(n / simStates));
+  const states: number[] = [], instructions: string[] = [];
+  for (let i = 0; i < n && states.length < simStates * D; i += stride) {
+    states.push(...simObs.subarray(i * D, (i + 1) * D));
+    instructions.push(env.observationSpace.instructions[0]!);
+  }
+  const rng = new Rng(23), lo = env.actionSpace.low, hi = env.actionSpace.high;
+  for (let ep = 0; ep < episodes; ep++) {
+    let ob = env.reset(prompts.get(k0 + ep).seed);
+    for (;;) {
+      states.push(...ob.state);
+      instructions.push(ob.instruction);
+      const a = await vla.act(ob.state, Float32Array.from({ length: A }, () => rng.normal()), contextOf(ob));
+      const r = env.step(a.action.map((v, j) => Math.max(lo[j]!, Math.min(hi[j]!, v))));
+      ob = r.obs;
+      if (r.terminated || r.truncated) break;
+    }
+  }
+  return { states: Float32Array.from(states), instructions };
 }
 
 /** Success of the scripted expert, or of the robust demonstrator, itself on the gap robot, on the split's two held-out sets. */
@@ -268,6 +305,8 @@ interface TaskResult {
   /** The context (log scales) and actuation delay WMRL identified from its anchors. */
   identified: { context: number[]; delay: number };
   controlHz: number;
+  /** How well the latent face's map stands in for the encoder (held-out distillation states). */
+  latent: LatentDistillReport;
   /** Mean (update) bias reduction of WMRL's map where fitted, and its last anchor weight. */
   biasReduction: number | null;
   anchorWeight: number;
@@ -278,29 +317,34 @@ export async function run(o: BenchOptions): Promise<BenchReport> {
   const P = {
     evalEpisodes: evalEpisodes(q),
 
-    updates: q ? 2 : 12,
+    updates: q ? 2 : 300,
     /** Imagined groups per update (dense_only, wmrl); sparse_only runs 1 group per update on the robot. */
     prompts: q ? 2 : 16,
     groupSize: q ? 2 : 8,
     /** Anchor groups per update on average (one every other update, no floor), as bench embodied. */
     anchorsPerUpdate: q ? 1 : 0.5,
+    /** WMRL refits the world model on the robot's recorded episodes every this many updates. */
+    refitEvery: q ? 2 : 10,
+    /** Latent face: states the map is distilled on, from the model's pretraining data and from the clone's own episodes; map epochs. */
+    distill: { simStates: q ? 300 : 30_000, cloneEpisodes: q ? 2 : 100, epochs: q ? 2 : 60, hidden: [128, 128] },
     /** Rank agreement: start states x rollouts. */
     agreementGroups: q ? 2 : 16,
     latencyCalls: q ? 200 : 3000,
   };
-  // The world model the product pretrains (randomized profiles, context-conditioned); quick: a small one.
-  const pre = q ? { wmEpisodes: 12, wmEpochs: 2, wmHidden: [64, 64], wmMembers: 3 } : {};
+  // The world model the product pretrains (randomized profiles, context-conditioned), on 1500 exploratory episodes; quick: a small one.
+  const wm = { ...DEFAULT_PRETRAIN, ...(q ? { wmEpisodes: 12, wmEpochs: 2, wmHidden: [64, 64], wmMembers: 3 } : { wmEpisodes: 1500 }) };
   const pgConfig = vlaPgConfig(q);
   // Bench scale: an anchor group of G per update gives few pairs, so the map starts at 16 pairs and the anchor weight after 2 groups.
   const corrector = correctorConfig({ anchors: { fraction: P.anchorsPerUpdate / P.prompts, floor: 0 }, debias: { minPairs: q ? 2 : 16, refitEvery: q ? 2 : 8 }, denoise: { warmupGroups: 2 } }, DEFAULT_WMRL.corrector as CorrectorConfig);
   const promptSeed0 = 1_000_000;
-  const total = TASKS.length * 7 + 1;
+  const runTasks = o.task ? TASKS.filter((t) => t === o.task) : [...TASKS];
+  const total = runTasks.length * 8 + 1;
   let done = 0;
   const results = new Map<string, TaskResult>();
   const tmp = mkdtempSync(join(tmpdir(), 'bench-vla-'));
   let latency: number[] = [];
   try {
-    for (const task of TASKS) {
+    for (const task of runTasks) {
       o.progress(done, total, `${task}: split, demonstrations`);
       const split = await vlaSplit(task, q);
       // The demonstrations are recorded on the robot (the gap profile), its declared latency told to the demonstrator.
@@ -309,22 +353,29 @@ export async function run(o: BenchOptions): Promise<BenchReport> {
       const vla = clone.vla;
       const bcLoss = clone.loss, demoSteps = clone.steps;
       o.progress(++done, total, `${task}: world model`);
-      const { model, simData, wmValLoss } = await pretrainWorldModel({ ...DEFAULT_PRETRAIN, ...pre, task, seed: 0, onProgress: (what, k, n) => o.progress(done, total, `${task}: ${what} ${k}/${n}`) });
+      const { model, simData, wmValLoss } = await pretrainWorldModel({ ...wm, task, seed: 0, onProgress: (what, k, n) => o.progress(done, total, `${task}: ${what} ${k}/${n}`) });
       o.progress(++done, total, `${task}: evaluating the clone`);
       const robotEnv = await makeEnv({ task, profile: 'gap', image: S });
       const twin = await SceneTwin.create(task, S);
       using sim = await SimPrompts.create(task);
-      const prompts = new SplitPrompts(sim, split.train.slice(C.demos), promptSeed0);
-      // The rank agreement's start states: training seeds no demonstration and no prompt uses.
-      if (split.train.length < C.demos + P.updates * P.prompts + P.agreementGroups) throw new Error(`vla bench: the split has ${split.train.length} training seeds, fewer than demonstrations, prompts and the rank agreement's groups need`);
+      // The rank agreement's start states: training seeds no demonstration and no prompt uses. The prompts take the
+      // training seeds between, over again once every one has been a prompt.
+      if (split.train.length < C.demos + P.prompts + P.agreementGroups) throw new Error(`vla bench: the split has ${split.train.length} training seeds, fewer than demonstrations, one update's prompts and the rank agreement's groups need`);
       const agreementSeeds = split.train.slice(-P.agreementGroups);
+      const prompts = new SplitPrompts(sim, split.train.slice(C.demos, -P.agreementGroups), promptSeed0, true);
       const evalOf = () => evaluateHeldOut(robotEnv, vla, split);
       const r: TaskResult = {
         eval: { bc: await evalOf() } as TaskResult['eval'],
         robotEpisodes: { bc: 0 } as TaskResult['robotEpisodes'], robotHours: { bc: 0 } as TaskResult['robotHours'], computeSeconds: { bc: 0 } as TaskResult['computeSeconds'],
         anchorGroups: 0, robotSuccesses: { bc: 0 } as TaskResult['robotSuccesses'], expert: await expertOn(task, split, 'expert', LATENCY), demonstrator: await expertOn(task, split, 'demonstrator', LATENCY), demoSuccess: clone.demoSuccess, bcLoss, demoSteps, wmValLoss, controlHz: robotEnv.spec.controlHz, biasReduction: null, anchorWeight: 1,
-        agreement: { nominal: NaN, identified: NaN }, identified: { context: [], delay: 0 },
+        agreement: { nominal: NaN, identified: NaN }, identified: { context: [], delay: 0 }, latent: null as unknown as LatentDistillReport,
       };
+      o.progress(++done, total, `${task}: latent face`);
+      // The VLA's latent face, what dense_only and WMRL imagine through: a map from the state to the frozen encoder's
+      // features of the twin's render, distilled on the model's pretraining states and the clone's own episodes.
+      const distillOn = await distillStates(vla, robotEnv, simData.obs, P.distill.simStates, prompts, promptSeed0, P.distill.cloneEpisodes);
+      const { policy: face, report: latent } = await LatentVla.distill(vla, twin, distillOn.states, distillOn.instructions, { epochs: P.distill.epochs, hidden: P.distill.hidden, seed: 0, onEpoch: (e, n) => o.progress(done, total, `${task}: latent face, epoch ${e}/${n}`) });
+      r.latent = latent;
       o.progress(++done, total, `${task}: RL`);
       const policy0 = vla.paramNames().map((n) => Float32Array.from(vla.store.get(n).data));
       const model0 = model.store.names().map((n) => Float32Array.from(model.store.get(n).data));
@@ -332,19 +383,22 @@ export async function run(o: BenchOptions): Promise<BenchReport> {
       for (const row of ['wmrl', 'sparse_only', 'dense_only'] as const) {
         vla.paramNames().forEach((n, i) => vla.store.set(n, policy0[i]!));
         model.store.names().forEach((n, i) => model.store.set(n, model0[i]!));
-        const target = sparse(await simRobotTarget({ task, profile: 'gap', robots: 1, resetSeconds: 5, seed: 0, image: S }));
-        const pg = await ClippedPolicyGradient.create(vla, pgConfig, { trainable: vla.headParamNames() });
+        // WMRL's robot episodes are recorded: its refits learn the robot's dynamics from them.
+        const target = sparse(await simRobotTarget({ task, profile: 'gap', robots: 1, resetSeconds: 5, seed: 0, image: S, ...(row === 'wmrl' ? { store: join(tmp, `${task}-wmrl.sqlite`) } : {}) }));
+        // sparse_only trains the VLA on its camera; the imagining rows train its latent face (the same head).
+        const pg = await ClippedPolicyGradient.create(row === 'sparse_only' ? vla : face, pgConfig, { trainable: vla.headParamNames() });
         const common = { prompts: P.prompts, groupSize: P.groupSize, evalEvery: P.updates, promptSeed0, seed: 0 };
-        const onUpdate = (u: { update: number }) => o.progress(done, total, `${task}: ${row} update ${u.update}`);
-        // No refit: the robot's recorded rewards are its sparse success, which the model's dense reward head must not learn.
-        const wmrl = { ...DEFAULT_WMRL, ...common, updates: P.updates, horizon: target.maxSteps, refitEvery: 0 };
+        const onUpdate = (u: { update: number }) => o.progress(done, total, `${task}: ${row} update ${u.update}/${P.updates}`);
+        // WMRL refits every few updates; the robot's recorded rewards are its sparse success, so the refits teach the
+        // dynamics and the success head and leave the dense reward head as the sim taught it.
+        const wmrl = { ...DEFAULT_WMRL, ...common, updates: P.updates, horizon: target.maxSteps, refitEvery: row === 'wmrl' ? P.refitEvery : 0, robotRewards: 'success' as const };
         let st;
         if (row === 'sparse_only') {
           const anchors = r.robotEpisodes.wmrl;
           if (anchors % P.groupSize) throw new Error(`vla bench: WMRL ran ${anchors} anchor episodes, not whole groups of ${P.groupSize}`);
           st = await trainStandard({ config: { ...common, prompts: 1, updates: anchors / P.groupSize, evalEvery: anchors / P.groupSize }, policy: vla, pg, target, prompts, hooks: { onUpdate } });
         } else {
-          st = await trainWmrl({ config: { ...wmrl, corrector: row === 'wmrl' ? corrector : false }, policy: vla, pg, model, simData, target, prompts, twin, hooks: { onUpdate }, warn: () => {} });
+          st = await trainWmrl({ config: { ...wmrl, corrector: row === 'wmrl' ? corrector : false }, policy: vla, face, pg, model, simData, target, prompts, hooks: { onUpdate }, warn: () => {} });
         }
         if (row === 'wmrl') {
           r.anchorGroups = st.rows.reduce((a, x) => a + x.realGroups, 0);
@@ -374,7 +428,7 @@ export async function run(o: BenchOptions): Promise<BenchReport> {
       results.set(task, r);
 
       // The deployed artifact at batch 1, as a robot runs it (onnxruntime-node, the robot's camera and instruction).
-      if (task === TASKS[0]) {
+      if (task === runTasks[0]) {
         const robot = await SimRobot.create({ task, profile: 'gap', seed: 0, image: S });
         const path = join(tmp, `${task}-vla.onnx`);
         exportPolicyArtifact(vla, path, { layout: robot.env.layout, action: robot.spec.action, controlHz: robot.spec.controlHz, policyVersion: 'bench-vla', runId: 'bench' });
@@ -390,6 +444,7 @@ export async function run(o: BenchOptions): Promise<BenchReport> {
         await robot[Symbol.asyncDispose]();
       }
       o.progress(++done, total, `${task}: done`);
+      await face.release();
       twin.dispose();
       robotEnv.dispose();
       await model.release();
@@ -401,18 +456,18 @@ export async function run(o: BenchOptions): Promise<BenchReport> {
   o.progress(++done, total, 'report');
 
   // Held-out start states are the headline (the issue's acceptance); held-out combinations beside them.
-  const states = (row: Row) => TASKS.map((t) => results.get(t)!.eval[row].heldOutStates.success);
-  const combos = (row: Row) => TASKS.map((t) => results.get(t)!.eval[row].heldOutCombinations.success);
+  const states = (row: Row) => runTasks.map((t) => results.get(t)!.eval[row].heldOutStates.success);
+  const combos = (row: Row) => runTasks.map((t) => results.get(t)!.eval[row].heldOutCombinations.success);
   const mean = (xs: number[]) => xs.reduce((a, b) => a + b, 0) / xs.length;
   const pct = (x: number) => `${fmt(100 * x, 2)}%`;
   const pts = (d: number) => `${d >= 0 ? '+' : ''}${fmt(100 * d, 2)} points`;
   const n = P.evalEpisodes;
   // Two binomial standard errors of a difference of two means over the tasks' evaluations.
   const se2 = (a: Row, b: Row) => {
-    const v = TASKS.reduce((acc, _t, i) => {
+    const v = runTasks.reduce((acc, _t, i) => {
       const pa = Math.min(Math.max(states(a)[i]!, 0.5 / n), 1 - 0.5 / n), pb = Math.min(Math.max(states(b)[i]!, 0.5 / n), 1 - 0.5 / n);
       return acc + (pa * (1 - pa) + pb * (1 - pb)) / n;
-    }, 0) / TASKS.length ** 2;
+    }, 0) / runTasks.length ** 2;
     return 2 * Math.sqrt(v);
   };
   const verdict = (a: Row, b: Row) => {
@@ -420,30 +475,30 @@ export async function run(o: BenchOptions): Promise<BenchReport> {
     const word = Math.abs(d) <= se2(a, b) ? 'indistinguishable from' : d > 0 ? 'above' : 'below';
     return `${word} ${SHORT[b]} (${pts(d)}; two standard errors ${fmt(100 * se2(a, b), 2)} points)`;
   };
-  const periodMs = Math.min(...TASKS.map((t) => 1000 / results.get(t)!.controlHz));
+  const periodMs = Math.min(...runTasks.map((t) => 1000 / results.get(t)!.controlHz));
   const p99 = quantile(latency, 0.99), p50 = quantile(latency, 0.5);
   const rows: BenchReport['rows'] = ROWS.map((row) => [
     LABEL[row],
-    ...TASKS.flatMap((t) => [pct(results.get(t)!.eval[row].heldOutStates.success), pct(results.get(t)!.eval[row].heldOutCombinations.success)]),
+    ...runTasks.flatMap((t) => [pct(results.get(t)!.eval[row].heldOutStates.success), pct(results.get(t)!.eval[row].heldOutCombinations.success)]),
     pct(mean(states(row))),
-    TASKS.map((t) => results.get(t)!.robotEpisodes[row]).join(' / '),
-    TASKS.map((t) => fmt(results.get(t)!.robotHours[row], 3)).join(' / '),
-    TASKS.map((t) => fmt(results.get(t)!.computeSeconds[row], 3)).join(' / '),
+    runTasks.map((t) => results.get(t)!.robotEpisodes[row]).join(' / '),
+    runTasks.map((t) => fmt(results.get(t)!.robotHours[row], 3)).join(' / '),
+    runTasks.map((t) => fmt(results.get(t)!.computeSeconds[row], 3)).join(' / '),
   ]);
   // "Beats" = above by more than two standard errors.
   rows.push([
     'reference: the robust demonstrator the clone learns from, on this robot',
-    ...TASKS.flatMap((t) => [pct(results.get(t)!.demonstrator.heldOutStates), pct(results.get(t)!.demonstrator.heldOutCombinations)]),
-    pct(mean(TASKS.map((t) => results.get(t)!.demonstrator.heldOutStates))), '–', '–', '–',
+    ...runTasks.flatMap((t) => [pct(results.get(t)!.demonstrator.heldOutStates), pct(results.get(t)!.demonstrator.heldOutCombinations)]),
+    pct(mean(runTasks.map((t) => results.get(t)!.demonstrator.heldOutStates))), '–', '–', '–',
   ], [
     'reference: the nominal sim\'s scripted expert on this robot',
-    ...TASKS.flatMap((t) => [pct(results.get(t)!.expert.heldOutStates), pct(results.get(t)!.expert.heldOutCombinations)]),
-    pct(mean(TASKS.map((t) => results.get(t)!.expert.heldOutStates))), '–', '–', '–',
+    ...runTasks.flatMap((t) => [pct(results.get(t)!.expert.heldOutStates), pct(results.get(t)!.expert.heldOutCombinations)]),
+    pct(mean(runTasks.map((t) => results.get(t)!.expert.heldOutStates))), '–', '–', '–',
   ]);
   const beats = (b: Row) => mean(states('wmrl')) - mean(states(b)) > se2('wmrl', b);
   const beatsBoth = beats('sparse_only') && beats('dense_only');
   const gainOverBc = mean(states('wmrl')) - mean(states('bc'));
-  const perTask = TASKS.map((t) => {
+  const perTask = runTasks.map((t) => {
     const r = results.get(t)!;
     return `${t}: behaviour cloning ${pct(r.eval.bc.heldOutStates.success)} on held-out states and ${pct(r.eval.bc.heldOutCombinations.success)} on held-out combinations; ` +
       `sparse only ${pts(r.eval.sparse_only.heldOutStates.success - r.eval.bc.heldOutStates.success)}, dense only ${pts(r.eval.dense_only.heldOutStates.success - r.eval.bc.heldOutStates.success)}, ` +
@@ -460,8 +515,9 @@ export async function run(o: BenchOptions): Promise<BenchReport> {
         : '');
   });
   const summary = [
-    `Robot = the sim under the gap profile, reporting only sparse success; ${S}x${S} top camera. Per task: a VLA (conv 8-16, 32 image features, 16-d word embeddings, MLP 64x64) behaviour-cloned from demonstrations recorded on the gap robot by the task's robust demonstrator (the expert with a Smith predictor over the declared ${LATENCY}-step latency and online-identified actuation gain), as teleoperated demonstrations are recorded on the robot: noise-injected demonstrations, then DAgger rounds (${TASKS.map((t) => { const C = CLONE[q ? 'quick' : 'full'][t]; return `${t}: ${C.demos - C.daggerRounds * C.daggerEpisodes} episodes + ${C.daggerRounds} x ${C.daggerEpisodes}, ${C.bcEpochs} epochs, ${results.get(t)!.demoSteps} labelled steps, final loss ${fmt(results.get(t)!.bcLoss, 2)}`; }).join('; ')}) from the training seeds of an (instruction, target region) split; the product's world model (${q ? pre.wmMembers : DEFAULT_PRETRAIN.wmMembers} members, pretrained on ${q ? pre.wmEpisodes : DEFAULT_PRETRAIN.wmEpisodes} exploratory episodes under profiles randomized by up to ×${DEFAULT_PRETRAIN.wmRandomize} in mass, friction, damping and actuator gain, conditioned on that context; validation loss ${TASKS.map((t) => fmt(results.get(t)!.wmValLoss, 3)).join(' / ')}), not refitted (the robot's recorded rewards are its sparse success).`,
-    `RL moves the VLA's head only (the encoder stays as BC trained it), the same clipped policy gradient for every row (lr ${pgConfig.optimizer.lr}, ${pgConfig.epochs} epochs, minibatch ${pgConfig.minibatch}): dense only and WMRL ${P.updates} update${P.updates === 1 ? '' : 's'} of ${P.prompts} imagined prompts x ${P.groupSize} rollouts from the split's training seeds, the imagined rollouts seeing the digital twin's renders of predicted states; WMRL runs ${P.anchorsPerUpdate} anchor group${P.anchorsPerUpdate === 1 ? '' : 's'} per update on average on the robot; sparse only = standard GRPO on 1 group per update for exactly WMRL's anchor episodes. Success = mean action on ${n} held-out start states and ${n} held-out combinations per task, one seed.`,
+    `Robot = the sim under the gap profile, reporting only sparse success; ${S}x${S} top camera. Per task: a VLA (conv 8-16, 32 image features, 16-d word embeddings, MLP 64x64) behaviour-cloned from demonstrations recorded on the gap robot by the task's robust demonstrator (the expert with a Smith predictor over the declared ${LATENCY}-step latency and online-identified actuation gain), as teleoperated demonstrations are recorded on the robot: noise-injected demonstrations, then DAgger rounds (${runTasks.map((t) => { const C = CLONE[q ? 'quick' : 'full'][t]; return `${t}: ${C.demos - C.daggerRounds * C.daggerEpisodes} episodes + ${C.daggerRounds} x ${C.daggerEpisodes}, ${C.bcEpochs} epochs, ${results.get(t)!.demoSteps} labelled steps, final loss ${fmt(results.get(t)!.bcLoss, 2)}`; }).join('; ')}) from the training seeds of an (instruction, target region) split; the product's world model (${wm.wmMembers} members, pretrained on ${wm.wmEpisodes} exploratory episodes under profiles randomized by up to ×${DEFAULT_PRETRAIN.wmRandomize} in mass, friction, damping and actuator gain, conditioned on that context; validation loss ${runTasks.map((t) => fmt(results.get(t)!.wmValLoss, 3)).join(' / ')}).`,
+    `dense only and WMRL imagine the VLA through its latent face: a ${P.distill.hidden.join('x')} MLP from the state to the frozen encoder's features of the twin's render, distilled on ${P.distill.simStates} of the model's pretraining states and ${P.distill.cloneEpisodes} of the clone's own robot episodes (${P.distill.epochs} epochs); on held-out states its error is ${runTasks.map((t) => fmt(results.get(t)!.latent.valRelMse, 3)).join(' / ')} of the features' spread (1 − R²), and the face's mean action differs from the VLA's on the twin's renders by ${runTasks.map((t) => fmt(results.get(t)!.latent.actionGap, 3)).join(' / ')} per action entry on average (${runTasks.map((t) => fmt(results.get(t)!.latent.actionGapConstant, 3)).join(' / ')} for a map that ignores the state).`,
+    `RL moves the VLA's head only (the encoder stays as BC trained it), the same clipped policy gradient for every row (lr ${pgConfig.optimizer.lr}, ${pgConfig.epochs} epochs, minibatch ${pgConfig.minibatch}): dense only and WMRL ${P.updates} update${P.updates === 1 ? '' : 's'} of ${P.prompts} imagined prompts x ${P.groupSize} rollouts from the split's training seeds; WMRL runs ${P.anchorsPerUpdate} anchor group${P.anchorsPerUpdate === 1 ? '' : 's'} per update on average on the robot and refits the world model on its episodes every ${P.refitEvery} updates; sparse only = standard GRPO on 1 group per update for exactly WMRL's anchor episodes. Success = mean action on ${n} held-out start states and ${n} held-out combinations per task, one seed.`,
     ...perTask,
     `Mean over the tasks on held-out states: behaviour cloning ${pct(mean(states('bc')))}, sparse only ${pct(mean(states('sparse_only')))}, dense only ${pct(mean(states('dense_only')))}, WMRL ${pct(mean(states('wmrl')))} (held-out combinations: ${ROWS.map((row) => pct(mean(combos(row)))).join(', ')}).`,
     `WMRL is ${verdict('wmrl', 'sparse_only')}, ${verdict('wmrl', 'dense_only')}, and ${verdict('wmrl', 'bc')}.`,
@@ -473,20 +529,22 @@ export async function run(o: BenchOptions): Promise<BenchReport> {
     vla_p99_ms: p99, control_period_ms: periodMs,
   };
   for (const row of ROWS) result[`${row}_combinations`] = mean(combos(row));
-  result.agreement_nominal = mean(TASKS.map((t) => results.get(t)!.agreement.nominal));
-  result.agreement_identified = mean(TASKS.map((t) => results.get(t)!.agreement.identified));
-  result.expert_gap = mean(TASKS.map((t) => results.get(t)!.expert.heldOutStates));
-  result.demonstrator_gap = mean(TASKS.map((t) => results.get(t)!.demonstrator.heldOutStates));
+  result.agreement_nominal = mean(runTasks.map((t) => results.get(t)!.agreement.nominal));
+  result.agreement_identified = mean(runTasks.map((t) => results.get(t)!.agreement.identified));
+  result.latent_rel_mse = mean(runTasks.map((t) => results.get(t)!.latent.valRelMse));
+  result.latent_action_gap = mean(runTasks.map((t) => results.get(t)!.latent.actionGap));
+  result.expert_gap = mean(runTasks.map((t) => results.get(t)!.expert.heldOutStates));
+  result.demonstrator_gap = mean(runTasks.map((t) => results.get(t)!.demonstrator.heldOutStates));
   return {
     title: 'VLA post-training on the gap robot: behaviour cloning, sparse-only RL, dense-only RL, WMRL',
     summary,
-    header: ['row', ...TASKS.flatMap((t) => [`${t}: held-out states`, `${t}: held-out combinations`]), 'mean, held-out states', 'robot episodes (reach / push)', 'robot hours (reach / push)', 'compute s (reach / push)'],
+    header: ['row', ...runTasks.flatMap((t) => [`${t}: held-out states`, `${t}: held-out combinations`]), 'mean, held-out states', `robot episodes (${runTasks.join(' / ')})`, `robot hours (${runTasks.join(' / ')})`, `compute s (${runTasks.join(' / ')})`],
     rows,
     plot: {
       title: 'Success on held-out start states, gap robot',
       xLabel: 'row',
       yLabel: 'success (%)',
-      bars: TASKS.flatMap((t) => ROWS.map((row) => ({ label: `${t} ${row}`, value: 100 * results.get(t)!.eval[row].heldOutStates.success }))),
+      bars: runTasks.flatMap((t) => ROWS.map((row) => ({ label: `${t} ${row}`, value: 100 * results.get(t)!.eval[row].heldOutStates.success }))),
     },
     result,
   };
