@@ -26,6 +26,8 @@ export interface Plot {
   bars?: Array<{ label: string; value: number }>;
   lines?: Series[];
   logY?: boolean;
+  /** Lines only: a log-scaled x axis (points at x <= 0 are not drawn). */
+  logX?: boolean;
 }
 
 export interface BenchReport {
@@ -118,15 +120,17 @@ export function svgPlot(p: Plot): string {
       out.push(`<text x="${x + bw / 2}" y="${T + ph + 16}" text-anchor="middle">${esc(b.label)}</text>`);
     });
   } else {
-    const xs = (p.lines ?? []).flatMap((s) => s.points.map(([x]) => x));
+    const lines = (p.lines ?? []).map((s) => ({ ...s, points: p.logX ? s.points.filter(([x]) => x > 0) : s.points }));
+    const tX = (v: number) => (p.logX ? Math.log10(v) : v);
+    const xs = lines.flatMap((s) => s.points.map(([x]) => tX(x)));
     const xMin = Math.min(...xs);
     const xMax = Math.max(...xs) > xMin ? Math.max(...xs) : xMin + 1;
-    const sx = (v: number) => L + ((v - xMin) / (xMax - xMin)) * pw;
+    const sx = (v: number) => L + ((tX(v) - xMin) / (xMax - xMin)) * pw;
     for (let i = 0; i <= 5; i++) {
-      const xv = xMin + ((xMax - xMin) * i) / 5;
+      const tv = xMin + ((xMax - xMin) * i) / 5, xv = p.logX ? 10 ** tv : tv;
       out.push(`<text x="${sx(xv)}" y="${T + ph + 16}" text-anchor="middle">${fmt(xv, 2)}</text>`);
     }
-    (p.lines ?? []).forEach((s, i) => {
+    lines.forEach((s, i) => {
       const c = PALETTE[i % PALETTE.length];
       const d = s.points.map(([x, y], j) => `${j ? 'L' : 'M'}${sx(x).toFixed(1)},${sy(y).toFixed(1)}`).join(' ');
       out.push(`<path d="${d}" fill="none" stroke="${c}" stroke-width="2"/>`);
