@@ -204,9 +204,9 @@ export async function trainWmrl(run: WmrlRun): Promise<RunState> {
   const graphPolicy = !reads.image && !reads.instruction && !reads.features && face.graphPolicy ? face.graphPolicy() : null;
   // A robot episode as the face's update takes it: the face's log-probabilities of the actions, what it reads.
   const restate = async (ep: RobotEpisode): Promise<Trajectory> => {
-    if (face === policy || ep.steps === 0) return ep;
+    if (face === policy) return ep;
     const ctx = { ...(reads.image ? { images: ep.images } : {}), ...(reads.instruction ? { instructions: ep.instructions } : {}) };
-    const logProb = await face.logProb(ep.obs.subarray(0, ep.steps * D), ep.action.subarray(0, ep.steps * A), ctx);
+    const logProb = ep.steps === 0 ? new Float32Array(0) : await face.logProb(ep.obs.subarray(0, ep.steps * D), ep.action.subarray(0, ep.steps * A), ctx);
     return { obs: ep.obs, action: ep.action, logProb, steps: ep.steps, ...ctx };
   };
   let state: RunState = { algo: 'wmrl', update: 0, rng: rng.getState(), clock: target.clock.state(), rows: [], finalObs: {}, episodeIds: [] };
