@@ -71,6 +71,9 @@ export class LatentVla implements Policy {
     if (bad >= 0) throw new Error(`latent vla: states[${bad}] is ${states[bad]}`);
     if (typeof instructions !== 'string' && instructions.length !== N) throw new Error(`latent vla: ${instructions.length} instructions for ${N} states (give one per state, or one for all)`);
     const instructionOf = (j: number) => (typeof instructions === 'string' ? instructions : instructions[j]!);
+    const valFraction = o.valFraction ?? 0.1, minibatch = o.minibatch ?? 256, epochs = o.epochs ?? 60;
+    if (!(valFraction > 0 && valFraction < 1)) throw new Error(`latent vla: valFraction must be in (0, 1), got ${valFraction}`);
+    if (!(Number.isInteger(minibatch) && minibatch >= 1) || !(Number.isInteger(epochs) && epochs >= 1)) throw new Error(`latent vla: minibatch and epochs must be positive integers, got ${minibatch} and ${epochs}`);
     const name = `${vla.name}.latent`;
     if (vla.store.has(`${name}.l0.weight`)) throw new Error(`latent vla: the VLA's store already holds a map '${name}' (distill once per VLA)`);
     const rng = new Rng(o.seed ?? 0);
@@ -94,8 +97,9 @@ export class LatentVla implements Policy {
     // Held-out states: a seeded random fraction.
     const order = Array.from({ length: N }, (_, i) => i);
     rng.shuffle(order);
-    const nVal = Math.max(1, Math.round(N * (o.valFraction ?? 0.1)));
+    const nVal = Math.max(1, Math.round(N * valFraction));
     const val = order.slice(0, nVal), train = order.slice(nVal);
+    if (!train.length) throw new Error(`latent vla: valFraction ${valFraction} of ${N} states leaves none to train on`);
     const rows = (idx: readonly number[], src: Float32Array, w: number) => {
       const out = new Float32Array(idx.length * w);
       idx.forEach((j, r) => out.set(src.subarray(j * w, (j + 1) * w), r * w));
@@ -112,7 +116,7 @@ export class LatentVla implements Policy {
     const obs = g.input('obs', ['M', D]);
     const y = g.input('target', ['M', F]);
     const trainer = await Trainer.create({ loss: mean(square(sub(face.mapForward(obs), y))), store: vla.store, optimizer: o.optimizer ?? { lr: 1e-3, clipNorm: 1 }, trainable: map.paramNames() }, { threads: 1 });
-    const epochs = o.epochs ?? 60, mb = Math.min(o.minibatch ?? 256, train.length);
+    const mb = Math.min(minibatch, train.length);
     try {
       for (let e = 0; e < epochs; e++) {
         rng.shuffle(train);

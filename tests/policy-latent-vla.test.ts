@@ -119,7 +119,7 @@ describe('LatentVla.distill', () => {
     }
   });
 
-  it('refuses a second map in the same VLA, a twin of another size, mismatched instructions and too few states', async () => {
+  it('refuses a second map in the same VLA, a twin of another size, mismatched instructions, too few states and a split or minibatch that cannot train', async () => {
     await expect(LatentVla.distill(vla, twin, states, instructions)).rejects.toThrow(/already holds a map 'vla.latent'/);
     const other = make();
     const small = await SceneTwin.create('reach', 8);
@@ -127,6 +127,8 @@ describe('LatentVla.distill', () => {
       await expect(LatentVla.distill(other, small, states, instructions)).rejects.toThrow(/the twin renders 8x8, the VLA reads 16x16/);
       await expect(LatentVla.distill(other, twin, states, instructions.slice(1))).rejects.toThrow(/instructions for \d+ states/);
       await expect(LatentVla.distill(other, twin, states.slice(0, 3 * other.obsDim), 'reach')).rejects.toThrow(/need at least 10 states/);
+      await expect(LatentVla.distill(other, twin, states, instructions, { valFraction: 1 })).rejects.toThrow(/valFraction must be in \(0, 1\), got 1/);
+      await expect(LatentVla.distill(other, twin, states, instructions, { minibatch: 0 })).rejects.toThrow(/minibatch and epochs must be positive integers, got 0 and 60/);
     } finally {
       small.dispose();
       await other.release();

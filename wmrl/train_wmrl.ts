@@ -201,6 +201,12 @@ export async function trainWmrl(run: WmrlRun): Promise<RunState> {
   if (face.obsDim !== D || face.actDim !== A || face.chunk !== policy.chunk) throw new Error(`wmrl: the face (${face.kind}) reads ${face.obsDim} entries and acts with ${face.chunk} x ${face.actDim}; the policy ${D} and ${policy.chunk} x ${A}`);
   // The fused imagination (policy and ensemble in one graph) for a policy of the observation vector alone.
   const reads = face.inputs();
+  if (face !== policy) {
+    // The anchors' steps are restated for the face from what the policy read on the robot: the face reads nothing more.
+    const acts = policy.inputs();
+    const extra = [reads.image && !acts.image ? 'the camera image' : '', reads.instruction && !acts.instruction ? 'the instruction' : '', reads.features ? 'backbone features' : ''].filter(Boolean);
+    if (extra.length) throw new Error(`wmrl: the face (${face.kind}) reads ${extra.join(' and ')}, which the ${policy.kind} policy's robot episodes do not keep`);
+  }
   const graphPolicy = !reads.image && !reads.instruction && !reads.features && face.graphPolicy ? face.graphPolicy() : null;
   // A robot episode as the face's update takes it: the face's log-probabilities of the actions, what it reads.
   const restate = async (ep: RobotEpisode): Promise<Trajectory> => {

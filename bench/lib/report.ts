@@ -92,7 +92,8 @@ export function svgPlot(p: Plot): string {
     `<text transform="translate(18,${T + ph / 2}) rotate(-90)" text-anchor="middle">${esc(p.yLabel)}</text>`,
   ];
   const tY = (v: number) => (p.logY ? Math.log10(Math.max(v, 1e-12)) : v);
-  const ys = p.bars ? p.bars.map((b) => tY(b.value)) : (p.lines ?? []).flatMap((s) => s.points.map(([, y]) => tY(y)));
+  // Only the points drawn: with a log x axis, those at x <= 0 are not.
+  const ys = p.bars ? p.bars.map((b) => tY(b.value)) : (p.lines ?? []).flatMap((s) => s.points.filter(([x]) => !p.logX || x > 0).map(([, y]) => tY(y)));
   let yMin = p.bars && !p.logY ? 0 : Math.min(...ys);
   let yMax = Math.max(...ys);
   if (!(yMax > yMin)) { yMax = yMin + 1; yMin -= 1; }
