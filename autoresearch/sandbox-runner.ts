@@ -3,6 +3,7 @@
 // program's own stdout and stderr are left to it (the pool keeps their tails for diagnostics).
 //
 // Run by sandbox.ts under `node --import tsx`, inside whatever isolation the pool could set up.
+import { randomUUID } from 'node:crypto';
 import { rmSync, writeFileSync, writeSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -34,7 +35,9 @@ async function load(p: SandboxProgram): Promise<(input: unknown) => unknown> {
     name = p.export;
   } else {
     // Source code is written to a private file so that it is a real ES module (imports work); once loaded it is removed.
-    const file = join(tmpdir(), `wmrl-sandbox-${process.pid}-${Date.now()}.mjs`);
+    // Its name is random: in a PID namespace every runner is pid 1, so pid and clock alone collide between two
+    // slots started in the same millisecond (the first to load removed the other's file).
+    const file = join(tmpdir(), `wmrl-sandbox-${process.pid}-${randomUUID()}.mjs`);
     writeFileSync(file, p.code, { mode: 0o600 });
     try {
       mod = (await import(pathToFileURL(file).href)) as Record<string, unknown>;
