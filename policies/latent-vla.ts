@@ -196,9 +196,7 @@ export class LatentVla implements Policy {
   }
 
   contextFeeds(ctx: PolicyContext | undefined, n: number): Record<string, ort.Tensor> {
-    const c = this.vla.config;
-    if (!ctx?.instructions || ctx.instructions.length !== n) throw new Error(`latent vla: needs ${n} instructions, got ${ctx?.instructions?.length ?? 0}`);
-    return { tokens: tensor(tokenize(ctx.instructions, c.vocabulary, c.maxTokens), [n, c.maxTokens], 'int64') };
+    return { tokens: this.vla.tokenFeed(ctx?.instructions, n, 'latent vla') };
   }
 
   /** N x D states → the map's N x imageFeatures. */

@@ -193,13 +193,17 @@ export class VlaPolicy implements Policy {
     const c = this.config, px = c.image.height * c.image.width * 3;
     if (!ctx?.images) throw new Error('vla: needs images (N x H x W x 3 uint8)');
     if (ctx.images.length !== n * px) throw new Error(`vla: images have ${ctx.images.length} bytes, expected ${n} x ${c.image.height} x ${c.image.width} x 3`);
-    if (!ctx.instructions || ctx.instructions.length !== n) throw new Error(`vla: needs ${n} instructions, got ${ctx.instructions?.length ?? 0}`);
+    const tokens = this.tokenFeed(ctx.instructions, n, 'vla');
     const image = new Float32Array(n * px);
     for (let i = 0; i < image.length; i++) image[i] = ctx.images[i]! / 255;
-    return {
-      image: tensor(image, [n, c.image.height, c.image.width, 3]),
-      tokens: tensor(tokenize(ctx.instructions, c.vocabulary, c.maxTokens), [n, c.maxTokens], 'int64'),
-    };
+    return { image: tensor(image, [n, c.image.height, c.image.width, 3]), tokens };
+  }
+
+  /** The `tokens` feed [n, maxTokens] of n instructions in this VLA's vocabulary; `who` names the caller in the error. */
+  tokenFeed(instructions: readonly string[] | undefined, n: number, who: string): ort.Tensor {
+    const c = this.config;
+    if (!instructions || instructions.length !== n) throw new Error(`${who}: needs ${n} instructions, got ${instructions?.length ?? 0}`);
+    return tensor(tokenize(instructions, c.vocabulary, c.maxTokens), [n, c.maxTokens], 'int64');
   }
 
   paramFeeds(): Record<string, ort.Tensor> {
