@@ -139,13 +139,15 @@ export function sparse(t: ClosableTarget): ClosableTarget {
  * clone sees recovery states), later rounds (DAgger) execute the clone's mean plus the same noise; every visited
  * step is labelled with the demonstrator's action (told what was executed instead, so its latency prediction
  * follows the robot), bounded to the action range the VLA's mean lives in, with the camera image and
- * instruction it was taken on. Also counts how many round-0 demonstrations succeeded.
+ * instruction it was taken on (an env made without a camera records none: for a policy over the state alone).
+ * Also counts how many round-0 demonstrations succeeded.
  */
 export async function cloneVla<P extends Policy>(make: (obsMean: number[], obsStd: number[]) => P, env: Env, latencySteps: number, seeds: readonly number[], rounds: number, episodesPerRound: number, epochs: number, onRound: (round: number) => void): Promise<{ vla: P; loss: number; steps: number; demoSuccess: number }> {
   const rng = new Rng(17);
   const bound = (v: number) => Math.max(-1, Math.min(1, v));
   const obs: number[] = [], action: number[] = [], instructions: string[] = [], images: Uint8Array[] = [];
   const D = env.observationSpace.state.shape[0], zeros = new Float32Array(env.actionSpace.shape[0]);
+  const camera = env.observationSpace.image !== undefined;
   let vla: P | null = null;
   let loss = NaN, next = 0, demoOk = 0, demoN = 0;
   for (let round = 0; round <= rounds; round++) {
@@ -157,7 +159,7 @@ export async function cloneVla<P extends Policy>(make: (obsMean: number[], obsSt
         obs.push(...ob.state);
         action.push(...a);
         instructions.push(ob.instruction);
-        images.push(ob.image!);
+        if (camera) images.push(ob.image!);
         const base = vla ? (await vla.act(ob.state, zeros, contextOf(ob))).mean : a;
         const executed = base.map((v) => bound(v + 0.3 * rng.normal()));
         expert.executed(executed);
@@ -179,9 +181,9 @@ export async function cloneVla<P extends Policy>(make: (obsMean: number[], obsSt
       for (let i = 0; i < M; i++) for (let j = 0; j < D; j++) sd[j]! += (obs[i * D + j]! - mean[j]!) ** 2 / M;
       vla = make(mean, sd.map((v) => (v > 1e-8 ? Math.sqrt(v) : 1)));
     }
-    const px = images[0]!.length, all = new Uint8Array(images.length * px);
-    images.forEach((im, i) => all.set(im, i * px));
-    loss = await behaviourClone(vla, { obs: Float32Array.from(obs), action: Float32Array.from(action), images: all, instructions }, { epochs: round === 0 ? epochs : Math.ceil(epochs / 2), batchSize: 128, seed: round });
+    const px = camera ? images[0]!.length : 0, all = camera ? new Uint8Array(images.length * px) : undefined;
+    images.forEach((im, i) => all!.set(im, i * px));
+    loss = await behaviourClone(vla, { obs: Float32Array.from(obs), action: Float32Array.from(action), ...(all ? { images: all } : {}), instructions }, { epochs: round === 0 ? epochs : Math.ceil(epochs / 2), batchSize: 128, seed: round });
     onRound(round);
   }
   return { vla: vla!, loss, steps: instructions.length, demoSuccess: demoOk / demoN };
@@ -215,7 +217,7 @@ async function distillStates(vla: VlaPolicy, env: Env, simObs: Float32Array, sim
 }
 
 /** Success of the scripted expert, or of the robust demonstrator, itself on the gap robot, on the split's two held-out sets. */
-async function expertOn(task: string, split: EvaluationSplit, who: 'expert' | 'demonstrator', latencySteps: number): Promise<{ heldOutStates: number; heldOutCombinations: number }> {
+export async function expertOn(task: string, split: EvaluationSplit, who: 'expert' | 'demonstrator', latencySteps: number): Promise<{ heldOutStates: number; heldOutCombinations: number }> {
   const env = await makeEnv({ task, profile: 'gap' });
   try {
     const rate = (seeds: readonly number[]) => seeds.filter((seed) => {

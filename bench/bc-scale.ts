@@ -1,0 +1,89 @@
+// bc-scale: how many demonstrations a behaviour clone needs on the gap robot before it does what its demonstrator
+// does. Per task (reach, push), the robust demonstrator (Env.demonstrator) records noise-injected demonstrations
+// on the gap robot and labels DAgger rounds, exactly as bench vla clones its VLA (bench/vla.ts cloneVla, the same
+// split, rounds, episodes per round and epochs), for a growing number of demonstration episodes; the policy is the
+// embodied trainers' Gaussian MLP over the state alone (bench/vla.ts benchMlp), which clones in a small fraction of
+// the VLA's time. Success of the clone's mean action on the split's 100 held-out start states and 100 held-out
+// (instruction, target region) combinations, beside the demonstrator's own on the held-out states.
+// It answers why bench vla clones from as many demonstrations as it does: a clone far below its demonstrator
+// leaves RL nothing to lift, and how far below it is is a question of data.
+import { evaluateHeldOut } from '../policies/demos.js';
+import { makeEnv } from '../sim/index.js';
+import { fmt, type BenchOptions, type BenchReport, type Series } from './lib/report.js';
+import { CLONE, LATENCY, TASKS, benchMlp, cloneVla, expertOn, vlaSplit } from './vla.js';
+
+export const tasks = TASKS;
+/** Demonstration episodes per clone (DAgger's included, as CLONE counts them). */
+const DEMOS = {
+  full: { reach: [80, 160, 320, 640, 1000], push: [40, 160, 500, 1000] },
+  quick: { reach: [4, 8], push: [4, 8] },
+};
+
+interface Row {
+  task: (typeof TASKS)[number];
+  demos: number;
+  steps: number;
+  loss: number;
+  heldOutStates: number;
+  heldOutCombinations: number;
+  seconds: number;
+}
+
+export async function run(o: BenchOptions): Promise<BenchReport> {
+  const q = o.quick;
+  const chosen: ReadonlyArray<(typeof TASKS)[number]> = o.task ? TASKS.filter((t) => t === o.task) : TASKS;
+  const scale = q ? DEMOS.quick : DEMOS.full;
+  const C = CLONE[q ? 'quick' : 'full'];
+  const total = chosen.reduce((n, t) => n + scale[t].length + 1, 0);
+  let done = 0;
+  const rows: Row[] = [];
+  const demonstrator = new Map<string, number>();
+  for (const task of chosen) {
+    o.progress(done, total, `${task}: split`);
+    const split = await vlaSplit(task, q);
+    demonstrator.set(task, (await expertOn(task, split, 'demonstrator', LATENCY)).heldOutStates);
+    o.progress(++done, total, `${task}: demonstrator evaluated`);
+    for (const demos of scale[task]) {
+      const c = C[task];
+      // the DAgger rounds of bench vla, fewer when there are too few demonstrations to keep a round-0 episode
+      const rounds = Math.min(c.daggerRounds, Math.floor((demos - 1) / c.daggerEpisodes));
+      const env = await makeEnv({ task, profile: 'gap' });
+      try {
+        const t0 = performance.now();
+        const clone = await cloneVla(benchMlp(env), env, LATENCY, split.train.slice(0, demos), rounds, c.daggerEpisodes, c.bcEpochs, () => {});
+        const seconds = (performance.now() - t0) / 1000;
+        const ev = await evaluateHeldOut(env, clone.vla, split);
+        rows.push({ task, demos, steps: clone.steps, loss: clone.loss, heldOutStates: ev.heldOutStates.success, heldOutCombinations: ev.heldOutCombinations.success, seconds });
+      } finally {
+        env.dispose();
+      }
+      o.progress(++done, total, `${task}: ${demos} demonstrations`);
+    }
+  }
+  const pct = (x: number) => `${fmt(100 * x, 3)}%`;
+  const sentences = chosen.map((task) => {
+    const rs = rows.filter((r) => r.task === task);
+    const first = rs[0]!, last = rs[rs.length - 1]!, best = rs.reduce((a, b) => (b.heldOutStates > a.heldOutStates ? b : a));
+    const d = demonstrator.get(task)!;
+    return `${task}: ${pct(first.heldOutStates)} of held-out states at ${first.demos} demonstrations, ${pct(last.heldOutStates)} at ${last.demos} (best ${pct(best.heldOutStates)} at ${best.demos}); the demonstrator itself ${pct(d)}, so the largest clone recovers ${fmt(last.heldOutStates / Math.max(d, 1e-9), 3)} of it. Bench vla clones ${task} from ${C[task].demos} demonstrations.`;
+  });
+  const se = (p: number) => Math.sqrt((p * (1 - p)) / 100);
+  const result: Record<string, number> = {};
+  for (const r of rows) result[`${r.task}_${r.demos}`] = r.heldOutStates;
+  for (const [task, d] of demonstrator) result[`${task}_demonstrator`] = d;
+  const lines: Series[] = chosen.map((task) => ({ label: task, points: rows.filter((r) => r.task === task).map((r) => [r.demos, r.heldOutStates] as [number, number]) }));
+  return {
+    title: 'Behaviour cloning against the number of demonstrations, gap robot',
+    summary: [
+      `Robot = the sim under the gap profile. Per task, a Gaussian MLP over the state (128x128, the embodied trainers' policy) cloned as bench vla clones its VLA: noise-injected demonstrations by the robust demonstrator (told the ${LATENCY}-step latency), then ${chosen.map((t) => `${t}: ${C[t].daggerRounds} DAgger rounds of ${C[t].daggerEpisodes} episodes, ${C[t].bcEpochs} epochs`).join('; ')}; the number of demonstration episodes counts DAgger's. Success of the mean action on the split's held-out start states and held-out (instruction, target region) combinations (${q ? 5 : 100} episodes each, one binomial standard error at 50%: ${fmt(100 * se(0.5), 2)} points), one seed per row.`,
+      ...sentences,
+    ].join('\n'),
+    header: ['task', 'demonstrations', 'labelled steps', 'final BC loss', 'held-out states', 'held-out combinations', 'clone s'],
+    rows: [
+      ...rows.map((r) => [r.task, r.demos, r.steps, fmt(r.loss, 3), pct(r.heldOutStates), pct(r.heldOutCombinations), fmt(r.seconds, 3)]),
+      ...chosen.map((t) => [t, 'the demonstrator itself', '–', '–', pct(demonstrator.get(t)!), '–', '–']),
+    ],
+    plot: { title: 'Clone success against demonstrations, gap robot (held-out states)', xLabel: 'demonstration episodes', yLabel: 'success', lines, logX: true },
+    result,
+  };
+}
