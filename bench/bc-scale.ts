@@ -43,21 +43,22 @@ export async function run(o: BenchOptions): Promise<BenchReport> {
     const split = await vlaSplit(task, q);
     demonstrator.set(task, (await expertOn(task, split, 'demonstrator', LATENCY)).heldOutStates);
     o.progress(++done, total, `${task}: demonstrator evaluated`);
-    for (const demos of scale[task]) {
-      const c = C[task];
-      // the DAgger rounds of bench vla, fewer when there are too few demonstrations to keep a round-0 episode
-      const rounds = Math.min(c.daggerRounds, Math.floor((demos - 1) / c.daggerEpisodes));
-      const env = await makeEnv({ task, profile: 'gap' });
-      try {
+    // one gap robot per task (no camera: the MLP reads the state), every clone recorded and evaluated on it
+    const env = await makeEnv({ task, profile: 'gap' });
+    try {
+      for (const demos of scale[task]) {
+        const c = C[task];
+        // the DAgger rounds of bench vla, fewer when there are too few demonstrations to keep a round-0 episode
+        const rounds = Math.min(c.daggerRounds, Math.floor((demos - 1) / c.daggerEpisodes));
         const t0 = performance.now();
         const clone = await cloneVla(benchMlp(env), env, LATENCY, split.train.slice(0, demos), rounds, c.daggerEpisodes, c.bcEpochs, () => {});
         const seconds = (performance.now() - t0) / 1000;
         const ev = await evaluateHeldOut(env, clone.vla, split);
         rows.push({ task, demos, steps: clone.steps, loss: clone.loss, heldOutStates: ev.heldOutStates.success, heldOutCombinations: ev.heldOutCombinations.success, seconds });
-      } finally {
-        env.dispose();
+        o.progress(++done, total, `${task}: ${demos} demonstrations`);
       }
-      o.progress(++done, total, `${task}: ${demos} demonstrations`);
+    } finally {
+      env.dispose();
     }
   }
   const pct = (x: number) => `${fmt(100 * x, 3)}%`;

@@ -58,8 +58,9 @@ export const tasks = TASKS;
 /**
  * Behaviour cloning per task (expert episodes, of which the last rounds x episodes are DAgger's; epochs of the
  * first fit): reach's hold-within-3-cm success needs the longer fit; push's 300-step episodes give more steps each.
- * How many demonstrations: bench bc-scale measures the clone against their number; reach's 300 put a clone about
- * halfway to its demonstrator (scratch, this VLA: 40% of held-out states; 80 gave 12%), as the recipe's clones are.
+ * How many demonstrations: bench bc-scale measures the clone against their number; reach's 300 put this VLA's
+ * clone about halfway to its demonstrator (bench/results/vla-reach.md: 40% of held-out states, where 80 gave 12%),
+ * as the recipe's clones are. Push's 40 leave it near 0%: no VLA push clone tried yet does much better.
  */
 export const CLONE = {
   full: { reach: { demos: 300, daggerRounds: 2, daggerEpisodes: 15, bcEpochs: 60 }, push: { demos: 40, daggerRounds: 2, daggerEpisodes: 8, bcEpochs: 30 } },
