@@ -27,7 +27,7 @@ import { join } from 'node:path';
 import { SimRobot } from '../hardware/robots/sim.js';
 import { exportPolicyArtifact } from '../policies/artifact.js';
 import { behaviourClone } from '../policies/bc.js';
-import { contextOf, evaluateHeldOut, type EvalResult } from '../policies/demos.js';
+import { contextOf, evaluateHeldOut, evaluateOn, type EvalResult } from '../policies/demos.js';
 import { GaussianPolicy } from '../policies/gaussian.js';
 import { OnnxPolicy } from '../policies/onnx-policy.js';
 import { ClippedPolicyGradient, DEFAULT_PG_CONFIG, type PgConfig } from '../policies/pg.js';
@@ -290,6 +290,8 @@ export async function rankAgreement(vla: VlaPolicy, model: EnsembleModel, twin: 
 interface TaskResult {
   eval: Record<Row, { heldOutStates: EvalResult; heldOutCombinations: EvalResult }>;
   robotEpisodes: Record<Row, number>;
+  /** Held-out start-state success of each RL row's mean action every quarter of its updates (the last = its eval). */
+  curve: Partial<Record<Row, Array<{ update: number; success: number }>>>;
   robotHours: Record<Row, number>;
   computeSeconds: Record<Row, number>;
   anchorGroups: number;
@@ -322,14 +324,14 @@ export async function run(o: BenchOptions): Promise<BenchReport> {
   const P = {
     evalEpisodes: evalEpisodes(q),
 
-    updates: q ? 2 : 300,
+    updates: q ? 2 : 600,
     /** Imagined groups per update (dense_only, wmrl); sparse_only runs 1 group per update on the robot. */
     prompts: q ? 2 : 16,
     groupSize: q ? 2 : 8,
     /** Anchor groups per update on average (one every other update, no floor), as bench embodied. */
     anchorsPerUpdate: q ? 1 : 0.5,
     /** WMRL refits the world model on the robot's recorded episodes every this many updates. */
-    refitEvery: q ? 2 : 10,
+    refitEvery: q ? 2 : 30,
     /** Latent face: states the map is distilled on, from the model's pretraining data and from the clone's own episodes; map epochs. */
     distill: { simStates: q ? 300 : 30_000, cloneEpisodes: q ? 2 : 100, epochs: q ? 2 : 60, hidden: [128, 128] },
     /** Rank agreement: start states x rollouts. */
@@ -371,7 +373,7 @@ export async function run(o: BenchOptions): Promise<BenchReport> {
       const evalOf = () => evaluateHeldOut(robotEnv, vla, split);
       const r: TaskResult = {
         eval: { bc: await evalOf() } as TaskResult['eval'],
-        robotEpisodes: { bc: 0 } as TaskResult['robotEpisodes'], robotHours: { bc: 0 } as TaskResult['robotHours'], computeSeconds: { bc: 0 } as TaskResult['computeSeconds'],
+        robotEpisodes: { bc: 0 } as TaskResult['robotEpisodes'], curve: {}, robotHours: { bc: 0 } as TaskResult['robotHours'], computeSeconds: { bc: 0 } as TaskResult['computeSeconds'],
         anchorGroups: 0, robotSuccesses: { bc: 0 } as TaskResult['robotSuccesses'], expert: await expertOn(task, split, 'expert', LATENCY), demonstrator: await expertOn(task, split, 'demonstrator', LATENCY), demoSuccess: clone.demoSuccess, bcLoss, demoSteps, wmValLoss, controlHz: robotEnv.spec.controlHz, biasReduction: null, anchorWeight: 1,
         agreement: { nominal: NaN, identified: NaN }, identified: { context: [], delay: 0 }, latent: null as unknown as LatentDistillReport,
       };
@@ -392,7 +394,9 @@ export async function run(o: BenchOptions): Promise<BenchReport> {
         const target = sparse(await simRobotTarget({ task, profile: 'gap', robots: 1, resetSeconds: 5, seed: 0, image: S, ...(row === 'wmrl' ? { store: join(tmp, `${task}-wmrl.sqlite`) } : {}) }));
         // sparse_only trains the VLA on its camera; the imagining rows train its latent face (the same head).
         const pg = await ClippedPolicyGradient.create(row === 'sparse_only' ? vla : face, pgConfig, { trainable: vla.headParamNames() });
-        const common = { prompts: P.prompts, groupSize: P.groupSize, evalEvery: P.updates, promptSeed0, seed: 0 };
+        const common = { prompts: P.prompts, groupSize: P.groupSize, evalEvery: Math.max(1, P.updates / 4), promptSeed0, seed: 0 };
+        // Held-out start states every quarter of the row's updates: whether it was still rising when it stopped.
+        const evaluate = async () => { const e = await evaluateOn(robotEnv, vla, split.heldOutStates); return { success: e.success, meanReturn: e.return, episodes: e.episodes }; };
         const onUpdate = (u: { update: number }) => o.progress(done, total, `${task}: ${row} update ${u.update}/${P.updates}`);
         // WMRL refits every few updates; the robot's recorded rewards are its sparse success, so the refits teach the
         // dynamics and the success head and leave the dense reward head as the sim taught it.
@@ -401,9 +405,9 @@ export async function run(o: BenchOptions): Promise<BenchReport> {
         if (row === 'sparse_only') {
           const anchors = r.robotEpisodes.wmrl;
           if (anchors % P.groupSize) throw new Error(`vla bench: WMRL ran ${anchors} anchor episodes, not whole groups of ${P.groupSize}`);
-          st = await trainStandard({ config: { ...common, prompts: 1, updates: anchors / P.groupSize, evalEvery: anchors / P.groupSize }, policy: vla, pg, target, prompts, hooks: { onUpdate } });
+          st = await trainStandard({ config: { ...common, prompts: 1, updates: anchors / P.groupSize, evalEvery: Math.max(1, Math.round(anchors / P.groupSize / 4)) }, policy: vla, pg, target, prompts, hooks: { onUpdate }, evaluate });
         } else {
-          st = await trainWmrl({ config: { ...wmrl, corrector: row === 'wmrl' ? corrector : false }, policy: vla, face, pg, model, simData, target, prompts, hooks: { onUpdate }, warn: () => {} });
+          st = await trainWmrl({ config: { ...wmrl, corrector: row === 'wmrl' ? corrector : false }, policy: vla, face, pg, model, simData, target, prompts, hooks: { onUpdate }, warn: () => {}, evaluate });
         }
         if (row === 'wmrl') {
           r.anchorGroups = st.rows.reduce((a, x) => a + x.realGroups, 0);
@@ -420,6 +424,7 @@ export async function run(o: BenchOptions): Promise<BenchReport> {
           r.agreement.nominal = await rankAgreement(vla, model, twin, robotEnv, agreementSeeds, P.groupSize, target.maxSteps, 0, wmrl.successThreshold, 7);
           vla.paramNames().forEach((n, i) => vla.store.set(n, policyNow[i]!));
         }
+        r.curve[row] = st.rows.filter((x) => x.evalSuccess !== undefined).map((x) => ({ update: x.update, success: x.evalSuccess! }));
         r.robotEpisodes[row] = target.clock.episodes;
         r.robotSuccesses[row] = st.rows.reduce((a, x) => a + Math.round((x.trainSuccess ?? 0) * x.realGroups * P.groupSize), 0);
         r.robotHours[row] = target.clock.robotSeconds / 3600;
@@ -513,7 +518,8 @@ export async function run(o: BenchOptions): Promise<BenchReport> {
       `WMRL spent ${r.robotEpisodes.wmrl} robot episodes on ${r.anchorGroups} anchor group${r.anchorGroups === 1 ? '' : 's'} (${r.robotSuccesses.wmrl} succeeded), sparse only ${r.robotEpisodes.sparse_only} (${r.robotSuccesses.sparse_only} succeeded), dense only ${r.robotEpisodes.dense_only}` +
       `; the debiasing map's median held-out residual reduction ${r.biasReduction === null ? 'was never measured (no map fitted before an anchor group)' : fmt(r.biasReduction, 2)}, final anchor weight ${fmt(r.anchorWeight, 2)}. ` +
       `WMRL identified the robot's context as ${r.identified.context.map((v) => `×${fmt(Math.exp(v), 2)}`).join(', ')} (log scales of mass, friction, damping, actuator gain; the truth ×${CONTEXT_TRUTH.join(', ×')}) and a delay of ${r.identified.delay} steps (the truth ${LATENCY}). ` +
-      `Within-group rank agreement of the clone's imagined with its robot returns (Spearman, median over ${P.agreementGroups} groups of ${P.groupSize}, same starts and policy noise): ${fmt(r.agreement.nominal, 2)} under the nominal context dense only imagines in, ${fmt(r.agreement.identified, 2)} under the identified one.` +
+      `Within-group rank agreement of the clone's imagined with its robot returns (Spearman, median over ${P.agreementGroups} groups of ${P.groupSize}, same starts and policy noise): ${fmt(r.agreement.nominal, 2)} under the nominal context dense only imagines in, ${fmt(r.agreement.identified, 2)} under the identified one. ` +
+      `Held-out start-state success during training (update: success): ${(['sparse_only', 'dense_only', 'wmrl'] as const).map((row) => `${SHORT[row]} ${(r.curve[row] ?? []).map((x) => `${x.update}: ${pct(x.success)}`).join(', ')}`).join('; ')}.` +
       (r.robotSuccesses.sparse_only === 0 ? ` No sparse-only robot episode succeeded, so each of its groups scored all 0: zero advantages, no gradient.` : '') +
       (r.robotSuccesses.wmrl === 0
         ? ` No anchor episode succeeded: every anchor group scored all 0, which the denoiser skips as degenerate and the debiasing map does not fit (it stays the identity until the real scores differ), so WMRL learned from its imagined groups alone, under the identified context.`
