@@ -396,7 +396,9 @@ export async function run(o: BenchOptions): Promise<BenchReport> {
         const pg = await ClippedPolicyGradient.create(row === 'sparse_only' ? vla : face, pgConfig, { trainable: vla.headParamNames() });
         const common = { prompts: P.prompts, groupSize: P.groupSize, evalEvery: Math.max(1, P.updates / 4), promptSeed0, seed: 0 };
         // Held-out start states every quarter of the row's updates: whether it was still rising when it stopped.
-        const evaluate = async () => { const e = await evaluateOn(robotEnv, vla, split.heldOutStates); return { success: e.success, meanReturn: e.return, episodes: e.episodes }; };
+        // The last one (every trainer evaluates after its final update) is the row's held-out-state result.
+        let last: EvalResult | null = null;
+        const evaluate = async () => { last = await evaluateOn(robotEnv, vla, split.heldOutStates); return { success: last.success, meanReturn: last.return, episodes: last.episodes }; };
         const onUpdate = (u: { update: number }) => o.progress(done, total, `${task}: ${row} update ${u.update}/${P.updates}`);
         // WMRL refits every few updates; the robot's recorded rewards are its sparse success, so the refits teach the
         // dynamics and the success head and leave the dense reward head as the sim taught it.
@@ -432,7 +434,8 @@ export async function run(o: BenchOptions): Promise<BenchReport> {
         await pg.release();
         await target.close();
         o.progress(done, total, `${task}: ${row}: evaluating`);
-        r.eval[row] = await evalOf();
+        if (!last) throw new Error(`vla bench: ${row} ended without evaluating after its last update`);
+        r.eval[row] = { heldOutStates: last, heldOutCombinations: await evaluateOn(robotEnv, vla, split.heldOutCombinations) };
         o.progress(++done, total, `${task}: ${row} done`);
       }
       results.set(task, r);
