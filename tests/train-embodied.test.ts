@@ -11,6 +11,8 @@ import { RobotClock, pgBatch } from '../wmrl/embodied.js';
 import { DEFAULT_PRETRAIN, SimPrompts, heldOutEvaluation, pretrain, simRobotTarget, type Pretrained } from '../wmrl/sim-setup.js';
 import { trainStandard } from '../wmrl/train_standard.js';
 import { trainWmrl, type WmrlConfig } from '../wmrl/train_wmrl.js';
+import { buildObservation, layoutOf } from '../common/layout.js';
+import { replayScore } from '../worldmodel/index.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'train-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
@@ -121,6 +123,33 @@ describe('embodied trainers (tiny budget, reach on the gap robot)', () => {
     expect(st.rows.map((r) => r.context)).toEqual([Array.from(pre.model.context), Array.from(pre.model.context)]);
     expect(target.clock.episodes).toBe(0);
     expect(st.rows[1]!.loss).not.toBeNull();
+    await pg.release();
+    await target.close();
+  }, 120_000);
+
+  it('an anchor\'s world-model score replays the steps a short imagination covers, not the whole episode', async () => {
+    fresh();
+    const target = await simRobotTarget({ task: 'reach', profile: 'gap', robots: 1, resetSeconds: 5, seed: 0, store: join(dir, 'short.db') });
+    using prompts = await SimPrompts.create('reach');
+    const pg = await ClippedPolicyGradient.create(pre.policy, pgConfig);
+    // Nothing changes the model during the run (no refit, delay and context as given), so its replays can be redone after.
+    const st = await trainWmrl({ config: wmrlConfig({ horizon: 10, refitEvery: 0, actionDelay: 0, context: 'fixed' }), policy: pre.policy, pg, model: pre.model, simData: pre.simData, target, prompts });
+    const pairs = (st.extra as { corrector: { debiaser: { buffer: Array<{ wm: number }> } } }).corrector.debiaser.buffer.map((p) => p.wm);
+    const layout = layoutOf(target.robot.spec), A = target.robot.spec.action.low.length;
+    const first: number[] = [], whole: number[] = [];
+    for (const summary of target.store!.list()) {
+      const ep = target.store!.get(summary.meta.id);
+      expect(ep.steps.length).toBeGreaterThan(10);
+      const start = buildObservation(layout, ep.steps[0]!.obs);
+      const sent = new Float32Array(ep.steps.length * A);
+      ep.steps.forEach((s, t) => sent.set(s.action, t * A));
+      first.push((await replayScore(pre.model, start, sent.subarray(0, 10 * A), { k: 5, mode: 'return' })).score[0]!);
+      whole.push((await replayScore(pre.model, start, sent, { k: 5, mode: 'return' })).score[0]!);
+    }
+    expect(pairs.length).toBe(first.length);
+    const sorted = (xs: number[]) => [...xs].sort((a, b) => a - b);
+    sorted(pairs).forEach((x, i) => expect(x).toBeCloseTo(sorted(first)[i]!, 4));
+    expect(sorted(pairs).some((x, i) => Math.abs(x - sorted(whole)[i]!) > 1e-3)).toBe(true);
     await pg.release();
     await target.close();
   }, 120_000);

@@ -36,7 +36,10 @@ export interface WmrlConfig {
   seed: number;
   /** The correction core; false = pure world model (no robot execution at all). */
   corrector: CorrectorConfig | false;
-  /** Imagined steps per rollout (the task's horizon). */
+  /**
+   * Imagined steps per rollout from the prompt's start: the task's horizon, or fewer where the model ranks a short
+   * stretch better than the whole episode (the anchors' replays then cover the same first steps).
+   */
   horizon: number;
   /**
    * How a rollout's dense signal collapses to one score, for imagined rollouts and the anchors' replays alike
@@ -262,10 +265,12 @@ export async function trainWmrl(run: WmrlRun): Promise<RunState> {
         if (recentAnchors.length > 32) recentAnchors.shift();
       }
       real.set(b, eps);
-      // The pair's world-model score: the episode's sent actions replayed open loop from its recorded start.
+      // The pair's world-model score: the episode's sent actions replayed open loop from its recorded start, over
+      // the steps an imagined rollout covers (its first H), so the map relates scores of the same kind to the real.
       const worldModel = await Promise.all(eps.map(async (ep) => {
         if (ep.steps === 0) return null;
-        const r = await replayScore(model, ep.obs.subarray(0, D), ep.sent, { k: Math.min(c.scoreK, ep.steps), mode: c.scoreMode });
+        const T = Math.min(ep.steps, H);
+        const r = await replayScore(model, ep.obs.subarray(0, D), ep.sent.subarray(0, T * A), { k: Math.min(c.scoreK, T), mode: c.scoreMode });
         return r.score[0]!;
       }));
       return { real: eps.map((ep) => (ep.status === 'complete' ? ep.return : null)), worldModel };
