@@ -7,11 +7,11 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ClippedPolicyGradient, DEFAULT_PG_CONFIG } from '../policies/pg.js';
 import { correctorConfig } from '../wmrl/corrector.js';
-import { RobotClock, pgBatch } from '../wmrl/embodied.js';
+import { RobotClock, episodeTransitions, pgBatch } from '../wmrl/embodied.js';
 import { DEFAULT_PRETRAIN, SimPrompts, heldOutEvaluation, pretrain, simRobotTarget, type Pretrained } from '../wmrl/sim-setup.js';
 import { trainStandard } from '../wmrl/train_standard.js';
 import { trainWmrl, type WmrlConfig } from '../wmrl/train_wmrl.js';
-import { buildObservation, layoutOf } from '../common/layout.js';
+import { layoutOf } from '../common/layout.js';
 import { replayScore } from '../worldmodel/index.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'train-'));
@@ -135,16 +135,15 @@ describe('embodied trainers (tiny budget, reach on the gap robot)', () => {
     // Nothing changes the model during the run (no refit, delay and context as given), so its replays can be redone after.
     const st = await trainWmrl({ config: wmrlConfig({ horizon: 10, refitEvery: 0, actionDelay: 0, context: 'fixed' }), policy: pre.policy, pg, model: pre.model, simData: pre.simData, target, prompts });
     const pairs = (st.extra as { corrector: { debiaser: { buffer: Array<{ wm: number }> } } }).corrector.debiaser.buffer.map((p) => p.wm);
-    const layout = layoutOf(target.robot.spec), A = target.robot.spec.action.low.length;
+    const layout = layoutOf(target.robot.spec), A = target.robot.spec.action.low.length, D = pre.policy.obsDim;
     const first: number[] = [], whole: number[] = [];
     for (const summary of target.store!.list()) {
-      const ep = target.store!.get(summary.meta.id);
-      expect(ep.steps.length).toBeGreaterThan(10);
-      const start = buildObservation(layout, ep.steps[0]!.obs);
-      const sent = new Float32Array(ep.steps.length * A);
-      ep.steps.forEach((s, t) => sent.set(s.action, t * A));
-      first.push((await replayScore(pre.model, start, sent.subarray(0, 10 * A), { k: 5, mode: 'return' })).score[0]!);
-      whole.push((await replayScore(pre.model, start, sent, { k: 5, mode: 'return' })).score[0]!);
+      // The recorded start and sent actions (all but the last, which needs the final observation; enough here).
+      const tr = episodeTransitions(target.store!.get(summary.meta.id), layout)!;
+      expect(tr.rewards.length).toBeGreaterThan(10);
+      const start = tr.states.subarray(0, D);
+      first.push((await replayScore(pre.model, start, tr.actions.subarray(0, 10 * A), { k: 5, mode: 'return' })).score[0]!);
+      whole.push((await replayScore(pre.model, start, tr.actions, { k: 5, mode: 'return' })).score[0]!);
     }
     expect(pairs.length).toBe(first.length);
     const sorted = (xs: number[]) => [...xs].sort((a, b) => a - b);
