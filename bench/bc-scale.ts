@@ -7,6 +7,9 @@
 // (instruction, target region) combinations, beside the demonstrator's own on the held-out states.
 // It answers why bench vla clones from as many demonstrations as it does: a clone far below its demonstrator
 // leaves RL nothing to lift, and how far below it is is a question of data.
+// Beside each clone, its sibling over the state and the last LATENCY commands sent (sim/env.ts commandHistory):
+// the demonstrator compensates the latency from the commands it sent; a policy over the state alone cannot see
+// the commands still in flight.
 import { evaluateHeldOut } from '../policies/demos.js';
 import { makeEnv } from '../sim/index.js';
 import { fmt, type BenchOptions, type BenchReport, type Series } from './lib/report.js';
@@ -19,8 +22,16 @@ const DEMOS = {
   quick: { reach: [4, 8], push: [4, 8] },
 };
 
+/** The clone's observation: the state alone, or with the last LATENCY commands sent. */
+const VARIANTS = [
+  { key: 'state', label: 'state', commandHistory: 0 },
+  { key: 'history', label: `state + last ${LATENCY} commands`, commandHistory: LATENCY },
+] as const;
+type Variant = (typeof VARIANTS)[number]['key'];
+
 interface Row {
   task: (typeof TASKS)[number];
+  variant: Variant;
   demos: number;
   steps: number;
   loss: number;
@@ -34,7 +45,7 @@ export async function run(o: BenchOptions): Promise<BenchReport> {
   const chosen: ReadonlyArray<(typeof TASKS)[number]> = o.task ? TASKS.filter((t) => t === o.task) : TASKS;
   const scale = q ? DEMOS.quick : DEMOS.full;
   const C = CLONE[q ? 'quick' : 'full'];
-  const total = chosen.reduce((n, t) => n + scale[t].length + 1, 0);
+  const total = chosen.reduce((n, t) => n + VARIANTS.length * scale[t].length + 1, 0);
   let done = 0;
   const rows: Row[] = [];
   const demonstrator = new Map<string, number>();
@@ -43,46 +54,55 @@ export async function run(o: BenchOptions): Promise<BenchReport> {
     const split = await vlaSplit(task, q);
     demonstrator.set(task, (await expertOn(task, split, 'demonstrator', LATENCY)).heldOutStates);
     o.progress(++done, total, `${task}: demonstrator evaluated`);
-    // one gap robot per task (no camera: the MLP reads the state), every clone recorded and evaluated on it
-    const env = await makeEnv({ task, profile: 'gap' });
-    try {
-      for (const demos of scale[task]) {
-        const c = C[task];
-        // the DAgger rounds of bench vla, fewer when there are too few demonstrations to keep a round-0 episode
-        const rounds = Math.min(c.daggerRounds, Math.floor((demos - 1) / c.daggerEpisodes));
-        const t0 = performance.now();
-        const clone = await cloneVla(benchMlp(env), env, LATENCY, split.train.slice(0, demos), rounds, c.daggerEpisodes, c.bcEpochs, () => {});
-        const seconds = (performance.now() - t0) / 1000;
-        const ev = await evaluateHeldOut(env, clone.vla, split);
-        rows.push({ task, demos, steps: clone.steps, loss: clone.loss, heldOutStates: ev.heldOutStates.success, heldOutCombinations: ev.heldOutCombinations.success, seconds });
-        o.progress(++done, total, `${task}: ${demos} demonstrations`);
+    for (const v of VARIANTS) {
+      // one gap robot per task and observation (no camera: the MLP reads the state), every clone recorded and evaluated on it
+      const env = await makeEnv({ task, profile: 'gap', commandHistory: v.commandHistory });
+      try {
+        for (const demos of scale[task]) {
+          const c = C[task];
+          // the DAgger rounds of bench vla, fewer when there are too few demonstrations to keep a round-0 episode
+          const rounds = Math.min(c.daggerRounds, Math.floor((demos - 1) / c.daggerEpisodes));
+          const t0 = performance.now();
+          const clone = await cloneVla(benchMlp(env), env, LATENCY, split.train.slice(0, demos), rounds, c.daggerEpisodes, c.bcEpochs, () => {});
+          const seconds = (performance.now() - t0) / 1000;
+          const ev = await evaluateHeldOut(env, clone.vla, split);
+          await clone.vla.release();
+          rows.push({ task, variant: v.key, demos, steps: clone.steps, loss: clone.loss, heldOutStates: ev.heldOutStates.success, heldOutCombinations: ev.heldOutCombinations.success, seconds });
+          o.progress(++done, total, `${task}: ${v.label}, ${demos} demonstrations`);
+        }
+      } finally {
+        env.dispose();
       }
-    } finally {
-      env.dispose();
     }
   }
   const pct = (x: number) => `${fmt(100 * x, 3)}%`;
-  const sentences = chosen.map((task) => {
-    const rs = rows.filter((r) => r.task === task);
-    const first = rs[0]!, last = rs[rs.length - 1]!, best = rs.reduce((a, b) => (b.heldOutStates > a.heldOutStates ? b : a));
+  const label = (v: Variant) => VARIANTS.find((x) => x.key === v)!.label;
+  const sentences = chosen.flatMap((task) => {
     const d = demonstrator.get(task)!;
-    return `${task}: ${pct(first.heldOutStates)} of held-out states at ${first.demos} demonstrations, ${pct(last.heldOutStates)} at ${last.demos} (best ${pct(best.heldOutStates)} at ${best.demos}); the demonstrator itself ${pct(d)}, so the largest clone recovers ${fmt(last.heldOutStates / Math.max(d, 1e-9), 3)} of it. Bench vla clones ${task} from ${C[task].demos} demonstrations.`;
+    const per = VARIANTS.map(({ key }) => {
+      const rs = rows.filter((r) => r.task === task && r.variant === key);
+      const first = rs[0]!, last = rs[rs.length - 1]!, best = rs.reduce((a, b) => (b.heldOutStates > a.heldOutStates ? b : a));
+      return `${task}, ${label(key)}: ${pct(first.heldOutStates)} of held-out states at ${first.demos} demonstrations, ${pct(last.heldOutStates)} at ${last.demos} (best ${pct(best.heldOutStates)} at ${best.demos}); the demonstrator itself ${pct(d)}, so the largest clone recovers ${fmt(last.heldOutStates / Math.max(d, 1e-9), 3)} of it.`;
+    });
+    const at = (v: Variant, demos: number) => rows.find((r) => r.task === task && r.variant === v && r.demos === demos)!.heldOutStates;
+    const side = scale[task].map((n) => `${n}: ${pct(at('state', n))} → ${pct(at('history', n))}`).join(', ');
+    return [...per, `${task}, held-out states without and with the last ${LATENCY} commands (demonstrations: state → history): ${side}. Bench vla clones ${task} from ${C[task].demos} demonstrations.`];
   });
   const se = (p: number) => Math.sqrt((p * (1 - p)) / 100);
   const result: Record<string, number> = {};
-  for (const r of rows) result[`${r.task}_${r.demos}`] = r.heldOutStates;
+  for (const r of rows) result[`${r.task}_${r.demos}${r.variant === 'state' ? '' : `_${r.variant}`}`] = r.heldOutStates;
   for (const [task, d] of demonstrator) result[`${task}_demonstrator`] = d;
-  const lines: Series[] = chosen.map((task) => ({ label: task, points: rows.filter((r) => r.task === task).map((r) => [r.demos, r.heldOutStates] as [number, number]) }));
+  const lines: Series[] = chosen.flatMap((task) => VARIANTS.map(({ key }) => ({ label: `${task}, ${label(key)}`, points: rows.filter((r) => r.task === task && r.variant === key).map((r) => [r.demos, r.heldOutStates] as [number, number]) })));
   return {
     title: 'Behaviour cloning against the number of demonstrations, gap robot',
     summary: [
-      `Robot = the sim under the gap profile. Per task, a Gaussian MLP over the state (128x128, the embodied trainers' policy) cloned as bench vla clones its VLA: noise-injected demonstrations by the robust demonstrator (told the ${LATENCY}-step latency), then ${chosen.map((t) => `${t}: ${C[t].daggerRounds} DAgger rounds of ${C[t].daggerEpisodes} episodes, ${C[t].bcEpochs} epochs`).join('; ')}; the number of demonstration episodes counts DAgger's. Success of the mean action on the split's held-out start states and held-out (instruction, target region) combinations (${q ? 5 : 100} episodes each, one binomial standard error at 50%: ${fmt(100 * se(0.5), 2)} points), one seed per row.`,
+      `Robot = the sim under the gap profile. Per task, a Gaussian MLP over the state (128x128, the embodied trainers' policy), and its sibling over the state and the last ${LATENCY} commands sent, each cloned as bench vla clones its VLA: noise-injected demonstrations by the robust demonstrator (told the ${LATENCY}-step latency), then ${chosen.map((t) => `${t}: ${C[t].daggerRounds} DAgger rounds of ${C[t].daggerEpisodes} episodes, ${C[t].bcEpochs} epochs`).join('; ')}; the number of demonstration episodes counts DAgger's. Success of the mean action on the split's held-out start states and held-out (instruction, target region) combinations (${q ? 5 : 100} episodes each, one binomial standard error at 50%: ${fmt(100 * se(0.5), 2)} points), one seed per row.`,
       ...sentences,
     ].join('\n'),
-    header: ['task', 'demonstrations', 'labelled steps', 'final BC loss', 'held-out states', 'held-out combinations', 'clone s'],
+    header: ['task', 'observation', 'demonstrations', 'labelled steps', 'final BC loss', 'held-out states', 'held-out combinations', 'clone s'],
     rows: [
-      ...rows.map((r) => [r.task, r.demos, r.steps, fmt(r.loss, 3), pct(r.heldOutStates), pct(r.heldOutCombinations), fmt(r.seconds, 3)]),
-      ...chosen.map((t) => [t, 'the demonstrator itself', '–', '–', pct(demonstrator.get(t)!), '–', '–']),
+      ...rows.map((r) => [r.task, label(r.variant), r.demos, r.steps, fmt(r.loss, 3), pct(r.heldOutStates), pct(r.heldOutCombinations), fmt(r.seconds, 3)]),
+      ...chosen.map((t) => [t, '–', 'the demonstrator itself', '–', '–', pct(demonstrator.get(t)!), '–', '–']),
     ],
     plot: { title: 'Clone success against demonstrations, gap robot (held-out states)', xLabel: 'demonstration episodes', yLabel: 'success', lines, logX: true },
     result,

@@ -1,5 +1,5 @@
 // The generic MuJoCo env: a TaskDef plus a hardware profile -> the Env contract of DESIGN.md §4.
-import { layoutDim, layoutEntries, type ObservationLayout } from '../common/layout.js';
+import { defineLayout, layoutDim, layoutEntries, type ObservationLayout } from '../common/layout.js';
 import { SimData, SimModel } from './mujoco.js';
 import { applyProfileToModel, loadProfile, type HardwareProfile } from './profiles.js';
 import { Rng } from './rng.js';
@@ -12,6 +12,21 @@ export interface EnvOptions {
   seed?: number;
   /** Image side in pixels (square); omit for no image observation. */
   image?: number;
+  /**
+   * Report the last K commands sent (after clipping to -1..1), newest first, as K x actuators features appended to
+   * the task's layout (`<actuator> command t-k`, unit 1; the reset's holding command before any is sent). Under
+   * actuation latency the commands still in flight are part of the robot's state that no sensor shows: a policy
+   * that reads them can act as a latency-compensating controller does (bench clone-history). Default 0: none.
+   */
+  commandHistory?: number;
+}
+
+/** The task's layout with `k` steps of command history (newest first) appended as features. */
+export function withCommandHistory(layout: ObservationLayout, actuators: readonly string[], k: number): ObservationLayout {
+  if (!(Number.isInteger(k) && k >= 0)) throw new Error(`commandHistory must be a whole number >= 0, got ${k}`);
+  if (k === 0) return layout;
+  const history = Array.from({ length: k }, (_, i) => actuators.map((a) => ({ name: `${a} command t-${i + 1}`, unit: '1' }))).flat();
+  return defineLayout(layout.joints, [...layout.features, ...history]);
 }
 
 /** A model with the profile applied, shared by every env of a vectorized batch. */
@@ -46,6 +61,9 @@ export class MjEnv implements Env {
   private goal = 0;
   private t = 0;
   private readonly stateBuf: Float32Array;
+  /** The last `commandHistory` commands sent, newest first (empty without the option). */
+  private commands: Float32Array[] = [];
+  private readonly historySteps: number;
   private view?: string | CameraView;
 
   constructor(
@@ -66,17 +84,24 @@ export class MjEnv implements Env {
     const cr = model.raw.actuator_ctrlrange as Float64Array;
     this.ctrlLo = Float64Array.from(this.actIds, (id) => cr[2 * id]!);
     this.ctrlHi = Float64Array.from(this.actIds, (id) => cr[2 * id + 1]!);
-    this.layout = b.layout;
+    this.historySteps = opts.commandHistory ?? 0;
+    this.layout = withCommandHistory(b.layout, b.actuatorNames, this.historySteps);
     checkJointUnits(taskDef.name, model, b.layout);
-    const ns = layoutDim(b.layout);
-    this.stateBuf = new Float32Array(ns);
+    const nTask = layoutDim(b.layout), ns = layoutDim(this.layout);
+    this.stateBuf = new Float32Array(nTask);
+    const bounds = (task: Float32Array | undefined, fill: number, history: number) => {
+      const v = new Float32Array(ns).fill(history);
+      v.fill(fill, 0, nTask);
+      if (task) v.set(task);
+      return v;
+    };
     this.observationSpace = {
       state: {
         kind: 'box',
         shape: [ns],
-        low: b.stateLow ?? new Float32Array(ns).fill(-Infinity),
-        high: b.stateHigh ?? new Float32Array(ns).fill(Infinity),
-        names: layoutEntries(b.layout).map((e) => e.label),
+        low: bounds(b.stateLow, -Infinity, -1),
+        high: bounds(b.stateHigh, Infinity, 1),
+        names: layoutEntries(this.layout).map((e) => e.label),
       },
       instructions: b.instructions,
       ...(opts.image ? { image: { kind: 'image' as const, shape: [opts.image, opts.image, 3] as [number, number, 3] } } : {}),
@@ -119,6 +144,7 @@ export class MjEnv implements Env {
     // The latency queue starts full of the action that holds the reset controls.
     const hold = this.actionFromCtrl();
     this.queue = Array.from({ length: this.profileDef.action_latency_steps }, () => hold.slice());
+    this.commands = Array.from({ length: this.historySteps }, () => hold.slice());
     return this.observe();
   }
 
@@ -138,6 +164,10 @@ export class MjEnv implements Env {
       a[i] = Number.isNaN(v) ? 0 : v < -1 ? -1 : v > 1 ? 1 : v;
     }
     this.queue.push(a);
+    if (this.historySteps) {
+      this.commands.pop();
+      this.commands.unshift(a.slice());
+    }
     const applied = this.queue.shift()!;
     const ctrl = this.data.raw.ctrl as Float64Array;
     for (let i = 0; i < this.nu; i++) {
@@ -173,9 +203,13 @@ export class MjEnv implements Env {
 
   private observe(): Obs {
     this.bound.observe(this.data, this.goal, this.stateBuf);
-    const state = this.stateBuf.slice();
+    const n = this.stateBuf.length;
+    const state = new Float32Array(n + this.historySteps * this.nu);
+    state.set(this.stateBuf);
+    // Sensor noise is the sensors': the commands are what was sent, known exactly.
     const sd = this.profileDef.obs_noise_std;
-    if (sd > 0) for (let i = 0; i < state.length; i++) state[i]! += sd * this.rng.normal();
+    if (sd > 0) for (let i = 0; i < n; i++) state[i]! += sd * this.rng.normal();
+    this.commands.forEach((c, k) => state.set(c, n + k * this.nu));
     const obs: Obs = { state, instruction: this.bound.instructions[this.goal]! };
     if (this.opts.image) obs.image = this.render();
     return obs;
@@ -221,6 +255,7 @@ export class MjEnv implements Env {
       goal: this.goal,
       t: this.t,
       queue: this.queue.map((q) => q.slice()),
+      ...(this.historySteps ? { commands: this.commands.map((c) => c.slice()) } : {}),
       rng: this.rng.getState(),
     };
   }
@@ -230,6 +265,10 @@ export class MjEnv implements Env {
     this.goal = s.goal;
     this.t = s.t;
     this.queue = s.queue.map((q) => q.slice());
+    if (this.historySteps) {
+      if (s.commands?.length !== this.historySteps) throw new Error(`${this.task}: setState needs the last ${this.historySteps} commands (this env reports a command history), the state holds ${s.commands?.length ?? 0}`);
+      this.commands = s.commands.map((c) => c.slice());
+    }
     this.rng.setState(s.rng);
   }
 
@@ -262,11 +301,11 @@ export function resolveProfile(p: string | HardwareProfile | undefined): Hardwar
 }
 
 /** Compiles a task's model under a profile and wraps it in an Env; the model is freed if that fails. */
-export async function envForTask(task: TaskDef, o: { profile?: string | HardwareProfile; seed?: number; image?: number }): Promise<Env> {
+export async function envForTask(task: TaskDef, o: { profile?: string | HardwareProfile; seed?: number; image?: number; commandHistory?: number }): Promise<Env> {
   const profile = resolveProfile(o.profile);
   const model = await loadTaskModel(task, profile);
   try {
-    return new MjEnv(task, model, profile, { seed: o.seed, image: o.image });
+    return new MjEnv(task, model, profile, { seed: o.seed, image: o.image, commandHistory: o.commandHistory });
   } catch (e) {
     model.dispose();
     throw e;

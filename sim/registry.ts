@@ -18,6 +18,8 @@ export interface MakeEnvOptions {
   seed?: number;
   /** Side of the square RGB image observation in pixels; omit for none. */
   image?: number;
+  /** Report the last this many commands sent as observation features (sim/env.ts EnvOptions.commandHistory); default 0. */
+  commandHistory?: number;
 }
 
 /** A path ending in .yaml or .yml names a user's robot mapping; anything else a built-in task. */

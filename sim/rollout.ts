@@ -67,15 +67,16 @@ export interface ExploratoryData {
  * `randomize` (a spread ≥ 1): every episode runs under its own profile, the context parameters drawn
  * log-uniformly in [1/spread, spread] around `profile` (randomProfile), and carries that context.
  */
-export async function exploratoryEpisodes(task: string, episodes: number, seed0: number, opts: { profile?: string; maxSteps?: number; randomize?: number } = {}): Promise<ExploratoryData> {
+export async function exploratoryEpisodes(task: string, episodes: number, seed0: number, opts: { profile?: string; maxSteps?: number; randomize?: number; commandHistory?: number } = {}): Promise<ExploratoryData> {
   const base = resolveProfile(opts.profile ?? 'nominal');
-  const shared = opts.randomize === undefined ? await makeEnv({ task, profile: base }) : null;
+  const commandHistory = opts.commandHistory;
+  const shared = opts.randomize === undefined ? await makeEnv({ task, profile: base, commandHistory }) : null;
   let dims: { dObs: number; dAct: number; obsNames: string[] } | null = null;
   const out: ExploratoryEpisode[] = [];
   try {
     for (let ep = 0; ep < episodes; ep++) {
       const profile = opts.randomize === undefined ? null : randomProfile(new Rng((seed0 + ep) * 104_729 + 3), opts.randomize, base, `random-${seed0 + ep}`);
-      const env = shared ?? await makeEnv({ task, profile: profile! });
+      const env = shared ?? await makeEnv({ task, profile: profile!, commandHistory });
       try {
         dims ??= { dObs: env.observationSpace.state.shape[0], dAct: env.actionSpace.shape[0], obsNames: env.observationSpace.state.names };
         out.push({ ...exploratoryEpisode(env, ep, seed0 + ep, opts.maxSteps), ...(profile ? { context: profileContext(profile) } : {}) });

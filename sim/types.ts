@@ -72,6 +72,8 @@ export interface EnvState {
   goal: number;
   t: number;
   queue: Float32Array[];
+  /** The last commands sent, newest first: an env made with `commandHistory` reports them. */
+  commands?: Float32Array[];
   rng: number[];
 }
 

@@ -43,7 +43,7 @@ export class VecEnv implements Disposable {
     const profile = resolveProfile(o.profile);
     const model = await loadTaskModel(task, profile);
     const seed = o.seed ?? 0;
-    const envs = Array.from({ length: n }, (_, i) => new MjEnv(task, model, profile, { seed: seed + i }, false));
+    const envs = Array.from({ length: n }, (_, i) => new MjEnv(task, model, profile, { seed: seed + i, commandHistory: o.commandHistory }, false));
     return new VecEnv(model, envs, seed);
   }
 

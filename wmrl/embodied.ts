@@ -35,8 +35,9 @@ export interface PromptSource {
 export class SimPrompts implements Disposable, PromptSource {
   private constructor(private readonly env: Env) {}
 
-  static async create(task: string, profile = 'nominal'): Promise<SimPrompts> {
-    return new SimPrompts(await makeEnv({ task, profile }));
+  /** `commandHistory`: the robot's observation reports its last commands (sim/env.ts), so the start states do too. */
+  static async create(task: string, profile = 'nominal', opts: { commandHistory?: number } = {}): Promise<SimPrompts> {
+    return new SimPrompts(await makeEnv({ task, profile, commandHistory: opts.commandHistory }));
   }
 
   /** The task's episode length in control steps. */
@@ -316,8 +317,8 @@ export interface Evaluation {
  * charged to the robot clock. A policy that reads the camera and the instruction gets each env's render
  * (at the policy's image size) and instruction every step.
  */
-export async function evaluateSuccess(policy: Policy, task: string, profile: string, episodes: number, seed0: number): Promise<Evaluation> {
-  const vec = await VecEnv.create(episodes, { task, profile, seed: seed0 });
+export async function evaluateSuccess(policy: Policy, task: string, profile: string, episodes: number, seed0: number, opts: { commandHistory?: number } = {}): Promise<Evaluation> {
+  const vec = await VecEnv.create(episodes, { task, profile, seed: seed0, commandHistory: opts.commandHistory });
   try {
     const D = policy.obsDim, A = policy.actDim;
     if (policy.chunk !== 1) throw new Error(`evaluate: one action per control step (chunk 1); the ${policy.kind} policy gives chunks of ${policy.chunk}`);

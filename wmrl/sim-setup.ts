@@ -40,6 +40,8 @@ export interface PretrainOptions {
   wmMembers: number;
   /** Past actions the world model conditions on, so refits on the robot's episodes can learn its actuation latency. */
   wmActionHistory: number;
+  /** The robot reports its last this many commands in its observation (sim/env.ts EnvOptions.commandHistory): the sim data does too. Default 0. */
+  commandHistory?: number;
   policyHidden: number[];
   initLogStd: number;
   seed: number;
@@ -87,7 +89,7 @@ export interface Pretrained {
  * episodes. Seeds below 1,000,000 are used here; prompts and evaluation use other ranges.
  */
 export async function pretrain(o: PretrainOptions): Promise<Pretrained> {
-  const env = await makeEnv({ task: o.task, profile: 'nominal' });
+  const env = await makeEnv({ task: o.task, profile: 'nominal', commandHistory: o.commandHistory });
   const D = env.observationSpace.state.shape[0], A = env.actionSpace.shape[0];
   const rng = new Rng(o.seed + 17);
   const fit = o.fit ?? true;
@@ -145,7 +147,7 @@ export async function pretrain(o: PretrainOptions): Promise<Pretrained> {
  */
 export async function pretrainWorldModel(o: PretrainOptions): Promise<Pick<Pretrained, 'model' | 'simData' | 'wmValLoss'>> {
   if (!(o.wmRandomize === 0 || o.wmRandomize >= 1)) throw new Error(`pretrain: wmRandomize must be 0 (off) or a spread >= 1, got ${o.wmRandomize}`);
-  const data = await exploratoryEpisodes(o.task, o.wmEpisodes, 50_000 + o.seed * 1000, o.wmRandomize > 0 ? { randomize: o.wmRandomize } : {});
+  const data = await exploratoryEpisodes(o.task, o.wmEpisodes, 50_000 + o.seed * 1000, { commandHistory: o.commandHistory, ...(o.wmRandomize > 0 ? { randomize: o.wmRandomize } : {}) });
   const contextNames = data.contextNames ? [...data.contextNames] : undefined;
   const buf = new TransitionBuffer(data.dObs, data.dAct, o.wmActionHistory, contextNames?.length ?? 0);
   for (const e of data.episodes) buf.addEpisode({ ...e, weight: 1 });
@@ -166,12 +168,14 @@ export interface SimRobotTargetOptions {
   seed: number;
   /** Side of the robot's square camera image, px (for policies that read it); omit for no camera. */
   image?: number;
+  /** The robot reports its last this many commands in its observation (sim/env.ts EnvOptions.commandHistory). */
+  commandHistory?: number;
   signal?: AbortSignal;
 }
 
 /** A sim robot behind the safety layer, as a trainer's robot target; dispose it with `close()`. */
 export async function simRobotTarget(o: SimRobotTargetOptions): Promise<ClosableTarget> {
-  const sim = await SimRobot.create({ task: o.task, profile: o.profile, seed: o.seed, image: o.image });
+  const sim = await SimRobot.create({ task: o.task, profile: o.profile, seed: o.seed, image: o.image, commandHistory: o.commandHistory });
   const robot = new SafetyLayer(sim, { ...DEFAULT_SAFETY, maxDelta: 2 }, { watchdog: false });
   return robotTarget(robot, {
     outcome: () => ({ reward: sim.lastStep?.reward ?? 0, done: !!(sim.lastStep?.terminated || sim.lastStep?.truncated), success: sim.lastStep?.info.success }),

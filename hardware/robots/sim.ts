@@ -13,6 +13,8 @@ export interface SimRobotOptions {
   image?: number;
   /** Declared joint speed limit, rad/s (MuJoCo motors have none of their own). */
   velocityLimit?: number;
+  /** Report the last this many commands sent as observation features (sim/env.ts EnvOptions.commandHistory); default 0. */
+  commandHistory?: number;
 }
 
 export class SimRobot implements Robot {
@@ -39,7 +41,7 @@ export class SimRobot implements Robot {
   }
 
   static async create(opts: SimRobotOptions): Promise<SimRobot> {
-    const env = await makeEnv({ task: opts.task, profile: opts.profile, seed: opts.seed, image: opts.image });
+    const env = await makeEnv({ task: opts.task, profile: opts.profile, seed: opts.seed, image: opts.image, commandHistory: opts.commandHistory });
     return new SimRobot(env, opts);
   }
 
