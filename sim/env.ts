@@ -16,7 +16,7 @@ export interface EnvOptions {
    * Report the last K commands sent (after clipping to -1..1), newest first, as K x actuators features appended to
    * the task's layout (`<actuator> command t-k`, unit 1; the reset's holding command before any is sent). Under
    * actuation latency the commands still in flight are part of the robot's state that no sensor shows: a policy
-   * that reads them can act as a latency-compensating controller does (bench clone-history). Default 0: none.
+   * that reads them can act as a latency-compensating controller does (bench bc-scale). Default 0: none.
    */
   commandHistory?: number;
 }
