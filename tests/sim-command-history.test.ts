@@ -73,6 +73,7 @@ describe('command history in the observation', () => {
 
     const { model, simData } = await pretrainWorldModel({ ...DEFAULT_PRETRAIN, task: 'reach', wmEpisodes: 2, wmEpochs: 1, wmHidden: [8], wmMembers: 2, fit: false, commandHistory: 3 });
     expect(model.config.dObs).toBe(D);
+    expect(model.commandHistory).toBe(3);
     expect(simData.obs.length % D).toBe(0);
     await model.release();
   });

@@ -37,6 +37,12 @@ export interface EnsembleConfig {
    */
   actionHistory?: number;
   /**
+   * The observation ends with the last this many commands sent, newest first, dAct entries each, clipped to
+   * [-1, 1] (a robot made with sim/env.ts `commandHistory`): they are not dynamics, so the model env sets them
+   * from the actions it takes instead of taking the model's prediction. Default 0.
+   */
+  commandHistory?: number;
+  /**
    * Names of the context entries, with their unit (e.g. 'log mass_scale'): the model is then conditioned on a
    * context of that many values — physical parameters the observation does not show, varied across the sim
    * data it is fitted on (Transitions.context). Imagination uses the model's current context (`setContext`),
@@ -166,6 +172,9 @@ export class EnsembleModel {
     if (config.actionNames && config.actionNames.length !== dAct) throw new Error(`ensemble: ${config.actionNames.length} actionNames for dAct ${dAct}`);
     const h = config.actionHistory ?? 0;
     if (!(Number.isInteger(h) && h >= 0)) throw new Error(`ensemble: actionHistory must be a non-negative integer, got ${h}`);
+    const k = config.commandHistory ?? 0;
+    if (!(Number.isInteger(k) && k >= 0)) throw new Error(`ensemble: commandHistory must be a non-negative integer, got ${k}`);
+    if (k * dAct > dObs) throw new Error(`ensemble: commandHistory ${k} x dAct ${dAct} entries do not fit in dObs ${dObs}`);
     const c = config.contextNames?.length ?? 0;
     const dIn = dObs + dAct * (1 + h) + c;
     this.members = config.members ?? 5;
@@ -197,6 +206,11 @@ export class EnsembleModel {
   /** Past actions per input (0: none). */
   get actionHistory(): number {
     return this.config.actionHistory ?? 0;
+  }
+
+  /** Commands sent at the end of each observation, newest first (0: none; EnsembleConfig.commandHistory). */
+  get commandHistory(): number {
+    return this.config.commandHistory ?? 0;
   }
 
   /** Context entries the model is conditioned on (0: none). */

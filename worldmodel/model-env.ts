@@ -192,11 +192,12 @@ export class ModelEnv {
       const carried = cw > 0 ? g.input('history', ['n', cw]) : null;
       const { applied, history } = appliedAction(action, carried, this.actionDelay, this.model.actionHistory, dAct);
       const s = this.model.stepGraph(obs, applied, mix, noise, history ?? undefined);
+      const nextObs = withCommands(s.nextObs, obs, action, this.model);
       const params = [...g.params.keys()];
       const prog = await nn.Program.fromSpec({
         inputs: [...[obs, action, mix, noise, ...(carried ? [carried] : [])].map((t) => ({ name: t.attrs.name as string, tensor: t })), ...params.map((p) => ({ name: p, tensor: g.params.get(p)! }))],
         outputs: [
-          { name: 'next_obs', tensor: s.nextObs },
+          { name: 'next_obs', tensor: nextObs },
           { name: 'reward', tensor: s.reward },
           { name: 'success_prob', tensor: s.successProb },
           { name: 'disagreement', tensor: s.disagreement },
@@ -352,6 +353,22 @@ export class ModelEnv {
   }
 }
 
+/**
+ * The predicted next observation with its command-history tail (EnsembleConfig.commandHistory) set, not predicted:
+ * the command just sent (clipped to [-1, 1], as the robot records it) first, then the previous observation's
+ * commands but its oldest.
+ */
+function withCommands(next: nn.Tensor, prev: nn.Tensor, sent: nn.Tensor, model: EnsembleModel): nn.Tensor {
+  const k = model.commandHistory, { dObs, dAct } = model;
+  if (k === 0) return next;
+  const head = dObs - k * dAct;
+  return nn.concat([
+    ...(head > 0 ? [nn.slice(next, 1, 0, head)] : []),
+    nn.clip(sent, -1, 1),
+    ...(k > 1 ? [nn.slice(prev, 1, head, dObs - dAct)] : []),
+  ], 1);
+}
+
 /** The history after `actions` (Shape N x dAct) were sent: they become the most recent past actions. */
 function shiftHistory(history: Float32Array, actions: Float32Array, n: number, dAct: number, h: number): Float32Array {
   if (h === 0) return history;
@@ -406,6 +423,7 @@ async function buildUnroll(model: EnsembleModel, policy: GraphPolicy, u: number,
     if (action.rank !== 2 || action.shape[1] !== model.dAct) throw new Error(`imagine: the policy's action has shape [${action.shape.join(', ')}], expected [n, ${model.dAct}]`);
     const a = appliedAction(action, hist, d, h, dAct);
     const s = model.stepGraph(obs, a.applied, at(mix, k), at(obsNoise, k), a.history ?? undefined);
+    const next = withCommands(s.nextObs, obs, action, model);
     // The action just sent becomes the most recent carried one.
     if (hist) hist = c > 1 ? nn.concat([action, nn.slice(hist, 1, 0, (c - 1) * dAct)], 1) : action;
     keep('action', action);
@@ -413,9 +431,9 @@ async function buildUnroll(model: EnsembleModel, policy: GraphPolicy, u: number,
     keep('success_prob', s.successProb);
     keep('disagreement', s.disagreement);
     keep('member_reward', s.memberReward);
-    keep('obs', s.nextObs);
+    keep('obs', next);
     for (const [name, t] of Object.entries(out)) keep(`policy.${name}`, t);
-    obs = s.nextObs;
+    obs = next;
   }
   const wmParams = new Set(model.paramNames());
   for (const p of g.params.keys()) {
