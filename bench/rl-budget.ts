@@ -164,7 +164,7 @@ export async function run(o: BenchOptions): Promise<BenchReport> {
   let done = 0;
   o.progress(done, total, `${TASK}: split, behaviour cloning`);
   const split = await vlaSplit(TASK, q);
-  const clone = await cloneOnGap(TASK, split, q, benchMlp, () => {});
+  const clone = await cloneOnGap(TASK, split, CLONE[q ? 'quick' : 'full'][TASK], benchMlp, () => {});
   const policy = clone.vla;
   const G = P.groupSize;
   const robot = await makeEnv({ task: TASK, profile: 'gap' });

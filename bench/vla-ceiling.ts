@@ -53,11 +53,11 @@ export async function run(o: BenchOptions): Promise<BenchReport> {
   let done = 0;
   o.progress(done, total, `${TASK}: split, behaviour cloning`);
   const split: EvaluationSplit = await vlaSplit(TASK, q);
-  const clone = await cloneOnGap(TASK, split, q, benchVla, (k) => o.progress(done, total, `${TASK}: behaviour cloning, round ${k + 1}`));
+  const clone = await cloneOnGap(TASK, split, CLONE[q ? 'quick' : 'full'][TASK], benchVla, (k) => o.progress(done, total, `${TASK}: behaviour cloning, round ${k + 1}`));
   const vla = clone.vla;
   o.progress(done, total, `${TASK}: behaviour cloning a Gaussian MLP`);
   // The embodied trainers' policy: a Gaussian MLP over the state alone (128x128, log-std -1).
-  const mlpClone = await cloneOnGap(TASK, split, q, benchMlp, () => {});
+  const mlpClone = await cloneOnGap(TASK, split, CLONE[q ? 'quick' : 'full'][TASK], benchMlp, () => {});
   const mlp = mlpClone.vla;
   o.progress(++done, total, `${TASK}: behaviour cloning a Gaussian MLP`);
   o.progress(++done, total, `${TASK}: world model`);

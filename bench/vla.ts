@@ -1,8 +1,9 @@
 // vla: post-training a behaviour-cloned VLA on the `gap` robot (the sim under the gap hardware profile),
 // the published recipe's four rows at CPU scale. Per task (reach, push): a small VLA (conv image encoder +
-// instruction embedding + proprioception) behaviour-cloned from camera demonstrations recorded on the gap
-// robot itself, as teleoperated demonstrations are, by the task's robust demonstrator (Env.demonstrator: the
-// expert with latency prediction and identified-gain compensation), from the training seeds of an
+// instruction embedding + proprioception, which ends with the robot's last LATENCY commands: those still in flight)
+// behaviour-cloned from camera demonstrations recorded on the gap robot itself, as teleoperated demonstrations
+// are, by the task's robust demonstrator (Env.demonstrator: the expert with latency prediction and identified-gain
+// compensation), from the training seeds of an
 // (instruction, target region) split (sim/split.ts); the product's world model (wmrl/sim-setup.ts
 // pretrainWorldModel: exploratory episodes under randomized profiles, conditioned on their context); the robot
 // reports only sparse success (reward 1 on the step that succeeds). The imagining rows imagine the VLA through
@@ -57,14 +58,26 @@ export const TASKS = ['reach', 'push'] as const;
 export const tasks = TASKS;
 /**
  * Behaviour cloning per task (expert episodes, of which the last rounds x episodes are DAgger's; epochs of the
- * first fit): reach's hold-within-3-cm success needs the longer fit; push's 300-step episodes give more steps each.
- * How many demonstrations: bench bc-scale measures the clone against their number; reach's 300 put this VLA's
- * clone about halfway to its demonstrator (bench/results/vla-reach.md: 40% of held-out states, where 80 gave 12%),
- * as the recipe's clones are. Push's 40 leave it near 0%: no VLA push clone tried yet does much better.
+ * first fit) for a clone over the state alone, as vla-ceiling and rl-budget clone: reach's hold-within-3-cm success
+ * needs the longer fit; push's 300-step episodes give more steps each. bench bc-scale measures the clone against
+ * the number of demonstrations.
  */
 export const CLONE = {
   full: { reach: { demos: 300, daggerRounds: 2, daggerEpisodes: 15, bcEpochs: 60 }, push: { demos: 40, daggerRounds: 2, daggerEpisodes: 8, bcEpochs: 30 } },
   quick: { reach: { demos: 4, daggerRounds: 1, daggerEpisodes: 1, bcEpochs: 3 }, push: { demos: 4, daggerRounds: 1, daggerEpisodes: 1, bcEpochs: 3 } },
+};
+export type CloneScale = (typeof CLONE)['full']['reach'];
+/**
+ * This bench's robot reports its last LATENCY commands (sim/env.ts commandHistory): the commands still in flight,
+ * which the demonstrator compensates from and a policy over the state alone cannot see. Its clone sizes put the
+ * clone about halfway to the demonstrator, as the recipe's clones are: bench bc-scale's MLP over the same
+ * observation reaches 55% of reach's held-out states from 160 demonstrations (100% from 320) and 57% of push's
+ * from 1000 (bench/results/bc-scale.md).
+ */
+export const COMMAND_HISTORY = LATENCY;
+export const VLA_CLONE = {
+  full: { reach: { ...CLONE.full.reach, demos: 160 }, push: { ...CLONE.full.push, demos: 1000 } },
+  quick: CLONE.quick,
 };
 const ROWS = ['bc', 'sparse_only', 'dense_only', 'wmrl'] as const;
 type Row = (typeof ROWS)[number];
@@ -105,12 +118,12 @@ export const benchMlp = (env: Env) => (obsMean: number[], obsStd: number[]) => n
 
 /**
  * A policy (`make`, given the recording env: `benchVla` for the bench's) behaviour-cloned on the gap robot from the
- * task's robust demonstrator (`cloneVla`, CLONE's scale), from the first training seeds of `split`.
+ * task's robust demonstrator (`cloneVla`, at scale `C`), from the first training seeds of `split`; `commandHistory`:
+ * the robot's observation ends with its last this many commands.
  */
-export async function cloneOnGap<P extends Policy>(task: (typeof TASKS)[number], split: EvaluationSplit, quick: boolean, make: (env: Env) => (obsMean: number[], obsStd: number[]) => P, onRound: (round: number) => void): Promise<{ vla: P; loss: number; steps: number; demoSuccess: number }> {
-  const recording = await makeEnv({ task, profile: 'gap', image: S });
+export async function cloneOnGap<P extends Policy>(task: (typeof TASKS)[number], split: EvaluationSplit, C: CloneScale, make: (env: Env) => (obsMean: number[], obsStd: number[]) => P, onRound: (round: number) => void, commandHistory = 0): Promise<{ vla: P; loss: number; steps: number; demoSuccess: number }> {
+  const recording = await makeEnv({ task, profile: 'gap', image: S, commandHistory });
   try {
-    const C = CLONE[quick ? 'quick' : 'full'][task];
     return await cloneVla(make(recording), recording, LATENCY, split.train.slice(0, C.demos), C.daggerRounds, C.daggerEpisodes, C.bcEpochs, onRound);
   } finally {
     recording.dispose();
@@ -355,16 +368,16 @@ export async function run(o: BenchOptions): Promise<BenchReport> {
       o.progress(done, total, `${task}: split, demonstrations`);
       const split = await vlaSplit(task, q);
       // The demonstrations are recorded on the robot (the gap profile), its declared latency told to the demonstrator.
-      const C = CLONE[q ? 'quick' : 'full'][task];
-      const clone = await cloneOnGap(task, split, q, benchVla, (k) => o.progress(done, total, `${task}: behaviour cloning, round ${k + 1}/${C.daggerRounds + 1}`));
+      const C = VLA_CLONE[q ? 'quick' : 'full'][task];
+      const clone = await cloneOnGap(task, split, C, benchVla, (k) => o.progress(done, total, `${task}: behaviour cloning, round ${k + 1}/${C.daggerRounds + 1}`), COMMAND_HISTORY);
       const vla = clone.vla;
       const bcLoss = clone.loss, demoSteps = clone.steps;
       o.progress(++done, total, `${task}: world model`);
-      const { model, simData, wmValLoss } = await pretrainWorldModel({ ...wm, task, seed: 0, onProgress: (what, k, n) => o.progress(done, total, `${task}: ${what} ${k}/${n}`) });
+      const { model, simData, wmValLoss } = await pretrainWorldModel({ ...wm, task, seed: 0, commandHistory: COMMAND_HISTORY, onProgress: (what, k, n) => o.progress(done, total, `${task}: ${what} ${k}/${n}`) });
       o.progress(++done, total, `${task}: evaluating the clone`);
-      const robotEnv = await makeEnv({ task, profile: 'gap', image: S });
-      const twin = await SceneTwin.create(task, S);
-      using sim = await SimPrompts.create(task);
+      const robotEnv = await makeEnv({ task, profile: 'gap', image: S, commandHistory: COMMAND_HISTORY });
+      const twin = await SceneTwin.create(task, S, { commandHistory: COMMAND_HISTORY });
+      using sim = await SimPrompts.create(task, 'nominal', { commandHistory: COMMAND_HISTORY });
       // The rank agreement's start states: training seeds no demonstration and no prompt uses. The prompts take the
       // training seeds between, over again once every one has been a prompt.
       if (split.train.length < C.demos + P.prompts + P.agreementGroups) throw new Error(`vla bench: the split has ${split.train.length} training seeds, fewer than demonstrations, one update's prompts and the rank agreement's groups need`);
@@ -391,7 +404,7 @@ export async function run(o: BenchOptions): Promise<BenchReport> {
         vla.paramNames().forEach((n, i) => vla.store.set(n, policy0[i]!));
         model.store.names().forEach((n, i) => model.store.set(n, model0[i]!));
         // WMRL's robot episodes are recorded: its refits learn the robot's dynamics from them.
-        const target = sparse(await simRobotTarget({ task, profile: 'gap', robots: 1, resetSeconds: 5, seed: 0, image: S, ...(row === 'wmrl' ? { store: join(tmp, `${task}-wmrl.sqlite`) } : {}) }));
+        const target = sparse(await simRobotTarget({ task, profile: 'gap', robots: 1, resetSeconds: 5, seed: 0, image: S, commandHistory: COMMAND_HISTORY, ...(row === 'wmrl' ? { store: join(tmp, `${task}-wmrl.sqlite`) } : {}) }));
         // sparse_only trains the VLA on its camera; the imagining rows train its latent face (the same head).
         const pg = await ClippedPolicyGradient.create(row === 'sparse_only' ? vla : face, pgConfig, { trainable: vla.headParamNames() });
         const common = { prompts: P.prompts, groupSize: P.groupSize, evalEvery: Math.max(1, P.updates / 4), promptSeed0, seed: 0 };
@@ -442,7 +455,7 @@ export async function run(o: BenchOptions): Promise<BenchReport> {
 
       // The deployed artifact at batch 1, as a robot runs it (onnxruntime-node, the robot's camera and instruction).
       if (task === runTasks[0]) {
-        const robot = await SimRobot.create({ task, profile: 'gap', seed: 0, image: S });
+        const robot = await SimRobot.create({ task, profile: 'gap', seed: 0, image: S, commandHistory: COMMAND_HISTORY });
         const path = join(tmp, `${task}-vla.onnx`);
         exportPolicyArtifact(vla, path, { layout: robot.env.layout, action: robot.spec.action, controlHz: robot.spec.controlHz, policyVersion: 'bench-vla', runId: 'bench' });
         const deployed = await OnnxPolicy.load(path, robot.spec);
@@ -529,7 +542,7 @@ export async function run(o: BenchOptions): Promise<BenchReport> {
         : '');
   });
   const summary = [
-    `Robot = the sim under the gap profile, reporting only sparse success; ${S}x${S} top camera. Per task: a VLA (conv 8-16, 32 image features, 16-d word embeddings, MLP 64x64) behaviour-cloned from demonstrations recorded on the gap robot by the task's robust demonstrator (the expert with a Smith predictor over the declared ${LATENCY}-step latency and online-identified actuation gain), as teleoperated demonstrations are recorded on the robot: noise-injected demonstrations, then DAgger rounds (${runTasks.map((t) => { const C = CLONE[q ? 'quick' : 'full'][t]; return `${t}: ${C.demos - C.daggerRounds * C.daggerEpisodes} episodes + ${C.daggerRounds} x ${C.daggerEpisodes}, ${C.bcEpochs} epochs, ${results.get(t)!.demoSteps} labelled steps, final loss ${fmt(results.get(t)!.bcLoss, 2)}`; }).join('; ')}) from the training seeds of an (instruction, target region) split; the product's world model (${wm.wmMembers} members, pretrained on ${wm.wmEpisodes} exploratory episodes under profiles randomized by up to ×${DEFAULT_PRETRAIN.wmRandomize} in mass, friction, damping and actuator gain, conditioned on that context; validation loss ${runTasks.map((t) => fmt(results.get(t)!.wmValLoss, 3)).join(' / ')}).`,
+    `Robot = the sim under the gap profile, reporting only sparse success; ${S}x${S} top camera; its observation ends with its last ${COMMAND_HISTORY} commands (those still in flight under its ${LATENCY}-step latency). Per task: a VLA (conv 8-16, 32 image features, 16-d word embeddings, MLP 64x64) behaviour-cloned from demonstrations recorded on the gap robot by the task's robust demonstrator (the expert with a Smith predictor over the declared ${LATENCY}-step latency and online-identified actuation gain), as teleoperated demonstrations are recorded on the robot: noise-injected demonstrations, then DAgger rounds (${runTasks.map((t) => { const C = VLA_CLONE[q ? 'quick' : 'full'][t]; return `${t}: ${C.demos - C.daggerRounds * C.daggerEpisodes} episodes + ${C.daggerRounds} x ${C.daggerEpisodes}, ${C.bcEpochs} epochs, ${results.get(t)!.demoSteps} labelled steps, final loss ${fmt(results.get(t)!.bcLoss, 2)}`; }).join('; ')}) from the training seeds of an (instruction, target region) split; the product's world model (${wm.wmMembers} members, pretrained on ${wm.wmEpisodes} exploratory episodes under profiles randomized by up to ×${DEFAULT_PRETRAIN.wmRandomize} in mass, friction, damping and actuator gain, conditioned on that context; validation loss ${runTasks.map((t) => fmt(results.get(t)!.wmValLoss, 3)).join(' / ')}).`,
     `dense only and WMRL imagine the VLA through its latent face: a ${P.distill.hidden.join('x')} MLP from the state to the frozen encoder's features of the twin's render, distilled on ${P.distill.simStates} of the model's pretraining states and ${P.distill.cloneEpisodes} of the clone's own robot episodes (${P.distill.epochs} epochs); on held-out states its error is ${runTasks.map((t) => fmt(results.get(t)!.latent.valRelMse, 3)).join(' / ')} of the features' spread (1 − R²), and the face's mean action differs from the VLA's on the twin's renders by ${runTasks.map((t) => fmt(results.get(t)!.latent.actionGap, 3)).join(' / ')} per action entry on average (${runTasks.map((t) => fmt(results.get(t)!.latent.actionGapConstant, 3)).join(' / ')} for a map that ignores the state).`,
     `RL moves the VLA's head only (the encoder stays as BC trained it), the same clipped policy gradient for every row (lr ${pgConfig.optimizer.lr}, ${pgConfig.epochs} epochs, minibatch ${pgConfig.minibatch}): dense only and WMRL ${P.updates} update${P.updates === 1 ? '' : 's'} of ${P.prompts} imagined prompts x ${P.groupSize} rollouts from the split's training seeds; WMRL runs ${P.anchorsPerUpdate} anchor group${P.anchorsPerUpdate === 1 ? '' : 's'} per update on average on the robot and refits the world model on its episodes every ${P.refitEvery} updates; sparse only = standard GRPO on 1 group per update for exactly WMRL's anchor episodes. Success = mean action on ${n} held-out start states and ${n} held-out combinations per task, one seed.`,
     ...perTask,

@@ -9,7 +9,7 @@
 // orientation (push's cube turns, the twin draws it unturned), and derived features (the tip position is
 // drawn where the joint angles put it, whatever the state vector says).
 import { layoutDim, type ObservationLayout } from '../common/layout.js';
-import { loadTaskModel, resolveProfile, taskCamera } from './env.js';
+import { loadTaskModel, resolveProfile, taskCamera, withCommandHistory } from './env.js';
 import { SimData, type SimModel } from './mujoco.js';
 import { taskDef } from './registry.js';
 import { renderImage, type CameraView } from './render.js';
@@ -24,9 +24,9 @@ export class SceneTwin implements Disposable {
   /** qpos address of each layout joint. */
   private readonly jointAdr: Int32Array;
 
-  private constructor(readonly task: TaskDef, private readonly model: SimModel, readonly size: number) {
+  private constructor(readonly task: TaskDef, private readonly model: SimModel, readonly size: number, commandHistory: number) {
     this.bound = task.bind(model);
-    this.layout = this.bound.layout;
+    this.layout = withCommandHistory(this.bound.layout, this.bound.actuatorNames, commandHistory);
     this.dim = layoutDim(this.layout);
     if (this.layout.features.length > 0 && !this.bound.pose) {
       this.bound.dispose?.();
@@ -38,14 +38,20 @@ export class SceneTwin implements Disposable {
     this.data = new SimData(model);
   }
 
-  /** A twin of a task (a built-in name, a mapping file, or a TaskDef) rendering `size` x `size` images. */
-  static async create(task: string | TaskDef, size: number): Promise<SceneTwin> {
+  /**
+   * A twin of a task (a built-in name, a mapping file, or a TaskDef) rendering `size` x `size` images.
+   * `commandHistory`: the states it renders end with the robot's last this many commands (sim/env.ts
+   * EnvOptions.commandHistory), which the camera does not see.
+   */
+  static async create(task: string | TaskDef, size: number, opts: { commandHistory?: number } = {}): Promise<SceneTwin> {
     if (!Number.isInteger(size) || size < 1 || size > 1024) throw new Error(`twin: size must be an integer in [1, 1024] px, got ${size}`);
+    const k = opts.commandHistory ?? 0;
+    if (!(Number.isInteger(k) && k >= 0)) throw new Error(`twin: commandHistory must be a whole number >= 0, got ${k}`);
     const def = typeof task === 'string' ? taskDef(task) : task;
     // Profiles change masses, gains and latency, never what the camera sees.
     const model = await loadTaskModel(def, resolveProfile('nominal'));
     try {
-      return new SceneTwin(def, model, size);
+      return new SceneTwin(def, model, size, k);
     } catch (e) {
       model.dispose();
       throw e;

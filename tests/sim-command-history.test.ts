@@ -4,7 +4,7 @@ import { describe, expect, it } from 'vitest';
 import { buildObservation, layoutDim } from '../common/layout.js';
 import { SimRobot } from '../hardware/robots/sim.js';
 import { GaussianPolicy } from '../policies/gaussian.js';
-import { makeEnv } from '../sim/index.js';
+import { SceneTwin, makeEnv } from '../sim/index.js';
 import { evaluateSuccess, SimPrompts } from '../wmrl/embodied.js';
 import { DEFAULT_PRETRAIN, pretrainWorldModel } from '../wmrl/sim-setup.js';
 
@@ -76,5 +76,15 @@ describe('command history in the observation', () => {
     expect(model.commandHistory).toBe(3);
     expect(simData.obs.length % D).toBe(0);
     await model.release();
+
+    // The twin renders those states: the commands do not move the scene, so the image is the one without them.
+    using twin = await SceneTwin.create('reach', 16, { commandHistory: 3 });
+    using plainTwin = await SceneTwin.create('reach', 16);
+    expect(twin.layout).toEqual(robot.env.layout);
+    const o = prompts.get(4).startObs, shifted = Float32Array.from(o);
+    shifted.fill(0.9, n);
+    expect(Array.from(twin.render(shifted))).toEqual(Array.from(plainTwin.render(o.slice(0, n))));
+    expect(() => plainTwin.render(o)).toThrow(/not a positive multiple/);
+    await expect(SceneTwin.create('reach', 16, { commandHistory: -2 })).rejects.toThrow(/commandHistory must be a whole number >= 0, got -2/);
   });
 });
