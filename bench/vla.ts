@@ -390,7 +390,7 @@ export async function run(o: BenchOptions): Promise<BenchReport> {
         anchorGroups: 0, robotSuccesses: { bc: 0 } as TaskResult['robotSuccesses'], expert: await expertOn(task, split, 'expert', LATENCY), demonstrator: await expertOn(task, split, 'demonstrator', LATENCY), demoSuccess: clone.demoSuccess, bcLoss, demoSteps, wmValLoss, controlHz: robotEnv.spec.controlHz, biasReduction: null, anchorWeight: 1,
         agreement: { nominal: NaN, identified: NaN }, identified: { context: [], delay: 0 }, latent: null as unknown as LatentDistillReport,
       };
-      o.progress(++done, total, `${task}: latent face`);
+      o.progress(++done, total, `${task}: latent face (the clone: ${Math.round(100 * r.eval.bc.heldOutStates.success)}% of held-out states)`);
       // The VLA's latent face, what dense_only and WMRL imagine through: a map from the state to the frozen encoder's
       // features of the twin's render, distilled on the model's pretraining states and the clone's own episodes.
       const distillOn = await distillStates(vla, robotEnv, simData.obs, P.distill.simStates, prompts, promptSeed0, P.distill.cloneEpisodes);
@@ -412,7 +412,12 @@ export async function run(o: BenchOptions): Promise<BenchReport> {
         // The last one (every trainer evaluates after its final update) is the row's held-out-state result.
         let last: EvalResult | null = null;
         const evaluate = async () => { last = await evaluateOn(robotEnv, vla, split.heldOutStates); return { success: last.success, meanReturn: last.return, episodes: last.episodes }; };
-        const onUpdate = (u: { update: number }) => o.progress(done, total, `${task}: ${row} update ${u.update}/${P.updates}`);
+        // The label carries the latest held-out success, so a long run shows where each row stands as it goes.
+        let seen = '';
+        const onUpdate = (u: { update: number; evalSuccess?: number }) => {
+          if (u.evalSuccess !== undefined) seen = `, held-out ${Math.round(100 * u.evalSuccess)}% at update ${u.update}`;
+          o.progress(done, total, `${task}: ${row} update ${u.update}/${P.updates}${seen}`);
+        };
         // WMRL refits every few updates; the robot's recorded rewards are its sparse success, so the refits teach the
         // dynamics and the success head and leave the dense reward head as the sim taught it.
         const wmrl = { ...DEFAULT_WMRL, ...common, updates: P.updates, horizon: target.maxSteps, refitEvery: row === 'wmrl' ? P.refitEvery : 0, robotRewards: 'success' as const };
