@@ -69,6 +69,17 @@ export function defineLayout(joints: readonly LayoutJoint[], features: readonly 
   });
 }
 
+/**
+ * The features an observation gains when it reports the robot's last `k` commands sent, newest first: for each
+ * step back i = 1..k, one per action entry, `<action> command t-i` in that entry's unit. Under actuation latency
+ * the commands still in flight are state no sensor shows (sim/env.ts, hardware/command-history.ts). The one place
+ * they are named.
+ */
+export function commandHistoryFeatures(actions: ReadonlyArray<{ name: string; unit: string }>, k: number): LayoutFeature[] {
+  if (!(Number.isInteger(k) && k >= 0)) throw new LayoutError(`commandHistory must be a whole number >= 0, got ${k}`);
+  return Array.from({ length: k }, (_, i) => actions.map((a) => ({ name: `${a.name} command t-${i + 1}`, unit: a.unit }))).flat();
+}
+
 /** Length of the observation vector: 2 × joints + features. */
 export function layoutDim(l: ObservationLayout): number {
   return 2 * l.joints.length + l.features.length;

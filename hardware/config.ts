@@ -38,6 +38,11 @@ export interface RobotConfig {
    */
   services: { reset?: string; estop?: string; resetSeed?: string };
   safety: SafetyConfig;
+  /**
+   * The observation also reports the last this many commands sent, newest first, after the robot's own features
+   * (hardware/command-history.ts): what a policy trained with the sim's `commandHistory` reads. 0: none.
+   */
+  commandHistory?: number;
 }
 
 export interface MqttRobotConfig {
@@ -90,6 +95,7 @@ const RobotFile = Type.Object(
     features: Section({ topic: Type.String(), names: Names, units: Type.Optional(Names) }),
     camera: Section({ topic: Type.String(), width: Pixels, height: Pixels, encoding: Type.Optional(OneOf('rgb8', 'jpeg', 'png')) }),
     instruction_topic: Type.Optional(Type.String()),
+    command_history: Type.Optional(Type.Integer({ minimum: 0, maximum: 64, errorMessage: 'must be a whole number of steps in [0, 64]' })),
     outcome_topic: Type.Optional(Type.String()),
     services: Section({ reset: Type.Optional(Type.String()), estop: Type.Optional(Type.String()), reset_seed_topic: Type.Optional(Type.String()) }),
     safety: Section({
@@ -198,6 +204,7 @@ export function parseRobotConfig(text: string, file = '<robot.yaml>'): RobotConf
     outcomeTopic: y.outcome_topic,
     services,
     safety,
+    commandHistory: y.command_history ?? 0,
   };
 }
 

@@ -20,6 +20,24 @@ export interface SafetyConfig {
 
 export const DEFAULT_SAFETY: SafetyConfig = { maxDelta: 0.5, watchdogMs: 100, watchdogAction: 'hold', maxCommandAgeMs: 200, maxEpisodeSeconds: 120 };
 
+/**
+ * What "do nothing" means for a robot: for position commands, stay where the joints are (`position`, else the
+ * `fallback` command, else 0), never at a target beyond a joint's limits; otherwise zero velocity or effort.
+ * Always within the action range.
+ */
+export function holdCommand(s: RobotDeclaration, position?: ArrayLike<number>, fallback?: ArrayLike<number>): Float32Array {
+  const n = s.action.low.length, hold = new Float32Array(n);
+  for (let i = 0; i < n; i++) {
+    let v = 0;
+    if (s.action.kind === 'joint_position') {
+      const [lo, hi] = s.positionLimits[i] ?? [-Infinity, Infinity];
+      v = clampTo(position?.[i] ?? fallback?.[i] ?? 0, lo, hi);
+    }
+    hold[i] = clampTo(v, s.action.low[i]!, s.action.high[i]!);
+  }
+  return hold;
+}
+
 export type Intervention =
   | 'rejected_nonfinite' | 'rejected_length' | 'rejected_stale'
   | 'clamped_range' | 'clamped_velocity' | 'clamped_position' | 'clamped_delta'
@@ -100,20 +118,7 @@ export class SafetyLayer implements Robot {
 
   /** What "do nothing" means for this robot: zero velocity/effort, or stay at the current position. */
   holdAction(): Float32Array {
-    const s = this.inner.spec;
-    if (s.action.kind === 'joint_position') {
-      const p = this.lastObs?.position;
-      const hold = new Float32Array(this.n);
-      for (let i = 0; i < this.n; i++) {
-        // Holding where the joint is, but never at a target beyond its limits.
-        const [lo, hi] = s.positionLimits[i] ?? [-Infinity, Infinity];
-        hold[i] = clampTo(clampTo(p?.[i] ?? this.last?.[i] ?? 0, lo, hi), s.action.low[i]!, s.action.high[i]!);
-      }
-      return hold;
-    }
-    const zero = new Float32Array(this.n);
-    for (let i = 0; i < this.n; i++) zero[i] = clampTo(0, s.action.low[i]!, s.action.high[i]!);
-    return zero;
+    return holdCommand(this.inner.spec, this.lastObs?.position, this.last ?? undefined);
   }
 
   /** Returns the safe version of `action` (and records why it differs), or null when it must be refused. */

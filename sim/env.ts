@@ -1,5 +1,5 @@
 // The generic MuJoCo env: a TaskDef plus a hardware profile -> the Env contract of DESIGN.md §4.
-import { defineLayout, layoutDim, layoutEntries, type ObservationLayout } from '../common/layout.js';
+import { commandHistoryFeatures, defineLayout, layoutDim, layoutEntries, type ObservationLayout } from '../common/layout.js';
 import { SimData, SimModel } from './mujoco.js';
 import { applyProfileToModel, loadProfile, type HardwareProfile } from './profiles.js';
 import { Rng } from './rng.js';
@@ -23,10 +23,9 @@ export interface EnvOptions {
 
 /** The task's layout with `k` steps of command history (newest first) appended as features. */
 export function withCommandHistory(layout: ObservationLayout, actuators: readonly string[], k: number): ObservationLayout {
-  if (!(Number.isInteger(k) && k >= 0)) throw new Error(`commandHistory must be a whole number >= 0, got ${k}`);
-  if (k === 0) return layout;
-  const history = Array.from({ length: k }, (_, i) => actuators.map((a) => ({ name: `${a} command t-${i + 1}`, unit: '1' }))).flat();
-  return defineLayout(layout.joints, [...layout.features, ...history]);
+  // The sim's commands are normalized to -1..1: dimensionless.
+  const history = commandHistoryFeatures(actuators.map((name) => ({ name, unit: '1' })), k);
+  return k === 0 ? layout : defineLayout(layout.joints, [...layout.features, ...history]);
 }
 
 /** A model with the profile applied, shared by every env of a vectorized batch. */

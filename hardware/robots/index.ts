@@ -2,6 +2,7 @@
 import { readFileSync } from 'node:fs';
 import type { MqttTls } from '../../bridge/mqtt/client.js';
 import type { MqttRobotConfig, RobotConfig } from '../config.js';
+import { CommandHistoryRobot } from '../command-history.js';
 import { SafetyLayer, type InterventionEvent } from '../safety.js';
 import type { RobotDeclaration } from '../../common/robot.js';
 import { layoutMismatch, layoutOf } from '../../common/layout.js';
@@ -75,6 +76,8 @@ const FACTORIES: Record<RobotConfig['transport'], (cfg: RobotConfig) => Promise<
 
 /** Connects to the robot a config describes, always behind the safety layer it configures. */
 export async function connectRobot(cfg: RobotConfig, log?: (e: InterventionEvent) => void): Promise<SafetyLayer> {
-  const inner = await FACTORIES[cfg.transport](cfg);
+  const raw = await FACTORIES[cfg.transport](cfg);
+  // The history records the commands as they leave the safety layer, so it is what the robot was sent.
+  const inner = cfg.commandHistory ? new CommandHistoryRobot(raw, cfg.commandHistory) : raw;
   return new SafetyLayer(inner, cfg.safety, { log });
 }

@@ -1,0 +1,78 @@
+// A robot whose observation also reports the last K commands it was sent. Under actuation latency the commands
+// still in flight are part of the robot's state that no sensor shows; a policy trained on the sim with
+// `commandHistory: K` (sim/env.ts) reads them, so a real robot must report them the same way. The sim robot
+// does this inside its env (its hold before any command is the reset's controls); this wraps any other robot.
+import { commandHistoryFeatures, declarationOf, layoutOf, defineLayout } from '../common/layout.js';
+import type { RobotDeclaration, RobotObservation } from '../common/robot.js';
+import { holdCommand } from './safety.js';
+import type { ResetOptions, Robot } from './types.js';
+
+/**
+ * The unit of each action entry's command: normalized commands are dimensionless; a position command is in its
+ * joint's unit and a velocity command in that per second (the i-th joint's, as the action spec pairs them).
+ */
+function commandUnits(spec: RobotDeclaration): string[] {
+  const layout = layoutOf(spec);
+  return spec.action.names.map((_, i) => {
+    if (spec.action.kind === 'normalized') return '1';
+    const unit = layout.joints[i]?.unit ?? 'rad';
+    return spec.action.kind === 'joint_position' ? unit : `${unit}/s`;
+  });
+}
+
+/** `spec` with `k` steps of command history appended to its features (its layout, as a policy trained on it reads it). */
+export function withCommandHistorySpec(spec: RobotDeclaration, k: number): RobotDeclaration {
+  const history = commandHistoryFeatures(spec.action.names.map((name, i) => ({ name, unit: commandUnits(spec)[i]! })), k);
+  if (k === 0) return spec;
+  const layout = layoutOf(spec);
+  return { ...spec, ...declarationOf(defineLayout(layout.joints, [...layout.features, ...history])) };
+}
+
+export class CommandHistoryRobot implements Robot {
+  readonly spec: RobotDeclaration;
+  /** The last k commands sent, newest first. */
+  private commands: Float32Array[];
+
+  constructor(readonly inner: Robot, readonly k: number) {
+    this.spec = withCommandHistorySpec(inner.spec, k);
+    if (k < 1) throw new Error(`${inner.spec.name}: a command history of ${k} steps reports nothing; wrap the robot only for k >= 1`);
+    this.commands = Array.from({ length: k }, () => holdCommand(inner.spec));
+  }
+
+  private report(o: RobotObservation): RobotObservation {
+    const n = o.features?.length ?? 0, A = this.spec.action.names.length;
+    const features = new Float32Array(n + this.k * A);
+    if (o.features) features.set(o.features);
+    this.commands.forEach((c, i) => features.set(c, n + i * A));
+    return { ...o, features };
+  }
+
+  async observe(): Promise<RobotObservation> {
+    return this.report(await this.inner.observe());
+  }
+
+  /** Records the command as it goes to the robot, within the action range; a command the robot refuses (act throws) is not recorded. */
+  async act(action: Float32Array): Promise<Float32Array> {
+    const { low, high } = this.spec.action;
+    const sent = Float32Array.from(action, (v, i) => (v < low[i]! ? low[i]! : v > high[i]! ? high[i]! : v));
+    const r = await this.inner.act(action);
+    this.commands.pop();
+    this.commands.unshift(sent);
+    return r;
+  }
+
+  /** Before any command of an episode, every slot holds the command that keeps the robot where it starts (hardware/safety.ts holdCommand). */
+  async reset(options?: ResetOptions): Promise<RobotObservation> {
+    const o = await this.inner.reset(options);
+    this.commands = Array.from({ length: this.k }, () => holdCommand(this.inner.spec, o.position));
+    return this.report(o);
+  }
+
+  estop(): Promise<void> {
+    return this.inner.estop();
+  }
+
+  async [Symbol.asyncDispose](): Promise<void> {
+    await this.inner[Symbol.asyncDispose]();
+  }
+}
