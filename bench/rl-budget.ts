@@ -1,7 +1,8 @@
 // rl-budget: how many robot episodes RL needs to lift bench vla's clone on reach, with which signal. vla-ceiling
 // found that 24 updates of the GRPO the trainers use barely move the clone even under the robot's dense reward (an
 // oracle). Here, with a policy cheap enough to run for hundreds of updates — the Gaussian MLP over the state that
-// vla-ceiling clones from the same demonstrations (bench/vla.ts cloneOnGap) — four learners start from the same
+// vla-ceiling clones from the same demonstrations (bench/vla.ts cloneOnGap at CLONE's scale, the
+// state alone) — four learners start from the same
 // clone, with the same clipped policy gradient (every parameter, lr 3e-4) and groups of the split's training seeds:
 //   grpo:        the robot's dense reward (the oracle) on every group; each episode's return standardized within
 //                its group, given to every one of its steps;

@@ -1,6 +1,7 @@
 // vla-ceiling: how far RL can lift bench vla's behaviour-cloned VLA at all, with signals bench vla's rows do not
-// have. On reach with the gap robot, from the same clone (bench/vla.ts cloneOnGap: the same split, demonstrations
-// and fit) and the same policy gradient (vlaPgConfig: the head only, lr 3e-4), each row runs the same number of
+// have. On reach with the gap robot, from a clone made as bench vla made its clone before
+// its robot reported its commands (bench/vla.ts cloneOnGap at CLONE's scale: the state alone, the same split, 300
+// demonstrations and fit) and the same policy gradient (vlaPgConfig: the head only, lr 3e-4), each row runs the same number of
 // updates of the same groups (prompts x rollouts from the split's training seeds):
 //   robot_dense:      standard GRPO on the robot scored by its dense reward — an oracle: the gap robot as if it
 //                     measured the task's dense reward, on every group (bench vla's robot reports only success);

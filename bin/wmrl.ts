@@ -11,6 +11,9 @@ const int = (flag: string, ok: (v: number) => boolean, what: string) => (s: stri
 const positive = (flag: string) => int(flag, (v) => v >= 1, 'a positive integer');
 const port = (flag: string) => int(flag, (v) => v >= 0 && v < 65536, 'a port number (0-65535)');
 const anyInt = (flag: string) => int(flag, () => true, 'an integer');
+/** The sim robot's `--command-history K` (a robot YAML sets `command_history` instead). */
+const COMMAND_HISTORY_HELP = "sim robot: its observation also reports the last K commands sent (those in flight under the profile's latency); a robot YAML sets command_history";
+const steps = (flag: string) => int(flag, (v) => v >= 0 && v <= 64, 'a whole number of steps in [0, 64]');
 const num = (flag: string, ok: (v: number) => boolean, what: string) => (s: string) => {
   const v = Number(s);
   if (s.trim() === '' || !Number.isFinite(v) || !ok(v)) throw new InvalidArgumentError(`${flag} must be ${what}, got '${s}'`);
@@ -46,7 +49,7 @@ program
 program
   .command('drive')
   .summary('run a policy on a robot through the safety layer, recording every episode')
-  .usage('--robot YAML|sim:TASK[:PROFILE] [--policy expert|demonstrator|hold|FILE.onnx] [--episodes N] [--steps N] [--store DB] [--policy-version V] [--fast]')
+  .usage('--robot YAML|sim:TASK[:PROFILE] [--policy expert|demonstrator|hold|FILE.onnx] [--episodes N] [--steps N] [--store DB] [--policy-version V] [--fast] [--command-history K]')
   .requiredOption('--robot <R>', 'a robot YAML file, or sim:TASK[:PROFILE] for the in-process sim')
   .option('--policy <P>', "expert (the sim's scripted expert), demonstrator (the expert made robust to the profile's latency and actuation), hold, or a policy .onnx", 'expert')
   .option('--episodes <N>', 'episodes to record', positive('--episodes'), 1)
@@ -54,6 +57,7 @@ program
   .option('--store <DB>', 'episode store', 'data/episodes.db')
   .option('--policy-version <V>', 'policy version recorded with each episode')
   .option('--fast', 'step the in-process sim as fast as it goes', false)
+  .option('--command-history <K>', COMMAND_HISTORY_HELP, steps('--command-history'))
   .action(async (o) => (await import('./commands/drive.js')).drive(o));
 
 const episodes = program.command('episodes').summary('list recorded episodes; export one to MCAP; import an MCAP bag; LeRobot v3.0 datasets').usage('list|export ID OUT.mcap [--lz4]|import IN.mcap [--store DB]|export-lerobot DB DIR [--robot sim:TASK]|import-lerobot DIR DB [--robot sim:TASK]');
@@ -120,7 +124,7 @@ program
 program
   .command('bc')
   .summary('behaviour cloning from recorded episodes (episode store, MCAP, LeRobot v3.0), exported as a policy .onnx')
-  .usage('--from store:DB|mcap:FILE|lerobot:DIR --robot sim:TASK[:PROFILE]|ROBOT.yaml --out policy.onnx [--policy gaussian|vla] [--epochs N] [--batch N] [--lr F] [--chunk N] [--ids ID...] [--partial] [--seed S]')
+  .usage('--from store:DB|mcap:FILE|lerobot:DIR --robot sim:TASK[:PROFILE]|ROBOT.yaml --out policy.onnx [--policy gaussian|vla] [--epochs N] [--batch N] [--lr F] [--chunk N] [--ids ID...] [--partial] [--seed S] [--command-history K]')
   .requiredOption('--from <SRC>', 'store:DB (complete episodes of an episode store), mcap:FILE (one recording) or lerobot:DIR (a LeRobot v3.0 dataset)')
   .requiredOption('--robot <R>', 'sim:TASK[:PROFILE] or a robot YAML: its observation layout, action spec and control rate')
   .requiredOption('--out <FILE>', 'the policy .onnx to write')
@@ -134,10 +138,11 @@ program
   .option('--seed <S>', 'seed', anyInt('--seed'), 0)
   .option('--policy-version <V>', 'policy version written into the artifact', 'bc-1')
   .option('--run-id <ID>', 'training run id written into the artifact', 'bc')
+  .option('--command-history <K>', COMMAND_HISTORY_HELP, steps('--command-history'))
   .action(async (o) => (await import('./commands/bc.js')).bc(o));
 
 // `train` parses its own options (bin/commands/train.ts); commander passes them through untouched.
-const TRAIN_USAGE = 'train [--algo wmrl|standard] [--robot sim:TASK[:PROFILE]|ROBOT.yaml --task TASK] [--no-debias] [--no-denoise] [--pure-wm] [--anchors random|active] [--updates N] [--prompts B] [--group G] [--imagine K] [--anchor-groups A] [--robots N] [--reset-seconds S] [--seed S] [--out DIR] [--resume] [--quick]';
+const TRAIN_USAGE = 'train [--algo wmrl|standard] [--robot sim:TASK[:PROFILE]|ROBOT.yaml --task TASK] [--no-debias] [--no-denoise] [--pure-wm] [--anchors random|active] [--updates N] [--prompts B] [--group G] [--imagine K] [--anchor-groups A] [--robots N] [--reset-seconds S] [--seed S] [--command-history K] [--out DIR] [--resume] [--quick]';
 const TRAIN_SUMMARY = 'post-train a policy on a robot with WMRL (or the standard-GRPO baseline), export it as .onnx';
 program
   .command('train')

@@ -190,8 +190,8 @@ export async function simRobotTarget(o: SimRobotTargetOptions): Promise<Closable
 }
 
 /** Held-out evaluation: `episodes` start states from seed 9,000,000 on, under the robot's profile. */
-export function heldOutEvaluation(task: string, profile: string, episodes: number): (policy: Policy) => Promise<Evaluation> {
-  return (policy) => evaluateSuccess(policy, task, profile, episodes, 9_000_000);
+export function heldOutEvaluation(task: string, profile: string, episodes: number, opts: { commandHistory?: number } = {}): (policy: Policy) => Promise<Evaluation> {
+  return (policy) => evaluateSuccess(policy, task, profile, episodes, 9_000_000, opts);
 }
 
 export { SimPrompts };

@@ -6,6 +6,7 @@ import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { layoutOf, type ObservationLayout } from '../../common/layout.js';
 import type { RobotDeclaration } from '../../common/robot.js';
+import { withCommandHistorySpec } from '../../hardware/command-history.js';
 import { loadRobotConfig } from '../../hardware/config.js';
 import { SimRobot } from '../../hardware/robots/sim.js';
 import { exportPolicyArtifact } from '../../policies/artifact.js';
@@ -31,27 +32,32 @@ export interface BcCliOptions {
   partial: boolean;
   policyVersion: string;
   runId: string;
+  /** Sim robot: its observation reports the last this many commands sent (a robot YAML sets command_history). */
+  commandHistory?: number;
 }
 
 /** The robot's declaration and instructions: the sim's (camera of `image` px), or a robot YAML's spec. */
-async function robotOf(robot: string, image: number | undefined): Promise<{ spec: RobotDeclaration; layout: ObservationLayout; instructions: string[] }> {
+async function robotOf(robot: string, image: number | undefined, commandHistory: number | undefined): Promise<{ spec: RobotDeclaration; layout: ObservationLayout; instructions: string[] }> {
   if (robot.startsWith('sim:')) {
     const [, task, profile = 'nominal'] = robot.split(':');
-    const sim = await SimRobot.create({ task: task!, profile, image });
+    const sim = await SimRobot.create({ task: task!, profile, image, commandHistory });
     try {
       return { spec: sim.spec, layout: sim.env.layout, instructions: [...sim.env.observationSpace.instructions] };
     } finally {
       await sim[Symbol.asyncDispose]();
     }
   }
-  const spec = loadRobotConfig(robot).spec;
+  if (commandHistory !== undefined) throw new Error(`--command-history is the sim robot's; robot ${robot} sets command_history in its YAML`);
+  const cfg = loadRobotConfig(robot);
+  // The observation the robot reports once connected (hardware/robots/index.ts connectRobot): its history included.
+  const spec = withCommandHistorySpec(cfg.spec, cfg.commandHistory ?? 0);
   return { spec, layout: layoutOf(spec), instructions: [] };
 }
 
 export async function bc(o: BcCliOptions): Promise<void> {
   const src = parseEpisodeSource(o.from);
   // The sim renders the camera at the episodes' image size; read the size from a first pass without images.
-  const first = await robotOf(o.robot, undefined);
+  const first = await robotOf(o.robot, undefined, o.commandHistory);
   const A = first.spec.action.names.length;
   const episodes = await loadEpisodes(src, { layout: first.layout, actionDim: A, ids: o.ids, status: o.partial ? 'all' : 'complete' });
   if (!episodes.length) throw new Error(`${o.from}: no ${o.partial ? '' : 'complete '}episodes`);
@@ -63,7 +69,7 @@ export async function bc(o: BcCliOptions): Promise<void> {
     image = { height: img.height, width: img.width };
     if (o.robot.startsWith('sim:')) {
       if (image.height !== image.width) throw new Error(`${o.from}: images are ${image.width}x${image.height}; the sim robot renders square images`);
-      spec = (await robotOf(o.robot, image.width)).spec;
+      spec = (await robotOf(o.robot, image.width, o.commandHistory)).spec;
     } else if (!spec.camera || spec.camera.width !== image.width || spec.camera.height !== image.height) {
       throw new Error(`${o.from}: images are ${image.width}x${image.height}; robot ${spec.name} declares ${spec.camera ? `a ${spec.camera.width}x${spec.camera.height} camera` : 'no camera'}`);
     }

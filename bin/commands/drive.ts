@@ -24,6 +24,8 @@ export interface DriveOptions {
   store: string;
   policyVersion?: string;
   fast: boolean;
+  /** Sim robot: report the last this many commands sent (a robot YAML sets command_history). */
+  commandHistory?: number;
 }
 
 /** The camera size a policy .onnx reads (its `image` input [batch, H, W, 3]), so the sim robot renders it. */
@@ -45,9 +47,10 @@ export async function drive(values: DriveOptions): Promise<void> {
   let robot: SafetyLayer;
   let sim: SimRobot | undefined;
   let profile = 'real';
+  if (values.commandHistory !== undefined && !isSim) throw new Error(`--command-history is the sim robot's; robot ${values.robot} sets command_history in its YAML`);
   if (isSim) {
     const [, task, prof = 'nominal'] = values.robot.split(':');
-    sim = await SimRobot.create({ task: task!, profile: prof, image: policyImageSize(values.policy) });
+    sim = await SimRobot.create({ task: task!, profile: prof, image: policyImageSize(values.policy), commandHistory: values.commandHistory });
     profile = prof;
     robot = new SafetyLayer(sim, { ...DEFAULT_SAFETY, maxDelta: 2 }, { watchdog: !values.fast });
   } else {

@@ -12,6 +12,7 @@ import { TrainerOptions } from '../../server/schemas.js';
 import { QUICK_PRETRAIN, anchorGroupsProblem, trainerCorrector } from '../../server/wmrl-train.js';
 import { DEFAULT_PRETRAIN, POST_TRAIN_PG, SimPrompts, heldOutEvaluation, pretrain, simRobotTarget } from '../../wmrl/sim-setup.js';
 import { yamlRobotTarget } from '../../wmrl/robot-target.js';
+import { loadRobotConfig } from '../../hardware/config.js';
 import { trainStandard } from '../../wmrl/train_standard.js';
 import { DEFAULT_WMRL, trainWmrl } from '../../wmrl/train_wmrl.js';
 import type { RunRow } from '../../wmrl/run-state.js';
@@ -36,6 +37,8 @@ interface TrainArgs {
   resetSeconds: number;
   seed: number;
   quick: boolean;
+  /** The robot's observation reports its last this many commands (sim: --command-history; a robot YAML: its command_history). Absent in runs from before it: 0. */
+  commandHistory?: number;
 }
 
 const int = (name: string, v: string | undefined, min = 1): number => {
@@ -83,6 +86,7 @@ function parse(args: string[]): { a: TrainArgs; out: string; resume: boolean; gi
       resume: { type: 'boolean', default: false },
       quick: { type: 'boolean', default: false },
       task: { type: 'string' },
+      'command-history': { type: 'string' },
     },
   });
   // With --resume only --updates may change (to extend a finished run).
@@ -95,6 +99,10 @@ function parse(args: string[]): { a: TrainArgs; out: string; resume: boolean; gi
   const task = sim ? simTask : values.task;
   if (!task) throw new Error(sim ? '--robot sim:TASK[:PROFILE] needs a task' : `--robot ${values.robot}: a robot YAML needs --task TASK, the sim task whose expert and world model the run starts from and whose seeded resets give the prompts`);
   if (sim && values.task && values.task !== task) throw new Error(`--task ${values.task} contradicts --robot ${values.robot}`);
+  const given0 = values['command-history'];
+  if (given0 !== undefined && !sim) throw new Error(`--command-history is the sim robot's; robot ${values.robot} sets command_history in its YAML`);
+  const commandHistory = sim ? (given0 === undefined ? 0 : int('command-history', given0, 0)) : loadRobotConfig(values.robot).commandHistory ?? 0;
+  if (commandHistory > 64) throw new Error(`--command-history must be a whole number of steps in [0, 64], got '${given0}'`);
   const out = values.out ?? join('runs', `${values.algo}-${new Date().toISOString().replace(/[:.]/g, '-')}`);
   const shared = {
     debias: !values['no-debias'], denoise: !values['no-denoise'], pureWm: values['pure-wm'], anchors: values.anchors as 'random' | 'active',
@@ -103,7 +111,7 @@ function parse(args: string[]): { a: TrainArgs; out: string; resume: boolean; gi
   checkShared(shared, values);
   const problem = values.algo === 'wmrl' ? anchorGroupsProblem(shared) : null;
   if (problem) throw new Error(problem);
-  const a: TrainArgs = { algo: values.algo, robot: values.robot, task, profile, robots: int('robots', values.robots), ...shared };
+  const a: TrainArgs = { algo: values.algo, robot: values.robot, task, profile, robots: int('robots', values.robots), ...shared, commandHistory };
   return { a, out, resume: values.resume, given };
 }
 
@@ -126,19 +134,19 @@ export async function train(args: string[]): Promise<void> {
 
   const bar = progressBar();
   const pre = await pretrain({
-    ...DEFAULT_PRETRAIN, task: a.task, seed: a.seed, fit: !resume,
+    ...DEFAULT_PRETRAIN, task: a.task, seed: a.seed, fit: !resume, commandHistory: a.commandHistory ?? 0,
     ...(a.quick ? QUICK_PRETRAIN : {}),
     onProgress: (what, done, total) => bar(done, total, what),
   });
   const store = join(out, 'episodes.db');
   const horizon = (await SimPrompts.horizon(a.task));
   const target = a.robot.startsWith('sim:')
-    ? await simRobotTarget({ task: a.task, profile: a.profile, store, robots: a.robots, resetSeconds: a.resetSeconds, seed: a.seed })
+    ? await simRobotTarget({ task: a.task, profile: a.profile, store, robots: a.robots, resetSeconds: a.resetSeconds, seed: a.seed, commandHistory: a.commandHistory ?? 0 })
     : await yamlRobotTarget({ config: a.robot, maxSteps: horizon, store, robots: a.robots, resetSeconds: a.resetSeconds, task: a.task, log: (e) => console.error(`safety: ${e.kind}: ${e.detail}`) });
-  using prompts = await SimPrompts.create(a.task);
+  using prompts = await SimPrompts.create(a.task, 'nominal', { commandHistory: a.commandHistory ?? 0 });
   const pg = await ClippedPolicyGradient.create(pre.policy, POST_TRAIN_PG);
   // Held-out success is measured where the robot has a sim twin under its profile; a robot YAML's own episodes are its measure.
-  const evaluate = a.robot.startsWith('sim:') ? heldOutEvaluation(a.task, a.profile, a.quick ? 10 : 100) : undefined;
+  const evaluate = a.robot.startsWith('sim:') ? heldOutEvaluation(a.task, a.profile, a.quick ? 10 : 100, { commandHistory: a.commandHistory ?? 0 }) : undefined;
   const common = { updates: a.updates, prompts: a.prompts, groupSize: a.group, evalEvery: Math.max(1, Math.floor(a.updates / 5)), promptSeed0: 1_000_000, seed: a.seed };
   const hooks = { onUpdate: (r: RunRow) => bar(r.update, a.updates, `update · robot ${(r.robotSeconds / 3600).toFixed(2)} h${r.evalSuccess !== undefined ? ` · success ${(100 * r.evalSuccess).toFixed(0)}%` : ''}`) };
   let rows: RunRow[];
