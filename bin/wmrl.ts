@@ -38,6 +38,7 @@ program
   .option('--task <T>', 'task of the built-in sim robot', 'reach')
   .option('--profile <P>', 'hardware profile of the built-in sim robot (nominal, gap or a YAML file)', 'gap')
   .option('--urdf <FILE>', "the robot's URDF: the viewer draws the robot from it (joints named as the robot's), e.g. sim/assets/reach/robot.urdf")
+  .option('--command-history <K>', "the built-in sim robot's observation also reports its last K commands sent (those in flight under the profile's latency); its jobs train on them", steps('--command-history'))
   .addOption(new Option('--job <kind>', 'the default job: WMRL post-training, or a scripted-expert session').choices(['wmrl-train', 'expert-session']).default('wmrl-train'))
   .option('--updates <N>', 'policy updates of the default WMRL job', positive('--updates'), 8)
   .option('--episodes <N>', 'episodes of the expert-session job', positive('--episodes'), 20)

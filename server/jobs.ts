@@ -197,7 +197,7 @@ export const expertSession: JobDefinition<typeof ExpertSessionOptions> = {
   async run(o, ctx) {
     const host = ctx.robot(o.robot);
     const env = host.sim.env;
-    const imagined = o.imagined ? await makeEnv({ task: host.task, profile: 'nominal', seed: o.seed }) : null;
+    const imagined = o.imagined ? await makeEnv({ task: host.task, profile: 'nominal', seed: o.seed, commandHistory: host.commandHistory }) : null;
     return session({
       ctx,
       host,

@@ -59,6 +59,8 @@ export interface RobotHostOptions {
   watchdog?: boolean;
   /** The robot's URDF (its joints named as the robot's), which the viewer draws it from; meshes beside it or in its ROS package. */
   urdf?: string;
+  /** The robot's observation also reports its last this many commands sent (sim/env.ts commandHistory); default 0. */
+  commandHistory?: number;
   onIntervention?: (e: InterventionEvent) => void;
 }
 
@@ -101,6 +103,8 @@ export class RobotHost {
     readonly profile: string,
     /** Absolute path of the robot's URDF, or null. */
     readonly urdf: string | null,
+    /** The last commands its observation reports (a policy for it reads them; its jobs' sims, models and prompts do too). */
+    readonly commandHistory: number,
   ) {
     this.scene = sim.env.sceneStatic();
   }
@@ -108,12 +112,12 @@ export class RobotHost {
   static async create(o: RobotHostOptions): Promise<RobotHost> {
     const urdf = o.urdf === undefined ? null : resolve(o.urdf);
     if (urdf !== null && !(existsSync(urdf) && statSync(urdf).isFile())) throw new Error(`robot '${o.id}': its URDF ${urdf} is not a file`);
-    const sim = await SimRobot.create({ task: o.task, profile: o.profile, seed: o.seed });
+    const sim = await SimRobot.create({ task: o.task, profile: o.profile, seed: o.seed, commandHistory: o.commandHistory });
     const ref: { host?: RobotHost } = {};
     const reporting = new ReportingRobot(sim, (command) => ref.host?.applied(command));
     // The sim's actions are normalized efforts in [-1, 1]: a per-step change cap of 2 never binds.
     const safety = new SafetyLayer(reporting, { ...DEFAULT_SAFETY, maxDelta: 2 }, { watchdog: o.watchdog !== false, log: o.onIntervention });
-    ref.host = new RobotHost(o.id, sim, safety, o.task, o.profile, urdf);
+    ref.host = new RobotHost(o.id, sim, safety, o.task, o.profile, urdf, o.commandHistory ?? 0);
     return ref.host;
   }
 
@@ -143,6 +147,7 @@ export class RobotHost {
       kind: 'sim',
       task: this.task,
       profile: this.profile,
+      commandHistory: this.commandHistory,
       joints: s.joints,
       controlHz: s.controlHz,
       state: estopped ? 'estopped' : this.run ? 'running' : 'idle',

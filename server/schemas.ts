@@ -59,6 +59,7 @@ export const RobotStatus = Type.Object({
   kind: Type.Literal('sim'),
   task: Type.String(),
   profile: Type.String(),
+  commandHistory: Type.Integer({ minimum: 0, description: "the last commands sent that its observation reports after its features ('<action> command t-k'); a policy for it reads them" }),
   joints: Type.Array(Type.String()),
   controlHz: Type.Number(),
   state: Type.Union([Type.Literal('idle'), Type.Literal('running'), Type.Literal('estopped')]),

@@ -26,7 +26,7 @@ export interface ServiceOptions {
   /** Embedded MQTT broker port; null = no broker. */
   mqttPort?: number | null;
   /** Sim robots: a task under a hardware profile; `urdf`: the robot's URDF, which the viewer then draws it from. */
-  robots?: Array<{ id: string; task: string; profile: string; seed?: number; urdf?: string }>;
+  robots?: Array<{ id: string; task: string; profile: string; seed?: number; urdf?: string; commandHistory?: number }>;
   /** Extra job kinds, beside the built-in ones (wmrl-train, expert-session, policy). */
   jobs?: JobDefinition[];
   viewerDir?: string;

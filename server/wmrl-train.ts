@@ -90,8 +90,8 @@ class Imaginer {
     private readonly successThreshold: number,
   ) {}
 
-  static async create(model: EnsembleModel, policy: GaussianPolicy, task: string, layout: ObservationLayout, successThreshold: number): Promise<Imaginer> {
-    const sim = await makeEnv({ task, profile: 'nominal' });
+  static async create(model: EnsembleModel, policy: GaussianPolicy, task: string, layout: ObservationLayout, successThreshold: number, commandHistory: number): Promise<Imaginer> {
+    const sim = await makeEnv({ task, profile: 'nominal', commandHistory });
     if (!(sim instanceof MjEnv)) {
       sim.dispose();
       throw new Error(`wmrl-train: task '${task}' has no MuJoCo model to pose imagined rollouts in`);
@@ -281,7 +281,7 @@ export const wmrlTrain: JobDefinition<typeof WmrlTrainOptions> = {
     let pre: Pretrained;
     try {
       pre = await pretrain({
-        ...DEFAULT_PRETRAIN, ...(o.quick ? QUICK_PRETRAIN : {}), ...o.pretrain, task, seed: o.seed,
+        ...DEFAULT_PRETRAIN, ...(o.quick ? QUICK_PRETRAIN : {}), ...o.pretrain, task, seed: o.seed, commandHistory: host.commandHistory,
         onProgress: (what, done, total) => {
           ctx.signal.throwIfAborted();
           ctx.progress(done, total, `pretraining: ${what}`);
@@ -298,13 +298,13 @@ export const wmrlTrain: JobDefinition<typeof WmrlTrainOptions> = {
       ...DEFAULT_WMRL, updates: o.updates, prompts: o.prompts * o.imagine, groupSize: o.group, evalEvery: 1, seed: o.seed,
       corrector: trainerCorrector(o, 1), horizon: H,
     };
-    using prompts = await SimPrompts.create(task);
-    const evaluate = heldOutEvaluation(task, profile, o.evalEpisodes);
+    using prompts = await SimPrompts.create(task, 'nominal', { commandHistory: host.commandHistory });
+    const evaluate = heldOutEvaluation(task, profile, o.evalEpisodes, { commandHistory: host.commandHistory });
     const pg = await ClippedPolicyGradient.create(pre.policy, POST_TRAIN_PG);
     let imaginer: Imaginer | null = null;
     let anchors: AnchorEpisodes | null = null;
     try {
-      imaginer = o.imagined ? await Imaginer.create(pre.model, pre.policy, task, layout, config.successThreshold) : null;
+      imaginer = o.imagined ? await Imaginer.create(pre.model, pre.policy, task, layout, config.successThreshold, host.commandHistory) : null;
       anchors = new AnchorEpisodes(ctx, host, imaginer, H);
       const a = anchors;
       const target: RobotTarget = {

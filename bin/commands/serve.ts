@@ -19,6 +19,7 @@ export interface ServeOptions {
   task: string;
   profile: string;
   urdf?: string;
+  commandHistory?: number;
   episodes: number;
   updates: number;
   /** The default job's kind, or false for none. */
@@ -35,7 +36,7 @@ export async function serve(o: ServeOptions): Promise<void> {
     port: o.port,
     foxglovePort: o.foxglovePort,
     mqttPort: o.mqtt ? o.mqttPort : null,
-    robots: [{ id: 'sim', task: o.task, profile: o.profile, ...(o.urdf ? { urdf: o.urdf } : {}) }],
+    robots: [{ id: 'sim', task: o.task, profile: o.profile, ...(o.urdf ? { urdf: o.urdf } : {}), ...(o.commandHistory ? { commandHistory: o.commandHistory } : {}) }],
     viewerDir,
   }).catch((e: NodeJS.ErrnoException) => {
     if (e.code === 'EADDRINUSE') throw new Error(`${e.message}: is another service running? Choose other ports (--port, --foxglove-port, --mqtt-port; 0 = any free port) or --no-mqtt`, { cause: e });
@@ -48,7 +49,7 @@ export async function serve(o: ServeOptions): Promise<void> {
   console.log(`  API docs:     ${url}/docs    metrics: ${url}/metrics`);
   if (svc.foxglove) console.log(`  Foxglove:     ${svc.foxglove.url} (Open connection → Foxglove WebSocket)`);
   if (svc.broker) console.log(`  MQTT broker:  ${svc.broker.url}`);
-  console.log(`  robot:        sim (${o.task}, profile ${o.profile}${o.urdf ? `, drawn from ${o.urdf}` : ''}); episodes in ${join(o.data, 'episodes.db')}`);
+  console.log(`  robot:        sim (${o.task}, profile ${o.profile}${o.commandHistory ? `, reporting its last ${o.commandHistory} commands` : ''}${o.urdf ? `, drawn from ${o.urdf}` : ''}); episodes in ${join(o.data, 'episodes.db')}`);
   if (o.job) {
     const run = startDefaultJob(svc, o);
     const bar = progressBar();
