@@ -61,7 +61,7 @@ program
   .option('--command-history <K>', COMMAND_HISTORY_HELP, steps('--command-history'))
   .action(async (o) => (await import('./commands/drive.js')).drive(o));
 
-const episodes = program.command('episodes').summary('list recorded episodes; export one to MCAP; import an MCAP bag; LeRobot v3.0 datasets').usage('list|export ID OUT.mcap [--lz4]|import IN.mcap [--store DB]|export-lerobot DB DIR [--robot sim:TASK]|import-lerobot DIR DB [--robot sim:TASK]');
+const episodes = program.command('episodes').summary('list recorded episodes; export one to MCAP; import an MCAP bag; LeRobot v3.0 datasets').usage('list|export ID OUT.mcap [--lz4]|import IN.mcap [--store DB]|export-lerobot DB DIR [--robot sim:TASK] [--command-history K]|import-lerobot DIR DB [--robot sim:TASK] [--command-history K]');
 episodes
   .command('list', { isDefault: true })
   .summary('list the recorded episodes')
@@ -90,6 +90,7 @@ episodes
   .option('--ids <ID...>', 'episode ids (default: every complete episode)')
   .option('--all', 'include partial and recording episodes', false)
   .option('--fps <N>', 'frames per second (default: the robot\'s control rate, else measured)', positive('--fps'))
+  .option('--command-history <K>', '--robot sim:…: its observation reports the last K commands sent (episodes recorded with drive --command-history K)', steps('--command-history'))
   .action(async (db, dir, o) => (await import('./commands/episodes.js')).exportLeRobotCmd(db, dir, { ...o, status: o.all ? 'all' : 'complete' }));
 episodes
   .command('import-lerobot')
@@ -98,6 +99,7 @@ episodes
   .argument('<db>', 'episode store')
   .option('--robot <R>', 'sim:TASK[:PROFILE] whose observation layout observation.state must have (needed for datasets this project did not write)')
   .option('--image <KEY>', 'which image feature becomes the episode image (default observation.image, or the only one)')
+  .option('--command-history <K>', '--robot sim:…: its observation reports the last K commands sent', steps('--command-history'))
   .action(async (dir, db, o) => (await import('./commands/episodes.js')).importLeRobotCmd(dir, db, o));
 
 program

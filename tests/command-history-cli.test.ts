@@ -36,6 +36,17 @@ it('drive records, bc clones and drive runs a policy over the last 3 commands; a
   expect((await policy.act(await withHistory.reset({ seed: 3 }))).length).toBe(2);
   await expect(OnnxPolicy.load(out, without.spec)).rejects.toThrow(/policy has 'shoulder command t-1' \(1\), robot has nothing/);
 
+  // the same episodes through a LeRobot dataset whose state entries the history names, and back
+  const ds = join(dir, 'lerobot');
+  const ex = wmrl('episodes', 'export-lerobot', db, ds, '--robot', 'sim:reach:gap', '--command-history', '3');
+  expect(ex.status).toBe(0);
+  const info = JSON.parse(readFileSync(join(ds, 'meta', 'info.json'), 'utf8')) as { features: Record<string, { names?: unknown }> };
+  expect(JSON.stringify(info.features['observation.state']!.names)).toMatch(/elbow command t-3/);
+  const im = wmrl('episodes', 'import-lerobot', ds, join(dir, 'back.db'), '--robot', 'sim:reach:gap', '--command-history', '3');
+  expect(im.stderr + im.stdout).toMatch(/imported 2 episode\(s\)/);
+  const noHistory = wmrl('episodes', 'import-lerobot', ds, join(dir, 'never.db'), '--robot', 'sim:reach:gap');
+  expect(noHistory.status).not.toBe(0);
+
   const run = wmrl('drive', '--robot', 'sim:reach:gap', '--policy', out, '--episodes', '1', '--fast', '--command-history', '3', '--store', join(dir, 'run.db'));
   expect(run.stderr + run.stdout).toMatch(/1 episode\(s\) recorded/);
   expect(run.status).toBe(0);

@@ -63,11 +63,14 @@ export const exportMany = (ids: string[], o: { out: string; store: string; lz4: 
     printTable(`exported ${chosen.length} episode(s) to ${o.out}`, rows);
   });
 
-/** The observation layout and control rate of `sim:TASK[:PROFILE]`, for naming a dataset's state entries. */
-async function simLayout(robot: string): Promise<{ layout: ObservationLayout; controlHz: number; actionNames: string[] }> {
+/**
+ * The observation layout and control rate of `sim:TASK[:PROFILE]` (reporting its last `commandHistory` commands),
+ * for naming a dataset's state entries.
+ */
+async function simLayout(robot: string, commandHistory: number | undefined): Promise<{ layout: ObservationLayout; controlHz: number; actionNames: string[] }> {
   if (!robot.startsWith('sim:')) throw new Error(`--robot ${robot}: give sim:TASK[:PROFILE] (the layout of a robot YAML is its declaration's, not yet read here)`);
   const [, task, profile = 'nominal'] = robot.split(':');
-  const env = await makeEnv({ task: task!, profile });
+  const env = await makeEnv({ task: task!, profile, commandHistory });
   try {
     return { layout: env.layout, controlHz: env.spec.controlHz, actionNames: [...env.spec.actuatorNames] };
   } finally {
@@ -76,8 +79,8 @@ async function simLayout(robot: string): Promise<{ layout: ObservationLayout; co
 }
 
 /** `wmrl episodes export-lerobot DB DIR`: the store's episodes (all, or --ids) as one LeRobot v3.0 dataset. */
-export async function exportLeRobotCmd(db: string, dir: string, o: { robot?: string; ids?: string[]; fps?: number; status?: 'complete' | 'all' }): Promise<void> {
-  const sim = o.robot ? await simLayout(o.robot) : undefined;
+export async function exportLeRobotCmd(db: string, dir: string, o: { robot?: string; ids?: string[]; fps?: number; status?: 'complete' | 'all'; commandHistory?: number }): Promise<void> {
+  const sim = o.robot ? await simLayout(o.robot, o.commandHistory) : undefined;
   await withStore(db, async (store) => {
     const ids = o.ids?.length ? o.ids : store.list(o.status === 'all' ? {} : { status: 'complete' }).map((e) => e.meta.id);
     if (!ids.length) throw new Error(`no ${o.status === 'all' ? '' : 'complete '}episodes in ${db} to export`);
@@ -92,8 +95,8 @@ export async function exportLeRobotCmd(db: string, dir: string, o: { robot?: str
 }
 
 /** `wmrl episodes import-lerobot DIR DB`: a LeRobot v3.0 dataset into the store. */
-export async function importLeRobotCmd(dir: string, db: string, o: { robot?: string; image?: string }): Promise<void> {
-  const sim = o.robot ? await simLayout(o.robot) : undefined;
+export async function importLeRobotCmd(dir: string, db: string, o: { robot?: string; image?: string; commandHistory?: number }): Promise<void> {
+  const sim = o.robot ? await simLayout(o.robot, o.commandHistory) : undefined;
   const ds = await importLeRobot(dir, { layout: sim?.layout, actionDim: sim?.actionNames.length, imageKey: o.image });
   mkdirSync(dirname(db), { recursive: true });
   await withStore(db, async (store) => {
