@@ -32,6 +32,8 @@ export class CommandHistoryRobot implements Robot {
   readonly spec: RobotDeclaration;
   /** The last k commands sent, newest first. */
   private commands: Float32Array[];
+  /** Counts resets: a command still in flight when the robot is reset does not enter the new episode's history. */
+  private episode = 0;
 
   constructor(readonly inner: Robot, readonly k: number) {
     this.spec = withCommandHistorySpec(inner.spec, k);
@@ -51,19 +53,35 @@ export class CommandHistoryRobot implements Robot {
     return this.report(await this.inner.observe());
   }
 
-  /** Records the command as it goes to the robot, within the action range; a command the robot refuses (act throws) is not recorded. */
+  /**
+   * Records the command as it goes to the robot, within the action range (NaN as 0, as the sim takes it), in the
+   * order commands are sent; a command the robot refuses (act throws) is taken back, and one still in flight when
+   * the robot is reset stays out of the new episode's history.
+   */
   async act(action: Float32Array): Promise<Float32Array> {
     const { low, high } = this.spec.action;
-    const sent = Float32Array.from(action, (v, i) => (v < low[i]! ? low[i]! : v > high[i]! ? high[i]! : v));
-    const r = await this.inner.act(action);
-    this.commands.pop();
-    this.commands.unshift(sent);
-    return r;
+    const sent = Float32Array.from(action, (v, i) => (Number.isNaN(v) ? 0 : v < low[i]! ? low[i]! : v > high[i]! ? high[i]! : v));
+    const episode = this.episode, before = this.commands;
+    this.commands = [sent, ...this.commands.slice(0, this.k - 1)];
+    try {
+      return await this.inner.act(action);
+    } catch (e) {
+      // Refused: the history is as it was, unless later commands or a reset have moved it on since.
+      if (this.episode === episode && this.commands[0] === sent) this.commands = before;
+      throw e;
+    }
   }
 
-  /** Before any command of an episode, every slot holds the command that keeps the robot where it starts (hardware/safety.ts holdCommand). */
+  /**
+   * Before any command of an episode, every slot holds the command that keeps the robot where it starts
+   * (hardware/safety.ts holdCommand: 0 for normalized and velocity commands). The sim's env fills them with the
+   * command that holds its reset's controls instead, which is 0 for reach and push but not for pick: for a task
+   * whose reset controls are not the hold, the first K steps of an episode differ from the sim's.
+   */
   async reset(options?: ResetOptions): Promise<RobotObservation> {
+    this.episode++;
     const o = await this.inner.reset(options);
+    this.episode++;
     this.commands = Array.from({ length: this.k }, () => holdCommand(this.inner.spec, o.position));
     return this.report(o);
   }

@@ -28,7 +28,7 @@ export class SceneTwin implements Disposable {
     this.bound = task.bind(model);
     this.layout = withCommandHistory(this.bound.layout, this.bound.actuatorNames, commandHistory);
     this.dim = layoutDim(this.layout);
-    if (this.layout.features.length > 0 && !this.bound.pose) {
+    if (this.bound.layout.features.length > 0 && !this.bound.pose) {
       this.bound.dispose?.();
       throw new Error(`twin: task '${task.name}' declares features but no pose(): the twin cannot place its objects`);
     }

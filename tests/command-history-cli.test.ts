@@ -78,6 +78,8 @@ it('bad values and a robot YAML are refused, naming the option', () => {
   const train = wmrl('train', '--robot', 'launch/robots/mqtt-arm.yaml', '--task', 'reach', '--command-history', '3', '--out', join(dir, 'never'));
   expect(train.status).not.toBe(0);
   expect(train.stderr).toMatch(/--command-history is the sim robot's/);
+  const noRobot = wmrl('episodes', 'export-lerobot', join(dir, 'none.db'), join(dir, 'none'), '--command-history', '3');
+  expect(noRobot.stderr).toMatch(/--command-history names the layout of --robot sim:TASK\[:PROFILE\]; give --robot too/);
   const big = wmrl('train', '--robot', 'sim:reach:gap', '--command-history', '65', '--out', join(dir, 'never'));
   expect(big.stderr).toMatch(/--command-history must be a whole number of steps in \[0, 64\], got '65'/);
 }, 120_000);

@@ -37,6 +37,19 @@ it('wrapping a sim robot gives the layout and, after K commands, the observation
   expect(Array.from(w)).toEqual(Array.from(s));
 });
 
+it('a command the robot refuses is taken back from the history; NaN goes down as 0', async () => {
+  await using plain = await SimRobot.create({ task: 'reach', seed: 1 });
+  await using wrapped = new CommandHistoryRobot(plain, 2);
+  const n = plain.spec.features!.length;
+  await wrapped.reset({ seed: 2 });
+  await wrapped.act(Float32Array.from([0.5, NaN]));
+  const act = plain.act.bind(plain);
+  plain.act = () => Promise.reject(new Error('link down'));
+  await expect(wrapped.act(Float32Array.from([0.25, 0.25]))).rejects.toThrow(/link down/);
+  plain.act = act;
+  expect(Array.from((await wrapped.observe()).features!.slice(n))).toEqual([0.5, 0, 0, 0]);
+});
+
 it('a velocity-commanded robot reports its commands in its joints\' units per second', () => {
   const spec = withCommandHistorySpec({
     name: 'arm', joints: ['a', 'b'], jointUnits: ['rad', 'm'], positionLimits: [[-1, 1], [0, 0.5]], velocityLimits: [1, 1],

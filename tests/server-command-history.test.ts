@@ -1,6 +1,6 @@
 // A service robot that reports its last commands (`wmrl serve --command-history K`): its status says so, and
 // its jobs train and run policies over them — a WMRL run's policy declares them in its layout and deploys on it,
-// and an expert session's imagined replay keeps them in its sim state.
+// and an expert session's demonstrations carry them into the policy cloned from them.
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -32,7 +32,7 @@ async function ended(id: string): Promise<RunStatus> {
   throw new Error('timed out');
 }
 
-it('the robot reports its last 3 commands; a WMRL run trains over them and its policy deploys on it; an expert session replays them', async () => {
+it('the robot reports its last 3 commands; a WMRL run trains over them and its policy deploys on it; an expert session clones over them', async () => {
   const status = (await inject({ url: '/api/robots/sim' })).json<RobotStatus>();
   expect(status.commandHistory).toBe(3);
 
@@ -47,7 +47,11 @@ it('the robot reports its last 3 commands; a WMRL run trains over them and its p
   expect(d.statusCode).toBe(201);
   expect(await ended(d.json<RunStatus>().id)).toMatchObject({ kind: 'policy', state: 'finished', error: null });
 
-  const session = await inject({ method: 'POST', url: '/api/runs/expert-session', payload: { robot: 'sim', episodes: 1, clone: false } });
+  // an expert session's demonstrations carry the commands, and so does the policy cloned from them
+  const session = await inject({ method: 'POST', url: '/api/runs/expert-session', payload: { robot: 'sim', episodes: 3 } });
   expect(session.statusCode).toBe(201);
-  expect(await ended(session.json<RunStatus>().id)).toMatchObject({ state: 'finished', error: null });
+  const sid = session.json<RunStatus>().id;
+  expect(await ended(sid)).toMatchObject({ state: 'finished', error: null });
+  const bc = (await inject({ url: `/api/policies/bc-${sid}` })).json<{ metadata: Record<string, string> }>();
+  expect((JSON.parse(bc.metadata.observation_layout!) as { features: Array<{ name: string }> }).features.at(-1)!.name).toBe('elbow command t-3');
 }, 180_000);

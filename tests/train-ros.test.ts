@@ -65,4 +65,28 @@ describe('training over rosbridge', () => {
       await target.close();
     }
   }, 240_000);
+
+  it("a robot YAML's command_history: the robot reports its last commands, and WMRL trains over them (clone, model and prompts alike)", async () => {
+    const yaml = join(dir, 'robot-history.yaml');
+    writeFileSync(yaml, readFileSync('launch/robots/sim-reach.yaml', 'utf8').replace('ws://127.0.0.1:9090', `ws://127.0.0.1:${standin.port}`).replace('watchdog_ms: 100', 'watchdog_ms: 1000') + '\ncommand_history: 3\n');
+    const pre = await pretrain({ ...DEFAULT_PRETRAIN, task: 'reach', bcEpisodes: 2, bcEpochs: 1, daggerRounds: 0, wmEpisodes: 4, wmEpochs: 1, wmHidden: [16], wmMembers: 2, policyHidden: [8], commandHistory: 3 });
+    const target = await yamlRobotTarget({ config: yaml, maxSteps: 30, store: join(dir, 'history.db'), robots: 1, resetSeconds: 2, task: 'reach' });
+    using prompts = await SimPrompts.create('reach', 'nominal', { commandHistory: 3 });
+    const pg = await ClippedPolicyGradient.create(pre.policy, { ...DEFAULT_PG_CONFIG, epochs: 1 });
+    try {
+      expect(target.robot.spec.features!.slice(-2)).toEqual(['shoulder command t-3', 'elbow command t-3']);
+      const st = await trainWmrl({
+        config: { ...DEFAULT_WMRL, updates: 1, prompts: 2, groupSize: 2, evalEvery: 1, refitEvery: 0, horizon: 30, corrector: correctorConfig({ anchors: { fraction: 0.5, floor: 1 } }) },
+        policy: pre.policy, pg, model: pre.model, simData: pre.simData, target, prompts, warn: () => {},
+      });
+      expect(st.rows[0]!.realGroups).toBe(1);
+      const ep = target.store!.get(target.store!.list()[0]!.meta.id);
+      // the second step's observation reports the first command sent, newest first
+      const n = ep.steps[1]!.obs.features!.length;
+      expect(Array.from(ep.steps[1]!.obs.features!.slice(n - 6, n - 4))).toEqual(Array.from(ep.steps[0]!.action));
+    } finally {
+      await pg.release();
+      await target.close();
+    }
+  }, 240_000);
 });

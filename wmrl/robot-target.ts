@@ -1,6 +1,7 @@
 // A robot described by a robot YAML as a trainer's robot target: the real path (rosbridge), where
 // episodes run in real time, seeded resets go through `services.reset_seed_topic` and the reward and
 // success of each step come from the robot's `outcome_topic`.
+import { CommandHistoryRobot } from '../hardware/command-history.js';
 import { loadRobotConfig } from '../hardware/config.js';
 import { RosRobot } from '../hardware/robots/ros.js';
 import { SafetyLayer, type InterventionEvent } from '../hardware/safety.js';
@@ -26,7 +27,8 @@ export async function yamlRobotTarget(o: YamlRobotTargetOptions): Promise<Closab
   if (!cfg.outcomeTopic) throw new Error(`${o.config}: training needs the robot's reward and success each step: declare outcome_topic (std_msgs/Float64MultiArray [t, reward, success, terminated, truncated])`);
   if (!cfg.services.resetSeed) throw new Error(`${o.config}: training needs seeded resets (a prompt is a start state the reset reproduces): declare services.reset_seed_topic`);
   const ros = await RosRobot.connect(cfg);
-  const robot = new SafetyLayer(ros, cfg.safety, { log: o.log });
+  // The history records the commands as they leave the safety layer, as connectRobot does.
+  const robot = new SafetyLayer(cfg.commandHistory ? new CommandHistoryRobot(ros, cfg.commandHistory) : ros, cfg.safety, { log: o.log });
   return robotTarget(robot, {
     outcome: () => ros.outcomeOfLastCommand(),
     maxSteps: o.maxSteps,

@@ -80,6 +80,7 @@ async function simLayout(robot: string, commandHistory: number | undefined): Pro
 
 /** `wmrl episodes export-lerobot DB DIR`: the store's episodes (all, or --ids) as one LeRobot v3.0 dataset. */
 export async function exportLeRobotCmd(db: string, dir: string, o: { robot?: string; ids?: string[]; fps?: number; status?: 'complete' | 'all'; commandHistory?: number }): Promise<void> {
+  if (o.commandHistory !== undefined && !o.robot) throw new Error('--command-history names the layout of --robot sim:TASK[:PROFILE]; give --robot too');
   const sim = o.robot ? await simLayout(o.robot, o.commandHistory) : undefined;
   await withStore(db, async (store) => {
     const ids = o.ids?.length ? o.ids : store.list(o.status === 'all' ? {} : { status: 'complete' }).map((e) => e.meta.id);
@@ -96,6 +97,7 @@ export async function exportLeRobotCmd(db: string, dir: string, o: { robot?: str
 
 /** `wmrl episodes import-lerobot DIR DB`: a LeRobot v3.0 dataset into the store. */
 export async function importLeRobotCmd(dir: string, db: string, o: { robot?: string; image?: string; commandHistory?: number }): Promise<void> {
+  if (o.commandHistory !== undefined && !o.robot) throw new Error('--command-history names the layout of --robot sim:TASK[:PROFILE]; give --robot too');
   const sim = o.robot ? await simLayout(o.robot, o.commandHistory) : undefined;
   const ds = await importLeRobot(dir, { layout: sim?.layout, actionDim: sim?.actionNames.length, imageKey: o.image });
   mkdirSync(dirname(db), { recursive: true });

@@ -101,8 +101,9 @@ function parse(args: string[]): { a: TrainArgs; out: string; resume: boolean; gi
   if (sim && values.task && values.task !== task) throw new Error(`--task ${values.task} contradicts --robot ${values.robot}`);
   const given0 = values['command-history'];
   if (given0 !== undefined && !sim) throw new Error(`--command-history is the sim robot's; robot ${values.robot} sets command_history in its YAML`);
-  const commandHistory = sim ? (given0 === undefined ? 0 : int('command-history', given0, 0)) : loadRobotConfig(values.robot).commandHistory ?? 0;
-  if (commandHistory > 64) throw new Error(`--command-history must be a whole number of steps in [0, 64], got '${given0}'`);
+  const k = given0 === undefined ? 0 : given0.trim() === '' ? NaN : Number(given0);
+  if (!(Number.isInteger(k) && k >= 0 && k <= 64)) throw new Error(`--command-history must be a whole number of steps in [0, 64], got '${given0}'`);
+  const commandHistory = sim ? k : loadRobotConfig(values.robot).commandHistory ?? 0;
   const out = values.out ?? join('runs', `${values.algo}-${new Date().toISOString().replace(/[:.]/g, '-')}`);
   const shared = {
     debias: !values['no-debias'], denoise: !values['no-denoise'], pureWm: values['pure-wm'], anchors: values.anchors as 'random' | 'active',
