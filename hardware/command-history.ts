@@ -8,24 +8,15 @@ import { holdCommand } from './safety.js';
 import type { ResetOptions, Robot } from './types.js';
 
 /**
- * The unit of each action entry's command: normalized commands are dimensionless; a position command is in its
- * joint's unit and a velocity command in that per second (the i-th joint's, as the action spec pairs them).
+ * `spec` with `k` steps of command history appended to its features (its layout, as a policy trained on it reads
+ * it). Each command's unit: normalized commands are dimensionless; a position command is in its joint's unit and a
+ * velocity command in that per second (the i-th joint's, as the action spec pairs them).
  */
-function commandUnits(spec: RobotDeclaration): string[] {
-  const layout = layoutOf(spec);
-  return spec.action.names.map((_, i) => {
-    if (spec.action.kind === 'normalized') return '1';
-    const unit = layout.joints[i]?.unit ?? 'rad';
-    return spec.action.kind === 'joint_position' ? unit : `${unit}/s`;
-  });
-}
-
-/** `spec` with `k` steps of command history appended to its features (its layout, as a policy trained on it reads it). */
 export function withCommandHistorySpec(spec: RobotDeclaration, k: number): RobotDeclaration {
-  const history = commandHistoryFeatures(spec.action.names.map((name, i) => ({ name, unit: commandUnits(spec)[i]! })), k);
-  if (k === 0) return spec;
-  const layout = layoutOf(spec);
-  return { ...spec, ...declarationOf(defineLayout(layout.joints, [...layout.features, ...history])) };
+  const layout = layoutOf(spec), kind = spec.action.kind;
+  const unit = (i: number) => (kind === 'normalized' ? '1' : `${layout.joints[i]?.unit ?? 'rad'}${kind === 'joint_velocity' ? '/s' : ''}`);
+  const history = commandHistoryFeatures(spec.action.names.map((name, i) => ({ name, unit: unit(i) })), k);
+  return k === 0 ? spec : { ...spec, ...declarationOf(defineLayout(layout.joints, [...layout.features, ...history])) };
 }
 
 export class CommandHistoryRobot implements Robot {
