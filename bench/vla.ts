@@ -22,9 +22,12 @@
 // on held-out start states and on held-out (instruction, target region) combinations, under the gap profile.
 // Beside it, the signal the dense rows learn from: the within-group rank agreement between the VLA's returns
 // on the robot and in imagination (same start, same policy noise), under the nominal and the identified context.
+// The tasks run side by side, one child process each (bench/lib/vla-task.ts), as `--task` runs one alone.
+import { fork, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { SimRobot } from '../hardware/robots/sim.js';
 import { exportPolicyArtifact } from '../policies/artifact.js';
 import { behaviourClone } from '../policies/bc.js';
@@ -330,10 +333,12 @@ interface TaskResult {
   /** Mean (update) bias reduction of WMRL's map where fitted, and its last anchor weight. */
   biasReduction: number | null;
   anchorWeight: number;
+  /** The deployed artifact's batch-1 inference times, ms (empty unless this task timed it). */
+  latency: number[];
 }
 
-export async function run(o: BenchOptions): Promise<BenchReport> {
-  const q = o.quick;
+/** The bench's scale, quick or full. */
+function benchScale(q: boolean) {
   const P = {
     evalEpisodes: evalEpisodes(q),
 
@@ -357,134 +362,188 @@ export async function run(o: BenchOptions): Promise<BenchReport> {
   // Bench scale: an anchor group of G per update gives few pairs, so the map starts at 16 pairs and the anchor weight after 2 groups.
   const corrector = correctorConfig({ anchors: { fraction: P.anchorsPerUpdate / P.prompts, floor: 0 }, debias: { minPairs: q ? 2 : 16, refitEvery: q ? 2 : 8 }, denoise: { warmupGroups: 2 } }, DEFAULT_WMRL.corrector as CorrectorConfig);
   const promptSeed0 = 1_000_000;
-  const runTasks = o.task ? TASKS.filter((t) => t === o.task) : [...TASKS];
-  const total = runTasks.length * 8 + 1;
-  let done = 0;
-  const results = new Map<string, TaskResult>();
-  const tmp = mkdtempSync(join(tmpdir(), 'bench-vla-'));
-  let latency: number[] = [];
-  try {
-    for (const task of runTasks) {
-      o.progress(done, total, `${task}: split, demonstrations`);
-      const split = await vlaSplit(task, q);
-      // The demonstrations are recorded on the robot (the gap profile), its declared latency told to the demonstrator.
-      const C = VLA_CLONE[q ? 'quick' : 'full'][task];
-      const clone = await cloneOnGap(task, split, C, benchVla, (k) => o.progress(done, total, `${task}: behaviour cloning, round ${k + 1}/${C.daggerRounds + 1}`), COMMAND_HISTORY);
-      const vla = clone.vla;
-      const bcLoss = clone.loss, demoSteps = clone.steps;
-      o.progress(++done, total, `${task}: world model`);
-      const { model, simData, wmValLoss } = await pretrainWorldModel({ ...wm, task, seed: 0, commandHistory: COMMAND_HISTORY, onProgress: (what, k, n) => o.progress(done, total, `${task}: ${what} ${k}/${n}`) });
-      o.progress(++done, total, `${task}: evaluating the clone`);
-      const robotEnv = await makeEnv({ task, profile: 'gap', image: S, commandHistory: COMMAND_HISTORY });
-      const twin = await SceneTwin.create(task, S, { commandHistory: COMMAND_HISTORY });
-      using sim = await SimPrompts.create(task, 'nominal', { commandHistory: COMMAND_HISTORY });
-      // The rank agreement's start states: training seeds no demonstration and no prompt uses. The prompts take the
-      // training seeds between, over again once every one has been a prompt.
-      if (split.train.length < C.demos + P.prompts + P.agreementGroups) throw new Error(`vla bench: the split has ${split.train.length} training seeds, fewer than demonstrations, one update's prompts and the rank agreement's groups need`);
-      const agreementSeeds = split.train.slice(-P.agreementGroups);
-      const prompts = new SplitPrompts(sim, split.train.slice(C.demos, -P.agreementGroups), promptSeed0, true);
-      const evalOf = () => evaluateHeldOut(robotEnv, vla, split);
-      const r: TaskResult = {
-        eval: { bc: await evalOf() } as TaskResult['eval'],
-        robotEpisodes: { bc: 0 } as TaskResult['robotEpisodes'], curve: {}, robotHours: { bc: 0 } as TaskResult['robotHours'], computeSeconds: { bc: 0 } as TaskResult['computeSeconds'],
-        anchorGroups: 0, robotSuccesses: { bc: 0 } as TaskResult['robotSuccesses'], expert: await expertOn(task, split, 'expert', LATENCY), demonstrator: await expertOn(task, split, 'demonstrator', LATENCY), demoSuccess: clone.demoSuccess, bcLoss, demoSteps, wmValLoss, controlHz: robotEnv.spec.controlHz, biasReduction: null, anchorWeight: 1,
-        agreement: { nominal: NaN, identified: NaN }, identified: { context: [], delay: 0 }, latent: null as unknown as LatentDistillReport,
-      };
-      o.progress(++done, total, `${task}: latent face (the clone: ${Math.round(100 * r.eval.bc.heldOutStates.success)}% of held-out states)`);
-      // The VLA's latent face, what dense_only and WMRL imagine through: a map from the state to the frozen encoder's
-      // features of the twin's render, distilled on the model's pretraining states and the clone's own episodes.
-      const distillOn = await distillStates(vla, robotEnv, simData.obs, P.distill.simStates, prompts, promptSeed0, P.distill.cloneEpisodes);
-      const { policy: face, report: latent } = await LatentVla.distill(vla, twin, distillOn.states, distillOn.instructions, { epochs: P.distill.epochs, hidden: P.distill.hidden, seed: 0, onEpoch: (e, n) => o.progress(done, total, `${task}: latent face, epoch ${e}/${n}`) });
-      r.latent = latent;
-      o.progress(++done, total, `${task}: RL`);
-      const policy0 = vla.paramNames().map((n) => Float32Array.from(vla.store.get(n).data));
-      const model0 = model.store.names().map((n) => Float32Array.from(model.store.get(n).data));
-      // WMRL first: sparse_only then gets exactly its anchor episodes.
-      for (const row of ['wmrl', 'sparse_only', 'dense_only'] as const) {
-        vla.paramNames().forEach((n, i) => vla.store.set(n, policy0[i]!));
-        model.store.names().forEach((n, i) => model.store.set(n, model0[i]!));
-        // WMRL's robot episodes are recorded: its refits learn the robot's dynamics from them.
-        const target = sparse(await simRobotTarget({ task, profile: 'gap', robots: 1, resetSeconds: 5, seed: 0, image: S, commandHistory: COMMAND_HISTORY, ...(row === 'wmrl' ? { store: join(tmp, `${task}-wmrl.sqlite`) } : {}) }));
-        // sparse_only trains the VLA on its camera; the imagining rows train its latent face (the same head).
-        const pg = await ClippedPolicyGradient.create(row === 'sparse_only' ? vla : face, pgConfig, { trainable: vla.headParamNames() });
-        const common = { prompts: P.prompts, groupSize: P.groupSize, evalEvery: Math.max(1, P.updates / 4), promptSeed0, seed: 0 };
-        // Held-out start states every quarter of the row's updates: whether it was still rising when it stopped.
-        // The last one (every trainer evaluates after its final update) is the row's held-out-state result.
-        let last: EvalResult | null = null;
-        const evaluate = async () => { last = await evaluateOn(robotEnv, vla, split.heldOutStates); return { success: last.success, meanReturn: last.return, episodes: last.episodes }; };
-        // The label carries the latest held-out success, so a long run shows where each row stands as it goes.
-        let seen = '';
-        const onUpdate = (u: { update: number; evalSuccess?: number }) => {
-          if (u.evalSuccess !== undefined) seen = `, held-out ${Math.round(100 * u.evalSuccess)}% at update ${u.update}`;
-          o.progress(done, total, `${task}: ${row} update ${u.update}/${P.updates}${seen}`);
-        };
-        // WMRL refits every few updates; the robot's recorded rewards are its sparse success, so the refits teach the
-        // dynamics and the success head and leave the dense reward head as the sim taught it.
-        const wmrl = { ...DEFAULT_WMRL, ...common, updates: P.updates, horizon: target.maxSteps, refitEvery: row === 'wmrl' ? P.refitEvery : 0, robotRewards: 'success' as const };
-        let st;
-        if (row === 'sparse_only') {
-          const anchors = r.robotEpisodes.wmrl;
-          if (anchors % P.groupSize) throw new Error(`vla bench: WMRL ran ${anchors} anchor episodes, not whole groups of ${P.groupSize}`);
-          st = await trainStandard({ config: { ...common, prompts: 1, updates: anchors / P.groupSize, evalEvery: Math.max(1, Math.round(anchors / P.groupSize / 4)) }, policy: vla, pg, target, prompts, hooks: { onUpdate }, evaluate });
-        } else {
-          st = await trainWmrl({ config: { ...wmrl, corrector: row === 'wmrl' ? corrector : false }, policy: vla, face, pg, model, simData, target, prompts, hooks: { onUpdate }, warn: () => {}, evaluate });
-        }
-        if (row === 'wmrl') {
-          r.anchorGroups = st.rows.reduce((a, x) => a + x.realGroups, 0);
-          const br = st.rows.map((x) => x.biasReduction).filter((x): x is number => typeof x === 'number');
-          r.biasReduction = br.length ? median(br) : null;
-          r.anchorWeight = st.rows.at(-1)!.anchorWeight ?? 1;
-          // The clone's rank agreement under the context and delay WMRL identified, then under the nominal ones.
-          const policyNow = vla.paramNames().map((n) => Float32Array.from(vla.store.get(n).data));
-          vla.paramNames().forEach((n, i) => vla.store.set(n, policy0[i]!));
-          r.identified = { context: Array.from(model.context), delay: st.rows.at(-1)!.actionDelay ?? 0 };
-          o.progress(done, total, `${task}: rank agreement of imagined with robot returns`);
-          r.agreement.identified = await rankAgreement(vla, model, twin, robotEnv, agreementSeeds, P.groupSize, target.maxSteps, r.identified.delay, wmrl.successThreshold, 7);
-          model.store.names().forEach((n, i) => model.store.set(n, model0[i]!));
-          r.agreement.nominal = await rankAgreement(vla, model, twin, robotEnv, agreementSeeds, P.groupSize, target.maxSteps, 0, wmrl.successThreshold, 7);
-          vla.paramNames().forEach((n, i) => vla.store.set(n, policyNow[i]!));
-        }
-        r.curve[row] = st.rows.filter((x) => x.evalSuccess !== undefined).map((x) => ({ update: x.update, success: x.evalSuccess! }));
-        r.robotEpisodes[row] = target.clock.episodes;
-        r.robotSuccesses[row] = st.rows.reduce((a, x) => a + Math.round((x.trainSuccess ?? 0) * x.realGroups * P.groupSize), 0);
-        r.robotHours[row] = target.clock.robotSeconds / 3600;
-        r.computeSeconds[row] = st.rows.at(-1)?.computeSeconds ?? 0;
-        await pg.release();
-        await target.close();
-        o.progress(done, total, `${task}: ${row}: evaluating`);
-        if (!last) throw new Error(`vla bench: ${row} ended without evaluating after its last update`);
-        r.eval[row] = { heldOutStates: last, heldOutCombinations: await evaluateOn(robotEnv, vla, split.heldOutCombinations) };
-        o.progress(++done, total, `${task}: ${row} done`);
-      }
-      results.set(task, r);
+  return { P, wm, pgConfig, corrector, promptSeed0 };
+}
 
-      // The deployed artifact at batch 1, as a robot runs it (onnxruntime-node, the robot's camera and instruction).
-      if (task === runTasks[0]) {
-        const robot = await SimRobot.create({ task, profile: 'gap', seed: 0, image: S, commandHistory: COMMAND_HISTORY });
-        const path = join(tmp, `${task}-vla.onnx`);
-        exportPolicyArtifact(vla, path, { layout: robot.env.layout, action: robot.spec.action, controlHz: robot.spec.controlHz, policyVersion: 'bench-vla', runId: 'bench' });
-        const deployed = await OnnxPolicy.load(path, robot.spec);
-        const obs = await robot.reset({ seed: 9_000_000 });
-        for (let i = 0; i < 50; i++) await deployed.act(obs);
-        latency = [];
-        for (let i = 0; i < P.latencyCalls; i++) {
-          const t = performance.now();
-          await deployed.act(obs);
-          latency.push(performance.now() - t);
-        }
-        await robot[Symbol.asyncDispose]();
+/** Progress steps of one task's run, its share of the bar. */
+const TASK_STEPS = 8;
+
+/**
+ * One task's run: the clone, the world model, the latent face and the four rows, with everything the report reads.
+ * `timeArtifact`: also export the VLA and time the artifact at batch 1 (`latency`). `progress`: steps done of TASK_STEPS.
+ */
+export async function runTask(task: (typeof TASKS)[number], q: boolean, progress: (done: number, label: string) => void, timeArtifact: boolean): Promise<TaskResult> {
+  const { P, wm, pgConfig, corrector, promptSeed0 } = benchScale(q);
+  let done = 0;
+  const tmp = mkdtempSync(join(tmpdir(), `bench-vla-${task}-`));
+  try {
+    progress(done, `${task}: split, demonstrations`);
+    const split = await vlaSplit(task, q);
+    // The demonstrations are recorded on the robot (the gap profile), its declared latency told to the demonstrator.
+    const C = VLA_CLONE[q ? 'quick' : 'full'][task];
+    const clone = await cloneOnGap(task, split, C, benchVla, (k) => progress(done, `${task}: behaviour cloning, round ${k + 1}/${C.daggerRounds + 1}`), COMMAND_HISTORY);
+    const vla = clone.vla;
+    const bcLoss = clone.loss, demoSteps = clone.steps;
+    progress(++done, `${task}: world model`);
+    const { model, simData, wmValLoss } = await pretrainWorldModel({ ...wm, task, seed: 0, commandHistory: COMMAND_HISTORY, onProgress: (what, k, n) => progress(done, `${task}: ${what} ${k}/${n}`) });
+    progress(++done, `${task}: evaluating the clone`);
+    const robotEnv = await makeEnv({ task, profile: 'gap', image: S, commandHistory: COMMAND_HISTORY });
+    const twin = await SceneTwin.create(task, S, { commandHistory: COMMAND_HISTORY });
+    using sim = await SimPrompts.create(task, 'nominal', { commandHistory: COMMAND_HISTORY });
+    // The rank agreement's start states: training seeds no demonstration and no prompt uses. The prompts take the
+    // training seeds between, over again once every one has been a prompt.
+    if (split.train.length < C.demos + P.prompts + P.agreementGroups) throw new Error(`vla bench: the split has ${split.train.length} training seeds, fewer than demonstrations, one update's prompts and the rank agreement's groups need`);
+    const agreementSeeds = split.train.slice(-P.agreementGroups);
+    const prompts = new SplitPrompts(sim, split.train.slice(C.demos, -P.agreementGroups), promptSeed0, true);
+    const evalOf = () => evaluateHeldOut(robotEnv, vla, split);
+    const r: TaskResult = {
+      eval: { bc: await evalOf() } as TaskResult['eval'],
+      robotEpisodes: { bc: 0 } as TaskResult['robotEpisodes'], curve: {}, robotHours: { bc: 0 } as TaskResult['robotHours'], computeSeconds: { bc: 0 } as TaskResult['computeSeconds'],
+      anchorGroups: 0, robotSuccesses: { bc: 0 } as TaskResult['robotSuccesses'], expert: await expertOn(task, split, 'expert', LATENCY), demonstrator: await expertOn(task, split, 'demonstrator', LATENCY), demoSuccess: clone.demoSuccess, bcLoss, demoSteps, wmValLoss, controlHz: robotEnv.spec.controlHz, biasReduction: null, anchorWeight: 1,
+      agreement: { nominal: NaN, identified: NaN }, identified: { context: [], delay: 0 }, latent: null as unknown as LatentDistillReport, latency: [],
+    };
+    progress(++done, `${task}: latent face (the clone: ${Math.round(100 * r.eval.bc.heldOutStates.success)}% of held-out states)`);
+    // The VLA's latent face, what dense_only and WMRL imagine through: a map from the state to the frozen encoder's
+    // features of the twin's render, distilled on the model's pretraining states and the clone's own episodes.
+    const distillOn = await distillStates(vla, robotEnv, simData.obs, P.distill.simStates, prompts, promptSeed0, P.distill.cloneEpisodes);
+    const { policy: face, report: latent } = await LatentVla.distill(vla, twin, distillOn.states, distillOn.instructions, { epochs: P.distill.epochs, hidden: P.distill.hidden, seed: 0, onEpoch: (e, n) => progress(done, `${task}: latent face, epoch ${e}/${n}`) });
+    r.latent = latent;
+    progress(++done, `${task}: RL`);
+    const policy0 = vla.paramNames().map((n) => Float32Array.from(vla.store.get(n).data));
+    const model0 = model.store.names().map((n) => Float32Array.from(model.store.get(n).data));
+    // WMRL first: sparse_only then gets exactly its anchor episodes.
+    for (const row of ['wmrl', 'sparse_only', 'dense_only'] as const) {
+      vla.paramNames().forEach((n, i) => vla.store.set(n, policy0[i]!));
+      model.store.names().forEach((n, i) => model.store.set(n, model0[i]!));
+      // WMRL's robot episodes are recorded: its refits learn the robot's dynamics from them.
+      const target = sparse(await simRobotTarget({ task, profile: 'gap', robots: 1, resetSeconds: 5, seed: 0, image: S, commandHistory: COMMAND_HISTORY, ...(row === 'wmrl' ? { store: join(tmp, `${task}-wmrl.sqlite`) } : {}) }));
+      // sparse_only trains the VLA on its camera; the imagining rows train its latent face (the same head).
+      const pg = await ClippedPolicyGradient.create(row === 'sparse_only' ? vla : face, pgConfig, { trainable: vla.headParamNames() });
+      const common = { prompts: P.prompts, groupSize: P.groupSize, evalEvery: Math.max(1, P.updates / 4), promptSeed0, seed: 0 };
+      // Held-out start states every quarter of the row's updates: whether it was still rising when it stopped.
+      // The last one (every trainer evaluates after its final update) is the row's held-out-state result.
+      let last: EvalResult | null = null;
+      const evaluate = async () => { last = await evaluateOn(robotEnv, vla, split.heldOutStates); return { success: last.success, meanReturn: last.return, episodes: last.episodes }; };
+      // The label carries the latest held-out success, so a long run shows where each row stands as it goes.
+      let seen = '';
+      const onUpdate = (u: { update: number; evalSuccess?: number }) => {
+        if (u.evalSuccess !== undefined) seen = `, held-out ${Math.round(100 * u.evalSuccess)}% at update ${u.update}`;
+        progress(done, `${task}: ${row} update ${u.update}/${P.updates}${seen}`);
+      };
+      // WMRL refits every few updates; the robot's recorded rewards are its sparse success, so the refits teach the
+      // dynamics and the success head and leave the dense reward head as the sim taught it.
+      const wmrl = { ...DEFAULT_WMRL, ...common, updates: P.updates, horizon: target.maxSteps, refitEvery: row === 'wmrl' ? P.refitEvery : 0, robotRewards: 'success' as const };
+      let st;
+      if (row === 'sparse_only') {
+        const anchors = r.robotEpisodes.wmrl;
+        if (anchors % P.groupSize) throw new Error(`vla bench: WMRL ran ${anchors} anchor episodes, not whole groups of ${P.groupSize}`);
+        st = await trainStandard({ config: { ...common, prompts: 1, updates: anchors / P.groupSize, evalEvery: Math.max(1, Math.round(anchors / P.groupSize / 4)) }, policy: vla, pg, target, prompts, hooks: { onUpdate }, evaluate });
+      } else {
+        st = await trainWmrl({ config: { ...wmrl, corrector: row === 'wmrl' ? corrector : false }, policy: vla, face, pg, model, simData, target, prompts, hooks: { onUpdate }, warn: () => {}, evaluate });
       }
-      o.progress(++done, total, `${task}: done`);
-      await face.release();
-      twin.dispose();
-      robotEnv.dispose();
-      await model.release();
-      await vla.release();
+      if (row === 'wmrl') {
+        r.anchorGroups = st.rows.reduce((a, x) => a + x.realGroups, 0);
+        const br = st.rows.map((x) => x.biasReduction).filter((x): x is number => typeof x === 'number');
+        r.biasReduction = br.length ? median(br) : null;
+        r.anchorWeight = st.rows.at(-1)!.anchorWeight ?? 1;
+        // The clone's rank agreement under the context and delay WMRL identified, then under the nominal ones.
+        const policyNow = vla.paramNames().map((n) => Float32Array.from(vla.store.get(n).data));
+        vla.paramNames().forEach((n, i) => vla.store.set(n, policy0[i]!));
+        r.identified = { context: Array.from(model.context), delay: st.rows.at(-1)!.actionDelay ?? 0 };
+        progress(done, `${task}: rank agreement of imagined with robot returns`);
+        r.agreement.identified = await rankAgreement(vla, model, twin, robotEnv, agreementSeeds, P.groupSize, target.maxSteps, r.identified.delay, wmrl.successThreshold, 7);
+        model.store.names().forEach((n, i) => model.store.set(n, model0[i]!));
+        r.agreement.nominal = await rankAgreement(vla, model, twin, robotEnv, agreementSeeds, P.groupSize, target.maxSteps, 0, wmrl.successThreshold, 7);
+        vla.paramNames().forEach((n, i) => vla.store.set(n, policyNow[i]!));
+      }
+      r.curve[row] = st.rows.filter((x) => x.evalSuccess !== undefined).map((x) => ({ update: x.update, success: x.evalSuccess! }));
+      r.robotEpisodes[row] = target.clock.episodes;
+      r.robotSuccesses[row] = st.rows.reduce((a, x) => a + Math.round((x.trainSuccess ?? 0) * x.realGroups * P.groupSize), 0);
+      r.robotHours[row] = target.clock.robotSeconds / 3600;
+      r.computeSeconds[row] = st.rows.at(-1)?.computeSeconds ?? 0;
+      await pg.release();
+      await target.close();
+      progress(done, `${task}: ${row}: evaluating`);
+      if (!last) throw new Error(`vla bench: ${row} ended without evaluating after its last update`);
+      r.eval[row] = { heldOutStates: last, heldOutCombinations: await evaluateOn(robotEnv, vla, split.heldOutCombinations) };
+      progress(++done, `${task}: ${row} done`);
     }
+
+    // The deployed artifact at batch 1, as a robot runs it (onnxruntime-node, the robot's camera and instruction).
+    if (timeArtifact) {
+      const robot = await SimRobot.create({ task, profile: 'gap', seed: 0, image: S, commandHistory: COMMAND_HISTORY });
+      const path = join(tmp, `${task}-vla.onnx`);
+      exportPolicyArtifact(vla, path, { layout: robot.env.layout, action: robot.spec.action, controlHz: robot.spec.controlHz, policyVersion: 'bench-vla', runId: 'bench' });
+      const deployed = await OnnxPolicy.load(path, robot.spec);
+      const obs = await robot.reset({ seed: 9_000_000 });
+      for (let i = 0; i < 50; i++) await deployed.act(obs);
+      for (let i = 0; i < P.latencyCalls; i++) {
+        const t = performance.now();
+        await deployed.act(obs);
+        r.latency.push(performance.now() - t);
+      }
+      await robot[Symbol.asyncDispose]();
+    }
+    progress(++done, `${task}: done`);
+    await face.release();
+    twin.dispose();
+    robotEnv.dispose();
+    await model.release();
+    await vla.release();
+    return r;
   } finally {
     rmSync(tmp, { recursive: true, force: true });
   }
-  o.progress(++done, total, 'report');
+}
+
+/** What a task's child process (bench/lib/vla-task.ts) tells the parent. */
+export type TaskMessage = { kind: 'progress'; done: number; label: string } | { kind: 'result'; result: TaskResult } | { kind: 'error'; error: string };
+
+const WORKER = fileURLToPath(new URL('./lib/vla-task.ts', import.meta.url));
+
+/**
+ * The tasks side by side, one child process each (bench/lib/vla-task.ts; a task's run reads nothing of another's,
+ * so each gives what `--task` gives alone, and two cores run two tasks in the time of the longer); the first times
+ * the artifact. A child's failure ends the run with its error, and the other child is stopped.
+ */
+async function inParallel(tasks: ReadonlyArray<(typeof TASKS)[number]>, q: boolean, progress: (done: number, label: string) => void): Promise<TaskResult[]> {
+  const done = tasks.map(() => 0), labels = tasks.map((t) => `${t}: starting`);
+  const children: ChildProcess[] = [];
+  try {
+    return await Promise.all(tasks.map((task, i) => new Promise<TaskResult>((resolve, reject) => {
+      // 'advanced' serialization: a result's NaN (a measurement that could not be made) stays NaN, not null.
+      const child = fork(WORKER, [task, q ? 'quick' : 'full', i === 0 ? 'time-artifact' : 'no-artifact'], { execArgv: ['--import', 'tsx'], stdio: ['ignore', 'inherit', 'inherit', 'ipc'], serialization: 'advanced' });
+      children.push(child);
+      let result: TaskResult | null = null, error: string | null = null;
+      child.on('message', (m: TaskMessage) => {
+        if (m.kind === 'progress') {
+          done[i] = m.done;
+          labels[i] = m.label;
+          progress(done.reduce((a, b) => a + b, 0), labels.join(' | '));
+        } else if (m.kind === 'result') result = m.result;
+        else error = m.error;
+      });
+      child.on('error', reject);
+      child.on('exit', (code, signal) => {
+        if (result && code === 0) resolve(result);
+        else reject(new Error(`vla bench: the ${task} process ${error !== null ? `failed: ${error}` : `exited (${signal ?? `code ${code}`}) without a result`}`));
+      });
+    })));
+  } finally {
+    for (const c of children) if (c.exitCode === null && c.signalCode === null) c.kill();
+  }
+}
+
+export async function run(o: BenchOptions): Promise<BenchReport> {
+  const q = o.quick;
+  const { P, wm, pgConfig } = benchScale(q);
+  const runTasks = o.task ? TASKS.filter((t) => t === o.task) : [...TASKS];
+  const total = runTasks.length * TASK_STEPS + 1;
+  const results = new Map<string, TaskResult>();
+  if (runTasks.length === 1) results.set(runTasks[0]!, await runTask(runTasks[0]!, q, (k, label) => o.progress(k, total, label), true));
+  else (await inParallel(runTasks, q, (k, label) => o.progress(k, total, label))).forEach((r, i) => results.set(runTasks[i]!, r));
+  const latency = results.get(runTasks[0]!)!.latency;
+  o.progress(total - 1, total, 'report');
 
   // Held-out start states are the headline (the issue's acceptance); held-out combinations beside them.
   const states = (row: Row) => runTasks.map((t) => results.get(t)!.eval[row].heldOutStates.success);
