@@ -8,6 +8,7 @@ const send = (m: TaskMessage) => new Promise<void>((resolve, reject) => process.
 try {
   const t = TASKS.find((x) => x === task);
   if (!t) throw new Error(`vla task process: task '${task}' is not one of ${TASKS.join(', ')}`);
+  if (scale !== 'quick' && scale !== 'full') throw new Error(`vla task process: scale '${scale}' is not 'quick' or 'full'`);
   const result = await runTask(t, scale === 'quick', (done, label) => void send({ kind: 'progress', done, label }));
   await send({ kind: 'result', result });
 } catch (e) {
