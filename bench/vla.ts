@@ -120,7 +120,7 @@ export const benchVla = (env: Env, hidden: number[] = [64, 64]) => (obsMean: num
  * states at 64x64 and 38% at 128x128; a Gaussian MLP over the same observation 23% at 64x64, 57% at 128x128 and
  * 49% at 256x256 (scratch clones, one seed; bench bc-scale's MLP is the 128x128 one).
  */
-export const VLA_HIDDEN = { reach: [64, 64], push: [128, 128] } as const satisfies Record<(typeof TASKS)[number], readonly number[]>;
+export const VLA_HIDDEN: Record<(typeof TASKS)[number], number[]> = { reach: [64, 64], push: [128, 128] };
 
 /** The embodied trainers' policy for `env`'s layout, as vla-ceiling and rl-budget clone it: a Gaussian MLP over the state alone, 128x128, log-std -1. */
 export const benchMlp = (env: Env) => (obsMean: number[], obsStd: number[]) => new GaussianPolicy({
@@ -389,7 +389,7 @@ export async function runTask(task: (typeof TASKS)[number], q: boolean, progress
     const split = await vlaSplit(task, q);
     // The demonstrations are recorded on the robot (the gap profile), its declared latency told to the demonstrator.
     const C = VLA_CLONE[q ? 'quick' : 'full'][task];
-    const clone = await cloneOnGap(task, split, C, (env) => benchVla(env, [...VLA_HIDDEN[task]]), (k) => progress(done, `${task}: behaviour cloning, round ${k + 1}/${C.daggerRounds + 1}`), COMMAND_HISTORY);
+    const clone = await cloneOnGap(task, split, C, (env) => benchVla(env, VLA_HIDDEN[task]), (k) => progress(done, `${task}: behaviour cloning, round ${k + 1}/${C.daggerRounds + 1}`), COMMAND_HISTORY);
     const vla = clone.vla;
     const bcLoss = clone.loss, demoSteps = clone.steps;
     progress(++done, `${task}: world model`);
