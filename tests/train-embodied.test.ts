@@ -153,6 +153,37 @@ describe('embodied trainers (tiny budget, reach on the gap robot)', () => {
     await target.close();
   }, 120_000);
 
+  it('an anchor\'s world-model score is the score imagination would give its actions: as late as imagination feeds them, ending at predicted success', async () => {
+    const pairsOf = async (over: Partial<WmrlConfig>) => {
+      fresh();
+      const target = await simRobotTarget({ task: 'reach', profile: 'gap', robots: 1, resetSeconds: 5, seed: 0, store: join(dir, `late-${String(over.successThreshold)}.db`) });
+      using prompts = await SimPrompts.create('reach');
+      const pg = await ClippedPolicyGradient.create(pre.policy, pgConfig);
+      const st = await trainWmrl({ config: wmrlConfig({ horizon: 10, refitEvery: 0, actionDelay: 2, context: 'fixed', ...over }), policy: pre.policy, pg, model: pre.model, simData: pre.simData, target, prompts });
+      const pairs = (st.extra as { corrector: { debiaser: { buffer: Array<{ wm: number }> } } }).corrector.debiaser.buffer.map((p) => p.wm);
+      const layout = layoutOf(target.robot.spec), A = target.robot.spec.action.low.length, D = pre.policy.obsDim;
+      const replays = [];
+      for (const summary of target.store!.list()) {
+        const tr = episodeTransitions(target.store!.get(summary.meta.id), layout)!;
+        replays.push(await replayScore(pre.model, tr.states.subarray(0, D), tr.actions.subarray(0, 10 * A), { k: 5, mode: 'return', actionDelay: 2 }));
+      }
+      await pg.release();
+      await target.close();
+      expect(pairs.length).toBe(replays.length);
+      return { pairs, replays };
+    };
+    const sorted = (xs: number[]) => [...xs].sort((a, b) => a - b);
+    // Never ending early: the 10-step return of the actions fed 2 steps late, not as sent.
+    const late = await pairsOf({ successThreshold: 2 });
+    sorted(late.pairs).forEach((x, i) => expect(x).toBeCloseTo(sorted(late.replays.map((r) => r.score[0]!))[i]!, 4));
+    // Every member's predicted success passes a threshold below 0 at once: each replay ends after its first step.
+    const first = await pairsOf({ successThreshold: -1 });
+    const E = pre.model.members;
+    const firstStep = first.replays.map((r) => Array.from({ length: E }, (_, e) => r.memberProgress[e * 10]!).reduce((a, b) => a + b, 0) / E);
+    sorted(first.pairs).forEach((x, i) => expect(x).toBeCloseTo(sorted(firstStep)[i]!, 4));
+    expect(sorted(first.pairs).some((x, i) => Math.abs(x - sorted(first.replays.map((r) => r.score[0]!))[i]!) > 1e-3)).toBe(true);
+  }, 120_000);
+
   it('a resumed WMRL run continues exactly as an uninterrupted one', async () => {
     const runTo = async (out: string, updates: number, resume: boolean, model = pre.model) => {
       const target = await simRobotTarget({ task: 'reach', profile: 'gap', robots: 1, resetSeconds: 5, seed: 0, store: join(out, 'episodes.db') });

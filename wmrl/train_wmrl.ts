@@ -266,12 +266,20 @@ export async function trainWmrl(run: WmrlRun): Promise<RunState> {
       }
       real.set(b, eps);
       // The pair's world-model score: the episode's sent actions replayed open loop from its recorded start, over
-      // the steps an imagined rollout covers (its first H), so the map relates scores of the same kind to the real.
+      // the steps an imagined rollout covers (its first H), scored as imagination scores a rollout: the actions
+      // reach the model as late as imagination feeds them (the identified delay), and each member's replay ends
+      // where its predicted success first passes the threshold. So the map relates the very score the imagined
+      // rollouts get to the real one.
       const worldModel = await Promise.all(eps.map(async (ep) => {
         if (ep.steps === 0) return null;
         const T = Math.min(ep.steps, H);
-        const r = await replayScore(model, ep.obs.subarray(0, D), ep.sent.subarray(0, T * A), { k: Math.min(c.scoreK, T), mode: c.scoreMode });
-        return r.score[0]!;
+        const r = await replayScore(model, ep.obs.subarray(0, D), ep.sent.subarray(0, T * A), { k: Math.min(c.scoreK, T), mode: c.scoreMode, actionDelay: env.actionDelay });
+        let s = 0;
+        for (let e = 0; e < E; e++) {
+          const p = r.memberSuccessProb.subarray(e * T, (e + 1) * T), hit = p.findIndex((x) => x > c.successThreshold);
+          s += collapse(r.memberProgress.subarray(e * T, (e + 1) * T), hit < 0 ? T : hit + 1, c.scoreMode, c.scoreK) / E;
+        }
+        return s;
       }));
       return { real: eps.map((ep) => (ep.status === 'complete' ? ep.return : null)), worldModel };
     },
