@@ -21,7 +21,8 @@
 // sparse_only runs exactly as many robot episodes as WMRL spent on anchors. True success: the mean action
 // on held-out start states and on held-out (instruction, target region) combinations, under the gap profile.
 // Beside it, the signal the dense rows learn from: the within-group rank agreement between the VLA's returns
-// on the robot and in imagination (same start, same policy noise), under the nominal and the identified context.
+// on the robot and in imagination (same start, same policy noise), under the nominal and the identified context,
+// and its ceiling: the latent face run on the robot itself against the VLA (what a perfect world model would give).
 // The tasks run side by side, one child process each (bench/lib/vla-task.ts), as `--task` runs one alone.
 import { fork, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -311,6 +312,40 @@ export async function rankAgreement(vla: VlaPolicy, model: EnsembleModel, twin: 
   return rho.length ? median(rho) : NaN;
 }
 
+/**
+ * Within-group rank agreement (Spearman, median over groups) between the dense returns of the VLA on the robot
+ * (its camera) and of `face` on the same robot (no camera: the face reads the state), B start states (`seeds`) x
+ * G rollouts of at most H steps, rollout i driven by the same policy noise in both: what a perfect world model
+ * would give the face that WMRL imagines through, the ceiling the face alone leaves to `rankAgreement`.
+ */
+export async function faceOnRobotAgreement(vla: VlaPolicy, face: LatentVla, robot: Env, seeds: readonly number[], G: number, H: number, seed: number): Promise<number> {
+  const A = vla.actDim, rng = new Rng(seed);
+  const noise = Float32Array.from({ length: seeds.length * G * H * A }, () => rng.normal());
+  const lo = robot.actionSpace.low, hi = robot.actionSpace.high;
+  const returns = async (who: Policy, camera: boolean) => {
+    const out: number[] = [];
+    for (let i = 0; i < seeds.length * G; i++) {
+      let ob = robot.reset(seeds[Math.floor(i / G)]!), R = 0;
+      for (let t = 0; t < H; t++) {
+        const r = await who.act(ob.state, noise.subarray((i * H + t) * A, (i * H + t + 1) * A), camera ? contextOf(ob) : { instructions: [ob.instruction] });
+        const s = robot.step(r.action.map((v, j) => Math.max(lo[j]!, Math.min(hi[j]!, v))));
+        R += s.reward;
+        ob = s.obs;
+        if (s.terminated || s.truncated) break;
+      }
+      out.push(R);
+    }
+    return out;
+  };
+  const real = await returns(vla, true), faced = await returns(face, false);
+  const rho: number[] = [];
+  for (let b = 0; b < seeds.length; b++) {
+    const r = real.slice(b * G, (b + 1) * G), f = faced.slice(b * G, (b + 1) * G);
+    if (Math.max(...r) > Math.min(...r)) rho.push(spearman(f, r));
+  }
+  return rho.length ? median(rho) : NaN;
+}
+
 interface TaskResult {
   eval: Record<Row, { heldOutStates: EvalResult; heldOutCombinations: EvalResult }>;
   robotEpisodes: Record<Row, number>;
@@ -332,7 +367,7 @@ interface TaskResult {
   /** The world model's held-out validation loss (Gaussian NLL per entry). */
   wmValLoss: number;
   /** Within-group rank agreement of imagined with robot returns for the clone: nominal context, then WMRL's identified one. */
-  agreement: { nominal: number; identified: number };
+  agreement: { nominal: number; identified: number; faceOnRobot: number };
   /** The context (log scales) and actuation delay WMRL identified from its anchors. */
   identified: { context: number[]; delay: number };
   controlHz: number;
@@ -408,7 +443,7 @@ export async function runTask(task: (typeof TASKS)[number], q: boolean, progress
       eval: { bc: await evalOf() } as TaskResult['eval'],
       robotEpisodes: { bc: 0 } as TaskResult['robotEpisodes'], curve: {}, robotHours: { bc: 0 } as TaskResult['robotHours'], computeSeconds: { bc: 0 } as TaskResult['computeSeconds'],
       anchorGroups: 0, robotSuccesses: { bc: 0 } as TaskResult['robotSuccesses'], expert: await expertOn(task, split, 'expert', LATENCY), demonstrator: await expertOn(task, split, 'demonstrator', LATENCY), demoSuccess: clone.demoSuccess, bcLoss, demoSteps, wmValLoss, controlHz: robotEnv.spec.controlHz, biasReduction: null, anchorWeight: 1,
-      agreement: { nominal: NaN, identified: NaN }, identified: { context: [], delay: 0 }, latent: null as unknown as LatentDistillReport, latency: [],
+      agreement: { nominal: NaN, identified: NaN, faceOnRobot: NaN }, identified: { context: [], delay: 0 }, latent: null as unknown as LatentDistillReport, latency: [],
     };
     progress(++done, `${task}: latent face (the clone: ${Math.round(100 * r.eval.bc.heldOutStates.success)}% of held-out states)`);
     // The VLA's latent face, what dense_only and WMRL imagine through: a map from the state to the frozen encoder's
@@ -462,6 +497,7 @@ export async function runTask(task: (typeof TASKS)[number], q: boolean, progress
         r.agreement.identified = await rankAgreement(vla, model, twin, robotEnv, agreementSeeds, P.groupSize, target.maxSteps, r.identified.delay, wmrl.successThreshold, 7);
         model.store.names().forEach((n, i) => model.store.set(n, model0[i]!));
         r.agreement.nominal = await rankAgreement(vla, model, twin, robotEnv, agreementSeeds, P.groupSize, target.maxSteps, 0, wmrl.successThreshold, 7);
+        r.agreement.faceOnRobot = await faceOnRobotAgreement(vla, face, robotEnv, agreementSeeds, P.groupSize, target.maxSteps, 7);
         vla.paramNames().forEach((n, i) => vla.store.set(n, policyNow[i]!));
       }
       r.curve[row] = st.rows.filter((x) => x.evalSuccess !== undefined).map((x) => ({ update: x.update, success: x.evalSuccess! }));
@@ -606,7 +642,8 @@ export async function run(o: BenchOptions): Promise<BenchReport> {
       `WMRL spent ${r.robotEpisodes.wmrl} robot episodes on ${r.anchorGroups} anchor group${r.anchorGroups === 1 ? '' : 's'} (${r.robotSuccesses.wmrl} succeeded), sparse only ${r.robotEpisodes.sparse_only} (${r.robotSuccesses.sparse_only} succeeded), dense only ${r.robotEpisodes.dense_only}` +
       `; the debiasing map's median held-out residual reduction ${r.biasReduction === null ? 'was never measured (no map fitted before an anchor group)' : fmt(r.biasReduction, 2)}, final anchor weight ${fmt(r.anchorWeight, 2)}. ` +
       `WMRL identified the robot's context as ${r.identified.context.map((v) => `×${fmt(Math.exp(v), 2)}`).join(', ')} (log scales of mass, friction, damping, actuator gain; the truth ×${CONTEXT_TRUTH.join(', ×')}) and a delay of ${r.identified.delay} steps (the truth ${LATENCY}). ` +
-      `Within-group rank agreement of the clone's imagined with its robot returns (Spearman, median over ${P.agreementGroups} groups of ${P.groupSize}, same starts and policy noise): ${fmt(r.agreement.nominal, 2)} under the nominal context dense only imagines in, ${fmt(r.agreement.identified, 2)} under the identified one. ` +
+      `Within-group rank agreement of the clone's imagined with its robot returns (Spearman, median over ${P.agreementGroups} groups of ${P.groupSize}, same starts and policy noise): ${fmt(r.agreement.nominal, 2)} under the nominal context dense only imagines in, ${fmt(r.agreement.identified, 2)} under the identified one; ` +
+      `the latent face WMRL imagines through, run on the robot itself with the same noise, agrees with the VLA at ${fmt(r.agreement.faceOnRobot, 2)} (what a perfect world model would give it). ` +
       `Held-out start-state success during training (update: success): ${(['sparse_only', 'dense_only', 'wmrl'] as const).map((row) => `${SHORT[row]} ${(r.curve[row] ?? []).map((x) => `${x.update}: ${pct(x.success)}`).join(', ')}`).join('; ')}.` +
       (r.robotSuccesses.sparse_only === 0 ? ` No sparse-only robot episode succeeded, so each of its groups scored all 0: zero advantages, no gradient.` : '') +
       (r.robotSuccesses.wmrl === 0
@@ -630,6 +667,7 @@ export async function run(o: BenchOptions): Promise<BenchReport> {
   for (const row of ROWS) result[`${row}_combinations`] = mean(combos(row));
   result.agreement_nominal = mean(runTasks.map((t) => results.get(t)!.agreement.nominal));
   result.agreement_identified = mean(runTasks.map((t) => results.get(t)!.agreement.identified));
+  result.agreement_face_on_robot = mean(runTasks.map((t) => results.get(t)!.agreement.faceOnRobot));
   result.latent_rel_mse = mean(runTasks.map((t) => results.get(t)!.latent.valRelMse));
   result.latent_action_gap = mean(runTasks.map((t) => results.get(t)!.latent.actionGap));
   result.expert_gap = mean(runTasks.map((t) => results.get(t)!.expert.heldOutStates));
