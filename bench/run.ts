@@ -1,4 +1,4 @@
-// Benchmark harness: `npm run bench -- <name> [--quick] [--all | --task NAME]`.
+// Benchmark harness: `npm run bench -- <name> [--quick] [--all | --task NAME] [--seed N]`.
 // Loads bench/<name>.ts, which exports `run(opts): Promise<BenchReport>`, prints its markdown table,
 // writes the full report under bench/results/ (not for --quick), and ends with the RESULT line.
 import { readdirSync } from 'node:fs';
@@ -19,15 +19,27 @@ if (taskAt >= 0 && (!task || task.startsWith('--'))) {
   console.error('--task needs a task name');
   process.exit(2);
 }
-const name = args.find((a, i) => !a.startsWith('--') && args[i - 1] !== '--task');
+const seedAt = args.indexOf('--seed');
+const seedArg = seedAt >= 0 ? args[seedAt + 1] : undefined;
+const seed = seedArg === undefined ? undefined : Number(seedArg);
+if (seedAt >= 0 && !(seed !== undefined && Number.isInteger(seed) && seed >= 0)) {
+  console.error(`--seed needs a non-negative integer, got ${seedArg ?? 'nothing'}`);
+  process.exit(2);
+}
+const name = args.find((a, i) => !a.startsWith('--') && args[i - 1] !== '--task' && args[i - 1] !== '--seed');
 if (!name || !available.includes(name)) {
-  console.error(`usage: npm run bench -- <name> [--quick] [--all | --task NAME]\nbenchmarks: ${available.sort().join(', ')}`);
+  console.error(`usage: npm run bench -- <name> [--quick] [--all | --task NAME] [--seed N]\nbenchmarks: ${available.sort().join(', ')}`);
   process.exit(2);
 }
 
 const progress = progressBar();
 
-const mod = (await import(pathToFileURL(join(here, `${name}.ts`)).href)) as { run: (o: BenchOptions) => Promise<BenchReport>; tasks?: readonly string[] };
+const mod = (await import(pathToFileURL(join(here, `${name}.ts`)).href)) as { run: (o: BenchOptions) => Promise<BenchReport>; tasks?: readonly string[]; seeded?: string };
+// --seed only for a benchmark that says what its seed varies.
+if (seed !== undefined && !mod.seeded) {
+  console.error(`benchmark '${name}' takes no --seed (only a benchmark that declares what its seed varies: vla)`);
+  process.exit(2);
+}
 // --all and --task only for a benchmark that declares its tasks.
 if ((all || task) && !mod.tasks) {
   console.error(`benchmark '${name}' has no tasks to choose: --all and --task are only for a benchmark that declares its tasks (embodied)`);
@@ -37,14 +49,15 @@ if (task && !mod.tasks!.includes(task)) {
   console.error(`benchmark '${name}': --task ${task}: not one of ${mod.tasks!.join(', ')}`);
   process.exit(2);
 }
-const report = await mod.run({ quick, all, ...(task ? { task } : {}), progress });
+const report = await mod.run({ quick, all, ...(task ? { task } : {}), ...(seed !== undefined ? { seed } : {}), progress });
 console.log(`\n## ${report.title}${quick ? ' (quick)' : ''}\n`);
 console.log(report.summary + '\n');
 console.log(markdownTable(report.header, report.rows));
 if (report.notes) console.log('\n' + report.notes);
 if (!quick) {
-  const variant = all ? '-all' : task ? `-${task}` : '';
-  const path = writeReport(`${name}${variant}`, report, `npm run bench -- ${name}${all ? ' --all' : task ? ` --task ${task}` : ''}`);
+  // A seeded run writes beside the default one (`vla-reach-seed1.md`), never over it.
+  const variant = (all ? '-all' : task ? `-${task}` : '') + (seed !== undefined ? `-seed${seed}` : '');
+  const path = writeReport(`${name}${variant}`, report, `npm run bench -- ${name}${all ? ' --all' : task ? ` --task ${task}` : ''}${seed !== undefined ? ` --seed ${seed}` : ''}`);
   console.log(`\nreport: ${path}`);
 }
 console.log(resultLine(name, report.result));

@@ -61,6 +61,12 @@ export const TASKS = ['reach', 'push'] as const;
 /** `--task NAME` runs one of them (its report: bench/results/vla-NAME.md); by default both, as the acceptance asks. */
 export const tasks = TASKS;
 /**
+ * `--seed N`: the RL rows' seed (policy noise, group members, anchor choice, minibatches, the robot's noise); the split, the
+ * clone, the world model and the latent face stay as the default run builds them, so runs of several seeds tell one
+ * post-training run's luck from a difference between the rows. Default 0.
+ */
+export const seeded = 'the RL rows\' seed';
+/**
  * Behaviour cloning per task (expert episodes, of which the last rounds x episodes are DAgger's; epochs of the
  * first fit) for a clone over the state alone, as vla-ceiling and rl-budget clone: reach's hold-within-3-cm success
  * needs the longer fit; push's 300-step episodes give more steps each. bench bc-scale measures the clone against
@@ -415,7 +421,7 @@ const TASK_STEPS = 8;
  * One task's run: the clone, the world model, the latent face and the four rows, with everything the report reads.
  * It ends by exporting the VLA and timing the artifact at batch 1 (`latency`). `progress`: steps done of TASK_STEPS.
  */
-export async function runTask(task: (typeof TASKS)[number], q: boolean, progress: (done: number, label: string) => void): Promise<TaskResult> {
+export async function runTask(task: (typeof TASKS)[number], q: boolean, progress: (done: number, label: string) => void, seed = 0): Promise<TaskResult> {
   const { P, wm, pgConfig, corrector, promptSeed0 } = benchScale(q);
   let done = 0;
   const tmp = mkdtempSync(join(tmpdir(), `bench-vla-${task}-`));
@@ -459,10 +465,10 @@ export async function runTask(task: (typeof TASKS)[number], q: boolean, progress
       vla.paramNames().forEach((n, i) => vla.store.set(n, policy0[i]!));
       model.store.names().forEach((n, i) => model.store.set(n, model0[i]!));
       // WMRL's robot episodes are recorded: its refits learn the robot's dynamics from them.
-      const target = sparse(await simRobotTarget({ task, profile: 'gap', robots: 1, resetSeconds: 5, seed: 0, image: S, commandHistory: COMMAND_HISTORY, ...(row === 'wmrl' ? { store: join(tmp, `${task}-wmrl.sqlite`) } : {}) }));
+      const target = sparse(await simRobotTarget({ task, profile: 'gap', robots: 1, resetSeconds: 5, seed, image: S, commandHistory: COMMAND_HISTORY, ...(row === 'wmrl' ? { store: join(tmp, `${task}-wmrl.sqlite`) } : {}) }));
       // sparse_only trains the VLA on its camera; the imagining rows train its latent face (the same head).
       const pg = await ClippedPolicyGradient.create(row === 'sparse_only' ? vla : face, pgConfig, { trainable: vla.headParamNames() });
-      const common = { prompts: P.prompts, groupSize: P.groupSize, evalEvery: Math.max(1, P.updates / 4), promptSeed0, seed: 0 };
+      const common = { prompts: P.prompts, groupSize: P.groupSize, evalEvery: Math.max(1, P.updates / 4), promptSeed0, seed };
       // Held-out start states every quarter of the row's updates: whether it was still rising when it stopped.
       // The last one (every trainer evaluates after its final update) is the row's held-out-state result.
       let last: EvalResult | null = null;
@@ -482,7 +488,7 @@ export async function runTask(task: (typeof TASKS)[number], q: boolean, progress
         if (anchors % P.groupSize) throw new Error(`vla bench: WMRL ran ${anchors} anchor episodes, not whole groups of ${P.groupSize}`);
         st = await trainStandard({ config: { ...common, prompts: 1, updates: anchors / P.groupSize, evalEvery: Math.max(1, Math.round(anchors / P.groupSize / 4)) }, policy: vla, pg, target, prompts, hooks: { onUpdate }, evaluate });
       } else {
-        st = await trainWmrl({ config: { ...wmrl, corrector: row === 'wmrl' ? corrector : false }, policy: vla, face, pg, model, simData, target, prompts, hooks: { onUpdate }, warn: () => {}, evaluate });
+        st = await trainWmrl({ config: { ...wmrl, corrector: row === 'wmrl' ? { ...corrector, seed } : false }, policy: vla, face, pg, model, simData, target, prompts, hooks: { onUpdate }, warn: () => {}, evaluate });
       }
       if (row === 'wmrl') {
         r.anchorGroups = st.rows.reduce((a, x) => a + x.realGroups, 0);
@@ -549,13 +555,13 @@ const WORKER = fileURLToPath(new URL('./lib/vla-task.ts', import.meta.url));
  * The tasks side by side, one child process each (bench/lib/vla-task.ts; a task's run reads nothing of another's,
  * so each gives what `--task` gives alone, and two cores run two tasks in the time of the longer). A child's failure ends the run with its error, and the other child is stopped.
  */
-async function inParallel(tasks: ReadonlyArray<(typeof TASKS)[number]>, q: boolean, progress: (done: number, label: string) => void): Promise<TaskResult[]> {
+async function inParallel(tasks: ReadonlyArray<(typeof TASKS)[number]>, q: boolean, seed: number, progress: (done: number, label: string) => void): Promise<TaskResult[]> {
   const done = tasks.map(() => 0), labels = tasks.map((t) => `${t}: starting`);
   const children: ChildProcess[] = [];
   try {
     return await Promise.all(tasks.map((task, i) => new Promise<TaskResult>((resolve, reject) => {
       // 'advanced' serialization: a result's NaN (a measurement that could not be made) stays NaN, not null.
-      const child = fork(WORKER, [task, q ? 'quick' : 'full'], { execArgv: ['--import', 'tsx'], stdio: ['ignore', 'inherit', 'inherit', 'ipc'], serialization: 'advanced' });
+      const child = fork(WORKER, [task, q ? 'quick' : 'full', String(seed)], { execArgv: ['--import', 'tsx'], stdio: ['ignore', 'inherit', 'inherit', 'ipc'], serialization: 'advanced' });
       children.push(child);
       let result: TaskResult | null = null, error: string | null = null;
       child.on('message', (m: TaskMessage) => {
@@ -583,8 +589,9 @@ export async function run(o: BenchOptions): Promise<BenchReport> {
   const runTasks = o.task ? TASKS.filter((t) => t === o.task) : [...TASKS];
   const total = runTasks.length * TASK_STEPS + 1;
   const results = new Map<string, TaskResult>();
-  if (runTasks.length === 1) results.set(runTasks[0]!, await runTask(runTasks[0]!, q, (k, label) => o.progress(k, total, label)));
-  else (await inParallel(runTasks, q, (k, label) => o.progress(k, total, label))).forEach((r, i) => results.set(runTasks[i]!, r));
+  const seed = o.seed ?? 0;
+  if (runTasks.length === 1) results.set(runTasks[0]!, await runTask(runTasks[0]!, q, (k, label) => o.progress(k, total, label), seed));
+  else (await inParallel(runTasks, q, seed, (k, label) => o.progress(k, total, label))).forEach((r, i) => results.set(runTasks[i]!, r));
   o.progress(total - 1, total, 'report');
 
   // Held-out start states are the headline (the issue's acceptance); held-out combinations beside them.
@@ -653,7 +660,7 @@ export async function run(o: BenchOptions): Promise<BenchReport> {
   const summary = [
     `Robot = the sim under the gap profile, reporting only sparse success; ${S}x${S} top camera; its observation ends with its last ${COMMAND_HISTORY} commands (those still in flight under its ${LATENCY}-step latency). Per task: a VLA (conv 8-16, 32 image features, 16-d word embeddings, a fusion MLP of ${runTasks.map((t) => `${VLA_HIDDEN[t].join('x')} for ${t}`).join(', ')}) behaviour-cloned from demonstrations recorded on the gap robot by the task's robust demonstrator (the expert with a Smith predictor over the declared ${LATENCY}-step latency and online-identified actuation gain), as teleoperated demonstrations are recorded on the robot: noise-injected demonstrations, then DAgger rounds (${runTasks.map((t) => { const C = VLA_CLONE[q ? 'quick' : 'full'][t]; return `${t}: ${C.demos - C.daggerRounds * C.daggerEpisodes} episodes + ${C.daggerRounds} x ${C.daggerEpisodes}, ${C.bcEpochs} epochs, ${results.get(t)!.demoSteps} labelled steps, final loss ${fmt(results.get(t)!.bcLoss, 2)}`; }).join('; ')}) from the training seeds of an (instruction, target region) split; the product's world model (${wm.wmMembers} members, pretrained on ${wm.wmEpisodes} exploratory episodes under profiles randomized by up to ×${DEFAULT_PRETRAIN.wmRandomize} in mass, friction, damping and actuator gain, conditioned on that context; validation loss ${runTasks.map((t) => fmt(results.get(t)!.wmValLoss, 3)).join(' / ')}).`,
     `dense only and WMRL imagine the VLA through its latent face: a ${P.distill.hidden.join('x')} MLP from the state to the frozen encoder's features of the twin's render, distilled on ${P.distill.simStates} of the model's pretraining states and ${P.distill.cloneEpisodes} of the clone's own robot episodes (${P.distill.epochs} epochs); on held-out states its error is ${runTasks.map((t) => fmt(results.get(t)!.latent.valRelMse, 3)).join(' / ')} of the features' spread (1 − R²), and the face's mean action differs from the VLA's on the twin's renders by ${runTasks.map((t) => fmt(results.get(t)!.latent.actionGap, 3)).join(' / ')} per action entry on average (${runTasks.map((t) => fmt(results.get(t)!.latent.actionGapConstant, 3)).join(' / ')} for a map that ignores the state).`,
-    `RL moves the VLA's head only (the encoder stays as BC trained it), the same clipped policy gradient for every row (lr ${pgConfig.optimizer.lr}, ${pgConfig.epochs} epochs, minibatch ${pgConfig.minibatch}): dense only and WMRL ${P.updates} update${P.updates === 1 ? '' : 's'} of ${P.prompts} imagined prompts x ${P.groupSize} rollouts from the split's training seeds; WMRL runs ${P.anchorsPerUpdate} anchor group${P.anchorsPerUpdate === 1 ? '' : 's'} per update on average on the robot and refits the world model on its episodes every ${P.refitEvery} updates; sparse only = standard GRPO on 1 group per update for exactly WMRL's anchor episodes. Success = mean action on ${n} held-out start states and ${n} held-out combinations per task, one seed.`,
+    `RL moves the VLA's head only (the encoder stays as BC trained it), the same clipped policy gradient for every row (lr ${pgConfig.optimizer.lr}, ${pgConfig.epochs} epochs, minibatch ${pgConfig.minibatch}): dense only and WMRL ${P.updates} update${P.updates === 1 ? '' : 's'} of ${P.prompts} imagined prompts x ${P.groupSize} rollouts from the split's training seeds; WMRL runs ${P.anchorsPerUpdate} anchor group${P.anchorsPerUpdate === 1 ? '' : 's'} per update on average on the robot and refits the world model on its episodes every ${P.refitEvery} updates; sparse only = standard GRPO on 1 group per update for exactly WMRL's anchor episodes. Success = mean action on ${n} held-out start states and ${n} held-out combinations per task; one run, RL seed ${seed}.`,
     ...perTask,
     `Mean over the tasks on held-out states: behaviour cloning ${pct(mean(states('bc')))}, sparse only ${pct(mean(states('sparse_only')))}, dense only ${pct(mean(states('dense_only')))}, WMRL ${pct(mean(states('wmrl')))} (held-out combinations: ${ROWS.map((row) => pct(mean(combos(row)))).join(', ')}).`,
     `WMRL is ${verdict('wmrl', 'sparse_only')}, ${verdict('wmrl', 'dense_only')}, and ${verdict('wmrl', 'bc')}.`,

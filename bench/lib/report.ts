@@ -9,6 +9,8 @@ export interface BenchOptions {
   all: boolean;
   /** `--task NAME`: that one task of those `--all` runs, instead of the default (embodied: push). */
   task?: string;
+  /** `--seed N`: what it varies is the benchmark's `seeded` export (vla: its RL rows' seed); omitted: the benchmark's default. */
+  seed?: number;
   /** Progress line sink; the harness draws it as a bar on a TTY. */
   progress: (done: number, total: number, label: string) => void;
 }

@@ -1,15 +1,17 @@
 // bench vla's child process: one task's run (bench/vla.ts runTask), its progress and its result sent to the parent
-// over IPC. Arguments: the task, and 'quick' or 'full'.
+// over IPC. Arguments: the task, 'quick' or 'full', and the RL rows' seed.
 import { TASKS, runTask, type TaskMessage } from '../vla.js';
 
-const [task, scale] = process.argv.slice(2);
+const [task, scale, seedArg] = process.argv.slice(2);
+const seed = Number(seedArg);
 if (!process.send) throw new Error('bench/lib/vla-task.ts runs as bench vla\'s child process (an IPC channel), not alone');
 const send = (m: TaskMessage) => new Promise<void>((resolve, reject) => process.send!(m, undefined, {}, (e) => (e ? reject(e) : resolve())));
 try {
   const t = TASKS.find((x) => x === task);
   if (!t) throw new Error(`vla task process: task '${task}' is not one of ${TASKS.join(', ')}`);
   if (scale !== 'quick' && scale !== 'full') throw new Error(`vla task process: scale '${scale}' is not 'quick' or 'full'`);
-  const result = await runTask(t, scale === 'quick', (done, label) => void send({ kind: 'progress', done, label }));
+  if (!(Number.isInteger(seed) && seed >= 0)) throw new Error(`vla task process: seed '${seedArg}' is not a non-negative integer`);
+  const result = await runTask(t, scale === 'quick', (done, label) => void send({ kind: 'progress', done, label }), seed);
   await send({ kind: 'result', result });
 } catch (e) {
   await send({ kind: 'error', error: e instanceof Error ? (e.stack ?? e.message) : String(e) });
