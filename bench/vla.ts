@@ -270,38 +270,74 @@ export async function expertOn(task: string, split: EvaluationSplit, who: 'exper
 }
 
 /**
- * Within-group rank agreement (Spearman, median over groups) between the dense returns of the VLA's rollouts on
- * the robot (`robot`: the gap profile with its camera) and imagined by `model` under its current context with the
- * actions `delay` steps late, the VLA reading the twin's renders: B start states (`seeds`) x G rollouts of at most
- * H steps, rollout i driven by the same policy noise in both. GRPO learns only from this order, so it says whether
- * the dense world-model signal carries the robot's. Imagined rollouts end where predicted success passes
- * `successThreshold`, as the trainer's do; groups whose robot returns all tie are skipped.
+ * The rank agreements' groups: B start states (`seeds`) x G rollouts of at most H steps of the VLA on the robot (its
+ * camera), rollout i driven by `noise` rows i (Shape B·G x H x A, drawn from `seed`), with their dense returns — run
+ * once, then compared with the same rollouts imagined (`rankAgreement`) and run by the latent face
+ * (`faceOnRobotAgreement`).
  */
-export async function rankAgreement(vla: VlaPolicy, model: EnsembleModel, twin: SceneTwin, robot: Env, seeds: readonly number[], G: number, H: number, delay: number, successThreshold: number, seed: number): Promise<number> {
-  const A = vla.actDim, D = vla.obsDim, N = seeds.length * G;
-  const rng = new Rng(seed);
-  const noise = Float32Array.from({ length: N * H * A }, () => rng.normal());
-  const lo = robot.actionSpace.low, hi = robot.actionSpace.high;
-  const real: number[] = [], starts = new Float32Array(seeds.length * D), instructions: string[] = [];
-  for (let b = 0; b < seeds.length; b++) {
-    for (let k = 0; k < G; k++) {
-      const i = b * G + k;
-      let ob = robot.reset(seeds[b]!);
-      if (k === 0) { starts.set(ob.state, b * D); instructions.push(...new Array<string>(G).fill(ob.instruction)); }
-      let R = 0;
-      for (let t = 0; t < H; t++) {
-        const r = await vla.act(ob.state, noise.subarray((i * H + t) * A, (i * H + t + 1) * A), contextOf(ob));
-        const s = robot.step(r.action.map((v, j) => Math.max(lo[j]!, Math.min(hi[j]!, v))));
-        R += s.reward;
-        ob = s.obs;
-        if (s.terminated || s.truncated) break;
-      }
-      real.push(R);
+export interface AgreementGroups {
+  seeds: readonly number[];
+  G: number;
+  H: number;
+  noise: Float32Array;
+  /** Shape B·G: the VLA's dense return on the robot, per rollout. */
+  real: number[];
+}
+
+/** The dense return of each of the B·G rollouts of `who` on `robot` (reading its camera, or the state and instruction alone). */
+async function robotReturns(who: Policy, camera: boolean, robot: Env, seeds: readonly number[], G: number, H: number, noise: Float32Array): Promise<number[]> {
+  const A = who.actDim, lo = robot.actionSpace.low, hi = robot.actionSpace.high;
+  const out: number[] = [];
+  for (let i = 0; i < seeds.length * G; i++) {
+    let ob = robot.reset(seeds[Math.floor(i / G)]!), R = 0;
+    for (let t = 0; t < H; t++) {
+      const r = await who.act(ob.state, noise.subarray((i * H + t) * A, (i * H + t + 1) * A), camera ? contextOf(ob) : { instructions: [ob.instruction] });
+      const s = robot.step(r.action.map((v, j) => Math.max(lo[j]!, Math.min(hi[j]!, v))));
+      R += s.reward;
+      ob = s.obs;
+      if (s.terminated || s.truncated) break;
     }
+    out.push(R);
   }
+  return out;
+}
+
+/** Runs the agreement groups' rollouts of the VLA on the robot (see AgreementGroups). */
+export async function agreementGroups(vla: VlaPolicy, robot: Env, seeds: readonly number[], G: number, H: number, seed: number): Promise<AgreementGroups> {
+  const rng = new Rng(seed);
+  const noise = Float32Array.from({ length: seeds.length * G * H * vla.actDim }, () => rng.normal());
+  return { seeds, G, H, noise, real: await robotReturns(vla, true, robot, seeds, G, H, noise) };
+}
+
+/** Median over groups of the within-group Spearman of `x` against the robot returns; groups whose robot returns all tie are skipped. */
+function withinGroup(g: AgreementGroups, x: readonly number[]): number {
+  const rho: number[] = [];
+  for (let b = 0; b < g.seeds.length; b++) {
+    const r = g.real.slice(b * g.G, (b + 1) * g.G);
+    if (Math.max(...r) > Math.min(...r)) rho.push(spearman(x.slice(b * g.G, (b + 1) * g.G), r));
+  }
+  return rho.length ? median(rho) : NaN;
+}
+
+/**
+ * Within-group rank agreement (Spearman, median over groups) between the dense returns of the VLA's rollouts on
+ * the robot (`g`: the gap profile with its camera) and imagined by `model` under its current context with the
+ * actions `delay` steps late, the VLA reading the twin's renders, from the same starts with the same policy noise.
+ * GRPO learns only from this order, so it says whether the dense world-model signal carries the robot's. Imagined
+ * rollouts end where predicted success passes `successThreshold`, as the trainer's do.
+ */
+export async function rankAgreement(g: AgreementGroups, vla: VlaPolicy, model: EnsembleModel, twin: SceneTwin, robot: Env, delay: number, successThreshold: number, seed: number): Promise<number> {
+  const D = vla.obsDim, N = g.seeds.length * g.G, H = g.H;
+  const starts = new Float32Array(g.seeds.length * D), instructions: string[] = [];
+  g.seeds.forEach((s, b) => {
+    const ob = robot.reset(s);
+    starts.set(ob.state, b * D);
+    instructions.push(...new Array<string>(g.G).fill(ob.instruction));
+  });
   const env = new ModelEnv(model, { members: 'fixed', seed, actionDelay: delay });
-  const members = Int32Array.from({ length: N }, (_, i) => Math.floor(i / G) % model.members);
-  const im = await imaginePolicy(env, twin, vla, { obs: repeatRows(starts, D, G), instructions }, H, { members, noise, actLow: lo, actHigh: hi });
+  const members = Int32Array.from({ length: N }, (_, i) => Math.floor(i / g.G) % model.members);
+  const im = await imaginePolicy(env, twin, vla, { obs: repeatRows(starts, D, g.G), instructions }, H, { members, noise: g.noise, actLow: robot.actionSpace.low, actHigh: robot.actionSpace.high });
+  await env.release();
   const imagined = Array.from({ length: N }, (_, i) => {
     let R = 0;
     for (let t = 0; t < H; t++) {
@@ -310,46 +346,16 @@ export async function rankAgreement(vla: VlaPolicy, model: EnsembleModel, twin: 
     }
     return R;
   });
-  const rho: number[] = [];
-  for (let b = 0; b < seeds.length; b++) {
-    const r = real.slice(b * G, (b + 1) * G), m = imagined.slice(b * G, (b + 1) * G);
-    if (Math.max(...r) > Math.min(...r)) rho.push(spearman(m, r));
-  }
-  return rho.length ? median(rho) : NaN;
+  return withinGroup(g, imagined);
 }
 
 /**
- * Within-group rank agreement (Spearman, median over groups) between the dense returns of the VLA on the robot
- * (its camera) and of `face` on the same robot (no camera: the face reads the state), B start states (`seeds`) x
- * G rollouts of at most H steps, rollout i driven by the same policy noise in both: what a perfect world model
- * would give the face that WMRL imagines through, the ceiling the face alone leaves to `rankAgreement`.
+ * Within-group rank agreement between the VLA's robot returns (`g`) and `face`'s on the same robot (no camera: the
+ * face reads the state), same starts and noise: what a perfect world model would give the face that WMRL imagines
+ * through, the ceiling the face alone leaves to `rankAgreement`.
  */
-export async function faceOnRobotAgreement(vla: VlaPolicy, face: LatentVla, robot: Env, seeds: readonly number[], G: number, H: number, seed: number): Promise<number> {
-  const A = vla.actDim, rng = new Rng(seed);
-  const noise = Float32Array.from({ length: seeds.length * G * H * A }, () => rng.normal());
-  const lo = robot.actionSpace.low, hi = robot.actionSpace.high;
-  const returns = async (who: Policy, camera: boolean) => {
-    const out: number[] = [];
-    for (let i = 0; i < seeds.length * G; i++) {
-      let ob = robot.reset(seeds[Math.floor(i / G)]!), R = 0;
-      for (let t = 0; t < H; t++) {
-        const r = await who.act(ob.state, noise.subarray((i * H + t) * A, (i * H + t + 1) * A), camera ? contextOf(ob) : { instructions: [ob.instruction] });
-        const s = robot.step(r.action.map((v, j) => Math.max(lo[j]!, Math.min(hi[j]!, v))));
-        R += s.reward;
-        ob = s.obs;
-        if (s.terminated || s.truncated) break;
-      }
-      out.push(R);
-    }
-    return out;
-  };
-  const real = await returns(vla, true), faced = await returns(face, false);
-  const rho: number[] = [];
-  for (let b = 0; b < seeds.length; b++) {
-    const r = real.slice(b * G, (b + 1) * G), f = faced.slice(b * G, (b + 1) * G);
-    if (Math.max(...r) > Math.min(...r)) rho.push(spearman(f, r));
-  }
-  return rho.length ? median(rho) : NaN;
+export async function faceOnRobotAgreement(g: AgreementGroups, face: LatentVla, robot: Env): Promise<number> {
+  return withinGroup(g, await robotReturns(face, false, robot, g.seeds, g.G, g.H, g.noise));
 }
 
 interface TaskResult {
@@ -500,10 +506,11 @@ export async function runTask(task: (typeof TASKS)[number], q: boolean, progress
         vla.paramNames().forEach((n, i) => vla.store.set(n, policy0[i]!));
         r.identified = { context: Array.from(model.context), delay: st.rows.at(-1)!.actionDelay ?? 0 };
         progress(done, `${task}: rank agreement of imagined with robot returns`);
-        r.agreement.identified = await rankAgreement(vla, model, twin, robotEnv, agreementSeeds, P.groupSize, target.maxSteps, r.identified.delay, wmrl.successThreshold, 7);
+        const groups = await agreementGroups(vla, robotEnv, agreementSeeds, P.groupSize, target.maxSteps, 7);
+        r.agreement.identified = await rankAgreement(groups, vla, model, twin, robotEnv, r.identified.delay, wmrl.successThreshold, 7);
         model.store.names().forEach((n, i) => model.store.set(n, model0[i]!));
-        r.agreement.nominal = await rankAgreement(vla, model, twin, robotEnv, agreementSeeds, P.groupSize, target.maxSteps, 0, wmrl.successThreshold, 7);
-        r.agreement.faceOnRobot = await faceOnRobotAgreement(vla, face, robotEnv, agreementSeeds, P.groupSize, target.maxSteps, 7);
+        r.agreement.nominal = await rankAgreement(groups, vla, model, twin, robotEnv, 0, wmrl.successThreshold, 7);
+        r.agreement.faceOnRobot = await faceOnRobotAgreement(groups, face, robotEnv);
         vla.paramNames().forEach((n, i) => vla.store.set(n, policyNow[i]!));
       }
       r.curve[row] = st.rows.filter((x) => x.evalSuccess !== undefined).map((x) => ({ update: x.update, success: x.evalSuccess! }));
