@@ -6,7 +6,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ClippedPolicyGradient, DEFAULT_PG_CONFIG } from '../policies/pg.js';
-import { correctorConfig } from '../wmrl/corrector.js';
+import { correctorConfig, type CorrectorState } from '../wmrl/corrector.js';
 import { RobotClock, episodeTransitions, pgBatch } from '../wmrl/embodied.js';
 import { DEFAULT_PRETRAIN, SimPrompts, heldOutEvaluation, pretrain, simRobotTarget, type Pretrained } from '../wmrl/sim-setup.js';
 import { trainStandard } from '../wmrl/train_standard.js';
@@ -106,6 +106,12 @@ describe('embodied trainers (tiny budget, reach on the gap robot)', () => {
     expect(Object.keys(st.finalObs)).toHaveLength(anchors * 2);
     const after = pre.model.store.get(pre.model.store.names()[0]!).data;
     expect(after.some((v, i) => v !== before[i])).toBe(true);
+    // The exploitation guard measures each anchor group under its prompt's instruction (a context that recurs), not
+    // under the group's slot in the update.
+    const instructions = new Set(Array.from({ length: 2 * 3 }, (_, k) => prompts.get(1_000_000 + k).instruction));
+    const guarded = (st.extra as { corrector: CorrectorState }).corrector.guard!.contexts.map(([k]) => k);
+    expect(guarded.length).toBeGreaterThan(0);
+    for (const k of guarded) expect(instructions.has(k)).toBe(true);
     await pg.release();
     await target.close();
   }, 180_000);

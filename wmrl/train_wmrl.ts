@@ -22,7 +22,7 @@ import { ModelEnv, TransitionBuffer, identifySystem, repeatRows, replayScore, ty
 import { groupAdvantages, DEFAULT_ADVANTAGE_CONFIG } from './advantages.js';
 import { Corrector, correctorConfig, type CorrectorConfig, type CorrectorState } from './corrector.js';
 import { imaginePolicy } from './imagine-policy.js';
-import { episodeTransitions, pgBatch, robotEpisode, type Evaluation, type RobotEpisode, type RobotTarget, type PromptSource, type Trajectory } from './embodied.js';
+import { episodeTransitions, pgBatch, robotEpisode, type Evaluation, type RobotEpisode, type RobotTarget, type Prompt, type PromptSource, type Trajectory } from './embodied.js';
 import { loadRunState, saveRunState, type RunHooks, type RunRow, type RunState } from './run-state.js';
 
 export interface WmrlConfig {
@@ -245,6 +245,8 @@ export async function trainWmrl(run: WmrlRun): Promise<RunState> {
   let imagined: { traj: Trajectory[]; score: number[]; variance: number[]; successProb: number[] } | null = null;
   let real = new Map<number, RobotEpisode[]>();
   let update = state.update;
+  // This update's prompts, group b's at b: its start state, its seed on the robot, its instruction (the guard's context).
+  let updatePrompts: Prompt[] = [];
   const wmScorer = {
     async score(groups: ReadonlyArray<readonly Ref[]>) {
       return groups.map((g) => ({ scores: g.map((r) => imagined!.score[r.b * G + r.k]!), variance: g.map((r) => imagined!.variance[r.b * G + r.k]!) }));
@@ -253,7 +255,7 @@ export async function trainWmrl(run: WmrlRun): Promise<RunState> {
   const trusted = {
     async score(group: readonly Ref[]) {
       const b = group[0]!.b;
-      const prompt = prompts.get(c.promptSeed0 + update * c.prompts + b);
+      const prompt = updatePrompts[b]!;
       const eps: RobotEpisode[] = [];
       for (let k = 0; k < group.length; k++) {
         const ep = await robotEpisode(target, policy, prompt.seed, rng, `wmrl-${update}`);
@@ -284,7 +286,9 @@ export async function trainWmrl(run: WmrlRun): Promise<RunState> {
       return { real: eps.map((ep) => (ep.status === 'complete' ? ep.return : null)), worldModel };
     },
   };
-  const corrector = c.corrector ? new Corrector<Ref>(c.corrector, wmScorer, trusted, { contextOf: (g) => String(g[0]!.b % 3) }) : null;
+  // The exploitation guard's context of a group: its prompt's instruction (the task and its target), which recurs
+  // across updates as a start state does not, so the guard can measure it over several anchor groups.
+  const corrector = c.corrector ? new Corrector<Ref>(c.corrector, wmScorer, trusted, { contextOf: (g) => updatePrompts[g[0]!.b]!.instruction }) : null;
   if (corrector && extra.corrector) corrector.restore(extra.corrector);
   const t0 = performance.now();
 
@@ -292,9 +296,10 @@ export async function trainWmrl(run: WmrlRun): Promise<RunState> {
     run.hooks?.signal?.throwIfAborted();
     update = u;
     real = new Map();
+    updatePrompts = Array.from({ length: c.prompts }, (_, b) => prompts.get(c.promptSeed0 + u * c.prompts + b));
     // 1. Imagine every group in the world model, from the prompts' start states.
     const starts = new Float32Array(c.prompts * D);
-    for (let b = 0; b < c.prompts; b++) starts.set(prompts.get(c.promptSeed0 + u * c.prompts + b).startObs, b * D);
+    updatePrompts.forEach((p, b) => starts.set(p.startObs, b * D));
     const N = c.prompts * G;
     // One ensemble member per group: its rollouts differ only in the policy's noise, so their ranking
     // (the advantages) reflects the actions, not which member dreamt them (a member drawn per rollout
@@ -307,7 +312,7 @@ export async function trainWmrl(run: WmrlRun): Promise<RunState> {
       ? await env.imagine(repeatRows(starts, D, G), graphPolicy, H, { members, policyNoise }).then((r) => ({ ...r, actionRaw: r.policy.action_raw!, logProb: r.policy.logProb!, images: null, imageBytes: 0, instructions: null }))
       : await imaginePolicy(env, run.twin ?? null, face, {
         obs: repeatRows(starts, D, G),
-        instructions: Array.from({ length: N }, (_, i) => prompts.get(c.promptSeed0 + u * c.prompts + Math.floor(i / G)).instruction),
+        instructions: Array.from({ length: N }, (_, i) => updatePrompts[Math.floor(i / G)]!.instruction),
       }, H, { members, noise: policyNoise, actLow: target.robot.spec.action.low, actHigh: target.robot.spec.action.high });
     const imagineSeconds = (performance.now() - ti) / 1000;
     imagined = { traj: [], score: [], variance: [], successProb: [] };
