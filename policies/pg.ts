@@ -27,6 +27,14 @@ export interface PgConfig {
    * the policy's distribution more, so fixed epochs can overshoot where a KL target holds the step size.
    */
   targetKl?: number;
+  /**
+   * β of GRPO's KL penalty to the reference policy: the policy as `create` found it (a behaviour-cloned one,
+   * say). Per step the k3 estimate of KL(π ‖ π_ref) at the taken action, exp(d) − d − 1 with
+   * d = log π_ref(a|s) − log π(a|s), averaged over the batch and added to the loss times β. The update measures
+   * π_ref's log-probabilities once per batch (the reference's parameters swapped into the store for that pass).
+   * Omit or 0 for none. It holds the policy near the one it started from where the advantages are mostly noise.
+   */
+  klCoef?: number;
 }
 
 export const DEFAULT_PG_CONFIG: PgConfig = {
@@ -68,10 +76,18 @@ export interface PgStats {
   minibatches: number;
   /** The update stopped early on the KL target (config.targetKl). */
   stoppedEarly: boolean;
+  /** Mean k3 estimate of KL(π ‖ π_ref) over the last epoch's minibatches (config.klCoef; 0 without). */
+  refKl: number;
 }
 
 export class ClippedPolicyGradient {
-  private constructor(readonly policy: Policy, readonly trainer: Trainer, readonly config: PgConfig) {}
+  private constructor(
+    readonly policy: Policy,
+    readonly trainer: Trainer,
+    readonly config: PgConfig,
+    /** The reference policy's values of the trainable parameters (config.klCoef), by name. */
+    private readonly reference: ReadonlyMap<string, Float32Array> | null,
+  ) {}
 
   /**
    * `trainable`: the parameters the update moves (default every one of the policy's); the rest stay as they are,
@@ -86,6 +102,8 @@ export class ClippedPolicyGradient {
     if (!(config.clipRatio > 0 && config.clipRatio < 1)) throw new Error(`pg: clipRatio must be in (0, 1), got ${config.clipRatio}`);
     if (!(config.epochs >= 1 && config.minibatch >= 1)) throw new Error('pg: epochs and minibatch must be ≥ 1');
     if (config.targetKl !== undefined && !(config.targetKl > 0 && Number.isFinite(config.targetKl))) throw new Error(`pg: targetKl must be a positive number, got ${config.targetKl}`);
+    if (config.klCoef !== undefined && !(config.klCoef >= 0 && Number.isFinite(config.klCoef))) throw new Error(`pg: klCoef must be a number ≥ 0, got ${config.klCoef}`);
+    const klCoef = config.klCoef ?? 0;
     const g = new Graph();
     const D = policy.obsDim, K = policy.chunk * policy.actDim;
     const obs = g.input('obs', ['M', D]);
@@ -100,7 +118,13 @@ export class ClippedPolicyGradient {
     const eps = config.clipRatio;
     const surrogate = minimum(mul(ratio, adv), mul(clip(ratio, 1 - eps, 1 + eps), adv));
     const entropy = gaussianEntropy(logStd);
-    const loss = sub(neg(mean(mul(weight, surrogate))), mul(entropy, config.entropyCoef));
+    let loss = sub(neg(mean(mul(weight, surrogate))), mul(entropy, config.entropyCoef));
+    // GRPO's KL to the reference, k3 estimate at the taken action (d clipped so one far-off step cannot overflow).
+    const refKl = klCoef > 0 ? (() => {
+      const d = clip(sub(g.input('ref_log_prob', ['M']), logProb), -20, 20);
+      return mean(sub(sub(exp(d), d), 1));
+    })() : null;
+    if (refKl) loss = add(loss, mul(refKl, klCoef));
     const trainer = await Trainer.create({
       loss,
       store: policy.store,
@@ -110,9 +134,11 @@ export class ClippedPolicyGradient {
         approx_kl: mean(sub(oldLogProb, logProb)),
         clip_fraction: mean(toFloat(greater(abs(sub(ratio, 1)), eps))),
         entropy: add(entropy, 0),
+        ...(refKl ? { ref_kl: refKl } : {}),
       },
     }, { threads: 1 });
-    return new ClippedPolicyGradient(policy, trainer, config);
+    const reference = klCoef > 0 ? new Map(trainable.map((n) => [n, Float32Array.from(policy.store.get(n).data)])) : null;
+    return new ClippedPolicyGradient(policy, trainer, config, reference);
   }
 
   /** `epochs` passes over the batch in shuffled minibatches; the policy's store holds the result. */
@@ -131,18 +157,20 @@ export class ClippedPolicyGradient {
       const bad = arr.findIndex((v) => !Number.isFinite(v));
       if (bad >= 0) throw new Error(`pg: ${k}[${bad}] is ${arr[bad]}`);
     }
+    const refLogProb = this.reference ? await this.referenceLogProb(batch, M, px, F) : null;
     const mb = Math.min(this.config.minibatch, M);
     const order = Array.from({ length: M }, (_, i) => i);
-    let last = { loss: 0, kl: 0, clip: 0, ent: 0, norm: 0, n: 0 };
+    let last = { loss: 0, kl: 0, clip: 0, ent: 0, norm: 0, refKl: 0, n: 0 };
     let minibatches = 0, stoppedEarly = false;
     const klLimit = this.config.targetKl === undefined ? Infinity : 1.5 * this.config.targetKl;
     for (let e = 0; e < this.config.epochs && !stoppedEarly; e++) {
       rng.shuffle(order);
-      last = { loss: 0, kl: 0, clip: 0, ent: 0, norm: 0, n: 0 };
+      last = { loss: 0, kl: 0, clip: 0, ent: 0, norm: 0, refKl: 0, n: 0 };
       for (let s = 0; s + mb <= M && !stoppedEarly; s += mb) {
         const idx = order.slice(s, s + mb);
         const n = idx.length;
         const o = new Float32Array(n * D), a = new Float32Array(n * K), lp = new Float32Array(n), ad = new Float32Array(n), w = new Float32Array(n);
+        const rlp = refLogProb ? new Float32Array(n) : null;
         const images = px ? new Uint8Array(n * px) : undefined, features = F ? new Float32Array(n * F) : undefined;
         const instructions: string[] = [];
         idx.forEach((j, r) => {
@@ -151,6 +179,7 @@ export class ClippedPolicyGradient {
           lp[r] = batch.oldLogProb[j]!;
           ad[r] = batch.advantage[j]!;
           w[r] = batch.weight[j]!;
+          if (rlp) rlp[r] = refLogProb![j]!;
           if (images) images.set(batch.images!.subarray(j * px, (j + 1) * px), r * px);
           if (features) features.set(batch.features!.subarray(j * F, (j + 1) * F), r * F);
           if (reads.instruction) instructions.push(batch.instructions![j]!);
@@ -158,17 +187,47 @@ export class ClippedPolicyGradient {
         const ctx: PolicyContext | undefined = px || F || reads.instruction ? { images, features, ...(reads.instruction ? { instructions } : {}) } : undefined;
         const res = await this.trainer.step({
           obs: tensor(o, [n, D]), action: tensor(a, [n, K]), old_log_prob: tensor(lp, [n]), advantage: tensor(ad, [n]), weight: tensor(w, [n]),
+          ...(rlp ? { ref_log_prob: tensor(rlp, [n]) } : {}),
           ...this.policy.contextFeeds(ctx, n),
         });
         const m = (k: string) => (res.metrics[k]!.data as Float32Array)[0]!;
         last.loss += res.loss; last.kl += m('approx_kl'); last.clip += m('clip_fraction'); last.ent += m('entropy'); last.norm += res.gradNorm; last.n++;
+        if (rlp) last.refKl += m('ref_kl');
         minibatches++;
         if (m('approx_kl') > klLimit) stoppedEarly = true;
       }
     }
     this.trainer.syncToStore();
     const k = Math.max(last.n, 1);
-    return { loss: last.loss / k, approxKl: last.kl / k, clipFraction: last.clip / k, entropy: last.ent / k, gradNorm: last.norm / k, minibatches, stoppedEarly };
+    return { loss: last.loss / k, approxKl: last.kl / k, clipFraction: last.clip / k, entropy: last.ent / k, gradNorm: last.norm / k, minibatches, stoppedEarly, refKl: last.refKl / k };
+  }
+
+  /**
+   * log π_ref(a|s) of every step: the reference's parameters go into the store for this pass and the trained
+   * ones come back after it (the trainer holds its own copy; the store equals it between updates).
+   */
+  private async referenceLogProb(batch: PgBatch, M: number, px: number, F: number): Promise<Float32Array> {
+    const store = this.policy.store, D = this.policy.obsDim, K = this.policy.chunk * this.policy.actDim;
+    const current = new Map([...this.reference!.keys()].map((n) => [n, Float32Array.from(store.get(n).data)]));
+    const out = new Float32Array(M);
+    const rows = 4096;
+    try {
+      for (const [n, v] of this.reference!) store.set(n, v);
+      for (let s = 0; s < M; s += rows) {
+        const e = Math.min(M, s + rows);
+        const ctx: PolicyContext = {
+          ...(px ? { images: batch.images!.subarray(s * px, e * px) } : {}),
+          ...(F ? { features: batch.features!.subarray(s * F, e * F) } : {}),
+          ...(batch.instructions && this.policy.inputs().instruction ? { instructions: batch.instructions.slice(s, e) } : {}),
+        };
+        out.set(await this.policy.logProb(batch.obs.subarray(s * D, e * D), batch.action.subarray(s * K, e * K), ctx), s);
+      }
+    } finally {
+      for (const [n, v] of current) store.set(n, v);
+    }
+    const bad = out.findIndex((v) => !Number.isFinite(v));
+    if (bad >= 0) throw new Error(`pg: the reference policy's log-probability of step ${bad} is ${out[bad]}`);
+    return out;
   }
 
   saveCheckpoint(path: string): void {

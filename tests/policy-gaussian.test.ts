@@ -145,6 +145,55 @@ describe('ClippedPolicyGradient', () => {
     }
   });
 
+  it('klCoef holds the policy near the one it started from under noise advantages; its first step is the plain one', async () => {
+    // Advantages that are pure noise (what sparse groups mostly give): without the penalty the mean drifts away.
+    const make = async (klCoef?: number) => {
+      const p = new GaussianPolicy({ obsDim: 2, actDim: 2, hidden: [16], seed: 8 });
+      return { p, pg: await ClippedPolicyGradient.create(p, { ...DEFAULT_PG_CONFIG, optimizer: { lr: 3e-3, clipNorm: 1 }, epochs: 2, minibatch: 64, ...(klCoef === undefined ? {} : { klCoef }) }) };
+    };
+    const runs = [await make(), await make(2)];
+    const probe = Float32Array.from({ length: 64 * 2 }, (_, i) => Math.sin(i));
+    const mean0 = (await runs[0]!.p.act(probe, new Float32Array(128))).mean;
+    // The penalty's gradient is zero at the reference: one minibatch step from it is the plain step.
+    const one = await collect(runs[0]!.p, new Rng(3), 8, 8);
+    const single = await Promise.all(runs.map(async (r) => {
+      const q = new GaussianPolicy({ obsDim: 2, actDim: 2, hidden: [16], seed: 8 });
+      const pg = await ClippedPolicyGradient.create(q, { ...r.pg.config, epochs: 1 });
+      const st = await pg.update(one.batch, new Rng(1));
+      const v = q.paramNames().map((n) => Array.from(q.store.get(n).data));
+      await pg.release();
+      await q.release();
+      return { st, v };
+    }));
+    single[1]!.v.forEach((v, i) => v.forEach((x, j) => expect(x).toBeCloseTo(single[0]!.v[i]![j]!, 6)));
+    expect(single[1]!.st.refKl).toBeCloseTo(0, 6);
+    const rng = new Rng(12);
+    const stats = [];
+    for (let it = 0; it < 40; it++) {
+      const obs = Float32Array.from({ length: 64 * 2 }, () => rng.uniform(-1, 1));
+      const noise = normals(rng, 64 * 2), advantage = normals(rng, 64);
+      for (const r of runs) {
+        const a = await r.p.act(obs, noise);
+        stats.push(await r.pg.update({ obs, action: a.action, oldLogProb: a.logProb, advantage, weight: new Float32Array(64).fill(1) }, new Rng(it)));
+      }
+    }
+    const drift = async (p: GaussianPolicy) => {
+      const m = (await p.act(probe, new Float32Array(128))).mean;
+      return Math.sqrt(m.reduce((s, v, i) => s + (v - mean0[i]!) ** 2, 0) / m.length);
+    };
+    const [free, held] = [await drift(runs[0]!.p), await drift(runs[1]!.p)];
+    expect(free).toBeGreaterThan(0.05);
+    expect(held).toBeLessThan(0.5 * free);
+    // The penalized run reports a positive KL to its reference; the plain one none.
+    expect(stats.at(-1)!.refKl).toBeGreaterThan(0);
+    expect(stats.at(-2)!.refKl).toBe(0);
+    await expect(ClippedPolicyGradient.create(runs[0]!.p, { ...DEFAULT_PG_CONFIG, klCoef: -1 })).rejects.toThrow(/klCoef must be a number ≥ 0, got -1/);
+    for (const r of runs) {
+      await r.pg.release();
+      await r.p.release();
+    }
+  });
+
   it('rejects a malformed batch with the field named', async () => {
     const p = new GaussianPolicy({ obsDim: 2, actDim: 2, hidden: [8] });
     const pg = await ClippedPolicyGradient.create(p);
