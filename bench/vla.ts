@@ -280,6 +280,9 @@ export interface AgreementGroups {
   G: number;
   H: number;
   noise: Float32Array;
+  /** Shape B x D: each group's start state on the robot, and its instruction (what imagination starts from). */
+  starts: Float32Array;
+  instructions: string[];
   /** Shape B·G: the VLA's dense return on the robot, per rollout. */
   real: number[];
 }
@@ -306,7 +309,13 @@ async function robotReturns(who: Policy, camera: boolean, robot: Env, seeds: rea
 export async function agreementGroups(vla: VlaPolicy, robot: Env, seeds: readonly number[], G: number, H: number, seed: number): Promise<AgreementGroups> {
   const rng = new Rng(seed);
   const noise = Float32Array.from({ length: seeds.length * G * H * vla.actDim }, () => rng.normal());
-  return { seeds, G, H, noise, real: await robotReturns(vla, true, robot, seeds, G, H, noise) };
+  const D = vla.obsDim, starts = new Float32Array(seeds.length * D), instructions: string[] = [];
+  seeds.forEach((s, b) => {
+    const ob = robot.reset(s);
+    starts.set(ob.state, b * D);
+    instructions.push(ob.instruction);
+  });
+  return { seeds, G, H, noise, starts, instructions, real: await robotReturns(vla, true, robot, seeds, G, H, noise) };
 }
 
 /** Median over groups of the within-group Spearman of `x` against the robot returns; groups whose robot returns all tie are skipped. */
@@ -328,15 +337,10 @@ function withinGroup(g: AgreementGroups, x: readonly number[]): number {
  */
 export async function rankAgreement(g: AgreementGroups, vla: VlaPolicy, model: EnsembleModel, twin: SceneTwin, robot: Env, delay: number, successThreshold: number, seed: number): Promise<number> {
   const D = vla.obsDim, N = g.seeds.length * g.G, H = g.H;
-  const starts = new Float32Array(g.seeds.length * D), instructions: string[] = [];
-  g.seeds.forEach((s, b) => {
-    const ob = robot.reset(s);
-    starts.set(ob.state, b * D);
-    instructions.push(...new Array<string>(g.G).fill(ob.instruction));
-  });
+  const instructions = g.instructions.flatMap((x) => new Array<string>(g.G).fill(x));
   const env = new ModelEnv(model, { members: 'fixed', seed, actionDelay: delay });
   const members = Int32Array.from({ length: N }, (_, i) => Math.floor(i / g.G) % model.members);
-  const im = await imaginePolicy(env, twin, vla, { obs: repeatRows(starts, D, g.G), instructions }, H, { members, noise: g.noise, actLow: robot.actionSpace.low, actHigh: robot.actionSpace.high });
+  const im = await imaginePolicy(env, twin, vla, { obs: repeatRows(g.starts, D, g.G), instructions }, H, { members, noise: g.noise, actLow: robot.actionSpace.low, actHigh: robot.actionSpace.high });
   await env.release();
   const imagined = Array.from({ length: N }, (_, i) => {
     let R = 0;
