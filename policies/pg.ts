@@ -3,9 +3,11 @@
 // the loss is minus its mean over the batch (not over Σw: weights add to an anchor group's pull
 // without shrinking the others), minus an entropy bonus. One ONNX graph per step (nn/ Trainer).
 // Any policy of the one interface (types.ts): the graph declares the context inputs the policy reads
-// (declareContext: image, tokens, features), and the batch carries each step's context.
+// (declareContext: image, tokens, features), and the batch carries each step's context. Optionally
+// GRPO's KL penalty to the policy the update started from (klCoef).
+import { existsSync } from 'node:fs';
 import {
-  Graph, Rng, Trainer, abs, add, clip, exp, gaussianEntropy, gaussianLogProb, greater, mean, minimum, mul, neg, sub, tensor, toFloat,
+  Graph, Rng, Trainer, abs, add, readTensorFile, writeTensorFile, clip, exp, gaussianEntropy, gaussianLogProb, greater, mean, minimum, mul, neg, sub, tensor, toFloat,
   type AdamConfig,
 } from '../nn/index.js';
 import { declareContext, type Policy, type PolicyContext } from './types.js';
@@ -28,11 +30,14 @@ export interface PgConfig {
    */
   targetKl?: number;
   /**
-   * β of GRPO's KL penalty to the reference policy: the policy as `create` found it (a behaviour-cloned one,
-   * say). Per step the k3 estimate of KL(π ‖ π_ref) at the taken action, exp(d) − d − 1 with
-   * d = log π_ref(a|s) − log π(a|s), averaged over the batch and added to the loss times β. The update measures
-   * π_ref's log-probabilities once per batch (the reference's parameters swapped into the store for that pass).
-   * Omit or 0 for none. It holds the policy near the one it started from where the advantages are mostly noise.
+   * β of GRPO's KL penalty to the reference policy: the trainable parameters as `create` found them (a
+   * behaviour-cloned policy, say; the frozen ones are read from the store as always). Per step the k3 estimate of
+   * KL(π ‖ π_ref) at the taken action, exp(d) − d − 1 with d = log π_ref(a|s) − log π(a|s) clipped to ±20 (as verl
+   * does), averaged over the batch unweighted (a zero-weight step still pulls back) and added to the loss times β.
+   * Its gradient is zero at the reference; as a loss on the acting policy's samples it is the gradient of
+   * KL(π_ref ‖ π), which has the same minimum. The update measures π_ref's log-probabilities once per batch with the
+   * reference's values swapped into the store for that pass, so nothing else may read the store during an update.
+   * A checkpoint carries the reference. Omit or 0 for none.
    */
   klCoef?: number;
 }
@@ -85,8 +90,8 @@ export class ClippedPolicyGradient {
     readonly policy: Policy,
     readonly trainer: Trainer,
     readonly config: PgConfig,
-    /** The reference policy's values of the trainable parameters (config.klCoef), by name. */
-    private readonly reference: ReadonlyMap<string, Float32Array> | null,
+    /** The reference policy's values of the trainable parameters (config.klCoef), by name; a checkpoint restores them. */
+    private readonly reference: Map<string, Float32Array> | null,
   ) {}
 
   /**
@@ -230,12 +235,28 @@ export class ClippedPolicyGradient {
     return out;
   }
 
+  /**
+   * Parameters and optimizer state in `path`; with config.klCoef the reference policy too, in `<path>.reference`
+   * (written first: the trainer's file is the one a resume looks for).
+   */
   saveCheckpoint(path: string): void {
+    if (this.reference) writeTensorFile(`${path}.reference`, [...this.reference].map(([n, data]) => [n, { shape: [...this.policy.store.get(n).shape], data }]));
     this.trainer.saveCheckpoint(path);
   }
 
-  /** Restores parameters and optimizer state; the policy's store is updated too. */
+  /** Restores parameters, optimizer state and (config.klCoef) the reference policy; the policy's store is updated too. */
   loadCheckpoint(path: string): void {
+    if (this.reference) {
+      const file = `${path}.reference`;
+      if (!existsSync(file)) throw new Error(`pg: checkpoint ${path} has no reference policy (${file}), which klCoef needs: it was written by an update without the KL penalty`);
+      const { tensors } = readTensorFile(file);
+      for (const [n, cur] of this.reference) {
+        const v = tensors.get(n);
+        if (!v) throw new Error(`pg: reference ${file} lacks '${n}'`);
+        if (v.data.length !== cur.length) throw new Error(`pg: reference ${file}: '${n}' has ${v.data.length} values, expected ${cur.length}`);
+      }
+      for (const n of this.reference.keys()) this.reference.set(n, Float32Array.from(tensors.get(n)!.data));
+    }
     this.trainer.loadCheckpoint(path);
     this.trainer.syncToStore();
   }

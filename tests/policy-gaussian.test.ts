@@ -166,6 +166,9 @@ describe('ClippedPolicyGradient', () => {
       return { st, v };
     }));
     single[1]!.v.forEach((v, i) => v.forEach((x, j) => expect(x).toBeCloseTo(single[0]!.v[i]![j]!, 6)));
+    // Adam's first step is about lr·sign(g), so compare the gradient (measured before clipping) and the loss too.
+    expect(single[1]!.st.gradNorm).toBeCloseTo(single[0]!.st.gradNorm, 5);
+    expect(single[1]!.st.loss).toBeCloseTo(single[0]!.st.loss, 6);
     expect(single[1]!.st.refKl).toBeCloseTo(0, 6);
     const rng = new Rng(12);
     const stats = [];
@@ -207,22 +210,30 @@ describe('ClippedPolicyGradient', () => {
     await p.release();
   });
 
-  it('a checkpoint restored into a fresh policy continues exactly as the original', async () => {
-    const make = async () => {
-      const p = new GaussianPolicy({ obsDim: 2, actDim: 2, hidden: [8], seed: 9 });
-      return { p, pg: await ClippedPolicyGradient.create(p, { ...DEFAULT_PG_CONFIG, minibatch: 8 }) };
+  it.each([[undefined], [0.5]])('a checkpoint restored into a fresh policy continues exactly as the original (klCoef %s: its reference too)', async (klCoef) => {
+    // The fresh one starts from other weights: with klCoef its reference must come from the checkpoint, not from them.
+    const make = async (seed: number) => {
+      const p = new GaussianPolicy({ obsDim: 2, actDim: 2, hidden: [8], seed });
+      return { p, pg: await ClippedPolicyGradient.create(p, { ...DEFAULT_PG_CONFIG, minibatch: 8, ...(klCoef === undefined ? {} : { klCoef }) }) };
     };
-    const a = await make();
+    const a = await make(9);
     const dataRng = new Rng(3);
     const batches = [(await collect(a.p, dataRng, 4, 4)).batch, (await collect(a.p, dataRng, 4, 4)).batch];
     await a.pg.update(batches[0]!, new Rng(1));
-    const ck = join(dir, 'pg.safetensors');
+    const ck = join(dir, `pg-${klCoef ?? 0}.safetensors`);
     a.pg.saveCheckpoint(ck);
     await a.pg.update(batches[1]!, new Rng(2));
-    const b = await make();
+    const b = await make(10);
     b.pg.loadCheckpoint(ck);
     await b.pg.update(batches[1]!, new Rng(2));
     for (const n of a.p.paramNames()) expect(Array.from(b.p.store.get(n).data)).toEqual(Array.from(a.p.store.get(n).data));
+    if (klCoef !== undefined) {
+      // A checkpoint written without the penalty has no reference to give: a named error, not a silent new one.
+      const plain = await ClippedPolicyGradient.create(b.p, { ...DEFAULT_PG_CONFIG, minibatch: 8 });
+      plain.saveCheckpoint(join(dir, 'pg-plain.safetensors'));
+      await plain.release();
+      expect(() => b.pg.loadCheckpoint(join(dir, 'pg-plain.safetensors'))).toThrow(/has no reference policy .*pg-plain\.safetensors\.reference/);
+    }
     for (const x of [a, b]) {
       await x.pg.release();
       await x.p.release();

@@ -27,6 +27,8 @@ export interface RunRow {
   realGroups: number;
   loss: number | null;
   approxKl: number | null;
+  /** The update's estimate of KL to the reference policy (PgConfig.klCoef); null without the penalty. */
+  refKl: number | null;
   biasReduction?: number | null;
   anchorWeight?: number;
   /** Prediction-powered interval for the policy's true mean score. */
