@@ -91,6 +91,48 @@ describe('ClippedPolicyGradient on a VLA', () => {
     await expect(ClippedPolicyGradient.create(vla, DEFAULT_PG_CONFIG, { trainable: ['vla.nope'] })).rejects.toThrow(/trainable names parameters the vla policy does not have: vla.nope/);
   });
 
+  it('klCoef on a VLA\'s head: the reference pass reads each step\'s image and instruction, over chunks (M > 4096)', async () => {
+    fresh();
+    // 6000 steps in blocks of 200 with their own start state, instruction and a noise image: a reference
+    // log-probability read on another row than its own changes the KL the update reports.
+    const M = 6000, D = vla.obsDim, A = vla.actDim, px = S * S * 3;
+    const rng = new Rng(5);
+    const obs = new Float32Array(M * D), images = new Uint8Array(M * px), instructions: string[] = [];
+    for (let i = 0; i < M; i += 200) {
+      const o = env.reset(100 + i / 200);
+      const image = Uint8Array.from({ length: px }, () => Math.floor(rng.uniform(0, 256)));
+      for (let k = i; k < i + 200; k++) {
+        obs.set(o.state, k * D);
+        images.set(image, k * px);
+        instructions.push(o.instruction);
+      }
+    }
+    expect(new Set(instructions).size).toBeGreaterThan(1);
+    const r = await vla.act(obs, Float32Array.from({ length: M * A }, () => rng.normal()), { images, instructions });
+    const advantage = Float32Array.from({ length: M }, (_, i) => Math.sign(r.action[i * A]! - r.mean[i * A]!));
+    const batch: PgBatch = { obs, action: r.action, oldLogProb: r.logProb, advantage, weight: new Float32Array(M).fill(1), images, instructions };
+    const head = vla.headParamNames();
+    const pg = await ClippedPolicyGradient.create(vla, { ...DEFAULT_PG_CONFIG, optimizer: { lr: 3e-2, clipNorm: 0.5 }, epochs: 1, minibatch: M, klCoef: 1 }, { trainable: head });
+    // At the reference the KL is zero.
+    expect((await pg.update(batch, rng)).refKl).toBeLessThan(1e-6);
+    await pg.update(batch, rng);
+    // One minibatch of every step: the next update's KL is measured at the parameters it starts from. Recompute it
+    // here, the reference's log-probabilities read row by row in one pass.
+    const now = params();
+    const lp = await vla.logProb(obs, r.action, { images, instructions });
+    fresh();
+    const lpRef = await vla.logProb(obs, r.action, { images, instructions });
+    vla.paramNames().forEach((n, i) => vla.store.set(n, now[i]!));
+    let expected = 0;
+    for (let i = 0; i < M; i++) { const d = lpRef[i]! - lp[i]!; expected += (Math.exp(d) - d - 1) / M; }
+    const third = await pg.update(batch, rng);
+    expect(expected).toBeGreaterThan(1e-3);
+    expect(Math.abs(third.refKl - expected)).toBeLessThan(1e-4 * expected);
+    // The store holds the trained head after the reference pass, not the reference's.
+    expect(head.some((n) => Array.from(vla.store.get(n).data).some((v, j) => v !== snapshot[vla.paramNames().indexOf(n)]![j]))).toBe(true);
+    await pg.release();
+  }, 60_000);
+
   it('pgBatch carries each step\'s image and instruction, and refuses a mix of rollouts with and without', () => {
     const px = 3, t = (v: number, steps: number, ctx: boolean) => ({
       obs: new Float32Array(steps).fill(v), action: new Float32Array(steps).fill(v), logProb: new Float32Array(steps), steps,
