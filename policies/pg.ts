@@ -81,8 +81,8 @@ export interface PgStats {
   minibatches: number;
   /** The update stopped early on the KL target (config.targetKl). */
   stoppedEarly: boolean;
-  /** Mean k3 estimate of KL(π ‖ π_ref) over the last epoch's minibatches (config.klCoef; 0 without). */
-  refKl: number;
+  /** Mean k3 estimate of KL(π ‖ π_ref) over the last epoch's minibatches; null without the penalty (config.klCoef). */
+  refKl: number | null;
 }
 
 export class ClippedPolicyGradient {
@@ -204,7 +204,7 @@ export class ClippedPolicyGradient {
     }
     this.trainer.syncToStore();
     const k = Math.max(last.n, 1);
-    return { loss: last.loss / k, approxKl: last.kl / k, clipFraction: last.clip / k, entropy: last.ent / k, gradNorm: last.norm / k, minibatches, stoppedEarly, refKl: last.refKl / k };
+    return { loss: last.loss / k, approxKl: last.kl / k, clipFraction: last.clip / k, entropy: last.ent / k, gradNorm: last.norm / k, minibatches, stoppedEarly, refKl: refLogProb ? last.refKl / k : null };
   }
 
   /**

@@ -88,7 +88,7 @@ export async function trainStandard(run: StandardRun): Promise<RunState> {
       groups: c.prompts,
       loss: stats?.loss ?? null,
       approxKl: stats?.approxKl ?? null,
-      refKl: stats && pg.config.klCoef ? stats.refKl : null,
+      refKl: stats?.refKl ?? null,
     };
     if (run.evaluate && ((u + 1) % c.evalEvery === 0 || u + 1 === c.updates)) {
       const ev = await run.evaluate(policy);

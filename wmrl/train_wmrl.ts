@@ -407,7 +407,7 @@ export async function trainWmrl(run: WmrlRun): Promise<RunState> {
       realGroups: real.size,
       loss: stats?.loss ?? null,
       approxKl: stats?.approxKl ?? null,
-      refKl: stats && pg.config.klCoef ? stats.refKl : null,
+      refKl: stats?.refKl ?? null,
       biasReduction: log?.biasReduction ?? null,
       anchorWeight: log?.anchorWeight ?? 1,
       trueMean: log?.trueMean ? [log.trueMean.lo, log.trueMean.hi] : null,
