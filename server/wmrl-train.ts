@@ -19,7 +19,7 @@ import { MjEnv, makeEnv, type EnvState } from '../sim/index.js';
 import { correctorConfig, type CorrectorConfig } from '../wmrl/corrector.js';
 import { RobotClock, type RobotEpisode, type RobotTarget } from '../wmrl/embodied.js';
 import type { RunRow } from '../wmrl/run-state.js';
-import { DEFAULT_PRETRAIN, POST_TRAIN_PG, SimPrompts, heldOutEvaluation, pretrain, type PretrainOptions, type Pretrained } from '../wmrl/sim-setup.js';
+import { DEFAULT_PRETRAIN, SimPrompts, postTrainPg, heldOutEvaluation, pretrain, type PretrainOptions, type Pretrained } from '../wmrl/sim-setup.js';
 import { DEFAULT_WMRL, trainWmrl } from '../wmrl/train_wmrl.js';
 import { ModelEnv, repeatRows, type EnsembleModel } from '../worldmodel/index.js';
 import { sleep, wilson } from './jobs.js';
@@ -300,7 +300,7 @@ export const wmrlTrain: JobDefinition<typeof WmrlTrainOptions> = {
     };
     using prompts = await SimPrompts.create(task, 'nominal', { commandHistory: host.commandHistory });
     const evaluate = heldOutEvaluation(task, profile, o.evalEpisodes, { commandHistory: host.commandHistory });
-    const pg = await ClippedPolicyGradient.create(pre.policy, POST_TRAIN_PG);
+    const pg = await ClippedPolicyGradient.create(pre.policy, postTrainPg(o.klCoef));
     let imaginer: Imaginer | null = null;
     let anchors: AnchorEpisodes | null = null;
     try {

@@ -55,11 +55,12 @@ describe('wmrl-train job: options on the route', () => {
     const jobs = (await inject({ url: '/api/runs/jobs' })).json<Array<{ kind: string; options: { properties: Record<string, { default?: unknown }> } }>>();
     const job = jobs.find((j) => j.kind === 'wmrl-train')!;
     expect(job.options.properties.updates!.default).toBe(20);
-    expect(Object.keys(job.options.properties)).toEqual(expect.arrayContaining(['robot', 'updates', 'prompts', 'group', 'debias', 'denoise', 'pureWm', 'anchors', 'pretrain', 'realTime']));
+    expect(Object.keys(job.options.properties)).toEqual(expect.arrayContaining(['robot', 'updates', 'prompts', 'group', 'debias', 'denoise', 'pureWm', 'anchors', 'klCoef', 'pretrain', 'realTime']));
     const bad: Array<[unknown, string]> = [
       [{ robot: 'sim', updates: 0 }, 'body.updates: must be >= 1'],
       [{ robot: 'sim', group: 1 }, 'body.group: must be >= 2'],
       [{ robot: 'sim', updates: '5' }, 'body.updates: must be integer'],
+      [{ robot: 'sim', klCoef: -0.5 }, 'body.klCoef: must be >= 0'],
       [{ robot: 'sim', pretrain: { wmMembers: 1 } }, 'body.pretrain.wmMembers: must be >= 2'],
       [{ robot: 'sim', pretrain: { layers: 3 } }, 'body.pretrain.layers: is not a known field'],
       [{ robot: 'sim', learningRate: 1 }, 'body.learningRate: is not a known field'],
@@ -87,7 +88,7 @@ describe('wmrl-train job: options on the route', () => {
 describe('wmrl-train job: a tiny run', () => {
   it('runs to the end through the RunManager: policy in the library, real and imagined frames of every member, metrics, checkpoint', async () => {
     const rec = record();
-    const started = await inject({ method: 'POST', url: '/api/runs/wmrl-train', payload: { robot: 'sim', ...TINY, updates: 2, realTime: false } });
+    const started = await inject({ method: 'POST', url: '/api/runs/wmrl-train', payload: { robot: 'sim', ...TINY, updates: 2, klCoef: 0.5, realTime: false } });
     expect(started.statusCode).toBe(201);
     const id = started.json<RunStatus>().id;
     const done = await ended(id);
@@ -101,6 +102,9 @@ describe('wmrl-train job: a tiny run', () => {
     const cp = JSON.parse(readFileSync(done.checkpoint!, 'utf8')) as WmrlCheckpoint;
     expect(cp).toMatchObject({ run: id, task: 'reach', profile: 'gap', updates: 2, stoppedEarly: false, stoppedDuring: null, policy: { id, updates: 2 } });
     for (const f of ['state.json', 'pg.safetensors', 'world_model.safetensors', 'history.json']) expect(existsSync(join(dir, 'runs', id, f)), f).toBe(true);
+    // klCoef reached the policy gradient: each update measured its KL to the pretrained policy (null without the penalty).
+    const history = JSON.parse(readFileSync(join(dir, 'runs', id, 'history.json'), 'utf8')) as Array<{ refKl: number | null }>;
+    expect(history.map((h) => typeof h.refKl)).toEqual(['number', 'number']);
     const policy = (await inject({ url: `/api/policies/${id}` })).json<{ metadata: Record<string, string>; inputs: Array<{ name: string; shape: unknown[] }> }>();
     expect(policy.metadata).toMatchObject({ source: 'wmrl', task: 'reach', updates: '2', training_run: id });
     expect(JSON.parse(policy.metadata.observation_layout!)).toMatchObject({ joints: [{ name: 'shoulder' }, { name: 'elbow' }] });

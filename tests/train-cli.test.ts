@@ -18,6 +18,7 @@ describe('wmrl train', () => {
       [['--imagine', '0'], /--imagine: expected integer to be greater or equal to 1, got '0'/],
       [['--anchor-groups=-1'], /--anchor-groups: expected number to be greater or equal to 0, got '-1'/],
       [['--anchor-groups', 'half'], /--anchor-groups: expected number, got 'half'/],
+      [['--kl-coef=-0.1'], /--kl-coef: expected number to be greater or equal to 0, got '-0.1'/],
     ];
     for (const [args, msg] of cases) {
       const r = wmrl('train', ...args, '--out', join(dir, 'never'));
@@ -27,17 +28,22 @@ describe('wmrl train', () => {
     expect(existsSync(join(dir, 'never', 'state.json'))).toBe(false);
   });
 
-  it('imagines --imagine x --prompts groups per update, runs --anchor-groups on the robot, and exports a policy drive runs', () => {
+  it('imagines --imagine x --prompts groups per update, runs --anchor-groups on the robot, penalizes the KL to the clone by --kl-coef, and exports a policy drive runs', () => {
     const out = join(dir, 'run');
-    const r = wmrl('train', '--quick', '--robot', 'sim:reach:gap', '--updates', '4', '--prompts', '2', '--group', '2', '--imagine', '3', '--anchor-groups', '0.5', '--seed', '1', '--out', out);
+    const r = wmrl('train', '--quick', '--robot', 'sim:reach:gap', '--updates', '4', '--prompts', '2', '--group', '2', '--imagine', '3', '--anchor-groups', '0.5', '--kl-coef', '0.5', '--seed', '1', '--out', out);
     expect(r.status, r.stderr).toBe(0);
-    const rows = JSON.parse(readFileSync(join(out, 'history.json'), 'utf8')) as Array<{ groups: number; realGroups: number; robotEpisodes: number; imaginedTransitions: number }>;
+    const rows = JSON.parse(readFileSync(join(out, 'history.json'), 'utf8')) as Array<{ groups: number; realGroups: number; robotEpisodes: number; imaginedTransitions: number; refKl: number | null }>;
     expect(rows).toHaveLength(4);
     for (const row of rows) {
       expect(row.groups).toBe(6);
       expect(row.imaginedTransitions).toBe(6 * 2 * 100);
       expect(row.realGroups).toBeLessThanOrEqual(1);
+      // --kl-coef reached the policy gradient: every update measures its KL to the clone (null without the penalty).
+      expect(row.refKl).toBeGreaterThanOrEqual(0);
     }
+    // The policy drifts from the clone as it updates, and the penalty measures it.
+    expect(rows.at(-1)!.refKl!).toBeGreaterThan(0);
+    expect((JSON.parse(readFileSync(join(out, 'config.json'), 'utf8')) as { klCoef: number }).klCoef).toBe(0.5);
     // 0.5 anchor groups per update on average, none forced: over 4 updates between 0 and 4 groups of 2 episodes.
     expect(rows.at(-1)!.robotEpisodes).toBe(2 * rows.reduce((a, x) => a + x.realGroups, 0));
     expect(rows.at(-1)!.robotEpisodes).toBeLessThan(2 * 4);

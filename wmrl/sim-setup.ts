@@ -73,6 +73,9 @@ export const DEFAULT_PRETRAIN: Omit<PretrainOptions, 'task'> = {
  */
 export const POST_TRAIN_PG: PgConfig = { ...DEFAULT_PG_CONFIG, optimizer: { lr: 1e-3, clipNorm: 0.5 }, epochs: 4, minibatch: 512 };
 
+/** POST_TRAIN_PG under GRPO's KL penalty to the pretrained policy, β = `klCoef` (0: none, POST_TRAIN_PG itself). */
+export const postTrainPg = (klCoef: number): PgConfig => (klCoef > 0 ? { ...POST_TRAIN_PG, klCoef } : POST_TRAIN_PG);
+
 export interface Pretrained {
   policy: GaussianPolicy;
   model: EnsembleModel;

@@ -10,7 +10,7 @@ import { ClippedPolicyGradient } from '../../policies/pg.js';
 import { exportPolicy } from '../../policies/gaussian.js';
 import { TrainerOptions } from '../../server/schemas.js';
 import { QUICK_PRETRAIN, anchorGroupsProblem, trainerCorrector } from '../../server/wmrl-train.js';
-import { DEFAULT_PRETRAIN, POST_TRAIN_PG, SimPrompts, heldOutEvaluation, pretrain, simRobotTarget } from '../../wmrl/sim-setup.js';
+import { DEFAULT_PRETRAIN, SimPrompts, heldOutEvaluation, postTrainPg, pretrain, simRobotTarget } from '../../wmrl/sim-setup.js';
 import { yamlRobotTarget } from '../../wmrl/robot-target.js';
 import { loadRobotConfig } from '../../hardware/config.js';
 import { trainStandard } from '../../wmrl/train_standard.js';
@@ -33,6 +33,8 @@ interface TrainArgs {
   group: number;
   imagine: number;
   anchorGroups: number;
+  /** β of GRPO's KL penalty to the pretrained policy (0: none). Absent in runs from before it: 0. */
+  klCoef: number;
   robots: number;
   resetSeconds: number;
   seed: number;
@@ -79,6 +81,7 @@ function parse(args: string[]): { a: TrainArgs; out: string; resume: boolean; gi
       group: { type: 'string', default: byDefault('group') },
       imagine: { type: 'string', default: byDefault('imagine') },
       'anchor-groups': { type: 'string', default: byDefault('anchorGroups') },
+      'kl-coef': { type: 'string', default: byDefault('klCoef') },
       robots: { type: 'string', default: '1' },
       'reset-seconds': { type: 'string', default: byDefault('resetSeconds') },
       seed: { type: 'string', default: byDefault('seed') },
@@ -107,7 +110,7 @@ function parse(args: string[]): { a: TrainArgs; out: string; resume: boolean; gi
   const out = values.out ?? join('runs', `${values.algo}-${new Date().toISOString().replace(/[:.]/g, '-')}`);
   const shared = {
     debias: !values['no-debias'], denoise: !values['no-denoise'], pureWm: values['pure-wm'], anchors: values.anchors as 'random' | 'active',
-    updates: Number(values.updates), prompts: Number(values.prompts), group: Number(values.group), imagine: Number(values.imagine), anchorGroups: Number(values['anchor-groups']), resetSeconds: Number(values['reset-seconds']), seed: Number(values.seed), quick: values.quick,
+    updates: Number(values.updates), prompts: Number(values.prompts), group: Number(values.group), imagine: Number(values.imagine), anchorGroups: Number(values['anchor-groups']), klCoef: Number(values['kl-coef']), resetSeconds: Number(values['reset-seconds']), seed: Number(values.seed), quick: values.quick,
   };
   checkShared(shared, values);
   const problem = values.algo === 'wmrl' ? anchorGroupsProblem(shared) : null;
@@ -124,8 +127,8 @@ export async function train(args: string[]): Promise<void> {
   if (resume) {
     if (!existsSync(cfgFile)) throw new Error(`--resume: ${out} has no config.json (not a run folder)`);
     if (parsed.given.length) throw new Error(`--resume continues the run as it was started; drop ${parsed.given.join(', ')}`);
-    // A run folder from before --imagine and --anchor-groups: one imagined group per prompt, one anchor group per update.
-    a = { imagine: 1, anchorGroups: 1, ...(JSON.parse(readFileSync(cfgFile, 'utf8')) as Omit<TrainArgs, 'imagine' | 'anchorGroups'> & Partial<TrainArgs>), ...(args.some((x) => x.split('=')[0] === '--updates') ? { updates: parsed.a.updates } : {}) };
+    // A run folder from before --imagine, --anchor-groups and --kl-coef: one imagined group per prompt, one anchor group per update, no KL penalty.
+    a = { imagine: 1, anchorGroups: 1, klCoef: 0, ...(JSON.parse(readFileSync(cfgFile, 'utf8')) as Omit<TrainArgs, 'imagine' | 'anchorGroups' | 'klCoef'> & Partial<TrainArgs>), ...(args.some((x) => x.split('=')[0] === '--updates') ? { updates: parsed.a.updates } : {}) };
     writeFileSync(cfgFile, JSON.stringify(a, null, 1));
   } else {
     if (existsSync(join(out, 'state.json'))) throw new Error(`${out} already holds a run: pass --resume to continue it, or another --out`);
@@ -145,7 +148,7 @@ export async function train(args: string[]): Promise<void> {
     ? await simRobotTarget({ task: a.task, profile: a.profile, store, robots: a.robots, resetSeconds: a.resetSeconds, seed: a.seed, commandHistory: a.commandHistory ?? 0 })
     : await yamlRobotTarget({ config: a.robot, maxSteps: horizon, store, robots: a.robots, resetSeconds: a.resetSeconds, task: a.task, log: (e) => console.error(`safety: ${e.kind}: ${e.detail}`) });
   using prompts = await SimPrompts.create(a.task, 'nominal', { commandHistory: a.commandHistory ?? 0 });
-  const pg = await ClippedPolicyGradient.create(pre.policy, POST_TRAIN_PG);
+  const pg = await ClippedPolicyGradient.create(pre.policy, postTrainPg(a.klCoef));
   // Held-out success is measured where the robot has a sim twin under its profile; a robot YAML's own episodes are its measure.
   const evaluate = a.robot.startsWith('sim:') ? heldOutEvaluation(a.task, a.profile, a.quick ? 10 : 100, { commandHistory: a.commandHistory ?? 0 }) : undefined;
   const common = { updates: a.updates, prompts: a.prompts, groupSize: a.group, evalEvery: Math.max(1, Math.floor(a.updates / 5)), promptSeed0: 1_000_000, seed: a.seed };
