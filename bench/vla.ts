@@ -372,6 +372,45 @@ export async function faceOnRobotAgreement(g: AgreementGroups, face: LatentVla, 
   return withinGroup(g, await robotReturns(face, false, robot, g.seeds, g.G, g.H, g.noise));
 }
 
+/** What imagination's stand-ins do to the VLA's mean action on the states it visits on the robot (see `imaginationGaps`). */
+export interface ImaginationGaps {
+  /** Robot states measured (every step of the episodes). */
+  states: number;
+  /** Mean |Δ| per action entry: the VLA on the twin's render of the observed state against the VLA on the robot's camera. */
+  twinVsCamera: number;
+  /** The latent face (the observed state alone) against the VLA on the robot's camera. */
+  faceVsCamera: number;
+  /** The scale: mean |a − mean a| per action entry of the VLA's camera actions over these states. */
+  spread: number;
+}
+
+/**
+ * The gaps imagination leaves on the states that matter: every step of the VLA's mean-action episodes on the robot
+ * from `seeds`, where the VLA reads the camera; there the VLA on the digital twin's render of the observed state
+ * (what imagining on the twin shows it) and its latent face (what dense only and WMRL imagine through) are compared
+ * with the VLA's own action. The face's distillation report measures its gap on its own held-out distillation
+ * states, which the clone's episodes need not resemble.
+ */
+export async function imaginationGaps(vla: VlaPolicy, face: LatentVla, twin: SceneTwin, robot: Env, seeds: readonly number[]): Promise<ImaginationGaps> {
+  const A = vla.actDim, zeros = new Float32Array(A);
+  const camera: Float32Array[] = [], onTwin: Float32Array[] = [], viaFace: Float32Array[] = [];
+  for (const seed of seeds) {
+    let ob = robot.reset(seed);
+    for (;;) {
+      const a = (await vla.act(ob.state, zeros, contextOf(ob))).mean;
+      camera.push(a);
+      onTwin.push((await vla.act(ob.state, zeros, { images: twin.render(ob.state), instructions: [ob.instruction] })).mean);
+      viaFace.push((await face.act(ob.state, zeros, { instructions: [ob.instruction] })).mean);
+      const r = robot.step(a);
+      ob = r.obs;
+      if (r.terminated || r.truncated) break;
+    }
+  }
+  const n = camera.length;
+  const gap = (xs: Float32Array[]) => xs.reduce((s, x, i) => s + x.reduce((t, v, j) => t + Math.abs(v - camera[i]![j]!), 0), 0) / (n * A);
+  const mu = Array.from({ length: A }, (_, j) => camera.reduce((s, x) => s + x[j]!, 0) / n);
+  return { states: n, twinVsCamera: gap(onTwin), faceVsCamera: gap(viaFace), spread: gap(camera.map(() => Float32Array.from(mu))) };
+}
 interface TaskResult {
   eval: Record<Row, { heldOutStates: EvalResult; heldOutCombinations: EvalResult }>;
   robotEpisodes: Record<Row, number>;
@@ -399,6 +438,8 @@ interface TaskResult {
   controlHz: number;
   /** How well the latent face's map stands in for the encoder (held-out distillation states). */
   latent: LatentDistillReport;
+  /** The twin's and the face's action gaps on the clone's own held-out robot episodes. */
+  gaps: ImaginationGaps;
   /** Mean (update) bias reduction of WMRL's map where fitted, and its last anchor weight. */
   biasReduction: number | null;
   anchorWeight: number;
@@ -423,6 +464,8 @@ function benchScale(q: boolean) {
     distill: { simStates: q ? 300 : 30_000, cloneEpisodes: q ? 2 : 100, epochs: q ? 2 : 60, hidden: [128, 128] },
     /** Rank agreement: start states x rollouts. */
     agreementGroups: q ? 2 : 16,
+    /** Held-out start states whose clone episodes (mean action, on the robot) measure imagination's action gaps. */
+    gapEpisodes: q ? 2 : 10,
     latencyCalls: q ? 200 : 3000,
   };
   // The world model the product pretrains (randomized profiles, context-conditioned), on 1500 exploratory episodes; quick: a small one.
@@ -469,7 +512,7 @@ export async function runTask(task: (typeof TASKS)[number], q: boolean, progress
       eval: { bc: await evalOf() } as TaskResult['eval'],
       robotEpisodes: { bc: 0 } as TaskResult['robotEpisodes'], curve: {}, robotHours: { bc: 0 } as TaskResult['robotHours'], computeSeconds: { bc: 0 } as TaskResult['computeSeconds'],
       anchorGroups: 0, robotSuccesses: { bc: 0 } as TaskResult['robotSuccesses'], expert: await expertOn(task, split, 'expert', LATENCY), demonstrator: await expertOn(task, split, 'demonstrator', LATENCY), demoSuccess: clone.demoSuccess, bcLoss, demoSteps, wmValLoss, controlHz: robotEnv.spec.controlHz, biasReduction: null, anchorWeight: 1,
-      agreement: { nominal: NaN, identified: NaN, faceOnRobot: NaN }, identified: { context: [], delay: 0 }, latent: null as unknown as LatentDistillReport, latency: [],
+      agreement: { nominal: NaN, identified: NaN, faceOnRobot: NaN }, identified: { context: [], delay: 0 }, latent: null as unknown as LatentDistillReport, gaps: null as unknown as ImaginationGaps, latency: [],
     };
     progress(++done, `${task}: latent face (the clone: ${Math.round(100 * r.eval.bc.heldOutStates.success)}% of held-out states)`);
     // The VLA's latent face, what dense_only and WMRL imagine through: a map from the state to the frozen encoder's
@@ -477,6 +520,7 @@ export async function runTask(task: (typeof TASKS)[number], q: boolean, progress
     const distillOn = await distillStates(vla, robotEnv, simData.obs, P.distill.simStates, prompts, promptSeed0, P.distill.cloneEpisodes);
     const { policy: face, report: latent } = await LatentVla.distill(vla, twin, distillOn.states, distillOn.instructions, { epochs: P.distill.epochs, hidden: P.distill.hidden, seed: 0, onEpoch: (e, n) => progress(done, `${task}: latent face, epoch ${e}/${n}`) });
     r.latent = latent;
+    r.gaps = await imaginationGaps(vla, face, twin, robotEnv, split.heldOutStates.slice(0, P.gapEpisodes));
     progress(++done, `${task}: RL`);
     const policy0 = vla.paramNames().map((n) => Float32Array.from(vla.store.get(n).data));
     const model0 = model.store.names().map((n) => Float32Array.from(model.store.get(n).data));
@@ -680,7 +724,7 @@ export async function run(o: BenchOptions): Promise<BenchReport> {
   });
   const summary = [
     `Robot = the sim under the gap profile, reporting only sparse success; ${S}x${S} top camera; its observation ends with its last ${COMMAND_HISTORY} commands (those still in flight under its ${LATENCY}-step latency). Per task: a VLA (conv 8-16, 32 image features, 16-d word embeddings, a fusion MLP of ${runTasks.map((t) => `${VLA_HIDDEN[t].join('x')} for ${t}`).join(', ')}) behaviour-cloned from demonstrations recorded on the gap robot by the task's robust demonstrator (the expert with a Smith predictor over the declared ${LATENCY}-step latency and online-identified actuation gain), as teleoperated demonstrations are recorded on the robot: noise-injected demonstrations, then DAgger rounds (${runTasks.map((t) => { const C = VLA_CLONE[q ? 'quick' : 'full'][t]; return `${t}: ${C.demos - C.daggerRounds * C.daggerEpisodes} episodes + ${C.daggerRounds} x ${C.daggerEpisodes}, ${C.bcEpochs} epochs, ${results.get(t)!.demoSteps} labelled steps, final loss ${fmt(results.get(t)!.bcLoss, 2)}`; }).join('; ')}) from the training seeds of an (instruction, target region) split; the product's world model (${wm.wmMembers} members, pretrained on ${wm.wmEpisodes} exploratory episodes under profiles randomized by up to ×${DEFAULT_PRETRAIN.wmRandomize} in mass, friction, damping and actuator gain, conditioned on that context; validation loss ${runTasks.map((t) => fmt(results.get(t)!.wmValLoss, 3)).join(' / ')}).`,
-    `dense only and WMRL imagine the VLA through its latent face: a ${P.distill.hidden.join('x')} MLP from the state to the frozen encoder's features of the twin's render, distilled on ${P.distill.simStates} of the model's pretraining states and ${P.distill.cloneEpisodes} of the clone's own robot episodes (${P.distill.epochs} epochs); on held-out states its error is ${runTasks.map((t) => fmt(results.get(t)!.latent.valRelMse, 3)).join(' / ')} of the features' spread (1 − R²), and the face's mean action differs from the VLA's on the twin's renders by ${runTasks.map((t) => fmt(results.get(t)!.latent.actionGap, 3)).join(' / ')} per action entry on average (${runTasks.map((t) => fmt(results.get(t)!.latent.actionGapConstant, 3)).join(' / ')} for a map that ignores the state).`,
+    `dense only and WMRL imagine the VLA through its latent face: a ${P.distill.hidden.join('x')} MLP from the state to the frozen encoder's features of the twin's render, distilled on ${P.distill.simStates} of the model's pretraining states and ${P.distill.cloneEpisodes} of the clone's own robot episodes (${P.distill.epochs} epochs); on held-out states its error is ${runTasks.map((t) => fmt(results.get(t)!.latent.valRelMse, 3)).join(' / ')} of the features' spread (1 − R²), and the face's mean action differs from the VLA's on the twin's renders by ${runTasks.map((t) => fmt(results.get(t)!.latent.actionGap, 3)).join(' / ')} per action entry on average (${runTasks.map((t) => fmt(results.get(t)!.latent.actionGapConstant, 3)).join(' / ')} for a map that ignores the state). On the states the clone visits on the robot (${runTasks.map((t) => results.get(t)!.gaps.states).join(' / ')} steps of its mean-action episodes from ${P.gapEpisodes} held-out start states, where it reads the camera), the face's mean action differs from the VLA's by ${runTasks.map((t) => fmt(results.get(t)!.gaps.faceVsCamera, 3)).join(' / ')} per action entry and the VLA's own on the twin's render of the observed state by ${runTasks.map((t) => fmt(results.get(t)!.gaps.twinVsCamera, 3)).join(' / ')}, against a spread of the VLA's actions there of ${runTasks.map((t) => fmt(results.get(t)!.gaps.spread, 3)).join(' / ')}.`,
     `RL moves the VLA's head only (the encoder stays as BC trained it), the same clipped policy gradient for every row (lr ${pgConfig.optimizer.lr}, ${pgConfig.epochs} epochs, minibatch ${pgConfig.minibatch}; GRPO's KL penalty to the clone ${runTasks.map((t) => `β ${KL_BETA[t]} for ${t}`).join(', ')}): dense only and WMRL ${P.updates} update${P.updates === 1 ? '' : 's'} of ${P.prompts} imagined prompts x ${P.groupSize} rollouts from the split's training seeds; WMRL runs ${P.anchorsPerUpdate} anchor group${P.anchorsPerUpdate === 1 ? '' : 's'} per update on average on the robot and refits the world model on its episodes every ${P.refitEvery} updates; sparse only = standard GRPO on 1 group per update for exactly WMRL's anchor episodes. Success = mean action on ${n} held-out start states and ${n} held-out combinations per task; one run, RL seed ${seed}.`,
     ...perTask,
     `Mean over the tasks on held-out states: behaviour cloning ${pct(mean(states('bc')))}, sparse only ${pct(mean(states('sparse_only')))}, dense only ${pct(mean(states('dense_only')))}, WMRL ${pct(mean(states('wmrl')))} (held-out combinations: ${ROWS.map((row) => pct(mean(combos(row)))).join(', ')}).`,
@@ -698,6 +742,8 @@ export async function run(o: BenchOptions): Promise<BenchReport> {
   result.agreement_face_on_robot = mean(runTasks.map((t) => results.get(t)!.agreement.faceOnRobot));
   result.latent_rel_mse = mean(runTasks.map((t) => results.get(t)!.latent.valRelMse));
   result.latent_action_gap = mean(runTasks.map((t) => results.get(t)!.latent.actionGap));
+  result.face_gap_robot = mean(runTasks.map((t) => results.get(t)!.gaps.faceVsCamera));
+  result.twin_gap_robot = mean(runTasks.map((t) => results.get(t)!.gaps.twinVsCamera));
   result.expert_gap = mean(runTasks.map((t) => results.get(t)!.expert.heldOutStates));
   result.demonstrator_gap = mean(runTasks.map((t) => results.get(t)!.demonstrator.heldOutStates));
   return {

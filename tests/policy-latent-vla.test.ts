@@ -16,6 +16,7 @@ import { expertDemonstrations } from '../policies/demos.js';
 import { ClippedPolicyGradient, DEFAULT_PG_CONFIG } from '../policies/pg.js';
 import { exportPolicyArtifact } from '../policies/artifact.js';
 import { SimRobot } from '../hardware/robots/sim.js';
+import { imaginationGaps } from '../bench/vla.js';
 
 const S = 16;
 let env: Env;
@@ -25,6 +26,8 @@ let face: LatentVla;
 let report: LatentDistillReport;
 let states: Float32Array;
 let instructions: string[];
+/** The VLA's parameters as distilled (the policy-gradient test moves its head). */
+let distilled: Array<[string, Float32Array]>;
 const make = () => new VlaPolicy({ layout: env.layout, actDim: 2, image: { height: S, width: S }, instructions: env.observationSpace.instructions, convChannels: [4, 8], imageFeatures: 16, embedDim: 8, hidden: [32], initLogStd: -1, seed: 0 });
 
 beforeAll(async () => {
@@ -52,6 +55,7 @@ beforeAll(async () => {
   }
   states = Float32Array.from(xs);
   ({ policy: face, report } = await LatentVla.distill(vla, twin, states, instructions, { epochs: 100, minibatch: 32, seed: 1 }));
+  distilled = vla.store.names().map((n) => [n, Float32Array.from(vla.store.get(n).data)]);
 }, 120_000);
 afterAll(async () => {
   await face.release();
@@ -132,6 +136,28 @@ describe('LatentVla.distill', () => {
     } finally {
       small.dispose();
       await other.release();
+    }
+  });
+
+  it('bench vla\'s imagination gaps: on a noise-free robot the twin shows the VLA its camera image, the face does not; observation noise opens the twin\'s gap', async () => {
+    for (const [n, v] of distilled) vla.store.set(n, v);
+    const seeds = [9_000_000, 9_000_001];
+    const clean = await imaginationGaps(vla, face, twin, env, seeds);
+    const noisy = await makeEnv({ task: 'reach', profile: 'gap', image: S, seed: 0 });
+    try {
+      const gap = await imaginationGaps(vla, face, twin, noisy, seeds);
+      // Every step of both episodes was measured (the reach horizon is 100 steps; success ends one sooner).
+      expect(clean.states).toBeGreaterThan(seeds.length);
+      expect(clean.states).toBeLessThanOrEqual(seeds.length * 100);
+      expect(clean.spread).toBeGreaterThan(0);
+      // The twin renders what the nominal camera sees: the same action, up to the renderer's float rounding.
+      expect(clean.twinVsCamera).toBeLessThan(1e-3);
+      // The face reads the state through its map, which misses some of what the encoder sees.
+      expect(clean.faceVsCamera).toBeGreaterThan(10 * clean.twinVsCamera);
+      // The gap robot's camera sees the true scene, the twin renders the noisy observed state: the VLA acts differently.
+      expect(gap.twinVsCamera).toBeGreaterThan(clean.twinVsCamera);
+    } finally {
+      noisy.dispose();
     }
   });
 });
