@@ -443,6 +443,8 @@ interface TaskResult {
   /** Mean (update) bias reduction of WMRL's map where fitted, and its last anchor weight. */
   biasReduction: number | null;
   anchorWeight: number;
+  /** WMRL's exploitation guard: updates in which it distrusted the world model in at least one context (an instruction), and the most contexts at once. */
+  guard: { updatesFlagged: number; maxFlagged: number };
   /** The task's deployed artifact's batch-1 inference times, ms. */
   latency: number[];
 }
@@ -511,7 +513,7 @@ export async function runTask(task: (typeof TASKS)[number], q: boolean, progress
     const r: TaskResult = {
       eval: { bc: await evalOf() } as TaskResult['eval'],
       robotEpisodes: { bc: 0 } as TaskResult['robotEpisodes'], curve: {}, robotHours: { bc: 0 } as TaskResult['robotHours'], computeSeconds: { bc: 0 } as TaskResult['computeSeconds'],
-      anchorGroups: 0, robotSuccesses: { bc: 0 } as TaskResult['robotSuccesses'], expert: await expertOn(task, split, 'expert', LATENCY), demonstrator: await expertOn(task, split, 'demonstrator', LATENCY), demoSuccess: clone.demoSuccess, bcLoss, demoSteps, wmValLoss, controlHz: robotEnv.spec.controlHz, biasReduction: null, anchorWeight: 1,
+      anchorGroups: 0, robotSuccesses: { bc: 0 } as TaskResult['robotSuccesses'], expert: await expertOn(task, split, 'expert', LATENCY), demonstrator: await expertOn(task, split, 'demonstrator', LATENCY), demoSuccess: clone.demoSuccess, bcLoss, demoSteps, wmValLoss, controlHz: robotEnv.spec.controlHz, biasReduction: null, anchorWeight: 1, guard: { updatesFlagged: 0, maxFlagged: 0 },
       agreement: { nominal: NaN, identified: NaN, faceOnRobot: NaN }, identified: { context: [], delay: 0 }, latent: null as unknown as LatentDistillReport, gaps: null as unknown as ImaginationGaps, latency: [],
     };
     progress(++done, `${task}: latent face (the clone: ${Math.round(100 * r.eval.bc.heldOutStates.success)}% of held-out states)`);
@@ -559,6 +561,8 @@ export async function runTask(task: (typeof TASKS)[number], q: boolean, progress
         const br = st.rows.map((x) => x.biasReduction).filter((x): x is number => typeof x === 'number');
         r.biasReduction = br.length ? median(br) : null;
         r.anchorWeight = st.rows.at(-1)!.anchorWeight ?? 1;
+        const flagged = st.rows.map((x) => x.flaggedContexts ?? 0);
+        r.guard = { updatesFlagged: flagged.filter((k) => k > 0).length, maxFlagged: Math.max(0, ...flagged) };
         // The clone's rank agreement under the context and delay WMRL identified, then under the nominal ones.
         const policyNow = vla.paramNames().map((n) => Float32Array.from(vla.store.get(n).data));
         vla.paramNames().forEach((n, i) => vla.store.set(n, policy0[i]!));
@@ -712,7 +716,7 @@ export async function run(o: BenchOptions): Promise<BenchReport> {
       `${pts(r.eval.dense_only.heldOutCombinations.success - r.eval.bc.heldOutCombinations.success)}, ${pts(r.eval.wmrl.heldOutCombinations.success - r.eval.bc.heldOutCombinations.success)}); ` +
       `the robust demonstrator it was cloned from succeeds on ${pct(r.demonstrator.heldOutStates)} of the held-out states and ${pct(r.demonstrator.heldOutCombinations)} of the held-out combinations on this robot (${pct(r.demoSuccess)} of its noise-injected demonstrations), the nominal sim's scripted expert on ${pct(r.expert.heldOutStates)} and ${pct(r.expert.heldOutCombinations)}. ` +
       `WMRL spent ${r.robotEpisodes.wmrl} robot episodes on ${r.anchorGroups} anchor group${r.anchorGroups === 1 ? '' : 's'} (${r.robotSuccesses.wmrl} succeeded), sparse only ${r.robotEpisodes.sparse_only} (${r.robotSuccesses.sparse_only} succeeded), dense only ${r.robotEpisodes.dense_only}` +
-      `; the debiasing map's median held-out residual reduction ${r.biasReduction === null ? 'was never measured (no map fitted before an anchor group)' : fmt(r.biasReduction, 2)}, final anchor weight ${fmt(r.anchorWeight, 2)}. ` +
+      `; the debiasing map's median held-out residual reduction ${r.biasReduction === null ? 'was never measured (no map fitted before an anchor group)' : fmt(r.biasReduction, 2)}, final anchor weight ${fmt(r.anchorWeight, 2)}; the exploitation guard distrusted the world model in ${r.guard.updatesFlagged} of WMRL's ${P.updates} updates (at most ${r.guard.maxFlagged} context${r.guard.maxFlagged === 1 ? '' : 's'} at once). ` +
       `WMRL identified the robot's context as ${r.identified.context.map((v) => `×${fmt(Math.exp(v), 2)}`).join(', ')} (log scales of mass, friction, damping, actuator gain; the truth ×${CONTEXT_TRUTH.join(', ×')}) and a delay of ${r.identified.delay} steps (the truth ${LATENCY}). ` +
       `Within-group rank agreement of the clone's imagined with its robot returns (Spearman, median over ${P.agreementGroups} groups of ${P.groupSize}, same starts and policy noise): ${fmt(r.agreement.nominal, 2)} under the nominal context dense only imagines in, ${fmt(r.agreement.identified, 2)} under the identified one; ` +
       `the latent face WMRL imagines through, run on the robot itself with the same noise, agrees with the VLA at ${fmt(r.agreement.faceOnRobot, 2)} (what a perfect world model would give it). ` +
@@ -742,6 +746,7 @@ export async function run(o: BenchOptions): Promise<BenchReport> {
   result.agreement_face_on_robot = mean(runTasks.map((t) => results.get(t)!.agreement.faceOnRobot));
   result.latent_rel_mse = mean(runTasks.map((t) => results.get(t)!.latent.valRelMse));
   result.latent_action_gap = mean(runTasks.map((t) => results.get(t)!.latent.actionGap));
+  result.guard_updates_flagged = mean(runTasks.map((t) => results.get(t)!.guard.updatesFlagged / P.updates));
   result.face_gap_robot = mean(runTasks.map((t) => results.get(t)!.gaps.faceVsCamera));
   result.twin_gap_robot = mean(runTasks.map((t) => results.get(t)!.gaps.twinVsCamera));
   result.expert_gap = mean(runTasks.map((t) => results.get(t)!.expert.heldOutStates));
