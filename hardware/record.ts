@@ -45,7 +45,7 @@ export interface EpisodeOutcome {
 export async function runEpisode(o: RunEpisodeOptions): Promise<EpisodeOutcome> {
   // Reset first: the episode's instruction is the one the robot gives after the reset.
   let obs = await o.robot.reset(o.reset);
-  let obsAt = performance.now();
+  let obsAt = o.robot.now();
   const meta: EpisodeMeta = { ...o.meta, id: o.meta.id ?? randomUUID(), startedAt: Date.now(), ...(obs.instruction !== undefined && o.meta.instruction === undefined ? { instruction: obs.instruction } : {}) };
   const rec = o.store?.begin(meta);
   const period = 1000 / o.robot.spec.controlHz;
@@ -65,7 +65,7 @@ export async function runEpisode(o: RunEpisodeOptions): Promise<EpisodeOutcome> 
       const sent = await o.robot.act(action, { stamp: obsAt });
       o.onSent?.(sent);
       // The action's time on the robot's clock: the observation's stamp plus the policy's latency.
-      const tAct = tObs + (performance.now() - obsAt) / 1000;
+      const tAct = tObs + (o.robot.now() - obsAt) / 1000;
       const s = (await o.score?.()) ?? { reward: 0, done: false };
       const done = s.done || seq === o.maxSteps - 1;
       if (s.success !== undefined) success = s.success;
@@ -81,7 +81,7 @@ export async function runEpisode(o: RunEpisodeOptions): Promise<EpisodeOutcome> 
         if (wait > 0) await new Promise((r) => setTimeout(r, wait));
       }
       obs = await o.robot.observe();
-      obsAt = performance.now();
+      obsAt = o.robot.now();
     }
   } catch (e) {
     if (!(e instanceof SafetyStop)) {

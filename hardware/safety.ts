@@ -107,7 +107,8 @@ export class SafetyLayer implements Robot {
     return this.estopped;
   }
 
-  private now(): number {
+  /** The layer's clock, ms (its `now` option, else the host's): command stamps, the watchdog and the episode cap read it. */
+  now(): number {
     return this.opts.now ? this.opts.now() : performance.now();
   }
 

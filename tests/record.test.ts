@@ -8,6 +8,7 @@ import { EpisodeStore } from '../episodes/store/store.js';
 import { runEpisode } from '../hardware/record.js';
 import { SimRobot } from '../hardware/robots/sim.js';
 import { DEFAULT_SAFETY, SafetyLayer } from '../hardware/safety.js';
+import { simRobotTarget } from '../wmrl/sim-setup.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'record-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
@@ -65,6 +66,46 @@ describe('runEpisode', () => {
     expect(s.status).toBe('partial');
     expect(s.steps).toBe(7);
     store.close();
+    await robot[Symbol.asyncDispose]();
+  });
+
+  it('a sim stepped as fast as it goes runs what a slow policy computed: the trainers\' target reads the sim\'s clock', async () => {
+    // A policy call that takes longer than the stale-command limit (a slow host, a garbage-collection pause): the sim
+    // waits for it, so the command is not stale on the robot's clock, and the episode is the one a fast host gives.
+    const run = async (slowMs: number) => {
+      const target = await simRobotTarget({ task: 'reach', profile: 'nominal', robots: 1, resetSeconds: 0, seed: 0 });
+      const sent: number[] = [];
+      let n = 0;
+      await runEpisode({
+        robot: target.robot, maxSteps: 4, realTime: false, reset: { seed: 11 },
+        policy: async () => {
+          if (++n === 2 && slowMs > 0) await new Promise((r) => setTimeout(r, slowMs));
+          return Float32Array.of(0.6, -0.4);
+        },
+        onSent: (a) => sent.push(...a),
+        meta: { robot: 'sim', policyVersion: 'p', hardwareProfile: 'nominal' },
+      });
+      const stale = target.robot.counts.rejected_stale;
+      await target.close();
+      return { sent, stale };
+    };
+    const fast = await run(0), slow = await run(DEFAULT_SAFETY.maxCommandAgeMs + 60);
+    expect(slow.stale).toBe(0);
+    expect(slow.sent).toEqual(fast.sent);
+    expect(slow.sent.slice(2, 4)).toEqual([Math.fround(0.6), Math.fround(-0.4)]);
+    // On the host's clock (a robot in real time) the same delay makes the command stale: the robot holds instead.
+    const sim = await SimRobot.create({ task: 'reach', profile: 'nominal' });
+    const robot = new SafetyLayer(sim, { ...DEFAULT_SAFETY, maxDelta: 2 }, { watchdog: false });
+    const held: number[] = [];
+    let n = 0;
+    await runEpisode({
+      robot, maxSteps: 2, realTime: false, reset: { seed: 11 },
+      policy: async () => { if (++n === 2) await new Promise((r) => setTimeout(r, DEFAULT_SAFETY.maxCommandAgeMs + 60)); return Float32Array.of(0.6, -0.4); },
+      onSent: (a) => held.push(...a),
+      meta: { robot: 'sim', policyVersion: 'p', hardwareProfile: 'nominal' },
+    });
+    expect(robot.counts.rejected_stale).toBe(1);
+    expect(held.slice(2, 4)).not.toEqual([Math.fround(0.6), Math.fround(-0.4)]);
     await robot[Symbol.asyncDispose]();
   });
 });

@@ -116,6 +116,27 @@ describe('embodied trainers (tiny budget, reach on the gap robot)', () => {
     await target.close();
   }, 180_000);
 
+  it('anchor groups of one update take turns on the one robot: each episode runs from its own reset to its end', async () => {
+    fresh();
+    const target = await simRobotTarget({ task: 'reach', profile: 'gap', robots: 1, resetSeconds: 5, seed: 0, store: join(dir, 'turns.db') });
+    // Every call the trainer makes on the robot, in order: R = reset, a = command.
+    const calls: string[] = [];
+    const robot = target.robot, reset = robot.reset.bind(robot), act = robot.act.bind(robot);
+    robot.reset = (o) => { calls.push('R'); return reset(o); };
+    robot.act = (a, o) => { calls.push('a'); return act(a, o); };
+    using prompts = await SimPrompts.create('reach');
+    const pg = await ClippedPolicyGradient.create(pre.policy, pgConfig);
+    // Every group an anchor: three groups of one update scored at once on one robot.
+    const st = await trainWmrl({ config: wmrlConfig({ updates: 1, corrector: correctorConfig({ anchors: { fraction: 1 }, debias: { minPairs: 2, refitEvery: 2 } }), refitEvery: 0, actionDelay: 0, context: 'fixed' }), policy: pre.policy, pg, model: pre.model, simData: pre.simData, target, prompts });
+    expect(st.rows[0]!.realGroups).toBe(3);
+    // Between consecutive resets, exactly one recorded episode's commands, in the order the episodes were recorded.
+    const perReset = calls.join('').split('R').slice(1).map((x) => x.length);
+    expect(perReset).toEqual(st.episodeIds.map((id) => target.store!.get(id).steps.length));
+    expect(perReset).toHaveLength(6);
+    await pg.release();
+    await target.close();
+  }, 120_000);
+
   it('pure world model touches no robot', async () => {
     fresh();
     const target = await simRobotTarget({ task: 'reach', profile: 'gap', robots: 1, resetSeconds: 5, seed: 0 });

@@ -186,11 +186,25 @@ export function robotContext(reads: PolicyInputs, o: RobotObservation, robot: st
   return ctx;
 }
 
+/** The episode each robot is running or will run last: robotEpisode's queue, one per robot. */
+const robotTurns = new WeakMap<SafetyLayer, Promise<unknown>>();
+
 /**
  * Runs `policy` (sampling with `rng`) for one episode from the seeded reset `seed`. The episode is
- * recorded in the store step by step and charged to the robot clock.
+ * recorded in the store step by step and charged to the robot clock. Episodes on one robot take
+ * turns in the order they were asked for (WMRL's anchor groups of one update are scored
+ * concurrently; on one robot, a reset for one group mid-way through another's episode would run
+ * both groups' commands in one episode).
  */
-export async function robotEpisode(target: RobotTarget, policy: Policy, seed: number, rng: Rng, policyVersion: string): Promise<RobotEpisode> {
+export function robotEpisode(target: RobotTarget, policy: Policy, seed: number, rng: Rng, policyVersion: string): Promise<RobotEpisode> {
+  // Wait for the robot's previous episode to end, however it ended: its outcome, or its error, goes to its own caller.
+  const turn = (robotTurns.get(target.robot) ?? Promise.resolve()).then(() => undefined, () => undefined);
+  const mine = turn.then(() => runRobotEpisode(target, policy, seed, rng, policyVersion));
+  robotTurns.set(target.robot, mine);
+  return mine;
+}
+
+async function runRobotEpisode(target: RobotTarget, policy: Policy, seed: number, rng: Rng, policyVersion: string): Promise<RobotEpisode> {
   const D = policy.obsDim, A = policy.actDim;
   if (policy.chunk !== 1) throw new Error(`robot episode: one action per control step (chunk 1); the ${policy.kind} policy gives chunks of ${policy.chunk}`);
   const reads = policy.inputs();

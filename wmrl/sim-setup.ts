@@ -179,7 +179,9 @@ export interface SimRobotTargetOptions {
 /** A sim robot behind the safety layer, as a trainer's robot target; dispose it with `close()`. */
 export async function simRobotTarget(o: SimRobotTargetOptions): Promise<ClosableTarget> {
   const sim = await SimRobot.create({ task: o.task, profile: o.profile, seed: o.seed, image: o.image, commandHistory: o.commandHistory });
-  const robot = new SafetyLayer(sim, { ...DEFAULT_SAFETY, maxDelta: 2 }, { watchdog: false });
+  // Stepped as fast as it goes: the safety layer reads the sim's clock, so the host's compute time (a slow policy
+  // call, a pause for garbage collection) never makes a command stale and the run stays reproducible.
+  const robot = new SafetyLayer(sim, { ...DEFAULT_SAFETY, maxDelta: 2 }, { watchdog: false, now: () => sim.clockMs });
   return robotTarget(robot, {
     outcome: () => ({ reward: sim.lastStep?.reward ?? 0, done: !!(sim.lastStep?.terminated || sim.lastStep?.truncated), success: sim.lastStep?.info.success }),
     maxSteps: sim.env.horizon,

@@ -52,7 +52,9 @@ export async function drive(values: DriveOptions): Promise<void> {
     const [, task, prof = 'nominal'] = values.robot.split(':');
     sim = await SimRobot.create({ task: task!, profile: prof, image: policyImageSize(values.policy), commandHistory: values.commandHistory });
     profile = prof;
-    robot = new SafetyLayer(sim, { ...DEFAULT_SAFETY, maxDelta: 2 }, { watchdog: !values.fast });
+    const stepped = sim;
+    // --fast steps the sim as fast as it goes: the safety layer then reads the sim's clock, not the host's.
+    robot = new SafetyLayer(sim, { ...DEFAULT_SAFETY, maxDelta: 2 }, { watchdog: !values.fast, ...(values.fast ? { now: () => stepped.clockMs } : {}) });
   } else {
     robot = await connectRobot(loadRobotConfig(values.robot), (e) => console.error(`safety: ${e.kind}: ${e.detail}`));
   }

@@ -22,6 +22,7 @@ export class SimRobot implements Robot {
   private obs: Obs;
   private seed: number;
   private stopped = false;
+  private stepsTaken = 0;
   /** The last env step (reward, success, termination), for episode recording. */
   lastStep?: StepResult;
 
@@ -66,9 +67,19 @@ export class SimRobot implements Robot {
   async act(action: Float32Array): Promise<Float32Array> {
     // A stopped robot applies no effort until it is reset, whatever it is sent.
     const r = this.env.step(this.stopped ? new Float32Array(action.length) : action);
+    this.stepsTaken++;
     this.lastStep = r;
     this.obs = r.obs;
     return r.info.appliedAction;
+  }
+
+  /**
+   * The robot's own clock, ms: one control period per step taken, whole life. A safety layer over a sim that is stepped
+   * as fast as it goes (not in real time) reads this clock, so that how long the host took to compute a command, which
+   * the sim waits for, never changes what the robot does.
+   */
+  get clockMs(): number {
+    return (this.stepsTaken * 1000) / this.spec.controlHz;
   }
 
   /** Without a seed, each reset takes the next seed after the last unseeded one (the robot's own sequence). */
