@@ -32,16 +32,17 @@ import { WmrlTrainOptions, type MetricsPoint } from './schemas.js';
 export const QUICK_PRETRAIN: Partial<PretrainOptions> = { bcEpisodes: 10, bcEpochs: 20, daggerRounds: 1, daggerEpisodes: 5, daggerEpochs: 10, wmEpisodes: 12, wmEpochs: 3, wmHidden: [64, 64], wmMembers: 3 };
 
 
-/**
- * The Corrector as the trainer's options configure it (false: pure world model). `maxInFlight`: anchor groups
- * executed at once — one per robot, since a robot runs one episode at a time.
- */
 /** What is wrong with a run's anchor groups per update against the groups it imagines, or null; names the option as the flag and as the job's key. */
 export function anchorGroupsProblem(o: { pureWm: boolean; prompts: number; imagine: number; anchorGroups: number }): string | null {
   const groups = o.prompts * o.imagine;
   return !o.pureWm && o.anchorGroups > groups ? `anchor groups per update (--anchor-groups, anchorGroups) ${o.anchorGroups}: more than the ${groups} groups an update imagines (prompts ${o.prompts} x imagine ${o.imagine})` : null;
 }
 
+/**
+ * The Corrector as the trainer's options configure it (false: pure world model). `maxInFlight`: anchor groups
+ * executed at once — one per robot (the episodes of one robot take turns in any case:
+ * wmrl/embodied.ts robotEpisode).
+ */
 export function trainerCorrector(o: { pureWm: boolean; debias: boolean; denoise: boolean; anchors: 'random' | 'active'; seed: number; prompts: number; imagine: number; anchorGroups: number }, maxInFlight?: number): CorrectorConfig | false {
   if (o.pureWm) return false;
   const problem = anchorGroupsProblem(o);
