@@ -7,14 +7,15 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ClippedPolicyGradient, DEFAULT_PG_CONFIG } from '../policies/pg.js';
 import { correctorConfig, type CorrectorState } from '../wmrl/corrector.js';
-import { RobotClock, episodeTransitions, pgBatch } from '../wmrl/embodied.js';
+import { RobotClock, pgBatch, type RobotEpisode } from '../wmrl/embodied.js';
 import { DEFAULT_PRETRAIN, SimPrompts, heldOutEvaluation, pretrain, simRobotTarget, type Pretrained } from '../wmrl/sim-setup.js';
 import { trainStandard } from '../wmrl/train_standard.js';
 import { trainWmrl, type WmrlConfig } from '../wmrl/train_wmrl.js';
-import { layoutOf } from '../common/layout.js';
 import { replayScore } from '../worldmodel/index.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'train-'));
+/** An episode's commands as the policy acted them, within the action range (-1..1 on the sim): what imagination feeds the model. */
+const asActed = (ep: RobotEpisode, A: number) => ep.action.subarray(0, ep.steps * A).map((v) => Math.min(1, Math.max(-1, v)));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
 describe('RobotClock', () => {
@@ -160,17 +161,17 @@ describe('embodied trainers (tiny budget, reach on the gap robot)', () => {
     using prompts = await SimPrompts.create('reach');
     const pg = await ClippedPolicyGradient.create(pre.policy, pgConfig);
     // Nothing changes the model during the run (no refit, delay and context as given), so its replays can be redone after.
-    const st = await trainWmrl({ config: wmrlConfig({ horizon: 10, refitEvery: 0, actionDelay: 0, context: 'fixed' }), policy: pre.policy, pg, model: pre.model, simData: pre.simData, target, prompts });
+    const anchors: RobotEpisode[] = [];
+    const st = await trainWmrl({ config: wmrlConfig({ horizon: 10, refitEvery: 0, actionDelay: 0, context: 'fixed' }), policy: pre.policy, pg, model: pre.model, simData: pre.simData, target, prompts, hooks: { onEpisode: (ep) => anchors.push(ep) } });
     const pairs = (st.extra as { corrector: { debiaser: { buffer: Array<{ wm: number }> } } }).corrector.debiaser.buffer.map((p) => p.wm);
-    const layout = layoutOf(target.robot.spec), A = target.robot.spec.action.low.length, D = pre.policy.obsDim;
+    const A = target.robot.spec.action.low.length, D = pre.policy.obsDim;
     const first: number[] = [], whole: number[] = [];
-    for (const summary of target.store!.list()) {
-      // The recorded start and sent actions (all but the last, which needs the final observation; enough here).
-      const tr = episodeTransitions(target.store!.get(summary.meta.id), layout)!;
-      expect(tr.rewards.length).toBeGreaterThan(10);
-      const start = tr.states.subarray(0, D);
-      first.push((await replayScore(pre.model, start, tr.actions.subarray(0, 10 * A), { k: 5, mode: 'return' })).score[0]!);
-      whole.push((await replayScore(pre.model, start, tr.actions, { k: 5, mode: 'return' })).score[0]!);
+    for (const ep of anchors) {
+      // The recorded start and the policy's commands as it acted them.
+      expect(ep.steps).toBeGreaterThan(10);
+      const start = ep.obs.subarray(0, D), acted = asActed(ep, A);
+      first.push((await replayScore(pre.model, start, acted.subarray(0, 10 * A), { k: 5, mode: 'return' })).score[0]!);
+      whole.push((await replayScore(pre.model, start, acted, { k: 5, mode: 'return' })).score[0]!);
     }
     expect(pairs.length).toBe(first.length);
     const sorted = (xs: number[]) => [...xs].sort((a, b) => a - b);
@@ -186,21 +187,21 @@ describe('embodied trainers (tiny budget, reach on the gap robot)', () => {
       const target = await simRobotTarget({ task: 'reach', profile: 'gap', robots: 1, resetSeconds: 5, seed: 0, store: join(dir, `late-${String(over.successThreshold)}.db`) });
       using prompts = await SimPrompts.create('reach');
       const pg = await ClippedPolicyGradient.create(pre.policy, pgConfig);
-      const st = await trainWmrl({ config: wmrlConfig({ horizon: 10, refitEvery: 0, actionDelay: 2, context: 'fixed', ...over }), policy: pre.policy, pg, model: pre.model, simData: pre.simData, target, prompts });
+      const anchors: RobotEpisode[] = [];
+      const st = await trainWmrl({ config: wmrlConfig({ horizon: 10, refitEvery: 0, actionDelay: 2, context: 'fixed', ...over }), policy: pre.policy, pg, model: pre.model, simData: pre.simData, target, prompts, hooks: { onEpisode: (ep) => anchors.push(ep) } });
       const pairs = (st.extra as { corrector: { debiaser: { buffer: Array<{ wm: number }> } } }).corrector.debiaser.buffer.map((p) => p.wm);
-      const layout = layoutOf(target.robot.spec), A = target.robot.spec.action.low.length, D = pre.policy.obsDim;
+      const A = target.robot.spec.action.low.length, D = pre.policy.obsDim;
       const replays = [];
-      for (const summary of target.store!.list()) {
-        const tr = episodeTransitions(target.store!.get(summary.meta.id), layout)!;
-        replays.push(await replayScore(pre.model, tr.states.subarray(0, D), tr.actions.subarray(0, 10 * A), { k: 5, mode: 'return', actionDelay: 2 }));
-      }
+      for (const ep of anchors) replays.push(await replayScore(pre.model, ep.obs.subarray(0, D), asActed(ep, A).subarray(0, 10 * A), { k: 5, mode: 'return', actionDelay: 2 }));
+      // The gap robot reports as sent the actions its actuators got (3 steps late): not what the replay feeds.
+      expect(anchors.some((ep) => ep.sent.some((v, i) => v !== asActed(ep, A)[i]))).toBe(true);
       await pg.release();
       await target.close();
       expect(pairs.length).toBe(replays.length);
       return { pairs, replays };
     };
     const sorted = (xs: number[]) => [...xs].sort((a, b) => a - b);
-    // Never ending early: the 10-step return of the actions fed 2 steps late, not as sent.
+    // Never ending early: the 10-step return of the commands fed 2 steps late.
     const late = await pairsOf({ successThreshold: 2 });
     sorted(late.pairs).forEach((x, i) => expect(x).toBeCloseTo(sorted(late.replays.map((r) => r.score[0]!))[i]!, 4));
     // Every member's predicted success passes a threshold below 0 at once: each replay ends after its first step.

@@ -267,15 +267,17 @@ export async function trainWmrl(run: WmrlRun): Promise<RunState> {
         if (recentAnchors.length > 32) recentAnchors.shift();
       }
       real.set(b, eps);
-      // The pair's world-model score: the episode's sent actions replayed open loop from its recorded start, over
-      // the steps an imagined rollout covers (its first H), scored as imagination scores a rollout: the actions
-      // reach the model as late as imagination feeds them (the identified delay), and each member's replay ends
-      // where its predicted success first passes the threshold. So the map relates the very score the imagined
-      // rollouts get to the real one.
+      // The pair's world-model score: the policy's commands as it acted them (within the action range, as
+      // imagination feeds them) replayed open loop from the episode's recorded start, over the steps an imagined
+      // rollout covers (its first H), scored as imagination scores a rollout: the commands reach the model as late
+      // as imagination feeds them (the identified delay), and each member's replay ends where its predicted success
+      // first passes the threshold. So the map relates the very score the imagined rollouts get to the real one.
+      // Not the actions the robot reports as sent: a robot with actuation latency (the sim under the gap profile)
+      // reports what its actuators got, already late, which the identified delay would delay again.
       const worldModel = await Promise.all(eps.map(async (ep) => {
         if (ep.steps === 0) return null;
         const T = Math.min(ep.steps, H);
-        const r = await replayScore(model, ep.obs.subarray(0, D), ep.sent.subarray(0, T * A), { k: Math.min(c.scoreK, T), mode: c.scoreMode, actionDelay: env.actionDelay });
+        const r = await replayScore(model, ep.obs.subarray(0, D), asActed(ep).actions.subarray(0, T * A), { k: Math.min(c.scoreK, T), mode: c.scoreMode, actionDelay: env.actionDelay });
         let s = 0;
         for (let e = 0; e < E; e++) {
           const p = r.memberSuccessProb.subarray(e * T, (e + 1) * T), hit = p.findIndex((x) => x > c.successThreshold);
