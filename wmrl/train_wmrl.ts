@@ -256,14 +256,15 @@ export async function trainWmrl(run: WmrlRun): Promise<RunState> {
     async score(group: readonly Ref[]) {
       const b = group[0]!.b;
       const prompt = updatePrompts[b]!;
-      const eps: RobotEpisode[] = [];
+      const eps: RobotEpisode[] = [], acted: DelayEpisode[] = [];
       for (let k = 0; k < group.length; k++) {
         const ep = await robotEpisode(target, policy, prompt.seed, rng, `wmrl-${update}`);
         run.hooks?.onEpisode?.(ep, 'anchor');
         state.finalObs[ep.id] = Array.from(ep.obs.subarray(ep.steps * D));
         state.episodeIds.push(ep.id);
         eps.push(ep);
-        if (ep.steps > 0) recentAnchors.push(asActed(ep));
+        acted.push(asActed(ep));
+        if (ep.steps > 0) recentAnchors.push(acted[k]!);
         if (recentAnchors.length > 32) recentAnchors.shift();
       }
       real.set(b, eps);
@@ -274,10 +275,10 @@ export async function trainWmrl(run: WmrlRun): Promise<RunState> {
       // first passes the threshold. So the map relates the very score the imagined rollouts get to the real one.
       // Not the actions the robot reports as sent: a robot with actuation latency (the sim under the gap profile)
       // reports what its actuators got, already late, which the identified delay would delay again.
-      const worldModel = await Promise.all(eps.map(async (ep) => {
+      const worldModel = await Promise.all(eps.map(async (ep, k) => {
         if (ep.steps === 0) return null;
         const T = Math.min(ep.steps, H);
-        const r = await replayScore(model, ep.obs.subarray(0, D), asActed(ep).actions.subarray(0, T * A), { k: Math.min(c.scoreK, T), mode: c.scoreMode, actionDelay: env.actionDelay });
+        const r = await replayScore(model, ep.obs.subarray(0, D), acted[k]!.actions.subarray(0, T * A), { k: Math.min(c.scoreK, T), mode: c.scoreMode, actionDelay: env.actionDelay });
         let s = 0;
         for (let e = 0; e < E; e++) {
           const p = r.memberSuccessProb.subarray(e * T, (e + 1) * T), hit = p.findIndex((x) => x > c.successThreshold);

@@ -50,11 +50,11 @@ export async function drive(values: DriveOptions): Promise<void> {
   if (values.commandHistory !== undefined && !isSim) throw new Error(`--command-history is the sim robot's; robot ${values.robot} sets command_history in its YAML`);
   if (isSim) {
     const [, task, prof = 'nominal'] = values.robot.split(':');
-    sim = await SimRobot.create({ task: task!, profile: prof, image: policyImageSize(values.policy), commandHistory: values.commandHistory });
+    const s = await SimRobot.create({ task: task!, profile: prof, image: policyImageSize(values.policy), commandHistory: values.commandHistory });
+    sim = s;
     profile = prof;
-    const stepped = sim;
     // --fast steps the sim as fast as it goes: the safety layer then reads the sim's clock, not the host's.
-    robot = new SafetyLayer(sim, { ...DEFAULT_SAFETY, maxDelta: 2 }, { watchdog: !values.fast, ...(values.fast ? { now: () => stepped.clockMs } : {}) });
+    robot = new SafetyLayer(s, { ...DEFAULT_SAFETY, maxDelta: 2 }, { watchdog: !values.fast, ...(values.fast ? { now: () => s.clockMs } : {}) });
   } else {
     robot = await connectRobot(loadRobotConfig(values.robot), (e) => console.error(`safety: ${e.kind}: ${e.detail}`));
   }
