@@ -109,3 +109,22 @@ describe('runEpisode', () => {
     await robot[Symbol.asyncDispose]();
   });
 });
+
+describe('SimRobot.act', () => {
+  it('reports the command as sent (within [-1, 1], NaN as 0, none once stopped), not the action its actuators apply under the profile\'s latency', async () => {
+    await using sim = await SimRobot.create({ task: 'reach', profile: 'gap' });
+    await sim.reset({ seed: 3 });
+    const commands = [[0.5, -0.5], [2, -3], [NaN, 0.25], [0.1, 0.2]];
+    const sent: number[][] = [], applied: number[][] = [];
+    for (const c of commands) {
+      sent.push(Array.from(await sim.act(Float32Array.from(c))));
+      applied.push(Array.from(sim.lastStep!.info.appliedAction));
+    }
+    expect(sent).toEqual([[0.5, -0.5], [1, -1], [0, 0.25], [Math.fround(0.1), Math.fround(0.2)]]);
+    // The gap profile's actuators apply each command 3 steps after it is sent.
+    expect(applied[3]).toEqual([0.5, -0.5]);
+    expect(applied[3]).not.toEqual(sent[3]);
+    await sim.estop();
+    expect(Array.from(await sim.act(Float32Array.of(0.7, 0.7)))).toEqual([0, 0]);
+  });
+});

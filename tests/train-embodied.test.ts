@@ -193,8 +193,8 @@ describe('embodied trainers (tiny budget, reach on the gap robot)', () => {
       const A = target.robot.spec.action.low.length, D = pre.policy.obsDim;
       const replays = [];
       for (const ep of anchors) replays.push(await replayScore(pre.model, ep.obs.subarray(0, D), asActed(ep, A).subarray(0, 10 * A), { k: 5, mode: 'return', actionDelay: 2 }));
-      // The gap robot reports as sent the actions its actuators got (3 steps late): not what the replay feeds.
-      expect(anchors.some((ep) => ep.sent.some((v, i) => v !== asActed(ep, A)[i]))).toBe(true);
+      // The gap robot reports the commands as sent (Robot.act's contract), not what its actuators apply 3 steps later.
+      expect(anchors.every((ep) => ep.sent.every((v, i) => v === asActed(ep, A)[i]))).toBe(true);
       await pg.release();
       await target.close();
       expect(pairs.length).toBe(replays.length);

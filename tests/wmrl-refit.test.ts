@@ -36,4 +36,18 @@ describe('refitTransitions', () => {
     expect(dense.rewardKnown).toBeUndefined();
     await model.release();
   });
+
+  it('takes the commands the robot reports as sent as applied actionDelay steps later (nothing before the first), and refuses a delay that is not a whole number of steps', async () => {
+    const model = new EnsembleModel({ dObs: D, dAct: A, members: 1, hidden: [4], actionHistory: 2, seed: 0 });
+    const t = refitTransitions([episode(5)], model, { robotRewards: 'dense', simData: sim, simWeight: 0, actionDelay: 2 });
+    expect(Array.from(t.action)).toEqual([0, 0, 1, 2, 3]);
+    expect(Array.from(t.history!)).toEqual([0, 0, 0, 0, 0, 0, 1, 0, 2, 1]);
+    // States, rewards and success stay on their steps.
+    expect(Array.from(t.obs.filter((_, k) => k % D === 0))).toEqual([0, 1, 2, 3, 4]);
+    expect(Array.from(t.reward)).toEqual([-0, -1, -2, -3, -4]);
+    // A delay longer than the episode applies none of its commands.
+    expect(Array.from(refitTransitions([episode(2)], model, { robotRewards: 'dense', simData: sim, simWeight: 0, actionDelay: 4 }).action)).toEqual([0, 0]);
+    expect(() => refitTransitions([episode(5)], model, { robotRewards: 'dense', simData: sim, simWeight: 0, actionDelay: 1.5 })).toThrow(/actionDelay must be a whole number of control steps, got 1.5/);
+    await model.release();
+  });
 });

@@ -18,7 +18,7 @@ import { layoutOf } from '../common/layout.js';
 import type { Policy } from '../policies/types.js';
 import type { ClippedPolicyGradient } from '../policies/pg.js';
 import type { SceneTwin } from '../sim/twin.js';
-import { ModelEnv, TransitionBuffer, identifySystem, repeatRows, replayScore, type DelayEpisode, type EnsembleModel, type Transitions } from '../worldmodel/index.js';
+import { ModelEnv, TransitionBuffer, delayActions, identifySystem, repeatRows, replayScore, type DelayEpisode, type EnsembleModel, type Transitions } from '../worldmodel/index.js';
 import { groupAdvantages, DEFAULT_ADVANTAGE_CONFIG } from './advantages.js';
 import { Corrector, correctorConfig, type CorrectorConfig, type CorrectorState } from './corrector.js';
 import { imaginePolicy } from './imagine-policy.js';
@@ -70,8 +70,8 @@ export interface WmrlConfig {
    * The robot's actuation delay in control steps, which a model pretrained on the sim lacks
    * (worldmodel/delay.ts): a number, or 'identify' — the d in [0, maxActionDelay] under which the model best
    * explains the latest anchor episodes when fed the policy's actions d steps late (one-step likelihood),
-   * estimated after the first anchors and again after every refit. Imagination applies it. (The store and
-   * the anchors' replays keep the actions the robot reports; a sim robot reports them as applied.)
+   * estimated after the first anchors and again after every refit. Imagination and the anchors' replays feed the
+   * policy's commands this late, and refits take the commands the store records this late.
    */
   actionDelay: number | 'identify';
   maxActionDelay: number;
@@ -174,20 +174,24 @@ const collapse = (row: Float32Array, T: number, mode: WmrlConfig['scoreMode'], K
 };
 
 /**
- * What a refit fits: the robot's recorded episodes (their actions as the robot reported them, which a sim robot
- * reports as applied), under the model's current (identified) context when it is context-conditioned, their
- * rewards teaching the reward head only when the robot's rewards are dense — plus the sim data the model started
- * from at `simWeight` per transition (0: left out).
+ * What a refit fits: the robot's recorded episodes, under the model's current (identified) context when it is
+ * context-conditioned, their rewards teaching the reward head only when the robot's rewards are dense — plus the sim
+ * data the model started from at `simWeight` per transition (0: left out). An episode records the commands the robot
+ * reports as sent; the model's dynamics take the action applied at each step, which on a robot with actuation delay
+ * `actionDelay` (control steps; default 0) is the command sent that many steps before, and nothing (zeros, as
+ * imagination starts its commands in flight) before the first.
  */
 export function refitTransitions(
   episodes: ReadonlyArray<{ states: Float32Array; actions: Float32Array; rewards: Float32Array; success: Float32Array }>,
   model: Pick<EnsembleModel, 'dObs' | 'dAct' | 'actionHistory' | 'contextDim' | 'context'>,
-  o: { robotRewards: WmrlConfig['robotRewards']; simData: Transitions; simWeight: number },
+  o: { robotRewards: WmrlConfig['robotRewards']; simData: Transitions; simWeight: number; actionDelay?: number },
 ): Transitions {
+  const d = o.actionDelay ?? 0;
+  if (!(Number.isInteger(d) && d >= 0)) throw new Error(`wmrl refit: actionDelay must be a whole number of control steps, got ${o.actionDelay}`);
   const buf = new TransitionBuffer(model.dObs, model.dAct, model.actionHistory, model.contextDim);
   const ctx = model.contextDim > 0 ? model.context : undefined;
   for (const e of episodes) {
-    buf.addEpisode({ states: e.states, actions: e.actions, rewards: e.rewards, success: e.success, weight: 1, rewardKnown: o.robotRewards === 'dense', ...(ctx ? { context: ctx } : {}) });
+    buf.addEpisode({ states: e.states, actions: d > 0 && e.actions.length > 0 ? delayActions(e.actions, 1, model.dAct, d) : e.actions, rewards: e.rewards, success: e.success, weight: 1, rewardKnown: o.robotRewards === 'dense', ...(ctx ? { context: ctx } : {}) });
   }
   if (o.simWeight > 0) buf.add({ ...o.simData, weight: (o.simData.weight ?? new Float32Array(o.simData.reward.length).fill(1)).map((w) => w * o.simWeight) });
   return buf.transitions();
@@ -273,8 +277,8 @@ export async function trainWmrl(run: WmrlRun): Promise<RunState> {
       // rollout covers (its first H), scored as imagination scores a rollout: the commands reach the model as late
       // as imagination feeds them (the identified delay), and each member's replay ends where its predicted success
       // first passes the threshold. So the map relates the very score the imagined rollouts get to the real one.
-      // Not the actions the robot reports as sent: a robot with actuation latency (the sim under the gap profile)
-      // reports what its actuators got, already late, which the identified delay would delay again.
+      // Not the actions the robot reports as sent, which a safety layer may have replaced (a hold, a clip): the
+      // imagined rollouts it is paired with feed the policy's own.
       const worldModel = await Promise.all(eps.map(async (ep, k) => {
         if (ep.steps === 0) return null;
         const T = Math.min(ep.steps, H);
@@ -367,7 +371,7 @@ export async function trainWmrl(run: WmrlRun): Promise<RunState> {
     let refit = false;
     if (c.refitEvery > 0 && (u + 1) % c.refitEvery === 0 && state.episodeIds.length > 0 && target.store) {
       const eps = state.episodeIds.map((id) => episodeTransitions(target.store!.get(id), layoutOf(target.robot.spec), Float32Array.from(state.finalObs[id] ?? []))).filter((e) => e !== null);
-      await model.fit(refitTransitions(eps, model, { robotRewards: c.robotRewards, simData: run.simData, simWeight: c.simWeight }), { epochs: c.refitEpochs, seed: c.seed + u });
+      await model.fit(refitTransitions(eps, model, { robotRewards: c.robotRewards, simData: run.simData, simWeight: c.simWeight, actionDelay: env.actionDelay }), { epochs: c.refitEpochs, seed: c.seed + u });
       refit = true;
     }
     // The robot's actuation delay and (for a context-conditioned model) its context, from the latest anchors
