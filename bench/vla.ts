@@ -550,9 +550,11 @@ export async function runTask(task: (typeof TASKS)[number], q: boolean, progress
       const evaluate = async () => { last = await evaluateOn(robotEnv, vla, split.heldOutStates); return { success: last.success, meanReturn: last.return, episodes: last.episodes }; };
       // The label carries the latest held-out success, so a long run shows where each row stands as it goes.
       let seen = '';
+      // sparse only runs one group per update for WMRL's anchor episodes: that many updates, not P.updates.
+      const updates = row === 'sparse_only' ? r.robotEpisodes.wmrl / P.groupSize : P.updates;
       const onUpdate = (u: { update: number; evalSuccess?: number }) => {
         if (u.evalSuccess !== undefined) seen = `, held-out ${Math.round(100 * u.evalSuccess)}% at update ${u.update}`;
-        progress(done, `${task}: ${row} update ${u.update}/${P.updates}${seen}`);
+        progress(done, `${task}: ${row} update ${u.update}/${updates}${seen}`);
       };
       // WMRL refits every few updates; the robot's recorded rewards are its sparse success, so the refits teach the
       // dynamics and the success head and leave the dense reward head as the sim taught it.
