@@ -187,7 +187,7 @@ export class MjEnv implements Env {
       reward,
       terminated: success,
       truncated: !success && this.t >= this.horizon,
-      info: { success, instruction, appliedAction: applied, substeps, t: this.t },
+      info: { success, instruction, appliedAction: applied, command: a.slice(), substeps, t: this.t },
     };
   }
 

@@ -39,6 +39,8 @@ export interface StepInfo {
   instruction: string;
   /** The action that reached the actuators this step (after clipping and latency), in action-space units. */
   appliedAction: Float32Array;
+  /** The action this step sent, as the env took it (within [-1, 1], NaN as 0): what reaches the actuators after the latency. */
+  command: Float32Array;
   /** Physics substeps taken this step (varies under control-rate jitter). */
   substeps: number;
   /** Control steps since reset. */

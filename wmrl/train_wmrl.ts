@@ -191,7 +191,7 @@ export function refitTransitions(
   const buf = new TransitionBuffer(model.dObs, model.dAct, model.actionHistory, model.contextDim);
   const ctx = model.contextDim > 0 ? model.context : undefined;
   for (const e of episodes) {
-    buf.addEpisode({ states: e.states, actions: d > 0 && e.actions.length > 0 ? delayActions(e.actions, 1, model.dAct, d) : e.actions, rewards: e.rewards, success: e.success, weight: 1, rewardKnown: o.robotRewards === 'dense', ...(ctx ? { context: ctx } : {}) });
+    buf.addEpisode({ states: e.states, actions: d > 0 ? delayActions(e.actions, 1, model.dAct, d) : e.actions, rewards: e.rewards, success: e.success, weight: 1, rewardKnown: o.robotRewards === 'dense', ...(ctx ? { context: ctx } : {}) });
   }
   if (o.simWeight > 0) buf.add({ ...o.simData, weight: (o.simData.weight ?? new Float32Array(o.simData.reward.length).fill(1)).map((w) => w * o.simWeight) });
   return buf.transitions();

@@ -65,18 +65,17 @@ export class SimRobot implements Robot {
   }
 
   /**
-   * Returns the command as its actuators are sent it (Robot.act's contract): within [-1, 1], NaN as 0, as the sim
-   * clips it; no effort on a stopped robot. Not what they apply this step: under a profile's latency that is a
-   * command sent steps ago (StepResult.info.appliedAction).
+   * Returns the command as its actuators are sent it (Robot.act's contract; StepInfo.command: as the sim takes it); no
+   * effort on a stopped robot. Not what they apply this step: under a profile's latency that is a command sent steps
+   * ago (StepInfo.appliedAction).
    */
   async act(action: Float32Array): Promise<Float32Array> {
     // A stopped robot applies no effort until it is reset, whatever it is sent.
-    const sent = this.stopped ? new Float32Array(action.length) : Float32Array.from(action, (v) => (Number.isNaN(v) ? 0 : Math.max(-1, Math.min(1, v))));
-    const r = this.env.step(sent);
+    const r = this.env.step(this.stopped ? new Float32Array(action.length) : action);
     this.stepsTaken++;
     this.lastStep = r;
     this.obs = r.obs;
-    return sent;
+    return r.info.command;
   }
 
   /**
