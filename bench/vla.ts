@@ -22,7 +22,8 @@
 // on held-out start states and on held-out (instruction, target region) combinations, under the gap profile.
 // Beside it, the signal the dense rows learn from: the within-group rank agreement between the VLA's returns
 // on the robot and in imagination (same start, same policy noise), under the nominal and the identified context,
-// and its ceiling: the latent face run on the robot itself against the VLA (what a perfect world model would give).
+// and its ceilings: the latent face run on the robot itself against the VLA (what a perfect world model would give),
+// and the VLA run again on the robot under other sensor noise and jitter (its repeatability, which no model reaches).
 // The tasks run side by side, one child process each (bench/lib/vla-task.ts), as `--task` runs one alone.
 import { fork, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -41,7 +42,7 @@ import { VlaPolicy } from '../policies/vla.js';
 import { LatentVla, type LatentDistillReport } from '../policies/latent-vla.js';
 import { Rng } from '../nn/index.js';
 import { spearman } from '../tests/helpers/stats.js';
-import { CONTEXT_PARAMS, SceneTwin, combinationSplit, loadProfile, makeEnv, type Env, type EvaluationSplit } from '../sim/index.js';
+import { CONTEXT_PARAMS, MjEnv, SceneTwin, combinationSplit, loadProfile, makeEnv, type Env, type EvaluationSplit } from '../sim/index.js';
 import { ModelEnv, repeatRows, type EnsembleModel } from '../worldmodel/index.js';
 import { correctorConfig, type CorrectorConfig } from '../wmrl/corrector.js';
 import type { ClosableTarget, Prompt, PromptSource } from '../wmrl/embodied.js';
@@ -306,12 +307,18 @@ export interface AgreementGroups {
   real: number[];
 }
 
-/** The dense return of each of the B·G rollouts of `who` on `robot` (reading its camera, or the state and instruction alone). */
-async function robotReturns(who: Policy, camera: boolean, robot: Env, seeds: readonly number[], G: number, H: number, noise: Float32Array): Promise<number[]> {
+/**
+ * The dense return of each of the B·G rollouts of `who` on `robot` (reading its camera, or the state and instruction
+ * alone). `reseed`: rollout i meets the robot's sensor noise and control jitter drawn from `reseed + i` from its first
+ * step on (the same start observation), not the stream its start seed gives.
+ */
+async function robotReturns(who: Policy, camera: boolean, robot: Env, seeds: readonly number[], G: number, H: number, noise: Float32Array, reseed?: number): Promise<number[]> {
   const A = who.actDim, lo = robot.actionSpace.low, hi = robot.actionSpace.high;
+  if (reseed !== undefined && !(robot instanceof MjEnv)) throw new Error('vla bench: reseeding the robot\'s noise needs a MuJoCo env');
   const out: number[] = [];
   for (let i = 0; i < seeds.length * G; i++) {
     let ob = robot.reset(seeds[Math.floor(i / G)]!), R = 0;
+    if (reseed !== undefined) (robot as MjEnv).reseedNoise(reseed + i);
     for (let t = 0; t < H; t++) {
       const r = await who.act(ob.state, noise.subarray((i * H + t) * A, (i * H + t + 1) * A), camera ? contextOf(ob) : { instructions: [ob.instruction] });
       const s = robot.step(r.action.map((v, j) => Math.max(lo[j]!, Math.min(hi[j]!, v))));
@@ -381,6 +388,16 @@ export async function faceOnRobotAgreement(g: AgreementGroups, face: LatentVla, 
   return withinGroup(g, await robotReturns(face, false, robot, g.seeds, g.G, g.H, g.noise));
 }
 
+/**
+ * The robot's repeatability: within-group rank agreement between the VLA's robot returns (`g`) and the same
+ * rollouts (same starts, same policy noise) run again on the robot under other sensor noise and control jitter.
+ * Imagination cannot know the robot's noise, so this bounds the rank agreement any world model can reach: where
+ * it is low, the robot's own randomness rather than the policy's noise decides a group's order.
+ */
+export async function repeatability(g: AgreementGroups, vla: VlaPolicy, robot: Env, reseed: number): Promise<number> {
+  return withinGroup(g, await robotReturns(vla, true, robot, g.seeds, g.G, g.H, g.noise, reseed));
+}
+
 /** What imagination's stand-ins do to the VLA's mean action on the states it visits on the robot (see `imaginationGaps`). */
 export interface ImaginationGaps {
   /** Robot states measured (every step of the episodes). */
@@ -441,7 +458,7 @@ interface TaskResult {
   /** The world model's held-out validation loss (Gaussian NLL per entry). */
   wmValLoss: number;
   /** Within-group rank agreement of imagined with robot returns for the clone: nominal context, then WMRL's identified one. */
-  agreement: { nominal: number; identified: number; faceOnRobot: number };
+  agreement: { nominal: number; identified: number; faceOnRobot: number; repeatability: number };
   /** The context (log scales) and actuation delay WMRL identified from its anchors. */
   identified: { context: number[]; delay: number };
   controlHz: number;
@@ -523,7 +540,7 @@ export async function runTask(task: (typeof TASKS)[number], q: boolean, progress
       eval: { bc: await evalOf() } as TaskResult['eval'],
       robotEpisodes: { bc: 0 } as TaskResult['robotEpisodes'], curve: {}, robotHours: { bc: 0 } as TaskResult['robotHours'], computeSeconds: { bc: 0 } as TaskResult['computeSeconds'],
       anchorGroups: 0, robotSuccesses: { bc: 0 } as TaskResult['robotSuccesses'], expert: await expertOn(task, split, 'expert', LATENCY), demonstrator: await expertOn(task, split, 'demonstrator', LATENCY), demoSuccess: clone.demoSuccess, bcLoss, demoSteps, wmValLoss, controlHz: robotEnv.spec.controlHz, biasReduction: null, anchorWeight: 1, guard: { updatesFlagged: 0, maxFlagged: 0 },
-      agreement: { nominal: NaN, identified: NaN, faceOnRobot: NaN }, identified: { context: [], delay: 0 }, latent: null as unknown as LatentDistillReport, gaps: null as unknown as ImaginationGaps, latency: [],
+      agreement: { nominal: NaN, identified: NaN, faceOnRobot: NaN, repeatability: NaN }, identified: { context: [], delay: 0 }, latent: null as unknown as LatentDistillReport, gaps: null as unknown as ImaginationGaps, latency: [],
     };
     progress(++done, `${task}: latent face (the clone: ${Math.round(100 * r.eval.bc.heldOutStates.success)}% of held-out states)`);
     // The VLA's latent face, what dense_only and WMRL imagine through: a map from the state to the frozen encoder's
@@ -584,6 +601,7 @@ export async function runTask(task: (typeof TASKS)[number], q: boolean, progress
         model.store.names().forEach((n, i) => model.store.set(n, model0[i]!));
         r.agreement.nominal = await rankAgreement(groups, vla, model, twin, robotEnv, 0, wmrl.successThreshold, 7);
         r.agreement.faceOnRobot = await faceOnRobotAgreement(groups, face, robotEnv);
+        r.agreement.repeatability = await repeatability(groups, vla, robotEnv, 555_000);
         vla.paramNames().forEach((n, i) => vla.store.set(n, policyNow[i]!));
       }
       r.curve[row] = st.rows.filter((x) => x.evalSuccess !== undefined).map((x) => ({ update: x.update, success: x.evalSuccess! }));
@@ -730,7 +748,7 @@ export async function run(o: BenchOptions): Promise<BenchReport> {
       `; the debiasing map's median held-out residual reduction ${r.biasReduction === null ? 'was never measured (no map fitted before an anchor group)' : fmt(r.biasReduction, 2)}, final anchor weight ${fmt(r.anchorWeight, 2)}; the exploitation guard distrusted the world model in ${r.guard.updatesFlagged} of WMRL's ${P.updates} updates (at most ${r.guard.maxFlagged} context${r.guard.maxFlagged === 1 ? '' : 's'} at once). ` +
       `WMRL identified the robot's context as ${r.identified.context.map((v) => `×${fmt(Math.exp(v), 2)}`).join(', ')} (log scales of mass, friction, damping, actuator gain; the truth ×${CONTEXT_TRUTH.join(', ×')}) and a delay of ${r.identified.delay} steps (the truth ${LATENCY}). ` +
       `Within-group rank agreement of the clone's imagined with its robot returns (Spearman, median over ${P.agreementGroups} groups of ${P.groupSize}, same starts and policy noise): ${fmt(r.agreement.nominal, 2)} under the nominal context dense only imagines in, ${fmt(r.agreement.identified, 2)} under the identified one; ` +
-      `the latent face WMRL imagines through, run on the robot itself with the same noise, agrees with the VLA at ${fmt(r.agreement.faceOnRobot, 2)} (what a perfect world model would give it). ` +
+      `the latent face WMRL imagines through, run on the robot itself with the same noise, agrees with the VLA at ${fmt(r.agreement.faceOnRobot, 2)} (what a perfect world model would give it); the VLA itself, run again on the robot under other sensor noise and control jitter, agrees at ${fmt(r.agreement.repeatability, 2)} (the robot's repeatability: no world model, which cannot know the robot's noise, ranks a group better). ` +
       `Held-out start-state success during training (update: success): ${(['sparse_only', 'dense_only', 'wmrl'] as const).map((row) => `${SHORT[row]} ${(r.curve[row] ?? []).map((x) => `${x.update}: ${pct(x.success)}`).join(', ')}`).join('; ')}.` +
       (r.robotSuccesses.sparse_only === 0 ? ` No sparse-only robot episode succeeded, so each of its groups scored all 0: zero advantages, no gradient.` : '') +
       (r.robotSuccesses.wmrl === 0
@@ -755,6 +773,7 @@ export async function run(o: BenchOptions): Promise<BenchReport> {
   result.agreement_nominal = mean(runTasks.map((t) => results.get(t)!.agreement.nominal));
   result.agreement_identified = mean(runTasks.map((t) => results.get(t)!.agreement.identified));
   result.agreement_face_on_robot = mean(runTasks.map((t) => results.get(t)!.agreement.faceOnRobot));
+  result.agreement_repeatability = mean(runTasks.map((t) => results.get(t)!.agreement.repeatability));
   result.latent_rel_mse = mean(runTasks.map((t) => results.get(t)!.latent.valRelMse));
   result.latent_action_gap = mean(runTasks.map((t) => results.get(t)!.latent.actionGap));
   result.guard_updates_flagged = mean(runTasks.map((t) => results.get(t)!.guard.updatesFlagged / P.updates));
