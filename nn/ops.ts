@@ -107,6 +107,8 @@ export const log = unary('log', 'Log', Math.log, (t, g) => [div(g, t.inputs[0]!)
 export const softplus = unary('softplus', 'Softplus', (x) => (x > 0 ? x + Math.log1p(Math.exp(-x)) : Math.log1p(Math.exp(x))), (t, g) => [mul(g, sigmoid(t.inputs[0]!))]);
 export const sqrt = unary('sqrt', 'Sqrt', Math.sqrt, (t, g) => [div(g, mul(t, 2))]);
 export const abs = unary('abs', 'Abs', Math.abs, (t, g) => [where(greater(t.inputs[0]!, 0), g, neg(g))]);
+export const sin = unary('sin', 'Sin', Math.sin, (t, g) => [mul(g, cos(t.inputs[0]!))]);
+export const cos = unary('cos', 'Cos', Math.cos, (t, g) => [neg(mul(g, sin(t.inputs[0]!)))]);
 /** Identity in the forward pass; blocks gradients. */
 export const stopGradient = unary('stopGradient', 'Identity', (x) => x, () => [null]);
 

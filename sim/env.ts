@@ -1,4 +1,5 @@
 // The generic MuJoCo env: a TaskDef plus a hardware profile -> the Env contract of DESIGN.md §4.
+import type { DerivedEntries } from '../common/derived.js';
 import { commandHistoryFeatures, defineLayout, layoutDim, layoutEntries, type ObservationLayout } from '../common/layout.js';
 import { SimData, SimModel } from './mujoco.js';
 import { applyProfileToModel, loadProfile, type HardwareProfile } from './profiles.js';
@@ -48,6 +49,7 @@ export class MjEnv implements Env {
   readonly actionSpace: BoxSpace;
   readonly spec: SimRobotLayout;
   readonly layout: ObservationLayout;
+  readonly derived?: DerivedEntries;
   readonly horizon: number;
   readonly data: SimData;
   private readonly bound: BoundTask;
@@ -85,6 +87,8 @@ export class MjEnv implements Env {
     this.ctrlHi = Float64Array.from(this.actIds, (id) => cr[2 * id + 1]!);
     this.historySteps = opts.commandHistory ?? 0;
     this.layout = withCommandHistory(b.layout, b.actuatorNames, this.historySteps);
+    // The command tail comes after the task's entries: their indices stand.
+    if (b.derived) this.derived = b.derived;
     checkJointUnits(taskDef.name, model, b.layout);
     const nTask = layoutDim(b.layout), ns = layoutDim(this.layout);
     this.stateBuf = new Float32Array(nTask);

@@ -1,4 +1,5 @@
 // Running a task's scripted expert: success rates and demonstrations.
+import type { DerivedEntries } from '../common/derived.js';
 import { Rng } from '../nn/rng.js';
 import { CONTEXT_NAMES, profileContext, randomProfile } from './profiles.js';
 import { makeEnv, resolveProfile } from './registry.js';
@@ -58,6 +59,8 @@ export interface ExploratoryData {
   obsNames: string[];
   /** With randomized profiles: the names of each episode's context entries. */
   contextNames?: readonly string[];
+  /** The identities the task's state vector keeps (Env.derived), when it declares them. */
+  derived?: DerivedEntries;
 }
 
 /**
@@ -71,14 +74,14 @@ export async function exploratoryEpisodes(task: string, episodes: number, seed0:
   const base = resolveProfile(opts.profile ?? 'nominal');
   const commandHistory = opts.commandHistory;
   const shared = opts.randomize === undefined ? await makeEnv({ task, profile: base, commandHistory }) : null;
-  let dims: { dObs: number; dAct: number; obsNames: string[] } | null = null;
+  let dims: { dObs: number; dAct: number; obsNames: string[]; derived?: DerivedEntries } | null = null;
   const out: ExploratoryEpisode[] = [];
   try {
     for (let ep = 0; ep < episodes; ep++) {
       const profile = opts.randomize === undefined ? null : randomProfile(new Rng((seed0 + ep) * 104_729 + 3), opts.randomize, base, `random-${seed0 + ep}`);
       const env = shared ?? await makeEnv({ task, profile: profile!, commandHistory });
       try {
-        dims ??= { dObs: env.observationSpace.state.shape[0], dAct: env.actionSpace.shape[0], obsNames: env.observationSpace.state.names };
+        dims ??= { dObs: env.observationSpace.state.shape[0], dAct: env.actionSpace.shape[0], obsNames: env.observationSpace.state.names, ...(env.derived ? { derived: env.derived } : {}) };
         out.push({ ...exploratoryEpisode(env, ep, seed0 + ep, opts.maxSteps), ...(profile ? { context: profileContext(profile) } : {}) });
       } finally {
         if (!shared) env.dispose();

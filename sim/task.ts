@@ -1,5 +1,6 @@
 // What a task supplies to the generic MuJoCo env: its scene, how an episode starts, what is observed,
 // how it is scored, and a scripted expert.
+import type { DerivedEntries } from '../common/derived.js';
 import type { JointUnit, ObservationLayout } from '../common/layout.js';
 import type { SimData, SimModel } from './mujoco.js';
 import type { Rng } from './rng.js';
@@ -39,6 +40,11 @@ export interface BoundTask {
    * layout does not declare (an object's height and orientation) keeps the value `data` holds. For sim/twin.ts.
    */
   pose?(data: SimData, state: Float32Array): void;
+  /**
+   * The identities the state vector keeps (common/derived.ts, by entry index in `layout`): entries constant within
+   * an episode and entries computed from others, which a world model's imagination restores after each step.
+   */
+  derived?: DerivedEntries;
   /** Where the goal of the instruction lies on the table (x, y), for splits by target region (sim/split.ts). */
   goalPosition?(data: SimData, goal: number): [number, number];
   /** Dense reward and sparse success of the current state. `action` is in action-space units. */

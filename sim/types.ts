@@ -1,4 +1,5 @@
 // The Env contract of DESIGN.md §4: spaces, observations, step results, and the simulated robot's layout.
+import type { DerivedEntries } from '../common/derived.js';
 import type { ObservationLayout } from '../common/layout.js';
 import type { SceneStatic } from './scene.js';
 
@@ -87,6 +88,8 @@ export interface Env extends Disposable {
   readonly spec: SimRobotLayout;
   /** The declared observation layout: `Obs.state` is [joint positions, joint velocities, features] in its order. */
   readonly layout: ObservationLayout;
+  /** The identities its state vector keeps (the task's BoundTask.derived; entry indices of `layout`), when the task declares them. */
+  readonly derived?: DerivedEntries;
   /** Control steps after which an episode is truncated. */
   readonly horizon: number;
   reset(seed?: number): Obs;

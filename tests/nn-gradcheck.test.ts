@@ -43,6 +43,8 @@ const cases: OpCase[] = [
   { name: 'square', inputs: [[[4, 5], F]], f: nn.square },
   { name: 'sqrt', inputs: [[[4, 5], P]], f: nn.sqrt },
   { name: 'abs', inputs: [[[4, 5], F]], f: nn.abs },
+  { name: 'sin', inputs: [[[4, 5], F]], f: nn.sin },
+  { name: 'cos', inputs: [[[4, 5], F]], f: nn.cos },
   { name: 'clip', inputs: [[[6, 5], F]], f: (x) => nn.clip(x, -0.7, 0.9) },
   { name: 'where/greater', inputs: [[[3, 4], F], [[3, 4], F], [[4], F]], f: (c, a, b) => nn.where(nn.greater(c, 0), a, b), noGrad: [0] },
   { name: 'where/less', inputs: [[[3, 4], F], [[3, 4], F]], f: (a, b) => nn.where(nn.less(a, b), nn.mul(a, b), nn.sub(a, b)) },

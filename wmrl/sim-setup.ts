@@ -155,7 +155,7 @@ export async function pretrainWorldModel(o: PretrainOptions): Promise<Pick<Pretr
   const buf = new TransitionBuffer(data.dObs, data.dAct, o.wmActionHistory, contextNames?.length ?? 0);
   for (const e of data.episodes) buf.addEpisode({ ...e, weight: 1 });
   const simData = buf.transitions();
-  const model = new EnsembleModel({ dObs: data.dObs, dAct: data.dAct, members: o.wmMembers, hidden: o.wmHidden, actionHistory: o.wmActionHistory, commandHistory: o.commandHistory ?? 0, obsNames: data.obsNames, contextNames, seed: o.seed });
+  const model = new EnsembleModel({ dObs: data.dObs, dAct: data.dAct, members: o.wmMembers, hidden: o.wmHidden, actionHistory: o.wmActionHistory, commandHistory: o.commandHistory ?? 0, obsNames: data.obsNames, contextNames, ...(data.derived ? { derived: data.derived } : {}), seed: o.seed });
   const report = (o.fit ?? true) ? await model.fit(simData, { epochs: o.wmEpochs, seed: o.seed, onEpoch: (r) => o.onProgress?.('world model', r.epoch, o.wmEpochs) }) : null;
   return { model, simData, wmValLoss: report?.val.loss ?? NaN };
 }

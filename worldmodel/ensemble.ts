@@ -2,6 +2,7 @@
 // per layer, each predicting from (obs, action) a Gaussian over the next-observation delta, a dense reward
 // and a success logit. Inputs and targets are standardized with statistics stored beside the weights.
 import * as nn from '../nn/index.js';
+import { validateDerived, type DerivedEntries } from '../common/derived.js';
 import { bootstrapIndices, checkRows, contextLength, deltaRows, firstNonFinite, fitNormalizer, historyLength, repeatContext, inputRows, selectTransitions, splitIndices, validateTransitions, type Normalizer, type Transitions } from './dataset.js';
 
 const PREFIX = 'wm';
@@ -42,6 +43,12 @@ export interface EnsembleConfig {
    * from the actions it takes instead of taking the model's prediction. Default 0.
    */
   commandHistory?: number;
+  /**
+   * The observation's identities (common/derived.ts), as the task declares them: entries held constant within an
+   * episode and entries computed from others (a tip from the joint angles). The model still predicts every entry;
+   * imagination (the model env) restores these after each predicted step. Default: none.
+   */
+  derived?: DerivedEntries;
   /**
    * Names of the context entries, with their unit (e.g. 'log mass_scale'): the model is then conditioned on a
    * context of that many values — physical parameters the observation does not show, varied across the sim
@@ -175,6 +182,7 @@ export class EnsembleModel {
     const k = config.commandHistory ?? 0;
     if (!(Number.isInteger(k) && k >= 0)) throw new Error(`ensemble: commandHistory must be a non-negative integer, got ${k}`);
     if (k * dAct > dObs) throw new Error(`ensemble: commandHistory ${k} x dAct ${dAct} entries do not fit in dObs ${dObs}`);
+    if (config.derived) validateDerived(config.derived, dObs, dObs - k * dAct);
     const c = config.contextNames?.length ?? 0;
     const dIn = dObs + dAct * (1 + h) + c;
     this.members = config.members ?? 5;
@@ -201,6 +209,11 @@ export class EnsembleModel {
 
   get dAct(): number {
     return this.config.dAct;
+  }
+
+  /** The observation's identities imagination restores after each step (EnsembleConfig.derived); undefined: none. */
+  get derived(): DerivedEntries | undefined {
+    return this.config.derived;
   }
 
   /** Past actions per input (0: none). */

@@ -2,6 +2,7 @@
 // one ONNX Runtime call per step for all rollouts and all members; and `imagine`, which runs a policy graph
 // and the ensemble together, several steps per call.
 import * as nn from '../nn/index.js';
+import type { DerivedEntries, DerivedExpr } from '../common/derived.js';
 import { checkRows, firstNonFinite } from './dataset.js';
 import type { EnsembleModel } from './ensemble.js';
 
@@ -192,7 +193,7 @@ export class ModelEnv {
       const carried = cw > 0 ? g.input('history', ['n', cw]) : null;
       const { applied, history } = appliedAction(action, carried, this.actionDelay, this.model.actionHistory, dAct);
       const s = this.model.stepGraph(obs, applied, mix, noise, history ?? undefined);
-      const nextObs = withCommands(s.nextObs, obs, action, this.model);
+      const nextObs = withDerived(withCommands(s.nextObs, obs, action, this.model), obs, this.model.derived);
       const params = [...g.params.keys()];
       const prog = await nn.Program.fromSpec({
         inputs: [...[obs, action, mix, noise, ...(carried ? [carried] : [])].map((t) => ({ name: t.attrs.name as string, tensor: t })), ...params.map((p) => ({ name: p, tensor: g.params.get(p)! }))],
@@ -369,6 +370,44 @@ function withCommands(next: nn.Tensor, prev: nn.Tensor, sent: nn.Tensor, model: 
   ], 1);
 }
 
+/**
+ * The predicted next observation with the task's identities restored (EnsembleConfig.derived, common/derived.ts):
+ * held entries keep `prev`'s values, computed ones are evaluated, in order, on the observation as restored so far.
+ */
+function withDerived(next: nn.Tensor, prev: nn.Tensor, d: DerivedEntries | undefined): nn.Tensor {
+  if (!d || (d.held.length === 0 && d.computed.length === 0)) return next;
+  const dObs = next.shape[1] as number;
+  const cols: Array<nn.Tensor | null> = new Array<nn.Tensor | null>(dObs).fill(null);
+  const col = (j: number) => cols[j] ?? nn.slice(next, 1, j, j + 1);
+  const build = (x: DerivedExpr): nn.Tensor | number => {
+    if ('entry' in x) return col(x.entry);
+    if ('const' in x) return x.const;
+    if ('neg' in x) { const v = build(x.neg); return typeof v === 'number' ? -v : nn.neg(v); }
+    if ('sin' in x) { const v = build(x.sin); return typeof v === 'number' ? Math.sin(v) : nn.sin(v); }
+    if ('cos' in x) { const v = build(x.cos); return typeof v === 'number' ? Math.cos(v) : nn.cos(v); }
+    const add = 'add' in x, terms = (add ? x.add : x.mul).map(build);
+    let acc = terms[0]!;
+    for (const b of terms.slice(1)) acc = typeof acc === 'number' && typeof b === 'number' ? (add ? acc + b : acc * b) : add ? nn.add(acc, b) : nn.mul(acc, b);
+    return acc;
+  };
+  for (const i of d.held) cols[i] = nn.slice(prev, 1, i, i + 1);
+  for (const { entry, expr } of d.computed) {
+    const v = build(expr);
+    // A constant expression: a column of that value.
+    cols[entry] = typeof v === 'number' ? nn.add(nn.mul(nn.slice(next, 1, entry, entry + 1), 0), v) : v;
+  }
+  // Untouched runs of entries pass through as one slice each.
+  const parts: nn.Tensor[] = [];
+  for (let j = 0; j < dObs;) {
+    if (cols[j]) { parts.push(cols[j]!); j++; continue; }
+    let k = j;
+    while (k < dObs && !cols[k]) k++;
+    parts.push(nn.slice(next, 1, j, k));
+    j = k;
+  }
+  return nn.concat(parts, 1);
+}
+
 /** The history after `actions` (Shape N x dAct) were sent: they become the most recent past actions. */
 function shiftHistory(history: Float32Array, actions: Float32Array, n: number, dAct: number, h: number): Float32Array {
   if (h === 0) return history;
@@ -423,7 +462,7 @@ async function buildUnroll(model: EnsembleModel, policy: GraphPolicy, u: number,
     if (action.rank !== 2 || action.shape[1] !== model.dAct) throw new Error(`imagine: the policy's action has shape [${action.shape.join(', ')}], expected [n, ${model.dAct}]`);
     const a = appliedAction(action, hist, d, h, dAct);
     const s = model.stepGraph(obs, a.applied, at(mix, k), at(obsNoise, k), a.history ?? undefined);
-    const next = withCommands(s.nextObs, obs, action, model);
+    const next = withDerived(withCommands(s.nextObs, obs, action, model), obs, model.derived);
     // The action just sent becomes the most recent carried one.
     if (hist) hist = c > 1 ? nn.concat([action, nn.slice(hist, 1, 0, (c - 1) * dAct)], 1) : action;
     keep('action', action);

@@ -1,4 +1,5 @@
 // The planar two-link arm shared by `reach` and `push`: kinematics and the joint-space PD used by experts.
+import { c, cosOf, e, prod, sinOf, sum, type DerivedExpr } from '../../common/derived.js';
 import { defineLayout, type LayoutFeature, type ObservationLayout } from '../../common/layout.js';
 
 export const L1 = 0.2;
@@ -49,6 +50,12 @@ export function armLayout(features: LayoutFeature[]): ObservationLayout {
     [{ name: 'tip x', unit: 'm' }, { name: 'tip y', unit: 'm' }, ...features],
   );
 }
+
+/** The tip position (armLayout entries 4, 5) by forward kinematics from the joint angles (entries 0, 1). */
+export const ARM_TIP: ReadonlyArray<{ entry: number; expr: DerivedExpr }> = [
+  { entry: 4, expr: sum(prod(c(L1), cosOf(e(0))), prod(c(L2), cosOf(sum(e(0), e(1))))) },
+  { entry: 5, expr: sum(prod(c(L1), sinOf(e(0))), prod(c(L2), sinOf(sum(e(0), e(1))))) },
+];
 
 /** The two-link arm's part of the state, in armLayout order: joint angles, joint velocities, tip x/y (entries 0..5). */
 export function armState(q: Float64Array, qd: Float64Array, siteXpos: Float64Array, tip: number, out: Float32Array): void {

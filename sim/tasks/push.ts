@@ -5,7 +5,8 @@ import type { SimData, SimModel } from '../mujoco.js';
 import type { Rng } from '../rng.js';
 import { argmaxFrom, type BoundTask, type TaskDef } from '../task.js';
 import type { Demonstrator, Obs } from '../types.js';
-import { ActuationPredictor, armLayout, armState, ik, pd, tipOf } from './arm.js';
+import { e, prod, sub, sum } from '../../common/derived.js';
+import { ActuationPredictor, ARM_TIP, armLayout, armState, ik, pd, tipOf } from './arm.js';
 import { COLOURS, spreadPoints } from './layout.js';
 
 const ASSETS = join(dirname(fileURLToPath(import.meta.url)), '..', 'assets', 'push');
@@ -50,6 +51,17 @@ export const push: TaskDef = {
       layout,
       instructions: COLOURS.map((c) => `push the cube onto the ${c} pad`),
       keyframe: 'home',
+      // Pads and the goal's one-hot hold still; the tip follows the joints; the offsets are differences of entries.
+      derived: {
+        held: [10, 11, 12, 13, 14, 15, G, G + 1, G + 2],
+        computed: [
+          ...ARM_TIP,
+          { entry: REL, expr: sub(sum(...[0, 1, 2].map((i) => prod(e(G + i), e(10 + 2 * i)))), e(6)) },
+          { entry: REL + 1, expr: sub(sum(...[0, 1, 2].map((i) => prod(e(G + i), e(11 + 2 * i)))), e(7)) },
+          { entry: REL + 2, expr: sub(e(6), e(4)) },
+          { entry: REL + 3, expr: sub(e(7), e(5)) },
+        ],
+      },
       resetEpisode(data: SimData, rng: Rng): number {
         const goal = rng.intIn(0, 2);
         let cube: [number, number];

@@ -5,7 +5,8 @@ import type { SimData, SimModel } from '../mujoco.js';
 import type { Rng } from '../rng.js';
 import { type BoundTask, type TaskDef } from '../task.js';
 import type { Demonstrator, Obs } from '../types.js';
-import { ActuationPredictor, armLayout, armState, dlsReach, dlsStep, tipOf, tipVelocity } from './arm.js';
+import { e, prod, sub, sum } from '../../common/derived.js';
+import { ActuationPredictor, ARM_TIP, armLayout, armState, dlsReach, dlsStep, tipOf, tipVelocity } from './arm.js';
 import { COLOURS, spreadPoints } from './layout.js';
 
 const ASSETS = join(dirname(fileURLToPath(import.meta.url)), '..', 'assets', 'reach');
@@ -37,6 +38,15 @@ export const reach: TaskDef = {
       layout,
       instructions: COLOURS.map((c) => `reach the ${c} target`),
       keyframe: 'home',
+      // Targets and the goal's one-hot hold still; the tip follows the joints; goal - tip selects the goal's target by the one-hot.
+      derived: {
+        held: [6, 7, 8, 9, 10, 11, 12, 13, 14],
+        computed: [
+          ...ARM_TIP,
+          { entry: 15, expr: sub(sum(...[0, 1, 2].map((i) => prod(e(12 + i), e(6 + 2 * i)))), e(4)) },
+          { entry: 16, expr: sub(sum(...[0, 1, 2].map((i) => prod(e(12 + i), e(7 + 2 * i)))), e(5)) },
+        ],
+      },
       resetEpisode(data: SimData, rng: Rng): number {
         const mp = data.raw.mocap_pos as Float64Array;
         spreadPoints(rng, 3, 0.12, 0.36, 0.1).forEach(([x, y], i) => {
