@@ -87,3 +87,6 @@ export const prod = (...xs: DerivedExpr[]): DerivedExpr => ({ mul: xs });
 export const sub = (a: DerivedExpr, b: DerivedExpr): DerivedExpr => ({ add: [a, { neg: b }] });
 export const sinOf = (x: DerivedExpr): DerivedExpr => ({ sin: x });
 export const cosOf = (x: DerivedExpr): DerivedExpr => ({ cos: x });
+/** The value a one-hot selects: Σ_i entry(oneHot + i) · entry(values + stride·i), i < n (a goal's x among the targets' x). */
+export const pick = (oneHot: number, values: number, n: number, stride = 1): DerivedExpr =>
+  sum(...Array.from({ length: n }, (_, i) => prod(e(oneHot + i), e(values + stride * i))));

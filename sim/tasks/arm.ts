@@ -51,7 +51,7 @@ export function armLayout(features: LayoutFeature[]): ObservationLayout {
   );
 }
 
-/** The tip position (armLayout entries 4, 5) by forward kinematics from the joint angles (entries 0, 1). */
+/** The tip position (armLayout entries 4, 5) from the joint angles (entries 0, 1): `tipOf` as expressions a world model's graph evaluates. */
 export const ARM_TIP: ReadonlyArray<{ entry: number; expr: DerivedExpr }> = [
   { entry: 4, expr: sum(prod(c(L1), cosOf(e(0))), prod(c(L2), cosOf(sum(e(0), e(1))))) },
   { entry: 5, expr: sum(prod(c(L1), sinOf(e(0))), prod(c(L2), sinOf(sum(e(0), e(1))))) },

@@ -5,7 +5,7 @@ import type { SimData, SimModel } from '../mujoco.js';
 import type { Rng } from '../rng.js';
 import { argmaxFrom, type BoundTask, type TaskDef } from '../task.js';
 import type { Demonstrator, Obs } from '../types.js';
-import { e, prod, sub, sum } from '../../common/derived.js';
+import { e, pick, sub } from '../../common/derived.js';
 import { ActuationPredictor, ARM_TIP, armLayout, armState, ik, pd, tipOf } from './arm.js';
 import { COLOURS, spreadPoints } from './layout.js';
 
@@ -56,8 +56,8 @@ export const push: TaskDef = {
         held: [10, 11, 12, 13, 14, 15, G, G + 1, G + 2],
         computed: [
           ...ARM_TIP,
-          { entry: REL, expr: sub(sum(...[0, 1, 2].map((i) => prod(e(G + i), e(10 + 2 * i)))), e(6)) },
-          { entry: REL + 1, expr: sub(sum(...[0, 1, 2].map((i) => prod(e(G + i), e(11 + 2 * i)))), e(7)) },
+          { entry: REL, expr: sub(pick(G, 10, 3, 2), e(6)) },
+          { entry: REL + 1, expr: sub(pick(G, 11, 3, 2), e(7)) },
           { entry: REL + 2, expr: sub(e(6), e(4)) },
           { entry: REL + 3, expr: sub(e(7), e(5)) },
         ],

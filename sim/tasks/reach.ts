@@ -5,7 +5,7 @@ import type { SimData, SimModel } from '../mujoco.js';
 import type { Rng } from '../rng.js';
 import { type BoundTask, type TaskDef } from '../task.js';
 import type { Demonstrator, Obs } from '../types.js';
-import { e, prod, sub, sum } from '../../common/derived.js';
+import { e, pick, sub } from '../../common/derived.js';
 import { ActuationPredictor, ARM_TIP, armLayout, armState, dlsReach, dlsStep, tipOf, tipVelocity } from './arm.js';
 import { COLOURS, spreadPoints } from './layout.js';
 
@@ -43,8 +43,8 @@ export const reach: TaskDef = {
         held: [6, 7, 8, 9, 10, 11, 12, 13, 14],
         computed: [
           ...ARM_TIP,
-          { entry: 15, expr: sub(sum(...[0, 1, 2].map((i) => prod(e(12 + i), e(6 + 2 * i)))), e(4)) },
-          { entry: 16, expr: sub(sum(...[0, 1, 2].map((i) => prod(e(12 + i), e(7 + 2 * i)))), e(5)) },
+          { entry: 15, expr: sub(pick(12, 6, 3, 2), e(4)) },
+          { entry: 16, expr: sub(pick(12, 7, 3, 2), e(5)) },
         ],
       },
       resetEpisode(data: SimData, rng: Rng): number {
