@@ -14,6 +14,21 @@ async function undelayedModel(): Promise<EnsembleModel> {
   return m;
 }
 
+/**
+ * The same episodes observed as a robot made with a command tail reports them (sim/env.ts commandHistory 1): the
+ * state, then the last command sent (0 before the first).
+ */
+function withCommandTail(eps: ReturnType<typeof delayedEpisodes>): ReturnType<typeof delayedEpisodes> {
+  return eps.map((e) => {
+    const T = e.actions.length, states = new Float32Array(2 * (T + 1));
+    for (let t = 0; t <= T; t++) {
+      states[2 * t] = e.states[t]!;
+      states[2 * t + 1] = t > 0 ? e.actions[t - 1]! : 0;
+    }
+    return { ...e, states };
+  });
+}
+
 /** An open-loop policy: the action is the noise input. */
 const openLoop: GraphPolicy = { store: new nn.ParamStore(0), noiseDim: 1, build: (_obs, noise) => ({ action: noise! }) };
 
@@ -37,6 +52,23 @@ describe('a robot that applies actions two steps late, a model of the undelayed 
     // On the undelayed system itself it finds none.
     expect((await identifyDelay(m, delayedEpisodes(8, 20, 8, 0), 4)).delay).toBe(0);
     await expect(identifyDelay(m, [], 4)).rejects.toThrow('no episode with a step');
+    await m.release();
+  }, 60_000);
+
+  it('with the command tail in the observation: the tail is no input of the model, and identifyDelay still finds d = 2', async () => {
+    const buf = new TransitionBuffer(2, 1, 1);
+    for (const e of withCommandTail(delayedEpisodes(80, 20, 1, 0))) buf.addEpisode(e);
+    const m = new EnsembleModel({ dObs: 2, dAct: 1, members: 3, hidden: [32, 32], actionHistory: 1, commandHistory: 1, seed: 0 });
+    await m.fit(buf.transitions(), { epochs: 30, lr: 3e-3, seed: 0 });
+    // On the sim the tail equals the last applied action; on a robot with latency it runs ahead of it, a combination
+    // the sim never showed: the model must not read it.
+    const p = async (tail: number) => Array.from((await m.predict(Float32Array.of(0.3, tail), Float32Array.of(0.5), Float32Array.of(-0.2))).nextObsMean).filter((_, k) => k % 2 === 0);
+    expect(await p(0.9)).toEqual(await p(-0.9));
+    // The tail is no dynamics either: identification scores the state alone.
+    expect(m.dynamicsDims).toEqual([0]);
+    const est = await identifyDelay(m, withCommandTail(delayedEpisodes(8, 20, 7, 2)), 4);
+    expect(est.delay).toBe(2);
+    expect((await identifyDelay(m, withCommandTail(delayedEpisodes(8, 20, 8, 0)), 4)).delay).toBe(0);
     await m.release();
   }, 60_000);
 

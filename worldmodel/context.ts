@@ -3,6 +3,7 @@
 // was fitted on sim data under many contexts (domain randomization); the robot's is found by the
 // cross-entropy method on the model's one-step likelihood of the robot's episodes, as the delay is
 // (delay.ts), and imagination then runs under it (EnsembleModel.setContext).
+import { applyDerived } from '../common/derived.js';
 import { Rng } from '../nn/index.js';
 import { TransitionBuffer, checkRows, episodeHistory, repeatContext } from './dataset.js';
 import { delayActions, identifyDelay, type DelayEpisode } from './delay.js';
@@ -66,10 +67,14 @@ export async function identifyContext(model: EnsembleModel, episodes: readonly D
   const n = data.reward.length;
   const objective = opts.objective ?? 'rollout';
   const segments = objective === 'rollout' ? openLoopSegments(model, usable, delay, opts.segment ?? 10) : null;
+  // Scored on the dynamics entries only (EnsembleModel.dynamicsDims): not the reported command tail.
+  const dims = model.dynamicsDims;
+  if (dims.length === 0) throw new Error('identifyContext: the model predicts no dynamics entry (every entry is constant or a command)');
   const nllAt = async (ctx: Float32Array) => {
     if (segments) return segments.error(ctx);
     const ev = await model.evaluate({ ...data, context: repeatContext(ctx, n) });
-    return objective === 'nll' ? ev.nll : ev.mseNorm;
+    const perDim = objective === 'nll' ? ev.nllPerDim : ev.mseNormPerDim;
+    return dims.reduce((a, j) => a + perDim[j]!, 0) / dims.length;
   };
 
   // The fitted range of each context entry, from the input normalization (the last c input columns).
@@ -110,7 +115,8 @@ export async function identifyContext(model: EnsembleModel, episodes: readonly D
 /**
  * Every `k`-step segment of the episodes (starts 0, k, 2k, … with k steps left), for the open-loop error
  * under a context: all segments stepped together through the members' mean, fed the recorded actions
- * (delayed by `delay`) and the recorded action history.
+ * (delayed by `delay`) and the recorded action history, each predicted step completed as the model env completes
+ * it (the command tail the robot reported, the task's identities restored); the error is over the dynamics entries.
  */
 function openLoopSegments(model: EnsembleModel, episodes: readonly DelayEpisode[], delay: number, k: number) {
   if (!(Number.isInteger(k) && k >= 1)) throw new Error(`identifyContext: segment must be a positive integer, got ${k}`);
@@ -124,7 +130,7 @@ function openLoopSegments(model: EnsembleModel, episodes: readonly DelayEpisode[
   if (starts.length === 0) throw new Error(`identifyContext: no episode has ${k} steps for an open-loop segment`);
   const N = starts.length;
   const scale = model.normalizer.inStd.subarray(0, D);
-  const E = model.members;
+  const E = model.members, dims = model.dynamicsDims, tail = D - model.commandHistory * A, derived = model.derived;
   return {
     async error(ctx: Float32Array): Promise<number> {
       let obs = new Float32Array(N * D);
@@ -144,11 +150,14 @@ function openLoopSegments(model: EnsembleModel, episodes: readonly DelayEpisode[
         for (let e = 0; e < E; e++) for (let x = 0; x < N * D; x++) next[x]! += p.nextObsMean[e * N * D + x]! / E;
         starts.forEach((s, i) => {
           const real = episodes[s.e]!.states.subarray((s.t0 + j + 1) * D, (s.t0 + j + 2) * D);
-          for (let d = 0; d < D; d++) err += ((next[i * D + d]! - real[d]!) / scale[d]!) ** 2;
+          // The commands sent are what the robot reported (its next observation's tail), not a prediction.
+          next.set(real.subarray(tail), i * D + tail);
+          if (derived) next.set(applyDerived(derived, next.subarray(i * D, (i + 1) * D), obs.subarray(i * D, (i + 1) * D)), i * D);
+          for (const d of dims) err += ((next[i * D + d]! - real[d]!) / scale[d]!) ** 2;
         });
         obs = next;
       }
-      return err / (N * k * D);
+      return err / (N * k * dims.length);
     },
   };
 }

@@ -31,16 +31,22 @@ export interface DelayEpisode {
 
 export interface DelayEstimate {
   delay: number;
-  /** The model's one-step NLL (per modeled dim, normalized delta units) on the episodes for d = 0 … maxDelay. */
+  /** The model's one-step NLL (per dynamics dim, EnsembleModel.dynamicsDims; normalized delta units) on the episodes for d = 0 … maxDelay. */
   nll: number[];
 }
 
-/** The delay d in [0, maxDelay] under which the model best explains `episodes` (lowest one-step NLL). */
+/**
+ * The delay d in [0, maxDelay] under which the model best explains `episodes` (lowest one-step NLL over its dynamics
+ * entries: a robot's reported command tail says what was sent, not when it acted, and the model's copy of it would
+ * favour d = 0 whatever the robot's latency).
+ */
 export async function identifyDelay(model: EnsembleModel, episodes: readonly DelayEpisode[], maxDelay: number): Promise<DelayEstimate> {
   if (!(Number.isInteger(maxDelay) && maxDelay >= 0)) throw new Error(`identifyDelay: maxDelay must be a non-negative integer, got ${maxDelay}`);
   const usable = episodes.filter((e) => e.rewards.length > 0);
   if (usable.length === 0) throw new Error('identifyDelay: no episode with a step');
   const nll: number[] = [];
+  const dims = model.dynamicsDims;
+  if (dims.length === 0) throw new Error('identifyDelay: the model predicts no dynamics entry (every entry is constant or a command)');
   for (let d = 0; d <= maxDelay; d++) {
     const buf = new TransitionBuffer(model.dObs, model.dAct, model.actionHistory);
     for (const e of usable) {
@@ -48,7 +54,8 @@ export async function identifyDelay(model: EnsembleModel, episodes: readonly Del
       checkRows('identifyDelay: episode actions', e.actions, model.dAct, T);
       buf.addEpisode({ states: e.states, rewards: e.rewards, success: e.success, actions: delayActions(e.actions, 1, model.dAct, d) });
     }
-    nll.push((await model.evaluate(buf.transitions())).nll);
+    const perDim = (await model.evaluate(buf.transitions())).nllPerDim;
+    nll.push(dims.reduce((a, j) => a + perDim[j]!, 0) / dims.length);
   }
   return { delay: nll.indexOf(Math.min(...nll)), nll };
 }

@@ -40,7 +40,8 @@ export interface EnsembleConfig {
   /**
    * The observation ends with the last this many commands sent, newest first, dAct entries each, clipped to
    * [-1, 1] (a robot made with sim/env.ts `commandHistory`): they are not dynamics, so the model env sets them
-   * from the actions it takes instead of taking the model's prediction. Default 0.
+   * from the actions it takes instead of taking the model's prediction, identification does not score them
+   * (`dynamicsDims`), and the model does not read them (`heads`). Default 0.
    */
   commandHistory?: number;
   /**
@@ -92,6 +93,8 @@ export interface EvalReport {
   mse: number;
   /** The same in normalized delta units (each dim divided by its delta std), over the modeled dims. */
   mseNorm: number;
+  /** The same per dimension: Shape dObs; NaN for dims not modeled. */
+  mseNormPerDim: Float32Array;
   /** Squared error of the members' mean reward, raw units. */
   rewardMse: number;
   /** Binary cross-entropy of the members' mean success probability. */
@@ -227,6 +230,16 @@ export class EnsembleModel {
   }
 
   /** Context entries the model is conditioned on (0: none). */
+  /**
+   * The entries whose prediction is dynamics, what identification (identifyDelay, identifyContext) scores: every
+   * modeled entry (not constant in the training data) but the command tail, which the model env sets from the
+   * actions sent (a robot reports the commands it was sent, whatever its actuators applied when).
+   */
+  get dynamicsDims(): number[] {
+    const tail = this.dObs - this.commandHistory * this.dAct;
+    return Array.from(this.normalizer.deltaStd, (sd, j) => (sd > 0 && j < tail ? j : -1)).filter((j) => j >= 0);
+  }
+
   get contextDim(): number {
     return this.config.contextNames?.length ?? 0;
   }
@@ -266,10 +279,16 @@ export class EnsembleModel {
 
   // ---------------------------------------------------------------- graph pieces
 
-  /** The members' heads for already-normalized inputs x: [B, dIn] or [E, B, dIn]. */
+  /**
+   * The members' heads for already-normalized inputs x: [B, dIn] or [E, B, dIn]. The observation's command tail
+   * (commandHistory) is not an input: it reports the commands sent, the actions and history report those applied,
+   * and on the sim the model learns from the two are the same, so a model that read both would meet a combination
+   * it never saw on every step of a robot with latency (the commands it reports ahead of those its actuators apply).
+   */
   heads(x: nn.Tensor): Heads {
-    const { dObs } = this;
+    const { dObs, dAct, commandHistory: k } = this;
     const g = x.graph;
+    if (k > 0) x = nn.mul(x, g.constant(Array.from({ length: this.dIn }, (_, j) => (j >= dObs - k * dAct && j < dObs ? 0 : 1)), [this.dIn]));
     const out = this.net.forward(x);
     const rs = this.rewardNet.forward(x);
     const raw = nn.slice(out, 2, dObs, 2 * dObs);
@@ -461,8 +480,8 @@ export class EnsembleModel {
     const known = data.rewardKnown ?? new Float32Array(n).fill(1);
     const wKnown = w.reduce((a, b, i) => a + b * known[i]!, 0);
     const modeled = Array.from({ length: dObs }, (_, j) => j).filter((j) => nz.deltaStd[j]! > 0);
-    const nllPerDim = new Float64Array(dObs).fill(NaN);
-    for (const j of modeled) nllPerDim[j] = 0;
+    const nllPerDim = new Float64Array(dObs).fill(NaN), msePerDim = new Float64Array(dObs).fill(NaN);
+    for (const j of modeled) nllPerDim[j] = msePerDim[j] = 0;
     let mse = 0, mseNorm = 0, rewardMse = 0, rewardMseNorm = 0, bce = 0, memberBce = 0;
     for (let i = 0; i < n; i++) {
       const wi = w[i]! / wSum;
@@ -480,6 +499,7 @@ export class EnsembleModel {
           muMean += r.mu[k]! / E;
         }
         mseNorm += (wi * (muMean - y) ** 2) / modeled.length;
+        msePerDim[j]! += wi * (muMean - y) ** 2;
         mse += (wi * ((muMean - y) * nz.deltaStd[j]!) ** 2) / dObs;
       }
       const yr = (data.reward[i]! - nz.rewardMean) / nz.rewardStd;
@@ -498,7 +518,7 @@ export class EnsembleModel {
       bce += -wi * (s * Math.log(p) + (1 - s) * Math.log(1 - p));
     }
     const nll = modeled.length ? modeled.reduce((a, j) => a + nllPerDim[j]!, 0) / modeled.length : 0;
-    return { nll, nllPerDim: Float32Array.from(nllPerDim), mse, mseNorm, rewardMse, successBce: bce, loss: nll - HALF_LOG_2PI + 0.5 * rewardMseNorm + memberBce };
+    return { nll, nllPerDim: Float32Array.from(nllPerDim), mse, mseNorm, mseNormPerDim: Float32Array.from(msePerDim), rewardMse, successBce: bce, loss: nll - HALF_LOG_2PI + 0.5 * rewardMseNorm + memberBce };
   }
 
   private checkDims(t: Transitions): void {
