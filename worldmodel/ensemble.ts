@@ -229,7 +229,6 @@ export class EnsembleModel {
     return this.config.commandHistory ?? 0;
   }
 
-  /** Context entries the model is conditioned on (0: none). */
   /**
    * The entries whose prediction is dynamics, what identification (identifyDelay, identifyContext) scores: every
    * modeled entry (not constant in the training data) but the command tail, which the model env sets from the
@@ -240,6 +239,7 @@ export class EnsembleModel {
     return Array.from(this.normalizer.deltaStd, (sd, j) => (sd > 0 && j < tail ? j : -1)).filter((j) => j >= 0);
   }
 
+  /** Context entries the model is conditioned on (0: none). */
   get contextDim(): number {
     return this.config.contextNames?.length ?? 0;
   }
