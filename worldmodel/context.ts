@@ -68,13 +68,11 @@ export async function identifyContext(model: EnsembleModel, episodes: readonly D
   const objective = opts.objective ?? 'rollout';
   const segments = objective === 'rollout' ? openLoopSegments(model, usable, delay, opts.segment ?? 10) : null;
   // Scored on the dynamics entries only (EnsembleModel.dynamicsDims): not the reported command tail.
-  const dims = model.dynamicsDims;
-  if (dims.length === 0) throw new Error('identifyContext: the model predicts no dynamics entry (every entry is constant or a command)');
+  if (model.dynamicsDims.length === 0) throw new Error('identifyContext: the model predicts no dynamics entry (every entry is constant or a command)');
   const nllAt = async (ctx: Float32Array) => {
     if (segments) return segments.error(ctx);
     const ev = await model.evaluate({ ...data, context: repeatContext(ctx, n) });
-    const perDim = objective === 'nll' ? ev.nllPerDim : ev.mseNormPerDim;
-    return dims.reduce((a, j) => a + perDim[j]!, 0) / dims.length;
+    return objective === 'nll' ? ev.dynamics.nll : ev.dynamics.mseNorm;
   };
 
   // The fitted range of each context entry, from the input normalization (the last c input columns).

@@ -45,8 +45,7 @@ export async function identifyDelay(model: EnsembleModel, episodes: readonly Del
   const usable = episodes.filter((e) => e.rewards.length > 0);
   if (usable.length === 0) throw new Error('identifyDelay: no episode with a step');
   const nll: number[] = [];
-  const dims = model.dynamicsDims;
-  if (dims.length === 0) throw new Error('identifyDelay: the model predicts no dynamics entry (every entry is constant or a command)');
+  if (model.dynamicsDims.length === 0) throw new Error('identifyDelay: the model predicts no dynamics entry (every entry is constant or a command)');
   for (let d = 0; d <= maxDelay; d++) {
     const buf = new TransitionBuffer(model.dObs, model.dAct, model.actionHistory);
     for (const e of usable) {
@@ -54,8 +53,7 @@ export async function identifyDelay(model: EnsembleModel, episodes: readonly Del
       checkRows('identifyDelay: episode actions', e.actions, model.dAct, T);
       buf.addEpisode({ states: e.states, rewards: e.rewards, success: e.success, actions: delayActions(e.actions, 1, model.dAct, d) });
     }
-    const perDim = (await model.evaluate(buf.transitions())).nllPerDim;
-    nll.push(dims.reduce((a, j) => a + perDim[j]!, 0) / dims.length);
+    nll.push((await model.evaluate(buf.transitions())).dynamics.nll);
   }
   return { delay: nll.indexOf(Math.min(...nll)), nll };
 }

@@ -93,8 +93,11 @@ export interface EvalReport {
   mse: number;
   /** The same in normalized delta units (each dim divided by its delta std), over the modeled dims. */
   mseNorm: number;
-  /** The same per dimension: Shape dObs; NaN for dims not modeled. */
-  mseNormPerDim: Float32Array;
+  /**
+   * `nll` and `mseNorm` over the dynamics entries alone (`dynamicsDims`: not the command tail), what identification
+   * scores; NaN for a model without one.
+   */
+  dynamics: { nll: number; mseNorm: number };
   /** Squared error of the members' mean reward, raw units. */
   rewardMse: number;
   /** Binary cross-entropy of the members' mean success probability. */
@@ -482,6 +485,7 @@ export class EnsembleModel {
     const modeled = Array.from({ length: dObs }, (_, j) => j).filter((j) => nz.deltaStd[j]! > 0);
     const nllPerDim = new Float64Array(dObs).fill(NaN), msePerDim = new Float64Array(dObs).fill(NaN);
     for (const j of modeled) nllPerDim[j] = msePerDim[j] = 0;
+    const dyn = this.dynamicsDims;
     let mse = 0, mseNorm = 0, rewardMse = 0, rewardMseNorm = 0, bce = 0, memberBce = 0;
     for (let i = 0; i < n; i++) {
       const wi = w[i]! / wSum;
@@ -518,7 +522,8 @@ export class EnsembleModel {
       bce += -wi * (s * Math.log(p) + (1 - s) * Math.log(1 - p));
     }
     const nll = modeled.length ? modeled.reduce((a, j) => a + nllPerDim[j]!, 0) / modeled.length : 0;
-    return { nll, nllPerDim: Float32Array.from(nllPerDim), mse, mseNorm, mseNormPerDim: Float32Array.from(msePerDim), rewardMse, successBce: bce, loss: nll - HALF_LOG_2PI + 0.5 * rewardMseNorm + memberBce };
+    const over = (perDim: Float64Array) => (dyn.length ? dyn.reduce((a, j) => a + perDim[j]!, 0) / dyn.length : NaN);
+    return { nll, nllPerDim: Float32Array.from(nllPerDim), mse, mseNorm, dynamics: { nll: over(nllPerDim), mseNorm: over(msePerDim) }, rewardMse, successBce: bce, loss: nll - HALF_LOG_2PI + 0.5 * rewardMseNorm + memberBce };
   }
 
   private checkDims(t: Transitions): void {
