@@ -133,6 +133,8 @@ export const PretrainSizes = Type.Object(
     wmEpisodes: Type.Optional(Type.Integer({ minimum: 1, maximum: 10000, description: 'exploratory sim episodes the world model is pretrained on' })),
     wmRandomize: Type.Optional(Type.Number({ minimum: 0, maximum: 100, description: 'domain randomization of the world model\'s data: mass, friction, damping and actuator gain scales drawn in [1/spread, spread] per episode, the model conditioned on them and the robot\'s identified from its anchors (0: nominal sim only)' })),
     wmEpochs: Type.Optional(Type.Integer({ minimum: 1, maximum: 10000 })),
+    wmRolloutEpochs: Type.Optional(Type.Integer({ minimum: 0, maximum: 1000, description: 'passes of multi-step fitting after the one-step fit: each member trained through its own open-loop rollouts along the sim episodes (0: none)' })),
+    wmRolloutSteps: Type.Optional(Type.Integer({ minimum: 1, maximum: 256, description: 'length of those rollouts, control steps' })),
     wmMembers: Type.Optional(Type.Integer({ minimum: 2, maximum: 32, description: 'ensemble members' })),
     wmHidden: Type.Optional(Type.Array(Type.Integer({ minimum: 1, maximum: 4096 }), { minItems: 1, maxItems: 8, description: 'hidden layer widths of the world model' })),
   },

@@ -29,7 +29,7 @@ import { WmrlTrainOptions, type MetricsPoint } from './schemas.js';
 
 // ── The recipe `wmrl train` and this job share ──────────────────────────────────────────────────
 /** `quick`: pretraining sizes of a smoke run. */
-export const QUICK_PRETRAIN: Partial<PretrainOptions> = { bcEpisodes: 10, bcEpochs: 20, daggerRounds: 1, daggerEpisodes: 5, daggerEpochs: 10, wmEpisodes: 12, wmEpochs: 3, wmHidden: [64, 64], wmMembers: 3 };
+export const QUICK_PRETRAIN: Partial<PretrainOptions> = { bcEpisodes: 10, bcEpochs: 20, daggerRounds: 1, daggerEpisodes: 5, daggerEpochs: 10, wmEpisodes: 12, wmEpochs: 3, wmRolloutEpochs: 1, wmHidden: [64, 64], wmMembers: 3 };
 
 
 /** What is wrong with a run's anchor groups per update against the groups it imagines, or null; names the option as the flag and as the job's key. */

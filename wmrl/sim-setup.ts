@@ -10,7 +10,7 @@ import { DEFAULT_PG_CONFIG, type PgConfig } from '../policies/pg.js';
 import { GaussianPolicy } from '../policies/gaussian.js';
 import type { Policy } from '../policies/types.js';
 import { exploratoryEpisodes, makeEnv } from '../sim/index.js';
-import { EnsembleModel, TransitionBuffer, type Transitions } from '../worldmodel/index.js';
+import { EnsembleModel, TransitionBuffer, fitRollout, type Transitions } from '../worldmodel/index.js';
 import { SimPrompts, evaluateSuccess, robotTarget, type ClosableTarget, type Evaluation } from './embodied.js';
 
 export interface PretrainOptions {
@@ -40,6 +40,12 @@ export interface PretrainOptions {
   wmMembers: number;
   /** Past actions the world model conditions on, so refits on the robot's episodes can learn its actuation latency. */
   wmActionHistory: number;
+  /**
+   * After the one-step fit, this many passes of multi-step fitting (worldmodel/multistep.ts fitRollout: each member
+   * trained through its own open-loop rollouts of `wmRolloutSteps` steps along the sim episodes); 0: none.
+   */
+  wmRolloutEpochs: number;
+  wmRolloutSteps: number;
   /** The robot reports its last this many commands in its observation (sim/env.ts EnvOptions.commandHistory): the sim data does too. Default 0. */
   commandHistory?: number;
   policyHidden: number[];
@@ -62,6 +68,8 @@ export const DEFAULT_PRETRAIN: Omit<PretrainOptions, 'task'> = {
   wmHidden: [128, 128, 128],
   wmMembers: 5,
   wmActionHistory: 4,
+  wmRolloutEpochs: 4,
+  wmRolloutSteps: 16,
   policyHidden: [128, 128],
   initLogStd: -1,
   seed: 0,
@@ -157,6 +165,7 @@ export async function pretrainWorldModel(o: PretrainOptions): Promise<Pick<Pretr
   const simData = buf.transitions();
   const model = new EnsembleModel({ dObs: data.dObs, dAct: data.dAct, members: o.wmMembers, hidden: o.wmHidden, actionHistory: o.wmActionHistory, commandHistory: o.commandHistory ?? 0, obsNames: data.obsNames, contextNames, ...(data.derived ? { derived: data.derived } : {}), seed: o.seed });
   const report = (o.fit ?? true) ? await model.fit(simData, { epochs: o.wmEpochs, seed: o.seed, onEpoch: (r) => o.onProgress?.('world model', r.epoch, o.wmEpochs) }) : null;
+  if ((o.fit ?? true) && o.wmRolloutEpochs > 0) await fitRollout(model, simData, { steps: o.wmRolloutSteps, epochs: o.wmRolloutEpochs, seed: o.seed, onEpoch: (r) => o.onProgress?.('world model rollouts', r.epoch, o.wmRolloutEpochs) });
   return { model, simData, wmValLoss: report?.val.loss ?? NaN };
 }
 

@@ -373,12 +373,13 @@ function withCommands(next: nn.Tensor, prev: nn.Tensor, sent: nn.Tensor, model: 
 /**
  * The predicted next observation with the task's identities restored (EnsembleConfig.derived, common/derived.ts):
  * held entries keep `prev`'s values, computed ones are evaluated, in order, on the observation as restored so far.
+ * Entries lie on the last axis: [B, dObs] in imagination, [E, B, dObs] in multi-step fitting (multistep.ts).
  */
-function withDerived(next: nn.Tensor, prev: nn.Tensor, d: DerivedEntries | undefined): nn.Tensor {
+export function withDerived(next: nn.Tensor, prev: nn.Tensor, d: DerivedEntries | undefined): nn.Tensor {
   if (!d || (d.held.length === 0 && d.computed.length === 0)) return next;
-  const dObs = next.shape[1] as number;
+  const ax = next.rank - 1, dObs = next.shape[ax] as number;
   const cols: Array<nn.Tensor | null> = new Array<nn.Tensor | null>(dObs).fill(null);
-  const col = (j: number) => cols[j] ?? nn.slice(next, 1, j, j + 1);
+  const col = (j: number) => cols[j] ?? nn.slice(next, ax, j, j + 1);
   const build = (x: DerivedExpr): nn.Tensor | number => {
     if ('entry' in x) return col(x.entry);
     if ('const' in x) return x.const;
@@ -390,11 +391,11 @@ function withDerived(next: nn.Tensor, prev: nn.Tensor, d: DerivedEntries | undef
     for (const b of terms.slice(1)) acc = typeof acc === 'number' && typeof b === 'number' ? (add ? acc + b : acc * b) : add ? nn.add(acc, b) : nn.mul(acc, b);
     return acc;
   };
-  for (const i of d.held) cols[i] = nn.slice(prev, 1, i, i + 1);
+  for (const i of d.held) cols[i] = nn.slice(prev, ax, i, i + 1);
   for (const { entry, expr } of d.computed) {
     const v = build(expr);
     // A constant expression: a column of that value.
-    cols[entry] = typeof v === 'number' ? nn.add(nn.mul(nn.slice(next, 1, entry, entry + 1), 0), v) : v;
+    cols[entry] = typeof v === 'number' ? nn.add(nn.mul(nn.slice(next, ax, entry, entry + 1), 0), v) : v;
   }
   // Untouched runs of entries pass through as one slice each.
   const parts: nn.Tensor[] = [];
@@ -402,10 +403,10 @@ function withDerived(next: nn.Tensor, prev: nn.Tensor, d: DerivedEntries | undef
     if (cols[j]) { parts.push(cols[j]!); j++; continue; }
     let k = j;
     while (k < dObs && !cols[k]) k++;
-    parts.push(nn.slice(next, 1, j, k));
+    parts.push(nn.slice(next, ax, j, k));
     j = k;
   }
-  return nn.concat(parts, 1);
+  return nn.concat(parts, ax);
 }
 
 /** The history after `actions` (Shape N x dAct) were sent: they become the most recent past actions. */

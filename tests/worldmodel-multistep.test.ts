@@ -1,0 +1,122 @@
+// Multi-step fitting (worldmodel/multistep.ts): windows never cross an episode's end, and training through the
+// open-loop rollout lowers the compounding error of a model that a one-step fit left with a small bias.
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import * as nn from '../nn/index.js';
+import { EnsembleModel, ModelEnv, TransitionBuffer, fitRollout, rolloutWindows } from '../worldmodel/index.js';
+
+/** A damped double integrator: v' = 0.9 v + 0.1 a, p' = p + 0.1 v'; random actions; reward −|p'|. */
+function integratorEpisodes(n: number, T: number, seed: number) {
+  const rng = new nn.Rng(seed);
+  return Array.from({ length: n }, () => {
+    const states = new Float32Array(2 * (T + 1)), actions = new Float32Array(T), rewards = new Float32Array(T);
+    states[0] = rng.uniform(-1, 1);
+    states[1] = rng.uniform(-0.5, 0.5);
+    let a = 0;
+    for (let t = 0; t < T; t++) {
+      // Persistent actions (a slowly varying command), so rollouts travel far enough for errors to compound.
+      if (t % 5 === 0) a = rng.uniform(-1, 1);
+      actions[t] = a;
+      const v = 0.9 * states[2 * t + 1]! + 0.1 * a;
+      states[2 * t + 3] = v;
+      states[2 * t + 2] = states[2 * t]! + 0.1 * v;
+      rewards[t] = -Math.abs(states[2 * t + 2]!);
+    }
+    return { states, actions, rewards, success: new Float32Array(T) };
+  });
+}
+
+/** Mean absolute position error of the members' mean rollouts along held-out episodes' recorded actions, over H steps. */
+async function openLoopError(m: EnsembleModel, eps: ReturnType<typeof integratorEpisodes>, H: number): Promise<number> {
+  const N = eps.length;
+  const env = new ModelEnv(m, { members: 'mean' });
+  env.reset(Float32Array.from(eps.flatMap((e) => [e.states[0]!, e.states[1]!])));
+  let err = 0;
+  for (let t = 0; t < H; t++) {
+    const s = await env.step(Float32Array.from(eps.map((e) => e.actions[t]!)));
+    for (let i = 0; i < N; i++) err += Math.abs(s.obs[2 * i]! - eps[i]!.states[2 * (t + 1)]!);
+  }
+  await env.release();
+  return err / (N * H);
+}
+
+describe('rolloutWindows', () => {
+  it('starts a window only where the next K − 1 transitions chain, never across an episode end', () => {
+    const buf = new TransitionBuffer(2, 1);
+    const [a, b] = integratorEpisodes(2, 5, 1);
+    buf.addEpisode(a!);
+    buf.addEpisode({ ...b!, states: b!.states.slice(0, 8), actions: b!.actions.slice(0, 3), rewards: b!.rewards.slice(0, 3), success: b!.success.slice(0, 3) });
+    const t = buf.transitions();
+    expect(Array.from(rolloutWindows(t, 3))).toEqual([0, 1, 2, 5]);
+    expect(Array.from(rolloutWindows(t, 1))).toEqual([0, 1, 2, 3, 4, 5, 6, 7]);
+    expect(Array.from(rolloutWindows(t, 6))).toEqual([]);
+  });
+
+  it('keeps windows apart where the context changes between episodes that happen to chain', () => {
+    const buf = new TransitionBuffer(1, 1, 0, 1);
+    const states = Float32Array.of(0, 1, 2);
+    buf.addEpisode({ states, actions: Float32Array.of(1, 1), rewards: [0, 0], success: [0, 0], context: [0] });
+    buf.addEpisode({ states: Float32Array.of(2, 3, 4), actions: Float32Array.of(1, 1), rewards: [0, 0], success: [0, 0], context: [1] });
+    expect(Array.from(rolloutWindows(buf.transitions(), 2))).toEqual([0, 2]);
+  });
+});
+
+describe('fitRollout', () => {
+  it('lowers the open-loop error of a converged one-step fit below what more one-step epochs give, and trains the dynamics only', async () => {
+    const buf = new TransitionBuffer(2, 1);
+    for (const e of integratorEpisodes(60, 40, 2)) buf.addEpisode(e);
+    const data = buf.transitions();
+    const m = new EnsembleModel({ dObs: 2, dAct: 1, members: 2, hidden: [32, 32], seed: 0 });
+    await m.fit(data, { epochs: 30, lr: 3e-3, seed: 0 });
+    const held = integratorEpisodes(16, 40, 3);
+    const before = await openLoopError(m, held, 30);
+    const reward = m.rewardNet.paramNames().map((p) => m.store.get(p).data.slice());
+    // The control: the same model fitted on for as many more epochs one step at a time.
+    const path = join(mkdtempSync(join(tmpdir(), 'wmrl-ms-')), 'wm.safetensors');
+    m.save(path);
+    const control = EnsembleModel.load(path);
+    await control.fit(data, { epochs: 6, batchSize: 32, lr: 1e-3, seed: 1 });
+    const oneStep = await openLoopError(control, held, 30);
+    const hist = await fitRollout(m, data, { steps: 10, epochs: 6, batchSize: 32, lr: 1e-3, rolloutWeight: 10, seed: 0 });
+    const after = await openLoopError(m, held, 30);
+    expect(hist).toHaveLength(6);
+    expect(hist[5]!.rolloutError).toBeLessThan(hist[0]!.rolloutError);
+    // Measured: 0.0029 after the one-step fit, 0.0025 after 6 more one-step epochs, 0.0011 after 6 multi-step ones.
+    expect(after).toBeLessThan(0.6 * oneStep);
+    expect(after).toBeLessThan(0.6 * before);
+    m.rewardNet.paramNames().forEach((p, k) => expect(Array.from(m.store.get(p).data)).toEqual(Array.from(reward[k]!)));
+    await m.release();
+  }, 120_000);
+
+  it('completes each rolled-out step as imagination does: the command tail as recorded, the identities restored', async () => {
+    // obs = [p, v, 2p (computed), the command just sent (a tail of 1)].
+    const buf = new TransitionBuffer(4, 1);
+    for (const e of integratorEpisodes(20, 30, 5)) {
+      const T = e.actions.length, states = new Float32Array(4 * (T + 1));
+      for (let t = 0; t <= T; t++) states.set([e.states[2 * t]!, e.states[2 * t + 1]!, 2 * e.states[2 * t]!, t > 0 ? e.actions[t - 1]! : 0], 4 * t);
+      buf.addEpisode({ ...e, states });
+    }
+    const derived = { held: [], computed: [{ entry: 2, expr: { add: [{ entry: 0 }, { entry: 0 }] } }] };
+    const m = new EnsembleModel({ dObs: 4, dAct: 1, members: 2, hidden: [16], commandHistory: 1, derived, seed: 0 });
+    await m.fit(buf.transitions(), { epochs: 5, lr: 3e-3, seed: 0 });
+    const hist = await fitRollout(m, buf.transitions(), { steps: 6, epochs: 3, batchSize: 16, lr: 1e-3, seed: 0 });
+    expect(hist.every((h) => Number.isFinite(h.rolloutError))).toBe(true);
+    expect(hist[2]!.rolloutError).toBeLessThan(hist[0]!.rolloutError);
+    await m.release();
+  }, 60_000);
+
+  it('names bad input', async () => {
+    const buf = new TransitionBuffer(2, 1);
+    for (const e of integratorEpisodes(3, 4, 4)) buf.addEpisode(e);
+    const m = new EnsembleModel({ dObs: 2, dAct: 1, members: 2, hidden: [8], seed: 0 });
+    await m.fit(buf.transitions(), { epochs: 1 });
+    await expect(fitRollout(m, buf.transitions(), { steps: 0 })).rejects.toThrow('steps must be a positive integer');
+    await expect(fitRollout(m, buf.transitions(), { steps: 5 })).rejects.toThrow('no 5 consecutive transitions chain');
+    const other = new TransitionBuffer(2, 1, 1);
+    for (const e of integratorEpisodes(3, 4, 4)) other.addEpisode(e);
+    await expect(fitRollout(m, other.transitions(), { steps: 2 })).rejects.toThrow('1 past actions per row, the model conditions on 0');
+    await m.release();
+  });
+});

@@ -1,0 +1,179 @@
+// Multi-step fitting of the ensemble's dynamics: each member rolls its own mean prediction K steps open loop along
+// recorded action sequences, and the loss adds the rolled-out state's error against the recorded one at every step
+// to the one-step Gaussian NLL. A one-step fit judges every prediction from a true state; imagination feeds the model
+// its own predictions, so small one-step lags compound into states the data never had (push's tip passing through
+// the cube). Backpropagating through the rollout teaches the model the states it drifts to.
+import * as nn from '../nn/index.js';
+import { contextLength, historyLength, validateTransitions, type Transitions } from './dataset.js';
+import type { EnsembleModel } from './ensemble.js';
+import { withDerived } from './model-env.js';
+
+export interface RolloutFitOptions {
+  /** Rollout length K, steps (default 16). */
+  steps?: number;
+  /** Passes over the windows (default 4). */
+  epochs?: number;
+  /** Windows per member per step (default 64). */
+  batchSize?: number;
+  /** Adam's learning rate (default 3e-4). */
+  lr?: number;
+  /**
+   * Weight of the rollout error against the one-step NLL (default 50). Push's model, K 16, lr 3e-4 (scratch runs):
+   * at weight 1 the rollout error hardly moved (0.081 to 0.080 in two passes, K 8, lr 1e-4); at 50 the robust
+   * demonstrator driving the model put the cube on the pad in 69% of imagined episodes after four passes (0% after
+   * the one-step fit; 94% on the robot).
+   */
+  rolloutWeight?: number;
+  /** Seed of the windows' order (default 0). */
+  seed?: number;
+  onEpoch?: (r: RolloutEpoch) => void;
+}
+
+export interface RolloutEpoch {
+  epoch: number;
+  /** The training objective, mean over the epoch's steps. */
+  loss: number;
+  /** The rolled-out state's squared error over the dynamics entries, in units of each entry's spread in the data, mean over the K steps. */
+  rolloutError: number;
+}
+
+/**
+ * Start rows of the windows of `steps` consecutive transitions in `data` that chain (each row's nextObs is the
+ * next row's obs, in one context): where an episode ends, a window does not cross it.
+ */
+export function rolloutWindows(data: Transitions, steps: number): Int32Array {
+  const n = validateTransitions(data, 'rolloutWindows');
+  const { dObs } = data, c = contextLength(data);
+  const chains = new Uint8Array(n); // row i chains into row i + 1
+  for (let i = 0; i + 1 < n; i++) {
+    let ok = 1;
+    for (let j = 0; j < dObs && ok; j++) if (data.nextObs[i * dObs + j] !== data.obs[(i + 1) * dObs + j]) ok = 0;
+    for (let j = 0; j < c && ok; j++) if (data.context![i * c + j] !== data.context![(i + 1) * c + j]) ok = 0;
+    chains[i] = ok;
+  }
+  const out: number[] = [];
+  let run = 0; // rows chaining forward from i, counted from the end
+  const runFrom = new Int32Array(n);
+  for (let i = n - 1; i >= 0; i--) {
+    run = i + 1 < n && chains[i] ? run + 1 : 0;
+    runFrom[i] = run;
+  }
+  for (let i = 0; i < n; i++) if (runFrom[i]! + 1 >= steps) out.push(i);
+  return Int32Array.from(out);
+}
+
+/**
+ * Continues fitting `model`'s dynamics (not its reward and success heads) on windows of `data` (rolloutWindows):
+ * per member and window, the one-step NLL of the first transition plus `rolloutWeight` x the mean over K steps of
+ * the member's open-loop mean rollout's squared error. The rollout completes each step as imagination does: the
+ * command tail as recorded, then the task's identities (EnsembleConfig.derived). Normalization stays as fitted.
+ */
+export async function fitRollout(model: EnsembleModel, data: Transitions, opts: RolloutFitOptions = {}): Promise<RolloutEpoch[]> {
+  const K = opts.steps ?? 16;
+  if (!(Number.isInteger(K) && K >= 1)) throw new Error(`fitRollout: steps must be a positive integer, got ${K}`);
+  if (data.dObs !== model.dObs || data.dAct !== model.dAct) throw new Error(`fitRollout: transitions have dims (obs ${data.dObs}, action ${data.dAct}), the model (obs ${model.dObs}, action ${model.dAct})`);
+  if (historyLength(data) !== model.actionHistory) throw new Error(`fitRollout: transitions carry ${historyLength(data)} past actions per row, the model conditions on ${model.actionHistory}`);
+  if (contextLength(data) !== model.contextDim) throw new Error(`fitRollout: transitions carry ${contextLength(data)} context entries per row, the model is conditioned on ${model.contextDim}`);
+  const starts = rolloutWindows(data, K);
+  const E = model.members, { dObs, dAct, dIn } = model;
+  const B = Math.min(opts.batchSize ?? 64, starts.length);
+  if (B === 0) throw new Error(`fitRollout: no ${K} consecutive transitions chain in the data (episodes shorter than the rollout?)`);
+  const hw = model.actionHistory * dAct, c = model.contextDim;
+  const nz = model.normalizer;
+  const tailStart = dObs - model.commandHistory * dAct;
+  const dyn = new Set(model.dynamicsDims);
+  const dynMask = Array.from({ length: dObs }, (_, j) => (dyn.has(j) ? 1 : 0));
+  const modeled = Array.from(nz.deltaStd, (sd) => (sd > 0 ? 1 : 0));
+  const nMod = Math.max(1, modeled.reduce<number>((a, b) => a + b, 0));
+  const obsScale = Array.from({ length: dObs }, (_, j) => 1 / (nz.inStd[j]! || 1));
+
+  const g = new nn.Graph();
+  const obs0 = g.input('obs0', [E, B, dObs]);
+  const act = g.input('act', [K, E, B, dAct]);
+  const hist = hw > 0 ? g.input('hist', [K, E, B, hw]) : null;
+  const ctx = c > 0 ? g.input('ctx', [E, B, c]) : null;
+  const target = g.input('target', [K, E, B, dObs]);
+  const inMean = g.constant(nz.inMean, [dIn]), inStd = g.constant(nz.inStd, [dIn]);
+  const dMean = g.constant(nz.deltaMean, [dObs]), dStd = g.constant(nz.deltaStd, [dObs]);
+  const dStdSafe = g.constant(Array.from(nz.deltaStd, (v) => v || 1), [dObs]);
+  const at = (t: nn.Tensor, j: number) => nn.squeeze(nn.slice(t, 0, j, j + 1), [0]);
+  let s = obs0;
+  let nll: nn.Tensor | null = null;
+  let roll: nn.Tensor | null = null;
+  for (let j = 0; j < K; j++) {
+    const tgt = at(target, j);
+    const x = nn.div(nn.sub(nn.concat([s, at(act, j), ...(hist ? [at(hist, j)] : []), ...(ctx ? [ctx] : [])], 2), inMean), inStd);
+    const h = model.heads(x);
+    if (j === 0) {
+      const y = nn.div(nn.sub(nn.sub(tgt, s), dMean), dStdSafe);
+      const sq = nn.mul(nn.square(nn.sub(h.mu, y)), nn.exp(nn.neg(h.logVar)));
+      nll = nn.div(nn.sum(nn.mul(nn.add(sq, h.logVar), g.constant(modeled, [dObs])), -1), nMod);
+    }
+    let next = nn.add(s, nn.add(nn.mul(h.mu, dStd), dMean));
+    if (tailStart < dObs) next = nn.concat([nn.slice(next, 2, 0, tailStart), nn.slice(tgt, 2, tailStart, dObs)], 2);
+    next = withDerived(next, s, model.derived);
+    const err = nn.div(nn.sum(nn.mul(nn.square(nn.mul(nn.sub(next, tgt), g.constant(obsScale, [dObs]))), g.constant(dynMask, [dObs])), -1), Math.max(1, dyn.size));
+    roll = roll ? nn.add(roll, err) : err;
+    s = next;
+  }
+  const rollMean = nn.div(roll!, K);
+  const perRow = nn.add(nn.mul(nll!, 0.5), nn.mul(rollMean, opts.rolloutWeight ?? 50));
+  const loss = nn.sum(nn.mean(perRow, 1));
+  const trainable = [...g.params.keys()].filter((p) => !model.rewardNet.paramNames().includes(p));
+  const errOut = nn.mean(rollMean);
+  const trainer = await nn.Trainer.create({ loss, store: model.store, trainable, optimizer: { lr: opts.lr ?? 3e-4 }, metrics: { rolloutError: errOut } });
+
+  const rng = new nn.Rng(opts.seed ?? 0);
+  const epochs = opts.epochs ?? 4;
+  const history: RolloutEpoch[] = [];
+  const order = Array.from({ length: E }, () => Int32Array.from(starts));
+  const perEpoch = Math.floor(starts.length / B);
+  try {
+    for (let epoch = 1; epoch <= epochs; epoch++) {
+      for (const o of order) shuffle(o, rng);
+      let lossSum = 0, errSum = 0;
+      for (let b = 0; b < perEpoch; b++) {
+        const o0 = new Float32Array(E * B * dObs), a = new Float32Array(K * E * B * dAct), hs = new Float32Array(K * E * B * hw);
+        const cx = new Float32Array(E * B * c), tg = new Float32Array(K * E * B * dObs);
+        for (let e = 0; e < E; e++) {
+          for (let i = 0; i < B; i++) {
+            const r0 = order[e]![b * B + i]!, row = e * B + i;
+            o0.set(data.obs.subarray(r0 * dObs, (r0 + 1) * dObs), row * dObs);
+            if (c > 0) cx.set(data.context!.subarray(r0 * c, (r0 + 1) * c), row * c);
+            for (let j = 0; j < K; j++) {
+              const r = r0 + j, slot = j * E * B + row;
+              a.set(data.action.subarray(r * dAct, (r + 1) * dAct), slot * dAct);
+              if (hw > 0) hs.set(data.history!.subarray(r * hw, (r + 1) * hw), slot * hw);
+              tg.set(data.nextObs.subarray(r * dObs, (r + 1) * dObs), slot * dObs);
+            }
+          }
+        }
+        const res = await trainer.step({
+          obs0: nn.tensor(o0, [E, B, dObs]),
+          act: nn.tensor(a, [K, E, B, dAct]),
+          ...(hw > 0 ? { hist: nn.tensor(hs, [K, E, B, hw]) } : {}),
+          ...(c > 0 ? { ctx: nn.tensor(cx, [E, B, c]) } : {}),
+          target: nn.tensor(tg, [K, E, B, dObs]),
+        });
+        lossSum += res.loss;
+        errSum += (res.metrics.rolloutError!.data as Float32Array)[0]!;
+      }
+      trainer.syncToStore();
+      const rep = { epoch, loss: lossSum / perEpoch, rolloutError: errSum / perEpoch };
+      history.push(rep);
+      opts.onEpoch?.(rep);
+    }
+  } finally {
+    await trainer.release();
+  }
+  return history;
+}
+
+function shuffle(a: Int32Array, rng: nn.Rng): void {
+  for (let i = a.length - 1; i > 0; i--) {
+    const j = rng.int(i + 1);
+    const t = a[i]!;
+    a[i] = a[j]!;
+    a[j] = t;
+  }
+}
