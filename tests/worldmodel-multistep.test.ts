@@ -107,6 +107,28 @@ describe('fitRollout', () => {
     await m.release();
   }, 60_000);
 
+  it("fit({dynamics: false}) refits the reward and success heads alone; windowsPerEpoch caps a pass; a window's weight is its first row's", async () => {
+    const buf = new TransitionBuffer(2, 1);
+    for (const e of integratorEpisodes(10, 20, 6)) buf.addEpisode(e);
+    const data = buf.transitions();
+    const m = new EnsembleModel({ dObs: 2, dAct: 1, members: 2, hidden: [16], seed: 0 });
+    await m.fit(data, { epochs: 2, seed: 0 });
+    const snap = () => new Map(m.store.names().map((p) => [p, m.store.get(p).data.slice()]));
+    const before = snap();
+    await m.fit(data, { epochs: 1, seed: 1, dynamics: false });
+    const heads = new Set(m.rewardNet.paramNames());
+    const changed = [...snap()].filter(([p, v]) => v.some((x, i) => x !== before.get(p)![i])).map(([p]) => p);
+    expect(changed.length).toBeGreaterThan(0);
+    expect(changed.every((p) => heads.has(p))).toBe(true);
+    // A capped pass: one step of 8 windows per member changes the dynamics; a set whose windows all weigh 0 is refused.
+    const dyn = snap();
+    const hist = await fitRollout(m, data, { steps: 4, epochs: 1, batchSize: 8, windowsPerEpoch: 8, seed: 0 });
+    expect(hist).toHaveLength(1);
+    expect(m.net.paramNames().some((p) => m.store.get(p).data.some((x, i) => x !== dyn.get(p)![i]))).toBe(true);
+    await expect(fitRollout(m, { ...data, weight: new Float32Array(data.reward.length) }, { steps: 4 })).rejects.toThrow('weight');
+    await m.release();
+  }, 60_000);
+
   it('names bad input', async () => {
     const buf = new TransitionBuffer(2, 1);
     for (const e of integratorEpisodes(3, 4, 4)) buf.addEpisode(e);

@@ -80,6 +80,11 @@ export interface FitOptions {
   renormalize?: boolean;
   /** Seed of the split, the bootstrap and the minibatch order (default 0). */
   seed?: number;
+  /**
+   * false: fit the reward and success heads only, the dynamics left as they are (a refit whose dynamics
+   * multi-step fitting continues, worldmodel/multistep.ts). Default true.
+   */
+  dynamics?: boolean;
   onEpoch?: (r: EpochReport) => void;
 }
 
@@ -653,11 +658,13 @@ export class EnsembleModel {
     const nll = nn.div(nn.sum(nn.mul(nn.add(sqErr, h.logVar), g.constant(mask, [dObs])), -1), modeled);
     const rew = nn.mul(nn.mul(nn.square(nn.sub(h.reward, r)), 0.5), k);
     const bce = nn.sub(nn.softplus(h.successLogit), nn.mul(s, h.successLogit));
-    const perRow = nn.mul(w, nn.add(nn.mul(nll, 0.5), nn.add(rew, bce)));
+    const dynamics = opts.dynamics ?? true;
+    const perRow = nn.mul(w, dynamics ? nn.add(nn.mul(nll, 0.5), nn.add(rew, bce)) : nn.add(rew, bce));
     // Sum over members: each member's gradient is its own mean loss.
     const bound = nn.mul(nn.sum(nn.mul(nn.sub(g.param(P.maxLogVar, [1, dObs]), g.param(P.minLogVar, [1, dObs])), g.constant(mask, [1, dObs]))), 0.01);
-    const loss = nn.add(nn.sum(nn.mean(perRow, 1)), bound);
-    const trainable = [...g.params.keys()];
+    const loss = dynamics ? nn.add(nn.sum(nn.mean(perRow, 1)), bound) : nn.sum(nn.mean(perRow, 1));
+    const heads = new Set(this.rewardNet.paramNames());
+    const trainable = [...g.params.keys()].filter((p) => dynamics || heads.has(p));
     return nn.Trainer.create({ loss, store: this.store, trainable, optimizer: { lr: opts.lr ?? 1e-3, weightDecay: opts.weightDecay ?? 0 } });
   }
 

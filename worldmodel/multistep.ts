@@ -15,6 +15,8 @@ export interface RolloutFitOptions {
   epochs?: number;
   /** Windows per member per step (default 64). */
   batchSize?: number;
+  /** Windows each member draws per pass, without replacement (default: every window): caps a refit's cost on a large set. */
+  windowsPerEpoch?: number;
   /** Adam's learning rate (default 3e-4). */
   lr?: number;
   /**
@@ -65,7 +67,7 @@ export function rolloutWindows(data: Transitions, steps: number): Int32Array {
 /**
  * Continues fitting `model`'s dynamics (not its reward and success heads) on windows of `data` (rolloutWindows):
  * per member and window, the one-step NLL of the first transition plus `rolloutWeight` x the mean over K steps of
- * the member's open-loop mean rollout's squared error. The rollout completes each step as imagination does: the
+ * the member's open-loop mean rollout's squared error, times the first transition's weight (Transitions.weight). The rollout completes each step as imagination does: the
  * command tail as recorded, then the task's identities (EnsembleConfig.derived). Normalization stays as fitted.
  */
 export async function fitRollout(model: EnsembleModel, data: Transitions, opts: RolloutFitOptions = {}): Promise<RolloutEpoch[]> {
@@ -93,6 +95,7 @@ export async function fitRollout(model: EnsembleModel, data: Transitions, opts: 
   const hist = hw > 0 ? g.input('hist', [K, E, B, hw]) : null;
   const ctx = c > 0 ? g.input('ctx', [E, B, c]) : null;
   const target = g.input('target', [K, E, B, dObs]);
+  const wIn = g.input('w', [E, B]);
   const inMean = g.constant(nz.inMean, [dIn]), inStd = g.constant(nz.inStd, [dIn]);
   const dMean = g.constant(nz.deltaMean, [dObs]), dStd = g.constant(nz.deltaStd, [dObs]);
   const dStdSafe = g.constant(Array.from(nz.deltaStd, (v) => v || 1), [dObs]);
@@ -117,7 +120,7 @@ export async function fitRollout(model: EnsembleModel, data: Transitions, opts: 
     s = next;
   }
   const rollMean = nn.div(roll!, K);
-  const perRow = nn.add(nn.mul(nll!, 0.5), nn.mul(rollMean, opts.rolloutWeight ?? 50));
+  const perRow = nn.mul(wIn, nn.add(nn.mul(nll!, 0.5), nn.mul(rollMean, opts.rolloutWeight ?? 50)));
   const loss = nn.sum(nn.mean(perRow, 1));
   const trainable = [...g.params.keys()].filter((p) => !model.rewardNet.paramNames().includes(p));
   const errOut = nn.mean(rollMean);
@@ -127,18 +130,25 @@ export async function fitRollout(model: EnsembleModel, data: Transitions, opts: 
   const epochs = opts.epochs ?? 4;
   const history: RolloutEpoch[] = [];
   const order = Array.from({ length: E }, () => Int32Array.from(starts));
-  const perEpoch = Math.floor(starts.length / B);
+  const cap = opts.windowsPerEpoch ?? starts.length;
+  if (!(Number.isInteger(cap) && cap >= 1)) throw new Error(`fitRollout: windowsPerEpoch must be a positive integer, got ${cap}`);
+  const perEpoch = Math.max(1, Math.floor(Math.min(cap, starts.length) / B));
+  // Weights rescaled to mean 1 over the windows' first rows: only ratios matter, as in fit().
+  const wRaw = data.weight ?? new Float32Array(data.reward.length).fill(1);
+  const wMean = starts.reduce((a, r) => a + wRaw[r]!, 0) / starts.length;
+  if (!(wMean > 0)) throw new Error('fitRollout: every window starts on a row of weight 0');
   try {
     for (let epoch = 1; epoch <= epochs; epoch++) {
       for (const o of order) shuffle(o, rng);
       let lossSum = 0, errSum = 0;
       for (let b = 0; b < perEpoch; b++) {
         const o0 = new Float32Array(E * B * dObs), a = new Float32Array(K * E * B * dAct), hs = new Float32Array(K * E * B * hw);
-        const cx = new Float32Array(E * B * c), tg = new Float32Array(K * E * B * dObs);
+        const cx = new Float32Array(E * B * c), tg = new Float32Array(K * E * B * dObs), wt = new Float32Array(E * B);
         for (let e = 0; e < E; e++) {
           for (let i = 0; i < B; i++) {
             const r0 = order[e]![b * B + i]!, row = e * B + i;
             o0.set(data.obs.subarray(r0 * dObs, (r0 + 1) * dObs), row * dObs);
+            wt[row] = wRaw[r0]! / wMean;
             if (c > 0) cx.set(data.context!.subarray(r0 * c, (r0 + 1) * c), row * c);
             for (let j = 0; j < K; j++) {
               const r = r0 + j, slot = j * E * B + row;
@@ -154,6 +164,7 @@ export async function fitRollout(model: EnsembleModel, data: Transitions, opts: 
           ...(hw > 0 ? { hist: nn.tensor(hs, [K, E, B, hw]) } : {}),
           ...(c > 0 ? { ctx: nn.tensor(cx, [E, B, c]) } : {}),
           target: nn.tensor(tg, [K, E, B, dObs]),
+          w: nn.tensor(wt, [E, B]),
         });
         lossSum += res.loss;
         errSum += (res.metrics.rolloutError!.data as Float32Array)[0]!;
