@@ -53,13 +53,10 @@ export function rolloutWindows(data: Transitions, steps: number): Int32Array {
     for (let j = 0; j < c && ok; j++) if (data.context![i * c + j] !== data.context![(i + 1) * c + j]) ok = 0;
     chains[i] = ok;
   }
-  const out: number[] = [];
-  let run = 0; // rows chaining forward from i, counted from the end
+  // Rows that chain on from each row, counted from the end.
   const runFrom = new Int32Array(n);
-  for (let i = n - 1; i >= 0; i--) {
-    run = i + 1 < n && chains[i] ? run + 1 : 0;
-    runFrom[i] = run;
-  }
+  for (let i = n - 2; i >= 0; i--) runFrom[i] = chains[i] ? runFrom[i + 1]! + 1 : 0;
+  const out: number[] = [];
   for (let i = 0; i < n; i++) if (runFrom[i]! + 1 >= steps) out.push(i);
   return Int32Array.from(out);
 }
@@ -67,8 +64,9 @@ export function rolloutWindows(data: Transitions, steps: number): Int32Array {
 /**
  * Continues fitting `model`'s dynamics (not its reward and success heads) on windows of `data` (rolloutWindows):
  * per member and window, the one-step NLL of the first transition plus `rolloutWeight` x the mean over K steps of
- * the member's open-loop mean rollout's squared error, times the first transition's weight (Transitions.weight). The rollout completes each step as imagination does: the
- * command tail as recorded, then the task's identities (EnsembleConfig.derived). Normalization stays as fitted.
+ * the member's open-loop mean rollout's squared error, times the first transition's weight (Transitions.weight).
+ * The rollout completes each step as imagination does: the command tail as recorded, then the task's identities
+ * (EnsembleConfig.derived). Normalization stays as fitted.
  */
 export async function fitRollout(model: EnsembleModel, data: Transitions, opts: RolloutFitOptions = {}): Promise<RolloutEpoch[]> {
   const K = opts.steps ?? 16;
