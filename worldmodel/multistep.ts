@@ -41,16 +41,19 @@ export interface RolloutEpoch {
 
 /**
  * Start rows of the windows of `steps` consecutive transitions in `data` that chain (each row's nextObs is the
- * next row's obs, in one context): where an episode ends, a window does not cross it.
+ * next row's obs, in one context, its past actions this row's action and past ones): where an episode ends, a
+ * window does not cross it.
  */
 export function rolloutWindows(data: Transitions, steps: number): Int32Array {
   const n = validateTransitions(data, 'rolloutWindows');
-  const { dObs } = data, c = contextLength(data);
+  const { dObs, dAct } = data, c = contextLength(data), hw = historyLength(data) * dAct;
   const chains = new Uint8Array(n); // row i chains into row i + 1
   for (let i = 0; i + 1 < n; i++) {
     let ok = 1;
     for (let j = 0; j < dObs && ok; j++) if (data.nextObs[i * dObs + j] !== data.obs[(i + 1) * dObs + j]) ok = 0;
     for (let j = 0; j < c && ok; j++) if (data.context![i * c + j] !== data.context![(i + 1) * c + j]) ok = 0;
+    // The next row's past actions: this row's action, then its own past ones but the oldest.
+    for (let j = 0; j < hw && ok; j++) if (data.history![(i + 1) * hw + j] !== (j < dAct ? data.action[i * dAct + j] : data.history![i * hw + j - dAct])) ok = 0;
     chains[i] = ok;
   }
   // Rows that chain on from each row, counted from the end.
@@ -76,8 +79,10 @@ export async function fitRollout(model: EnsembleModel, data: Transitions, opts: 
   if (contextLength(data) !== model.contextDim) throw new Error(`fitRollout: transitions carry ${contextLength(data)} context entries per row, the model is conditioned on ${model.contextDim}`);
   const starts = rolloutWindows(data, K);
   const E = model.members, { dObs, dAct, dIn } = model;
-  const B = Math.min(opts.batchSize ?? 64, starts.length);
-  if (B === 0) throw new Error(`fitRollout: no ${K} consecutive transitions chain in the data (episodes shorter than the rollout?)`);
+  if (starts.length === 0) throw new Error(`fitRollout: no ${K} consecutive transitions chain in the data (episodes shorter than the rollout?)`);
+  const cap = opts.windowsPerEpoch ?? starts.length;
+  if (!(Number.isInteger(cap) && cap >= 1)) throw new Error(`fitRollout: windowsPerEpoch must be a positive integer, got ${cap}`);
+  const B = Math.min(opts.batchSize ?? 64, cap, starts.length);
   const hw = model.actionHistory * dAct, c = model.contextDim;
   const nz = model.normalizer;
   const tailStart = dObs - model.commandHistory * dAct;
@@ -111,7 +116,8 @@ export async function fitRollout(model: EnsembleModel, data: Transitions, opts: 
       nll = nn.div(nn.sum(nn.mul(nn.add(sq, h.logVar), g.constant(modeled, [dObs])), -1), nMod);
     }
     let next = nn.add(s, nn.add(nn.mul(h.mu, dStd), dMean));
-    if (tailStart < dObs) next = nn.concat([nn.slice(next, 2, 0, tailStart), nn.slice(tgt, 2, tailStart, dObs)], 2);
+    if (tailStart === 0) next = tgt;
+    else if (tailStart < dObs) next = nn.concat([nn.slice(next, 2, 0, tailStart), nn.slice(tgt, 2, tailStart, dObs)], 2);
     next = withDerived(next, s, model.derived);
     const err = nn.div(nn.sum(nn.mul(nn.square(nn.mul(nn.sub(next, tgt), g.constant(obsScale, [dObs]))), g.constant(dynMask, [dObs])), -1), Math.max(1, dyn.size));
     roll = roll ? nn.add(roll, err) : err;
@@ -120,7 +126,9 @@ export async function fitRollout(model: EnsembleModel, data: Transitions, opts: 
   const rollMean = nn.div(roll!, K);
   const perRow = nn.mul(wIn, nn.add(nn.mul(nll!, 0.5), nn.mul(rollMean, opts.rolloutWeight ?? 50)));
   const loss = nn.sum(nn.mean(perRow, 1));
-  const trainable = [...g.params.keys()].filter((p) => !model.rewardNet.paramNames().includes(p));
+  // The dynamics network alone: the reward and success heads keep their fit, and so do the log-variance bounds (fit()
+  // holds them with a penalty this loss lacks; the rollout term never reads the variance).
+  const trainable = model.net.paramNames();
   const errOut = nn.mean(rollMean);
   const trainer = await nn.Trainer.create({ loss, store: model.store, trainable, optimizer: { lr: opts.lr ?? 3e-4 }, metrics: { rolloutError: errOut } });
 
@@ -128,8 +136,6 @@ export async function fitRollout(model: EnsembleModel, data: Transitions, opts: 
   const epochs = opts.epochs ?? 4;
   const history: RolloutEpoch[] = [];
   const order = Array.from({ length: E }, () => Int32Array.from(starts));
-  const cap = opts.windowsPerEpoch ?? starts.length;
-  if (!(Number.isInteger(cap) && cap >= 1)) throw new Error(`fitRollout: windowsPerEpoch must be a positive integer, got ${cap}`);
   const perEpoch = Math.max(1, Math.floor(Math.min(cap, starts.length) / B));
   // Weights rescaled to mean 1 over the windows' first rows: only ratios matter, as in fit().
   const wRaw = data.weight ?? new Float32Array(data.reward.length).fill(1);
