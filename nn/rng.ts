@@ -78,8 +78,8 @@ export class Rng {
     return r * Math.cos(2 * Math.PI * v);
   }
 
-  /** Fisher-Yates shuffle in place; returns the array. */
-  shuffle<T>(xs: T[]): T[] {
+  /** Fisher-Yates shuffle in place (an array or a typed array); returns it. */
+  shuffle<A extends { length: number; [i: number]: unknown }>(xs: A): A {
     for (let i = xs.length - 1; i > 0; i--) {
       const j = this.int(i + 1);
       const t = xs[i]!;

@@ -586,7 +586,7 @@ export class EnsembleModel {
     let steps = 0;
     try {
       for (let epoch = 1; epoch <= epochs; epoch++) {
-        for (const r of rows) shuffleInPlace(r, rng);
+        for (const r of rows) rng.shuffle(r);
         let lossSum = 0, batches = 0;
         for (let start = 0; start < nTrain; start += batch) {
           const b = Math.min(batch, nTrain - start);
@@ -739,12 +739,3 @@ export class EnsembleModel {
 }
 
 const softplus = (x: number) => (x > 0 ? x + Math.log1p(Math.exp(-x)) : Math.log1p(Math.exp(x)));
-
-function shuffleInPlace(a: Int32Array, rng: nn.Rng): void {
-  for (let i = a.length - 1; i > 0; i--) {
-    const j = rng.int(i + 1);
-    const t = a[i]!;
-    a[i] = a[j]!;
-    a[j] = t;
-  }
-}

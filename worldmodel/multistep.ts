@@ -143,7 +143,7 @@ export async function fitRollout(model: EnsembleModel, data: Transitions, opts: 
   if (!(wMean > 0)) throw new Error('fitRollout: every window starts on a row of weight 0');
   try {
     for (let epoch = 1; epoch <= epochs; epoch++) {
-      for (const o of order) shuffle(o, rng);
+      for (const o of order) rng.shuffle(o);
       let lossSum = 0, errSum = 0;
       for (let b = 0; b < perEpoch; b++) {
         const o0 = new Float32Array(E * B * dObs), a = new Float32Array(K * E * B * dAct), hs = new Float32Array(K * E * B * hw);
@@ -182,13 +182,4 @@ export async function fitRollout(model: EnsembleModel, data: Transitions, opts: 
     await trainer.release();
   }
   return history;
-}
-
-function shuffle(a: Int32Array, rng: nn.Rng): void {
-  for (let i = a.length - 1; i > 0; i--) {
-    const j = rng.int(i + 1);
-    const t = a[i]!;
-    a[i] = a[j]!;
-    a[j] = t;
-  }
 }
