@@ -455,7 +455,7 @@ interface TaskResult {
   demoSuccess: number;
   bcLoss: number;
   demoSteps: number;
-  /** The world model's held-out validation loss (Gaussian NLL per entry). */
+  /** The world model's loss on held-out exploratory episodes after all its fitting (EvalReport.loss). */
   wmValLoss: number;
   /** Within-group rank agreement of imagined with robot returns for the clone: nominal context, then WMRL's identified one. */
   agreement: { nominal: number; identified: number; faceOnRobot: number; repeatability: number };

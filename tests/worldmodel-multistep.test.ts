@@ -5,7 +5,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import * as nn from '../nn/index.js';
-import { EnsembleModel, ModelEnv, TransitionBuffer, fitRollout, rolloutWindows } from '../worldmodel/index.js';
+import { EnsembleModel, ModelEnv, TransitionBuffer, fitRollout, rolloutLengths, runBootstrap } from '../worldmodel/index.js';
 
 /** A damped double integrator: v' = 0.9 v + 0.1 a, p' = p + 0.1 v'; random actions; reward −|p'|. */
 function integratorEpisodes(n: number, T: number, seed: number) {
@@ -42,16 +42,16 @@ async function openLoopError(m: EnsembleModel, eps: ReturnType<typeof integrator
   return err / (N * H);
 }
 
-describe('rolloutWindows', () => {
-  it('starts a window only where the next K − 1 transitions chain, never across an episode end', () => {
+describe('rolloutLengths', () => {
+  it('gives each row the transitions that chain on from it, at most K, never across an episode end', () => {
     const buf = new TransitionBuffer(2, 1);
     const [a, b] = integratorEpisodes(2, 5, 1);
     buf.addEpisode(a!);
     buf.addEpisode({ ...b!, states: b!.states.slice(0, 8), actions: b!.actions.slice(0, 3), rewards: b!.rewards.slice(0, 3), success: b!.success.slice(0, 3) });
     const t = buf.transitions();
-    expect(Array.from(rolloutWindows(t, 3))).toEqual([0, 1, 2, 5]);
-    expect(Array.from(rolloutWindows(t, 1))).toEqual([0, 1, 2, 3, 4, 5, 6, 7]);
-    expect(Array.from(rolloutWindows(t, 6))).toEqual([]);
+    expect(Array.from(rolloutLengths(t, 3))).toEqual([3, 3, 3, 2, 1, 3, 2, 1]);
+    expect(Array.from(rolloutLengths(t, 1))).toEqual([1, 1, 1, 1, 1, 1, 1, 1]);
+    expect(Array.from(rolloutLengths(t, 6))).toEqual([5, 4, 3, 2, 1, 3, 2, 1]);
   });
 
   it('keeps windows apart where the context changes between episodes that happen to chain', () => {
@@ -59,7 +59,7 @@ describe('rolloutWindows', () => {
     const states = Float32Array.of(0, 1, 2);
     buf.addEpisode({ states, actions: Float32Array.of(1, 1), rewards: [0, 0], success: [0, 0], context: [0] });
     buf.addEpisode({ states: Float32Array.of(2, 3, 4), actions: Float32Array.of(1, 1), rewards: [0, 0], success: [0, 0], context: [1] });
-    expect(Array.from(rolloutWindows(buf.transitions(), 2))).toEqual([0, 2]);
+    expect(Array.from(rolloutLengths(buf.transitions(), 2))).toEqual([2, 1, 2, 1]);
   });
 
   it('keeps windows apart where the past actions do not carry on (an episode starting where the last one ended)', () => {
@@ -67,8 +67,8 @@ describe('rolloutWindows', () => {
     buf.addEpisode({ states: Float32Array.of(0, 1, 2), actions: Float32Array.of(1, 1), rewards: [0, 0], success: [0, 0] });
     buf.addEpisode({ states: Float32Array.of(2, 3, 4), actions: Float32Array.of(1, 1), rewards: [0, 0], success: [0, 0] });
     // Row 2 starts the second episode with no past action; row 1 sent 1.
-    expect(Array.from(rolloutWindows(buf.transitions(), 2))).toEqual([0, 2]);
-    expect(Array.from(rolloutWindows(buf.transitions(), 3))).toEqual([]);
+    expect(Array.from(rolloutLengths(buf.transitions(), 2))).toEqual([2, 1, 2, 1]);
+    expect(Array.from(rolloutLengths(buf.transitions(), 3))).toEqual([2, 1, 2, 1]);
   });
 });
 
@@ -93,7 +93,8 @@ describe('fitRollout', () => {
     const after = await openLoopError(m, held, 30);
     expect(hist).toHaveLength(6);
     expect(hist[5]!.rolloutError).toBeLessThan(hist[0]!.rolloutError);
-    // Measured: 0.0029 after the one-step fit, 0.0025 after 6 more one-step epochs, 0.0011 after 6 multi-step ones.
+    // Measured: 0.0028 after the one-step fit, 0.0018 after 6 more one-step epochs, 0.00065 after 6 multi-step ones
+    // (each member on every window, the default; 0.0021 with each on its own resample of the episodes, bootstrap: true).
     expect(after).toBeLessThan(0.6 * oneStep);
     expect(after).toBeLessThan(0.6 * before);
     kept.forEach((p, k) => expect(Array.from(m.store.get(p).data)).toEqual(Array.from(reward[k]!)));
@@ -111,13 +112,13 @@ describe('fitRollout', () => {
     const derived = { held: [], computed: [{ entry: 2, expr: { add: [{ entry: 0 }, { entry: 0 }] } }] };
     const m = new EnsembleModel({ dObs: 4, dAct: 1, members: 2, hidden: [16], commandHistory: 1, derived, seed: 0 });
     await m.fit(buf.transitions(), { epochs: 5, lr: 3e-3, seed: 0 });
-    const hist = await fitRollout(m, buf.transitions(), { steps: 6, epochs: 3, batchSize: 16, lr: 1e-3, seed: 0 });
+    const hist = await fitRollout(m, buf.transitions(), { steps: 6, epochs: 3, batchSize: 16, lr: 1e-3, bootstrap: true, seed: 0 });
     expect(hist.every((h) => Number.isFinite(h.rolloutError))).toBe(true);
     expect(hist[2]!.rolloutError).toBeLessThan(hist[0]!.rolloutError);
     await m.release();
   }, 60_000);
 
-  it("fit({dynamics: false}) refits the reward and success heads alone; windowsPerEpoch caps a pass; a window's weight is its first row's", async () => {
+  it("fit({dynamics: false}) refits the reward and success heads alone; windowsPerEpoch caps a pass; a set of weights all 0 is refused", async () => {
     const buf = new TransitionBuffer(2, 1);
     for (const e of integratorEpisodes(10, 20, 6)) buf.addEpisode(e);
     const data = buf.transitions();
@@ -139,13 +140,56 @@ describe('fitRollout', () => {
     await m.release();
   }, 60_000);
 
+  it('fits episodes shorter than K: a window stops at its episode end, so K past every episode fits as K = the longest', async () => {
+    const buf = new TransitionBuffer(2, 1);
+    for (const e of integratorEpisodes(12, 5, 7)) buf.addEpisode(e);
+    const data = buf.transitions();
+    // The rollout term sums a window's steps and divides by K: at the same weight per step, K 16 fits as K 5.
+    const fitted = async (steps: number) => {
+      const m = new EnsembleModel({ dObs: 2, dAct: 1, members: 2, hidden: [16], seed: 0 });
+      await m.fit(data, { epochs: 3, lr: 3e-3, seed: 0 });
+      const before = m.net.paramNames().map((p) => m.store.get(p).data.slice());
+      const hist = await fitRollout(m, data, { steps, epochs: 3, batchSize: 16, lr: 1e-3, rolloutWeight: 10 * steps, seed: 0 });
+      const after = m.net.paramNames().map((p) => Array.from(m.store.get(p).data));
+      await m.release();
+      return { hist, before, after };
+    };
+    const k5 = await fitted(5), k16 = await fitted(16), k2 = await fitted(2);
+    // Every episode (5 steps) is shorter than 16: the dynamics still train, and exactly as with K = 5.
+    expect(k16.after.some((v, i) => v.some((x, j) => x !== k16.before[i]![j]))).toBe(true);
+    k16.after.forEach((v, i) => v.forEach((x, j) => expect(x).toBeCloseTo(k5.after[i]![j]!, 5)));
+    k16.hist.forEach((h, i) => expect(h.rolloutError).toBeCloseTo(k5.hist[i]!.rolloutError, 6));
+    // A shorter K is a different fit.
+    expect(k2.after.some((v, i) => v.some((x, j) => Math.abs(x - k5.after[i]![j]!) > 1e-6))).toBe(true);
+  }, 60_000);
+
+  it('resamples whole episodes per member (runBootstrap), as many rows as the data', () => {
+    const buf = new TransitionBuffer(2, 1);
+    const eps = integratorEpisodes(6, 8, 8);
+    eps.forEach((e, k) => buf.addEpisode({ ...e, states: e.states.slice(0, 2 * (3 + k)), actions: e.actions.slice(0, 2 + k), rewards: e.rewards.slice(0, 2 + k), success: e.success.slice(0, 2 + k) }));
+    const data = buf.transitions(), n = data.reward.length; // episodes of 2..7 steps: rows 0-1, 2-4, 5-8, ...
+    const first = [0, 2, 5, 9, 14, 20];
+    const draws = runBootstrap(data, 3, new nn.Rng(0));
+    for (const d of draws) {
+      expect(d).toHaveLength(n);
+      // Runs of consecutive rows, each from an episode's first row to its last (but the final run, cut short).
+      let k = 0;
+      while (k < n) {
+        expect(first).toContain(d[k]);
+        const ep = first.indexOf(d[k]!), end = ep + 1 < first.length ? first[ep + 1]! : n;
+        for (let r = d[k]!; r < end && k < n; r++, k++) expect(d[k]).toBe(r);
+      }
+    }
+    expect(Array.from(draws[0]!)).not.toEqual(Array.from(draws[1]!));
+  });
+
   it('names bad input', async () => {
     const buf = new TransitionBuffer(2, 1);
     for (const e of integratorEpisodes(3, 4, 4)) buf.addEpisode(e);
     const m = new EnsembleModel({ dObs: 2, dAct: 1, members: 2, hidden: [8], seed: 0 });
     await m.fit(buf.transitions(), { epochs: 1 });
     await expect(fitRollout(m, buf.transitions(), { steps: 0 })).rejects.toThrow('steps must be a positive integer');
-    await expect(fitRollout(m, buf.transitions(), { steps: 5 })).rejects.toThrow('no 5 consecutive transitions chain');
+    await expect(fitRollout(m, buf.transitions(), { windowsPerEpoch: 0 })).rejects.toThrow('windowsPerEpoch must be a positive integer');
     const other = new TransitionBuffer(2, 1, 1);
     for (const e of integratorEpisodes(3, 4, 4)) other.addEpisode(e);
     await expect(fitRollout(m, other.transitions(), { steps: 2 })).rejects.toThrow('1 past actions per row, the model conditions on 0');

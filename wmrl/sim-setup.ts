@@ -88,7 +88,10 @@ export interface Pretrained {
   policy: GaussianPolicy;
   model: EnsembleModel;
   simData: Transitions;
-  /** Final behaviour-cloning loss and the world model's held-out validation loss. */
+  /**
+   * Final behaviour-cloning loss, and the world model's loss (EvalReport.loss) on held-out exploratory episodes after
+   * all its fitting (NaN when not fitted).
+   */
   bcLoss: number;
   wmValLoss: number;
 }
@@ -158,15 +161,22 @@ export async function pretrain(o: PretrainOptions): Promise<Pretrained> {
  */
 export async function pretrainWorldModel(o: PretrainOptions): Promise<Pick<Pretrained, 'model' | 'simData' | 'wmValLoss'>> {
   if (!(o.wmRandomize === 0 || o.wmRandomize >= 1)) throw new Error(`pretrain: wmRandomize must be 0 (off) or a spread >= 1, got ${o.wmRandomize}`);
-  const data = await exploratoryEpisodes(o.task, o.wmEpisodes, 50_000 + o.seed * 1000, { commandHistory: o.commandHistory, ...(o.wmRandomize > 0 ? { randomize: o.wmRandomize } : {}) });
+  const episodes = async (n: number, seed0: number) => {
+    const data = await exploratoryEpisodes(o.task, n, seed0, { commandHistory: o.commandHistory, ...(o.wmRandomize > 0 ? { randomize: o.wmRandomize } : {}) });
+    const buf = new TransitionBuffer(data.dObs, data.dAct, o.wmActionHistory, data.contextNames?.length ?? 0);
+    for (const e of data.episodes) buf.addEpisode({ ...e, weight: 1 });
+    return { data, transitions: buf.transitions() };
+  };
+  const { data, transitions: simData } = await episodes(o.wmEpisodes, 50_000 + o.seed * 1000);
   const contextNames = data.contextNames ? [...data.contextNames] : undefined;
-  const buf = new TransitionBuffer(data.dObs, data.dAct, o.wmActionHistory, contextNames?.length ?? 0);
-  for (const e of data.episodes) buf.addEpisode({ ...e, weight: 1 });
-  const simData = buf.transitions();
   const model = new EnsembleModel({ dObs: data.dObs, dAct: data.dAct, members: o.wmMembers, hidden: o.wmHidden, actionHistory: o.wmActionHistory, commandHistory: o.commandHistory ?? 0, obsNames: data.obsNames, contextNames, ...(data.derived ? { derived: data.derived } : {}), seed: o.seed });
-  const report = (o.fit ?? true) ? await model.fit(simData, { epochs: o.wmEpochs, seed: o.seed, onEpoch: (r) => o.onProgress?.('world model', r.epoch, o.wmEpochs) }) : null;
-  if ((o.fit ?? true) && o.wmRolloutEpochs > 0) await fitRollout(model, simData, { steps: o.wmRolloutSteps, epochs: o.wmRolloutEpochs, seed: o.seed, onEpoch: (r) => o.onProgress?.('world model rollouts', r.epoch, o.wmRolloutEpochs) });
-  return { model, simData, wmValLoss: report?.val.loss ?? NaN };
+  if (!(o.fit ?? true)) return { model, simData, wmValLoss: NaN };
+  await model.fit(simData, { epochs: o.wmEpochs, seed: o.seed, onEpoch: (r) => o.onProgress?.('world model', r.epoch, o.wmEpochs) });
+  if (o.wmRolloutEpochs > 0) await fitRollout(model, simData, { steps: o.wmRolloutSteps, epochs: o.wmRolloutEpochs, seed: o.seed, onEpoch: (r) => o.onProgress?.('world model rollouts', r.epoch, o.wmRolloutEpochs) });
+  // Validation after every fit, on episodes of their own (one per ten fitted), from the seeds right after the fitted
+  // ones: fit()'s own split scores the one-step fit alone, and the multi-step fit trains on every row.
+  const { transitions: held } = await episodes(Math.ceil(o.wmEpisodes / 10), 50_000 + o.seed * 1000 + o.wmEpisodes);
+  return { model, simData, wmValLoss: (await model.evaluate(held)).loss };
 }
 
 export interface SimRobotTargetOptions {

@@ -18,7 +18,7 @@ import { layoutOf } from '../common/layout.js';
 import type { Policy } from '../policies/types.js';
 import type { ClippedPolicyGradient } from '../policies/pg.js';
 import type { SceneTwin } from '../sim/twin.js';
-import { ModelEnv, TransitionBuffer, delayActions, fitRollout, rolloutWindows, identifySystem, repeatRows, replayScore, type DelayEpisode, type EnsembleModel, type Transitions } from '../worldmodel/index.js';
+import { ModelEnv, TransitionBuffer, delayActions, fitRollout, identifySystem, repeatRows, replayScore, type DelayEpisode, type EnsembleModel, type Transitions } from '../worldmodel/index.js';
 import { groupAdvantages, DEFAULT_ADVANTAGE_CONFIG } from './advantages.js';
 import { Corrector, correctorConfig, type CorrectorConfig, type CorrectorState } from './corrector.js';
 import { imaginePolicy } from './imagine-policy.js';
@@ -383,8 +383,7 @@ export async function trainWmrl(run: WmrlRun): Promise<RunState> {
     if (c.refitEvery > 0 && (u + 1) % c.refitEvery === 0 && state.episodeIds.length > 0 && target.store) {
       const eps = state.episodeIds.map((id) => episodeTransitions(target.store!.get(id), layoutOf(target.robot.spec), Float32Array.from(state.finalObs[id] ?? []))).filter((e) => e !== null);
       const data = refitTransitions(eps, model, { robotRewards: c.robotRewards, simData: run.simData, simWeight: c.simWeight, actionDelay: env.actionDelay });
-      const rollout = c.refitRolloutSteps > 0 && rolloutWindows(data, c.refitRolloutSteps).length > 0;
-      if (c.refitRolloutSteps > 0 && !rollout) warn(`wmrl: no ${c.refitRolloutSteps} consecutive steps to refit the dynamics through (every episode shorter, and no sim data): update ${u + 1} refits them one step`);
+      const rollout = c.refitRolloutSteps > 0;
       await model.fit(data, { epochs: c.refitEpochs, seed: c.seed + u, dynamics: !rollout });
       if (rollout) await fitRollout(model, data, { steps: c.refitRolloutSteps, epochs: c.refitEpochs, windowsPerEpoch: c.refitRolloutWindows, seed: c.seed + u });
       refit = true;

@@ -17,4 +17,4 @@ export { ModelEnv, repeatRows, type MemberMode, type ModelEnvOptions, type Model
 export { scoreImagined, scoreWithVariance, successScore, replayScore, type CollapseMode, type ScoreOptions, type SuccessMode, type ReplayScore } from './scorers.js';
 export { delayActions, identifyDelay, type DelayEpisode, type DelayEstimate } from './delay.js';
 export { identifyContext, identifySystem, type ContextSearch, type ContextEstimate, type SystemEstimate } from './context.js';
-export { fitRollout, rolloutWindows, type RolloutFitOptions, type RolloutEpoch } from './multistep.js';
+export { fitRollout, rolloutLengths, runBootstrap, type RolloutFitOptions, type RolloutEpoch } from './multistep.js';
