@@ -48,8 +48,8 @@ export interface RolloutEpoch {
 }
 
 /** Per row of `data`: 1 where it chains into the next (its nextObs the next row's obs, in one context, the next row's past actions this row's action and past ones). */
-function chainsOf(data: Transitions): Uint8Array {
-  const n = validateTransitions(data, 'fitRollout');
+function chainsOf(data: Transitions, what: string): Uint8Array {
+  const n = validateTransitions(data, what);
   const { dObs, dAct } = data, c = contextLength(data), hw = historyLength(data) * dAct;
   const chains = new Uint8Array(n);
   for (let i = 0; i + 1 < n; i++) {
@@ -69,8 +69,11 @@ function chainsOf(data: Transitions): Uint8Array {
  * crosses an episode's end: the last row of an episode has length 1, the one before it 2, and so on.
  */
 export function rolloutLengths(data: Transitions, steps: number): Int32Array {
-  const chains = chainsOf(data), n = chains.length;
-  const len = new Int32Array(n);
+  return lengthsOf(chainsOf(data, 'rolloutLengths'), steps);
+}
+
+function lengthsOf(chains: Uint8Array, steps: number): Int32Array {
+  const n = chains.length, len = new Int32Array(n);
   for (let i = n - 1; i >= 0; i--) len[i] = Math.min(steps, i + 1 < n && chains[i] ? len[i + 1]! + 1 : 1);
   return len;
 }
@@ -82,8 +85,11 @@ export function rolloutLengths(data: Transitions, steps: number): Int32Array {
  * still fit every episode.
  */
 export function runBootstrap(data: Transitions, members: number, rng: nn.Rng): Int32Array[] {
-  const chains = chainsOf(data), n = chains.length;
-  const starts: number[] = [];
+  return bootstrapOf(chainsOf(data, 'runBootstrap'), members, rng);
+}
+
+function bootstrapOf(chains: Uint8Array, members: number, rng: nn.Rng): Int32Array[] {
+  const n = chains.length, starts: number[] = [];
   for (let i = 0; i < n; i++) if (i === 0 || !chains[i - 1]) starts.push(i);
   const end = (k: number) => (k + 1 < starts.length ? starts[k + 1]! : n);
   return Array.from({ length: members }, () => {
@@ -113,7 +119,7 @@ export async function fitRollout(model: EnsembleModel, data: Transitions, opts: 
   if (data.dObs !== model.dObs || data.dAct !== model.dAct) throw new Error(`fitRollout: transitions have dims (obs ${data.dObs}, action ${data.dAct}), the model (obs ${model.dObs}, action ${model.dAct})`);
   if (historyLength(data) !== model.actionHistory) throw new Error(`fitRollout: transitions carry ${historyLength(data)} past actions per row, the model conditions on ${model.actionHistory}`);
   if (contextLength(data) !== model.contextDim) throw new Error(`fitRollout: transitions carry ${contextLength(data)} context entries per row, the model is conditioned on ${model.contextDim}`);
-  const lengths = rolloutLengths(data, K), n = lengths.length;
+  const chains = chainsOf(data, 'fitRollout'), lengths = lengthsOf(chains, K), n = lengths.length;
   const E = model.members, { dObs, dAct, dIn } = model;
   if (n === 0) throw new Error('fitRollout: no transitions');
   const cap = opts.windowsPerEpoch ?? n;
@@ -174,7 +180,7 @@ export async function fitRollout(model: EnsembleModel, data: Transitions, opts: 
   const rng = new nn.Rng(opts.seed ?? 0);
   const epochs = opts.epochs ?? 4;
   const history: RolloutEpoch[] = [];
-  const order = opts.bootstrap !== true ? Array.from({ length: E }, () => Int32Array.from({ length: n }, (_, i) => i)) : runBootstrap(data, E, rng);
+  const order = opts.bootstrap !== true ? Array.from({ length: E }, () => Int32Array.from({ length: n }, (_, i) => i)) : bootstrapOf(chains, E, rng);
   const perEpoch = Math.max(1, Math.floor(Math.min(cap, n) / B));
   // Weights rescaled to mean 1: only ratios matter, as in fit().
   const wRaw = data.weight ?? new Float32Array(n).fill(1);
