@@ -6,14 +6,15 @@
 // compensation), from the training seeds of an
 // (instruction, target region) split (sim/split.ts); the product's world model (wmrl/sim-setup.ts
 // pretrainWorldModel: exploratory episodes under randomized profiles, conditioned on their context); the robot
-// reports only sparse success (reward 1 on the step that succeeds). The imagining rows imagine the VLA through
-// its latent face (policies/latent-vla.ts): a map from the state to the frozen encoder's features of the digital
-// twin's render, distilled after cloning, so hundreds of updates need no render per imagined step; its held-out
-// error and action gap are reported. Then, from the same clone and model, each post-training the VLA's head
+// reports only sparse success (reward 1 on the step that succeeds). The imagining rows imagine the VLA as IMAGINE
+// declares per task: itself on the digital twin's render of every predicted state, or through its latent face
+// (policies/latent-vla.ts): a map from the state to the frozen encoder's features of the twin's render, distilled
+// after cloning, so hundreds of updates need no render per imagined step; its held-out error and action gaps are
+// reported for every task. Then, from the same clone and model, each post-training the VLA's head
 // (the encoder BC trained stays frozen) with the same policy gradient for the same number of updates:
 //   sparse_only: standard GRPO on the robot (the VLA on its camera), scored by its sparse success alone;
 //   dense_only:  the pure world model (no robot, so no identified context: the model's nominal one): the VLA
-//                imagined through its face, scored by the model's dense return;
+//                imagined (on the twin or through its face), scored by the model's dense return;
 //   wmrl:        both: imagined groups under the context and delay identified from the anchors, anchor groups
 //                (the VLA on the robot's camera) correcting the model's scores, and the model refitted on the
 //                robot's recorded episodes every few updates (dynamics and success; the rewards it records are
@@ -117,6 +118,20 @@ export function vlaSplit(task: string, quick: boolean): Promise<EvaluationSplit>
  * vla --task reach`, RL seed 0).
  */
 export const KL_BETA: Record<(typeof TASKS)[number], number> = { reach: 0, push: 0.5 };
+
+/**
+ * What dense only and WMRL imagine the VLA through, per task (the same for both rows of it):
+ *   'twin': the VLA itself on the digital twin's render of every predicted state (wmrl/imagine-policy.ts): the
+ *           policy that acts on the robot, exactly, at a render and a conv per imagined step;
+ *   'face': its latent face (policies/latent-vla.ts): a map from the state to the encoder's features, no render.
+ * On reach's clone the face's mean action is 0.27 per entry from the VLA's on the robot's states against 0.09 for the
+ * VLA on the twin's render, and the face run on the robot ranks a group against the VLA at -0.10 (bench/results/
+ * vla-reach.md, d8ffe79): through the face even a perfect world model gives WMRL no ranking. The twin costs reach about
+ * 2 s an update (128 rollouts x 100 steps; one update's policy gradient over the images about 1 s more). Push keeps the
+ * face: its 300-step rollouts would render 38 500 images an update, and through the twin its imagined groups ranked
+ * no better (session notes, 2026-12-02).
+ */
+export const IMAGINE: Record<(typeof TASKS)[number], 'twin' | 'face'> = { reach: 'twin', push: 'face' };
 
 /**
  * The policy gradient every RL row uses: the VLA's head only (the encoder BC trained stays frozen), lr 1e-4, with the
@@ -558,8 +573,10 @@ export async function runTask(task: (typeof TASKS)[number], q: boolean, progress
       model.store.names().forEach((n, i) => model.store.set(n, model0[i]!));
       // WMRL's robot episodes are recorded: its refits learn the robot's dynamics from them.
       const target = sparse(await simRobotTarget({ task, profile: 'gap', robots: 1, resetSeconds: 5, seed, image: S, commandHistory: COMMAND_HISTORY, ...(row === 'wmrl' ? { store: join(tmp, `${task}-wmrl.sqlite`) } : {}) }));
-      // sparse_only trains the VLA on its camera; the imagining rows train its latent face (the same head).
-      const pg = await ClippedPolicyGradient.create(row === 'sparse_only' ? vla : face, vlaPgConfig(q, task), { trainable: vla.headParamNames() });
+      // sparse_only trains the VLA on its camera; the imagining rows train the VLA on the twin's renders or its
+      // latent face (the same head), as IMAGINE declares for the task.
+      const viaTwin = IMAGINE[task] === 'twin';
+      const pg = await ClippedPolicyGradient.create(row === 'sparse_only' || viaTwin ? vla : face, vlaPgConfig(q, task), { trainable: vla.headParamNames() });
       const common = { prompts: P.prompts, groupSize: P.groupSize, evalEvery: Math.max(1, P.updates / 4), promptSeed0, seed };
       // Held-out start states every quarter of the row's updates: whether it was still rising when it stopped.
       // The last one (every trainer evaluates after its final update) is the row's held-out-state result.
@@ -582,7 +599,7 @@ export async function runTask(task: (typeof TASKS)[number], q: boolean, progress
         if (anchors % P.groupSize) throw new Error(`vla bench: WMRL ran ${anchors} anchor episodes, not whole groups of ${P.groupSize}`);
         st = await trainStandard({ config: { ...common, prompts: 1, updates: anchors / P.groupSize, evalEvery: Math.max(1, Math.round(anchors / P.groupSize / 4)) }, policy: vla, pg, target, prompts, hooks: { onUpdate }, evaluate });
       } else {
-        st = await trainWmrl({ config: { ...wmrl, corrector: row === 'wmrl' ? { ...corrector, seed } : false }, policy: vla, face, pg, model, simData, target, prompts, hooks: { onUpdate }, warn: () => {}, evaluate });
+        st = await trainWmrl({ config: { ...wmrl, corrector: row === 'wmrl' ? { ...corrector, seed } : false }, policy: vla, ...(viaTwin ? { twin } : { face }), pg, model, simData, target, prompts, hooks: { onUpdate }, warn: () => {}, evaluate });
       }
       if (row === 'wmrl') {
         r.anchorGroups = st.rows.reduce((a, x) => a + x.realGroups, 0);
@@ -748,7 +765,7 @@ export async function run(o: BenchOptions): Promise<BenchReport> {
       `; the debiasing map's median held-out residual reduction ${r.biasReduction === null ? 'was never measured (no map fitted before an anchor group)' : fmt(r.biasReduction, 2)}, final anchor weight ${fmt(r.anchorWeight, 2)}; the exploitation guard distrusted the world model in ${r.guard.updatesFlagged} of WMRL's ${P.updates} updates (at most ${r.guard.maxFlagged} context${r.guard.maxFlagged === 1 ? '' : 's'} at once). ` +
       `WMRL identified the robot's context as ${r.identified.context.map((v) => `×${fmt(Math.exp(v), 2)}`).join(', ')} (log scales of mass, friction, damping, actuator gain; the truth ×${CONTEXT_TRUTH.join(', ×')}) and a delay of ${r.identified.delay} steps (the truth ${LATENCY}). ` +
       `Within-group rank agreement of the clone's imagined with its robot returns (Spearman, median over ${P.agreementGroups} groups of ${P.groupSize}, same starts and policy noise): ${fmt(r.agreement.nominal, 2)} under the nominal context dense only imagines in, ${fmt(r.agreement.identified, 2)} under the identified one; ` +
-      `the latent face WMRL imagines through, run on the robot itself with the same noise, agrees with the VLA at ${fmt(r.agreement.faceOnRobot, 2)} (what a perfect world model would give it); the VLA itself, run again on the robot under other sensor noise and control jitter, agrees at ${fmt(r.agreement.repeatability, 2)} (the robot's repeatability: no world model, which cannot know the robot's noise, ranks a group better). ` +
+      `the VLA's latent face${IMAGINE[t] === 'face' ? ', which WMRL imagines through here,' : ' (this task imagines the VLA itself on the twin\'s renders instead)'} run on the robot itself with the same noise agrees with the VLA at ${fmt(r.agreement.faceOnRobot, 2)} (what a perfect world model would give imagination through it); the VLA itself, run again on the robot under other sensor noise and control jitter, agrees at ${fmt(r.agreement.repeatability, 2)} (the robot's repeatability: no world model, which cannot know the robot's noise, ranks a group better). ` +
       `Held-out start-state success during training (update: success): ${(['sparse_only', 'dense_only', 'wmrl'] as const).map((row) => `${SHORT[row]} ${(r.curve[row] ?? []).map((x) => `${x.update}: ${pct(x.success)}`).join(', ')}`).join('; ')}.` +
       (r.robotSuccesses.sparse_only === 0 ? ` No sparse-only robot episode succeeded, so each of its groups scored all 0: zero advantages, no gradient.` : '') +
       (r.robotSuccesses.wmrl === 0
@@ -757,7 +774,7 @@ export async function run(o: BenchOptions): Promise<BenchReport> {
   });
   const summary = [
     `Robot = the sim under the gap profile, reporting only sparse success; ${S}x${S} top camera; its observation ends with its last ${COMMAND_HISTORY} commands (those still in flight under its ${LATENCY}-step latency). Per task: a VLA (conv 8-16, 32 image features, 16-d word embeddings, a fusion MLP of ${runTasks.map((t) => `${VLA_HIDDEN[t].join('x')} for ${t}`).join(', ')}) behaviour-cloned from demonstrations recorded on the gap robot by the task's robust demonstrator (the expert with a Smith predictor over the declared ${LATENCY}-step latency and online-identified actuation gain), as teleoperated demonstrations are recorded on the robot: noise-injected demonstrations, then DAgger rounds (${runTasks.map((t) => { const C = VLA_CLONE[q ? 'quick' : 'full'][t]; return `${t}: ${C.demos - C.daggerRounds * C.daggerEpisodes} episodes + ${C.daggerRounds} x ${C.daggerEpisodes}, ${C.bcEpochs} epochs, ${results.get(t)!.demoSteps} labelled steps, final loss ${fmt(results.get(t)!.bcLoss, 2)}`; }).join('; ')}) from the training seeds of an (instruction, target region) split; the product's world model (${wm.wmMembers} members, pretrained on ${wm.wmEpisodes} exploratory episodes under profiles randomized by up to ×${DEFAULT_PRETRAIN.wmRandomize} in mass, friction, damping and actuator gain, conditioned on that context; validation loss ${runTasks.map((t) => fmt(results.get(t)!.wmValLoss, 3)).join(' / ')}).`,
-    `dense only and WMRL imagine the VLA through its latent face: a ${P.distill.hidden.join('x')} MLP from the state to the frozen encoder's features of the twin's render, distilled on ${P.distill.simStates} of the model's pretraining states and ${P.distill.cloneEpisodes} of the clone's own robot episodes (${P.distill.epochs} epochs); on held-out states its error is ${runTasks.map((t) => fmt(results.get(t)!.latent.valRelMse, 3)).join(' / ')} of the features' spread (1 − R²), and the face's mean action differs from the VLA's on the twin's renders by ${runTasks.map((t) => fmt(results.get(t)!.latent.actionGap, 3)).join(' / ')} per action entry on average (${runTasks.map((t) => fmt(results.get(t)!.latent.actionGapConstant, 3)).join(' / ')} for a map that ignores the state). On the states the clone visits on the robot (${runTasks.map((t) => results.get(t)!.gaps.states).join(' / ')} steps of its mean-action episodes from ${P.gapEpisodes} held-out start states, where it reads the camera), the face's mean action differs from the VLA's by ${runTasks.map((t) => fmt(results.get(t)!.gaps.faceVsCamera, 3)).join(' / ')} per action entry and the VLA's own on the twin's render of the observed state by ${runTasks.map((t) => fmt(results.get(t)!.gaps.twinVsCamera, 3)).join(' / ')}, against a spread of the VLA's actions there of ${runTasks.map((t) => fmt(results.get(t)!.gaps.spread, 3)).join(' / ')}.`,
+    `dense only and WMRL imagine the VLA ${runTasks.map((t) => `${IMAGINE[t] === 'twin' ? 'itself on the digital twin\'s render of every predicted state' : 'through its latent face'} for ${t}`).join(', ')}. The latent face: a ${P.distill.hidden.join('x')} MLP from the state to the frozen encoder's features of the twin's render, distilled on ${P.distill.simStates} of the model's pretraining states and ${P.distill.cloneEpisodes} of the clone's own robot episodes (${P.distill.epochs} epochs); on held-out states its error is ${runTasks.map((t) => fmt(results.get(t)!.latent.valRelMse, 3)).join(' / ')} of the features' spread (1 − R²), and the face's mean action differs from the VLA's on the twin's renders by ${runTasks.map((t) => fmt(results.get(t)!.latent.actionGap, 3)).join(' / ')} per action entry on average (${runTasks.map((t) => fmt(results.get(t)!.latent.actionGapConstant, 3)).join(' / ')} for a map that ignores the state). On the states the clone visits on the robot (${runTasks.map((t) => results.get(t)!.gaps.states).join(' / ')} steps of its mean-action episodes from ${P.gapEpisodes} held-out start states, where it reads the camera), the face's mean action differs from the VLA's by ${runTasks.map((t) => fmt(results.get(t)!.gaps.faceVsCamera, 3)).join(' / ')} per action entry and the VLA's own on the twin's render of the observed state by ${runTasks.map((t) => fmt(results.get(t)!.gaps.twinVsCamera, 3)).join(' / ')}, against a spread of the VLA's actions there of ${runTasks.map((t) => fmt(results.get(t)!.gaps.spread, 3)).join(' / ')}.`,
     `RL moves the VLA's head only (the encoder stays as BC trained it), the same clipped policy gradient for every row (lr ${pgConfig.optimizer.lr}, ${pgConfig.epochs} epochs, minibatch ${pgConfig.minibatch}; GRPO's KL penalty to the clone ${runTasks.map((t) => `β ${KL_BETA[t]} for ${t}`).join(', ')}): dense only and WMRL ${P.updates} update${P.updates === 1 ? '' : 's'} of ${P.prompts} imagined prompts x ${P.groupSize} rollouts from the split's training seeds; WMRL runs ${P.anchorsPerUpdate} anchor group${P.anchorsPerUpdate === 1 ? '' : 's'} per update on average on the robot and refits the world model on its episodes every ${P.refitEvery} updates; sparse only = standard GRPO on 1 group per update for exactly WMRL's anchor episodes. Success = mean action on ${n} held-out start states and ${n} held-out combinations per task; one run, RL seed ${seed}.`,
     ...perTask,
     `Mean over the tasks on held-out states: behaviour cloning ${pct(mean(states('bc')))}, sparse only ${pct(mean(states('sparse_only')))}, dense only ${pct(mean(states('dense_only')))}, WMRL ${pct(mean(states('wmrl')))} (held-out combinations: ${ROWS.map((row) => pct(mean(combos(row)))).join(', ')}).`,
