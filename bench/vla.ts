@@ -453,7 +453,7 @@ export async function imaginationGaps(vla: VlaPolicy, face: LatentVla, twin: Sce
   const mu = Array.from({ length: A }, (_, j) => camera.reduce((s, x) => s + x[j]!, 0) / n);
   return { states: n, twinVsCamera: gap(onTwin), faceVsCamera: gap(viaFace), spread: gap(camera.map(() => Float32Array.from(mu))) };
 }
-interface TaskResult {
+export interface TaskResult {
   eval: Record<Row, { heldOutStates: EvalResult; heldOutCombinations: EvalResult }>;
   robotEpisodes: Record<Row, number>;
   /** Held-out start-state success of each RL row's mean action every quarter of its updates (the last = its eval). */
@@ -521,14 +521,21 @@ function benchScale(q: boolean) {
   return { P, wm, pgConfig, corrector, promptSeed0 };
 }
 
-/** Progress steps of one task's run, its share of the bar. */
-const TASK_STEPS = 8;
+/** The RL rows in the order a task's run trains them: WMRL first, so sparse only can spend exactly its anchor episodes. */
+export const RL_ROWS = ['wmrl', 'sparse_only', 'dense_only'] as const;
+export type RlRow = (typeof RL_ROWS)[number];
+
+/** Progress steps of one task's run of `rows`, its share of the bar: 4 of setup, one a row, one for the artifact. */
+const taskSteps = (rows: readonly RlRow[]) => 5 + rows.length;
 
 /**
  * One task's run: the clone, the world model, the latent face and the four rows, with everything the report reads.
- * It ends by exporting the VLA and timing the artifact at batch 1 (`latency`). `progress`: steps done of TASK_STEPS.
+ * It ends by exporting the VLA and timing the artifact at batch 1 (`latency`). `progress`: steps done of taskSteps(rows).
+ * `rows`: the RL rows to train (default all); the setup before them is deterministic, so runs of disjoint rows in two
+ * processes give what one run of them all gives (`merge`). sparse only needs WMRL in the same run (its anchor episodes).
  */
-export async function runTask(task: (typeof TASKS)[number], q: boolean, progress: (done: number, label: string) => void, seed = 0): Promise<TaskResult> {
+export async function runTask(task: (typeof TASKS)[number], q: boolean, progress: (done: number, label: string) => void, seed = 0, rows: readonly RlRow[] = RL_ROWS): Promise<TaskResult> {
+  if (rows.includes('sparse_only') && !rows.includes('wmrl')) throw new Error('vla bench: sparse only spends WMRL\'s anchor episodes, so it runs with WMRL');
   const { P, wm, corrector, promptSeed0 } = benchScale(q);
   let done = 0;
   const tmp = mkdtempSync(join(tmpdir(), `bench-vla-${task}-`));
@@ -569,7 +576,7 @@ export async function runTask(task: (typeof TASKS)[number], q: boolean, progress
     const policy0 = vla.paramNames().map((n) => Float32Array.from(vla.store.get(n).data));
     const model0 = model.store.names().map((n) => Float32Array.from(model.store.get(n).data));
     // WMRL first: sparse_only then gets exactly its anchor episodes.
-    for (const row of ['wmrl', 'sparse_only', 'dense_only'] as const) {
+    for (const row of RL_ROWS.filter((x) => rows.includes(x))) {
       vla.paramNames().forEach((n, i) => vla.store.set(n, policy0[i]!));
       model.store.names().forEach((n, i) => model.store.set(n, model0[i]!));
       // WMRL's robot episodes are recorded: its refits learn the robot's dynamics from them.
@@ -667,17 +674,25 @@ export type TaskMessage = { kind: 'progress'; done: number; label: string } | { 
 
 const WORKER = fileURLToPath(new URL('./lib/vla-task.ts', import.meta.url));
 
+/** One child process's share of the bench: a task and the RL rows it trains. */
+interface Job {
+  task: (typeof TASKS)[number];
+  rows: readonly RlRow[];
+}
+
 /**
- * The tasks side by side, one child process each (bench/lib/vla-task.ts; a task's run reads nothing of another's,
- * so each gives what `--task` gives alone, and two cores run two tasks in the time of the longer). A child's failure ends the run with its error, and the other child is stopped.
+ * The jobs side by side, one child process each (bench/lib/vla-task.ts; a task's run reads nothing of another's, and a
+ * run of some rows builds the same setup a run of all builds, so each gives its share of what one process gives, and
+ * two cores run two jobs in the time of the longer). A child's failure ends the run with its error, and the other
+ * children are stopped.
  */
-async function inParallel(tasks: ReadonlyArray<(typeof TASKS)[number]>, q: boolean, seed: number, progress: (done: number, label: string) => void): Promise<TaskResult[]> {
-  const done = tasks.map(() => 0), labels = tasks.map((t) => `${t}: starting`);
+async function inParallel(jobs: readonly Job[], q: boolean, seed: number, progress: (done: number, label: string) => void): Promise<TaskResult[]> {
+  const done = jobs.map(() => 0), labels = jobs.map((j) => `${j.task}: starting`);
   const children: ChildProcess[] = [];
   try {
-    return await Promise.all(tasks.map((task, i) => new Promise<TaskResult>((resolve, reject) => {
+    return await Promise.all(jobs.map(({ task, rows }, i) => new Promise<TaskResult>((resolve, reject) => {
       // 'advanced' serialization: a result's NaN (a measurement that could not be made) stays NaN, not null.
-      const child = fork(WORKER, [task, q ? 'quick' : 'full', String(seed)], { execArgv: ['--import', 'tsx'], stdio: ['ignore', 'inherit', 'inherit', 'ipc'], serialization: 'advanced' });
+      const child = fork(WORKER, [task, q ? 'quick' : 'full', String(seed), rows.join(',')], { execArgv: ['--import', 'tsx'], stdio: ['ignore', 'inherit', 'inherit', 'ipc'], serialization: 'advanced' });
       children.push(child);
       let result: TaskResult | null = null, error: string | null = null;
       child.on('message', (m: TaskMessage) => {
@@ -691,7 +706,7 @@ async function inParallel(tasks: ReadonlyArray<(typeof TASKS)[number]>, q: boole
       child.on('error', reject);
       child.on('exit', (code, signal) => {
         if (result && code === 0) resolve(result);
-        else reject(new Error(`vla bench: the ${task} process ${error !== null ? `failed: ${error}` : `exited (${signal ?? `code ${code}`}) without a result`}`));
+        else reject(new Error(`vla bench: the ${task} (${rows.join(', ')}) process ${error !== null ? `failed: ${error}` : `exited (${signal ?? `code ${code}`}) without a result`}`));
       });
     })));
   } finally {
@@ -699,15 +714,44 @@ async function inParallel(tasks: ReadonlyArray<(typeof TASKS)[number]>, q: boole
   }
 }
 
+/**
+ * A task's result `into` with `rows` taken from `part`, a run of the same task in another process. The runs must have
+ * built the same setup: the clone's held-out success and the world model's validation loss are compared (an error
+ * names the difference), as a run of every row in one process would have used one.
+ */
+export function merge(into: TaskResult, part: TaskResult, rows: readonly RlRow[]): TaskResult {
+  const same = (what: string, a: number, b: number) => {
+    if (!(a === b || (Number.isNaN(a) && Number.isNaN(b)))) throw new Error(`vla bench: the processes of one task built different setups: ${what} ${a} in one, ${b} in the other`);
+  };
+  same('the clone\'s held-out-state success', into.eval.bc.heldOutStates.success, part.eval.bc.heldOutStates.success);
+  same('the clone\'s held-out-combination success', into.eval.bc.heldOutCombinations.success, part.eval.bc.heldOutCombinations.success);
+  same('the world model\'s validation loss', into.wmValLoss, part.wmValLoss);
+  same('the latent face\'s held-out error', into.latent.valMse, part.latent.valMse);
+  const out: TaskResult = { ...into, eval: { ...into.eval }, curve: { ...into.curve }, robotEpisodes: { ...into.robotEpisodes }, robotHours: { ...into.robotHours }, computeSeconds: { ...into.computeSeconds }, robotSuccesses: { ...into.robotSuccesses } };
+  for (const row of rows) {
+    if (!part.eval[row]) throw new Error(`vla bench: the process for ${row} returned no result for it`);
+    out.eval[row] = part.eval[row];
+    if (part.curve[row]) out.curve[row] = part.curve[row];
+    out.robotEpisodes[row] = part.robotEpisodes[row];
+    out.robotHours[row] = part.robotHours[row];
+    out.computeSeconds[row] = part.computeSeconds[row];
+    out.robotSuccesses[row] = part.robotSuccesses[row];
+  }
+  return out;
+}
+
 export async function run(o: BenchOptions): Promise<BenchReport> {
   const q = o.quick;
   const { P, wm, pgConfig } = benchScale(q);
   const runTasks = o.task ? TASKS.filter((t) => t === o.task) : [...TASKS];
-  const total = runTasks.length * TASK_STEPS + 1;
+  // Both tasks: one process each. One task: its rows in two processes (WMRL then sparse only; dense only), each
+  // building the same setup, so two cores run it in the setup's time plus the longer share's.
+  const jobs: Job[] = runTasks.length === 1 ? [{ task: runTasks[0]!, rows: ['wmrl', 'sparse_only'] }, { task: runTasks[0]!, rows: ['dense_only'] }] : runTasks.map((task) => ({ task, rows: RL_ROWS }));
+  const total = jobs.reduce((a, j) => a + taskSteps(j.rows), 0) + 1;
   const results = new Map<string, TaskResult>();
   const seed = o.seed ?? 0;
-  if (runTasks.length === 1) results.set(runTasks[0]!, await runTask(runTasks[0]!, q, (k, label) => o.progress(k, total, label), seed));
-  else (await inParallel(runTasks, q, seed, (k, label) => o.progress(k, total, label))).forEach((r, i) => results.set(runTasks[i]!, r));
+  const parts = await inParallel(jobs, q, seed, (k, label) => o.progress(k, total, label));
+  for (const [i, j] of jobs.entries()) results.set(j.task, results.has(j.task) ? merge(results.get(j.task)!, parts[i]!, j.rows) : parts[i]!);
   o.progress(total - 1, total, 'report');
 
   // Held-out start states are the headline (the issue's acceptance); held-out combinations beside them.
