@@ -135,6 +135,15 @@ export const KL_BETA: Record<(typeof TASKS)[number], number> = { reach: 0, push:
 export const IMAGINE: Record<(typeof TASKS)[number], 'twin' | 'face'> = { reach: 'twin', push: 'face' };
 
 /**
+ * Updates of dense only and WMRL per task (sparse only: WMRL's anchor episodes / the group size). Push runs 300: its
+ * 600 took about 4 h of one core (300-step rollouts, 1000 demonstrations to clone from), more than a working session,
+ * and no row rose after its first half there: WMRL 39/42/41/31% of held-out states at updates 150/300/450/600 and
+ * sparse only 33/36/39/34% at 77/154/231/308 (a395d9c; progress of an unfinished run), at lr 1e-4 sparse only
+ * 39/41/43/35% every 75 of its 300 updates (scratch).
+ */
+export const UPDATES: Record<(typeof TASKS)[number], number> = { reach: 600, push: 300 };
+
+/**
  * The policy gradient every RL row uses: the VLA's head only (the encoder BC trained stays frozen), lr 1e-4, with the
  * task's KL penalty to the clone. Adam takes a full step whatever the gradient's size, and an update takes one step per
  * minibatch and epoch: sparse only's update is one group of 8 episodes (one minibatch: 4 steps on one group's sparse
@@ -496,7 +505,8 @@ function benchScale(q: boolean) {
   const P = {
     evalEpisodes: evalEpisodes(q),
 
-    updates: q ? 2 : 600,
+    /** Updates of dense only and WMRL for a task. */
+    updates: (task: (typeof TASKS)[number]) => (q ? 2 : UPDATES[task]),
     /** Imagined groups per update (dense_only, wmrl); sparse_only runs 1 group per update on the robot. */
     prompts: q ? 2 : 16,
     groupSize: q ? 2 : 8,
@@ -585,7 +595,7 @@ export async function runTask(task: (typeof TASKS)[number], q: boolean, progress
       // latent face (the same head), as IMAGINE declares for the task.
       const viaTwin = IMAGINE[task] === 'twin';
       const pg = await ClippedPolicyGradient.create(row === 'sparse_only' || viaTwin ? vla : face, vlaPgConfig(q, task), { trainable: vla.headParamNames() });
-      const common = { prompts: P.prompts, groupSize: P.groupSize, evalEvery: Math.max(1, P.updates / 4), promptSeed0, seed };
+      const common = { prompts: P.prompts, groupSize: P.groupSize, evalEvery: Math.max(1, P.updates(task) / 4), promptSeed0, seed };
       // Held-out start states every quarter of the row's updates: whether it was still rising when it stopped.
       // The last one (every trainer evaluates after its final update) is the row's held-out-state result.
       let last: EvalResult | null = null;
@@ -593,14 +603,14 @@ export async function runTask(task: (typeof TASKS)[number], q: boolean, progress
       // The label carries the latest held-out success, so a long run shows where each row stands as it goes.
       let seen = '';
       // sparse only runs one group per update for WMRL's anchor episodes: that many updates, not P.updates.
-      const updates = row === 'sparse_only' ? r.robotEpisodes.wmrl / P.groupSize : P.updates;
+      const updates = row === 'sparse_only' ? r.robotEpisodes.wmrl / P.groupSize : P.updates(task);
       const onUpdate = (u: { update: number; evalSuccess?: number }) => {
         if (u.evalSuccess !== undefined) seen = `, held-out ${Math.round(100 * u.evalSuccess)}% at update ${u.update}`;
         progress(done, `${task}: ${row} update ${u.update}/${updates}${seen}`);
       };
       // WMRL refits every few updates; the robot's recorded rewards are its sparse success, so the refits teach the
       // dynamics and the success head and leave the dense reward head as the sim taught it.
-      const wmrl = { ...DEFAULT_WMRL, ...common, updates: P.updates, horizon: target.maxSteps, refitEvery: row === 'wmrl' ? P.refitEvery : 0, robotRewards: 'success' as const };
+      const wmrl = { ...DEFAULT_WMRL, ...common, updates: P.updates(task), horizon: target.maxSteps, refitEvery: row === 'wmrl' ? P.refitEvery : 0, robotRewards: 'success' as const };
       let st;
       if (row === 'sparse_only') {
         const anchors = r.robotEpisodes.wmrl;
@@ -807,7 +817,7 @@ export async function run(o: BenchOptions): Promise<BenchReport> {
       `${pts(r.eval.dense_only.heldOutCombinations.success - r.eval.bc.heldOutCombinations.success)}, ${pts(r.eval.wmrl.heldOutCombinations.success - r.eval.bc.heldOutCombinations.success)}); ` +
       `the robust demonstrator it was cloned from succeeds on ${pct(r.demonstrator.heldOutStates)} of the held-out states and ${pct(r.demonstrator.heldOutCombinations)} of the held-out combinations on this robot (${pct(r.demoSuccess)} of its noise-injected demonstrations), the nominal sim's scripted expert on ${pct(r.expert.heldOutStates)} and ${pct(r.expert.heldOutCombinations)}. ` +
       `WMRL spent ${r.robotEpisodes.wmrl} robot episodes on ${r.anchorGroups} anchor group${r.anchorGroups === 1 ? '' : 's'} (${r.robotSuccesses.wmrl} succeeded), sparse only ${r.robotEpisodes.sparse_only} (${r.robotSuccesses.sparse_only} succeeded), dense only ${r.robotEpisodes.dense_only}` +
-      `; the debiasing map's median held-out residual reduction ${r.biasReduction === null ? 'was never measured (no map fitted before an anchor group)' : fmt(r.biasReduction, 2)}, final anchor weight ${fmt(r.anchorWeight, 2)}; the exploitation guard distrusted the world model in ${r.guard.updatesFlagged} of WMRL's ${P.updates} updates (at most ${r.guard.maxFlagged} context${r.guard.maxFlagged === 1 ? '' : 's'} at once). ` +
+      `; the debiasing map's median held-out residual reduction ${r.biasReduction === null ? 'was never measured (no map fitted before an anchor group)' : fmt(r.biasReduction, 2)}, final anchor weight ${fmt(r.anchorWeight, 2)}; the exploitation guard distrusted the world model in ${r.guard.updatesFlagged} of WMRL's ${P.updates(t)} updates (at most ${r.guard.maxFlagged} context${r.guard.maxFlagged === 1 ? '' : 's'} at once). ` +
       `WMRL identified the robot's context as ${r.identified.context.map((v) => `×${fmt(Math.exp(v), 2)}`).join(', ')} (log scales of mass, friction, damping, actuator gain; the truth ×${CONTEXT_TRUTH.join(', ×')}) and a delay of ${r.identified.delay} steps (the truth ${LATENCY}). ` +
       `Within-group rank agreement of the clone's imagined with its robot returns (Spearman, median over ${P.agreementGroups} groups of ${P.groupSize}, same starts and policy noise): ${fmt(r.agreement.nominal, 2)} under the nominal context dense only imagines in, ${fmt(r.agreement.identified, 2)} under the identified one; ` +
       `the VLA's latent face${IMAGINE[t] === 'face' ? ', which WMRL imagines through here,' : ' (this task imagines the VLA itself on the twin\'s renders instead)'} run on the robot itself with the same noise agrees with the VLA at ${fmt(r.agreement.faceOnRobot, 2)} (what a perfect world model would give imagination through it); the VLA itself, run again on the robot under other sensor noise and control jitter, agrees at ${fmt(r.agreement.repeatability, 2)} (the robot's repeatability: no world model, which cannot know the robot's noise, ranks a group better). ` +
@@ -820,7 +830,7 @@ export async function run(o: BenchOptions): Promise<BenchReport> {
   const summary = [
     `Robot = the sim under the gap profile, reporting only sparse success; ${S}x${S} top camera; its observation ends with its last ${COMMAND_HISTORY} commands (those still in flight under its ${LATENCY}-step latency). Per task: a VLA (conv 8-16, 32 image features, 16-d word embeddings, a fusion MLP of ${runTasks.map((t) => `${VLA_HIDDEN[t].join('x')} for ${t}`).join(', ')}) behaviour-cloned from demonstrations recorded on the gap robot by the task's robust demonstrator (the expert with a Smith predictor over the declared ${LATENCY}-step latency and online-identified actuation gain), as teleoperated demonstrations are recorded on the robot: noise-injected demonstrations, then DAgger rounds (${runTasks.map((t) => { const C = VLA_CLONE[q ? 'quick' : 'full'][t]; return `${t}: ${C.demos - C.daggerRounds * C.daggerEpisodes} episodes + ${C.daggerRounds} x ${C.daggerEpisodes}, ${C.bcEpochs} epochs, ${results.get(t)!.demoSteps} labelled steps, final loss ${fmt(results.get(t)!.bcLoss, 2)}`; }).join('; ')}) from the training seeds of an (instruction, target region) split; the product's world model (${wm.wmMembers} members, pretrained on ${wm.wmEpisodes} exploratory episodes under profiles randomized by up to ×${DEFAULT_PRETRAIN.wmRandomize} in mass, friction, damping and actuator gain, conditioned on that context; validation loss ${runTasks.map((t) => fmt(results.get(t)!.wmValLoss, 3)).join(' / ')}).`,
     `dense only and WMRL imagine the VLA ${runTasks.map((t) => `${IMAGINE[t] === 'twin' ? 'itself on the digital twin\'s render of every predicted state' : 'through its latent face'} for ${t}`).join(', ')}. The latent face: a ${P.distill.hidden.join('x')} MLP from the state to the frozen encoder's features of the twin's render, distilled on ${P.distill.simStates} of the model's pretraining states and ${P.distill.cloneEpisodes} of the clone's own robot episodes (${P.distill.epochs} epochs); on held-out states its error is ${runTasks.map((t) => fmt(results.get(t)!.latent.valRelMse, 3)).join(' / ')} of the features' spread (1 − R²), and the face's mean action differs from the VLA's on the twin's renders by ${runTasks.map((t) => fmt(results.get(t)!.latent.actionGap, 3)).join(' / ')} per action entry on average (${runTasks.map((t) => fmt(results.get(t)!.latent.actionGapConstant, 3)).join(' / ')} for a map that ignores the state). On the states the clone visits on the robot (${runTasks.map((t) => results.get(t)!.gaps.states).join(' / ')} steps of its mean-action episodes from ${P.gapEpisodes} held-out start states, where it reads the camera), the face's mean action differs from the VLA's by ${runTasks.map((t) => fmt(results.get(t)!.gaps.faceVsCamera, 3)).join(' / ')} per action entry and the VLA's own on the twin's render of the observed state by ${runTasks.map((t) => fmt(results.get(t)!.gaps.twinVsCamera, 3)).join(' / ')}, against a spread of the VLA's actions there of ${runTasks.map((t) => fmt(results.get(t)!.gaps.spread, 3)).join(' / ')}.`,
-    `RL moves the VLA's head only (the encoder stays as BC trained it), the same clipped policy gradient for every row (lr ${pgConfig.optimizer.lr}, ${pgConfig.epochs} epochs, minibatch ${pgConfig.minibatch}; GRPO's KL penalty to the clone ${runTasks.map((t) => `β ${KL_BETA[t]} for ${t}`).join(', ')}): dense only and WMRL ${P.updates} update${P.updates === 1 ? '' : 's'} of ${P.prompts} imagined prompts x ${P.groupSize} rollouts from the split's training seeds; WMRL runs ${P.anchorsPerUpdate} anchor group${P.anchorsPerUpdate === 1 ? '' : 's'} per update on average on the robot and refits the world model on its episodes every ${P.refitEvery} updates; sparse only = standard GRPO on 1 group per update for exactly WMRL's anchor episodes. Success = mean action on ${n} held-out start states and ${n} held-out combinations per task; one run, RL seed ${seed}.`,
+    `RL moves the VLA's head only (the encoder stays as BC trained it), the same clipped policy gradient for every row (lr ${pgConfig.optimizer.lr}, ${pgConfig.epochs} epochs, minibatch ${pgConfig.minibatch}; GRPO's KL penalty to the clone ${runTasks.map((t) => `β ${KL_BETA[t]} for ${t}`).join(', ')}): dense only and WMRL ${runTasks.map((t) => `${P.updates(t)} update${P.updates(t) === 1 ? '' : 's'} on ${t}`).join(', ')}, each of ${P.prompts} imagined prompts x ${P.groupSize} rollouts from the split's training seeds; WMRL runs ${P.anchorsPerUpdate} anchor group${P.anchorsPerUpdate === 1 ? '' : 's'} per update on average on the robot and refits the world model on its episodes every ${P.refitEvery} updates; sparse only = standard GRPO on 1 group per update for exactly WMRL's anchor episodes. Success = mean action on ${n} held-out start states and ${n} held-out combinations per task; one run, RL seed ${seed}.`,
     ...perTask,
     `Mean over the tasks on held-out states: behaviour cloning ${pct(mean(states('bc')))}, sparse only ${pct(mean(states('sparse_only')))}, dense only ${pct(mean(states('dense_only')))}, WMRL ${pct(mean(states('wmrl')))} (held-out combinations: ${ROWS.map((row) => pct(mean(combos(row)))).join(', ')}).`,
     `WMRL is ${verdict('wmrl', 'sparse_only')}, ${verdict('wmrl', 'dense_only')}, and ${verdict('wmrl', 'bc')}.`,
@@ -838,7 +848,7 @@ export async function run(o: BenchOptions): Promise<BenchReport> {
   result.agreement_repeatability = mean(runTasks.map((t) => results.get(t)!.agreement.repeatability));
   result.latent_rel_mse = mean(runTasks.map((t) => results.get(t)!.latent.valRelMse));
   result.latent_action_gap = mean(runTasks.map((t) => results.get(t)!.latent.actionGap));
-  result.guard_updates_flagged = mean(runTasks.map((t) => results.get(t)!.guard.updatesFlagged / P.updates));
+  result.guard_updates_flagged = mean(runTasks.map((t) => results.get(t)!.guard.updatesFlagged / P.updates(t)));
   result.face_gap_robot = mean(runTasks.map((t) => results.get(t)!.gaps.faceVsCamera));
   result.twin_gap_robot = mean(runTasks.map((t) => results.get(t)!.gaps.twinVsCamera));
   result.expert_gap = mean(runTasks.map((t) => results.get(t)!.expert.heldOutStates));
