@@ -11,7 +11,7 @@
 // (policies/latent-vla.ts): a map from the state to the frozen encoder's features of the twin's render, distilled
 // after cloning, so hundreds of updates need no render per imagined step; its held-out error and action gaps are
 // reported for every task. Then, from the same clone and model, each post-training the VLA's head
-// (the encoder BC trained stays frozen) with the same policy gradient for the same number of updates:
+// (the encoder BC trained stays frozen) with the same policy gradient (dense only and WMRL: UPDATES per task):
 //   sparse_only: standard GRPO on the robot (the VLA on its camera), scored by its sparse success alone;
 //   dense_only:  the pure world model (no robot, so no identified context: the model's nominal one): the VLA
 //                imagined (on the twin or through its face), scored by the model's dense return;
@@ -23,9 +23,10 @@
 // on held-out start states and on held-out (instruction, target region) combinations, under the gap profile.
 // Beside it, the signal the dense rows learn from: the within-group rank agreement between the VLA's returns
 // on the robot and in imagination (same start, same policy noise), under the nominal and the identified context,
-// and its ceilings: the latent face run on the robot itself against the VLA (what a perfect world model would give),
+// and its ceilings: the latent face run on the robot itself against the VLA (what a perfect world model would give
+// imagination through the face, where IMAGINE says 'face'),
 // and the VLA run again on the robot under other sensor noise and jitter (its repeatability, which no model reaches).
-// The tasks run side by side, one child process each (bench/lib/vla-task.ts), as `--task` runs one alone.
+// The tasks run side by side, one child process each (bench/lib/vla-task.ts); `--task` runs one task's rows in two.
 import { fork, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -128,18 +129,20 @@ export const KL_BETA: Record<(typeof TASKS)[number], number> = { reach: 0, push:
  * VLA on the twin's render, and the face run on the robot ranks a group against the VLA at -0.10 (bench/results/
  * vla-reach.md, d8ffe79): through the face even a perfect world model gives WMRL no ranking. The twin costs reach about
  * 2 s an update (128 rollouts x 100 steps; one update's policy gradient over the images about 1 s more). Push keeps the
- * face: its 300-step rollouts would render 38 500 images an update, and through the twin its imagined groups ranked
- * about as through the face (the clone, 16 groups of 8, the multi-step model, delay 3: within-group Spearman 0.26
- * against 0.14, success AUC 0.46 against 0.58; scratch measurements).
+ * face for its cost: its 300-step rollouts would render 38 400 images an update, and the evidence for the twin there is
+ * mixed (the clone, 16 groups of 8, the multi-step model, delay 3: within-group Spearman 0.26 against the face's 0.14,
+ * but success AUC 0.46 against 0.58; scratch measurements). β (KL_BETA) and the learning rate were chosen while
+ * reach imagined through the face, and are not re-swept for the twin.
  */
 export const IMAGINE: Record<(typeof TASKS)[number], 'twin' | 'face'> = { reach: 'twin', push: 'face' };
 
 /**
  * Updates of dense only and WMRL per task (sparse only: WMRL's anchor episodes / the group size). Push runs 300: its
  * 600 took about 4 h of one core (300-step rollouts, 1000 demonstrations to clone from), more than a working session,
- * and no row rose after its first half there: WMRL 39/42/41/31% of held-out states at updates 150/300/450/600 and
- * sparse only 33/36/39/34% at 77/154/231/308 (a395d9c; progress of an unfinished run), at lr 1e-4 sparse only
- * 39/41/43/35% every 75 of its 300 updates (scratch).
+ * and no row rose beyond the noise (two standard errors about 13 points at 100 episodes) after its first half there:
+ * WMRL 39/42/41/31% of held-out states at updates 150/300/450/600 and sparse only 33/36/39/34% at 77/154/231/308
+ * (a395d9c; progress of an unfinished run), at lr 1e-4 sparse only 39/41/43/35% every 75 of its 300 updates
+ * (scratch). Sparse only, which spends WMRL's anchor episodes, runs about half as many updates with it.
  */
 export const UPDATES: Record<(typeof TASKS)[number], number> = { reach: 600, push: 300 };
 
@@ -406,8 +409,8 @@ export async function rankAgreement(g: AgreementGroups, vla: VlaPolicy, model: E
 
 /**
  * Within-group rank agreement between the VLA's robot returns (`g`) and `face`'s on the same robot (no camera: the
- * face reads the state), same starts and noise: what a perfect world model would give the face that WMRL imagines
- * through, the ceiling the face alone leaves to `rankAgreement`.
+ * face reads the state), same starts and noise: what a perfect world model would give imagination through the face
+ * (IMAGINE 'face'), the ceiling the face alone leaves to `rankAgreement`.
  */
 export async function faceOnRobotAgreement(g: AgreementGroups, face: LatentVla, robot: Env): Promise<number> {
   return withinGroup(g, await robotReturns(face, false, robot, g.seeds, g.G, g.H, g.noise));
@@ -438,7 +441,7 @@ export interface ImaginationGaps {
 /**
  * The gaps imagination leaves on the states that matter: every step of the VLA's mean-action episodes on the robot
  * from `seeds`, where the VLA reads the camera; there the VLA on the digital twin's render of the observed state
- * (what imagining on the twin shows it) and its latent face (what dense only and WMRL imagine through) are compared
+ * (what imagining on the twin shows it) and its latent face (what imagining through the face shows it) are compared
  * with the VLA's own action. The face's distillation report measures its gap on its own held-out distillation
  * states, which the clone's episodes need not resemble.
  */
@@ -482,7 +485,10 @@ export interface TaskResult {
   demoSteps: number;
   /** The world model's loss on held-out exploratory episodes after all its fitting (EvalReport.loss). */
   wmValLoss: number;
-  /** Within-group rank agreement of imagined with robot returns for the clone: nominal context, then WMRL's identified one. */
+  /**
+   * Within-group rank agreement of the clone's robot returns with: its returns imagined on the twin under the nominal
+   * context and under WMRL's identified one; the latent face's on the robot; its own on the robot under other noise.
+   */
   agreement: { nominal: number; identified: number; faceOnRobot: number; repeatability: number };
   /** The context (log scales) and actuation delay WMRL identified from its anchors. */
   identified: { context: number[]; delay: number };
@@ -544,7 +550,7 @@ const taskSteps = (rows: readonly RlRow[]) => 5 + rows.length;
  * `rows`: the RL rows to train (default all); the setup before them is deterministic, so runs of disjoint rows in two
  * processes give what one run of them all gives (`merge`). sparse only needs WMRL in the same run (its anchor episodes).
  */
-export async function runTask(task: (typeof TASKS)[number], q: boolean, progress: (done: number, label: string) => void, seed = 0, rows: readonly RlRow[] = RL_ROWS): Promise<TaskResult> {
+export async function runTask(task: (typeof TASKS)[number], q: boolean, progress: (done: number, label: string) => void, seed = 0, rows: readonly RlRow[] = RL_ROWS, onSetup?: (print: SetupPrint) => void): Promise<TaskResult> {
   if (rows.includes('sparse_only') && !rows.includes('wmrl')) throw new Error('vla bench: sparse only spends WMRL\'s anchor episodes, so it runs with WMRL');
   const { P, wm, corrector, promptSeed0 } = benchScale(q);
   let done = 0;
@@ -576,12 +582,14 @@ export async function runTask(task: (typeof TASKS)[number], q: boolean, progress
       agreement: { nominal: NaN, identified: NaN, faceOnRobot: NaN, repeatability: NaN }, identified: { context: [], delay: 0 }, latent: null as unknown as LatentDistillReport, gaps: null as unknown as ImaginationGaps, latency: [],
     };
     progress(++done, `${task}: latent face (the clone: ${Math.round(100 * r.eval.bc.heldOutStates.success)}% of held-out states)`);
-    // The VLA's latent face, what dense_only and WMRL imagine through: a map from the state to the frozen encoder's
+    // The VLA's latent face, what dense_only and WMRL imagine through where IMAGINE says 'face' (its diagnostics are
+    // reported for every task): a map from the state to the frozen encoder's
     // features of the twin's render, distilled on the model's pretraining states and the clone's own episodes.
     const distillOn = await distillStates(vla, robotEnv, simData.obs, P.distill.simStates, prompts, promptSeed0, P.distill.cloneEpisodes);
     const { policy: face, report: latent } = await LatentVla.distill(vla, twin, distillOn.states, distillOn.instructions, { epochs: P.distill.epochs, hidden: P.distill.hidden, seed: 0, onEpoch: (e, n) => progress(done, `${task}: latent face, epoch ${e}/${n}`) });
     r.latent = latent;
     r.gaps = await imaginationGaps(vla, face, twin, robotEnv, split.heldOutStates.slice(0, P.gapEpisodes));
+    onSetup?.(setupPrint(r));
     progress(++done, `${task}: RL`);
     const policy0 = vla.paramNames().map((n) => Float32Array.from(vla.store.get(n).data));
     const model0 = model.store.names().map((n) => Float32Array.from(model.store.get(n).data));
@@ -680,7 +688,7 @@ export async function runTask(task: (typeof TASKS)[number], q: boolean, progress
 }
 
 /** What a task's child process (bench/lib/vla-task.ts) tells the parent. */
-export type TaskMessage = { kind: 'progress'; done: number; label: string } | { kind: 'result'; result: TaskResult } | { kind: 'error'; error: string };
+export type TaskMessage = { kind: 'progress'; done: number; label: string } | { kind: 'setup'; print: SetupPrint } | { kind: 'result'; result: TaskResult } | { kind: 'error'; error: string };
 
 const WORKER = fileURLToPath(new URL('./lib/vla-task.ts', import.meta.url));
 
@@ -693,12 +701,14 @@ interface Job {
 /**
  * The jobs side by side, one child process each (bench/lib/vla-task.ts; a task's run reads nothing of another's, and a
  * run of some rows builds the same setup a run of all builds, so each gives its share of what one process gives, and
- * two cores run two jobs in the time of the longer). A child's failure ends the run with its error, and the other
- * children are stopped.
+ * two cores run two jobs in the time of the longer). Each child reports its setup as soon as it has one, and two
+ * children of one task that disagree (`sameSetup`) end the run then, not after their rows. A child's failure ends the
+ * run with its error, and the other children are stopped.
  */
 async function inParallel(jobs: readonly Job[], q: boolean, seed: number, progress: (done: number, label: string) => void): Promise<TaskResult[]> {
   const done = jobs.map(() => 0), labels = jobs.map((j) => `${j.task}: starting`);
   const children: ChildProcess[] = [];
+  const setups = new Map<string, SetupPrint>();
   try {
     return await Promise.all(jobs.map(({ task, rows }, i) => new Promise<TaskResult>((resolve, reject) => {
       // 'advanced' serialization: a result's NaN (a measurement that could not be made) stays NaN, not null.
@@ -710,6 +720,16 @@ async function inParallel(jobs: readonly Job[], q: boolean, seed: number, progre
           done[i] = m.done;
           labels[i] = m.label;
           progress(done.reduce((a, b) => a + b, 0), labels.join(' | '));
+        } else if (m.kind === 'setup') {
+          const other = setups.get(task);
+          if (!other) setups.set(task, m.print);
+          else {
+            try {
+              sameSetup(other, m.print);
+            } catch (e) {
+              reject(e);
+            }
+          }
         } else if (m.kind === 'result') result = m.result;
         else error = m.error;
       });
@@ -724,20 +744,41 @@ async function inParallel(jobs: readonly Job[], q: boolean, seed: number, progre
   }
 }
 
+/** What a task's setup produced, which two processes of the same task must agree on (`sameSetup`). */
+export interface SetupPrint {
+  bcStates: number;
+  bcCombinations: number;
+  bcLoss: number;
+  wmValLoss: number;
+  latentValMse: number;
+}
+
+export const setupPrint = (r: TaskResult): SetupPrint => ({ bcStates: r.eval.bc.heldOutStates.success, bcCombinations: r.eval.bc.heldOutCombinations.success, bcLoss: r.bcLoss, wmValLoss: r.wmValLoss, latentValMse: r.latent.valMse });
+
+const SETUP_NAMES: Record<keyof SetupPrint, string> = {
+  bcStates: 'the clone\'s held-out-state success', bcCombinations: 'the clone\'s held-out-combination success', bcLoss: 'the clone\'s final loss',
+  wmValLoss: 'the world model\'s validation loss', latentValMse: 'the latent face\'s held-out error',
+};
+
+/** Throws, naming the first difference, unless two processes' setups of one task agree exactly (NaN agrees with NaN). */
+export function sameSetup(a: SetupPrint, b: SetupPrint): void {
+  for (const k of Object.keys(SETUP_NAMES) as Array<keyof SetupPrint>) {
+    if (!(a[k] === b[k] || (Number.isNaN(a[k]) && Number.isNaN(b[k])))) throw new Error(`vla bench: the processes of one task built different setups: ${SETUP_NAMES[k]} ${a[k]} in one, ${b[k]} in the other`);
+  }
+}
+
 /**
- * A task's result `into` with `rows` taken from `part`, a run of the same task in another process. The runs must have
- * built the same setup: the clone's held-out success and the world model's validation loss are compared (an error
- * names the difference), as a run of every row in one process would have used one.
+ * A task's result `into` with `rows` taken from `part`, a run of the same task in another process whose setup must
+ * agree (`sameSetup`). What only WMRL's run measures (its anchors, map, guard, identified context, the rank
+ * agreements) and the artifact's latency come from whichever of the two ran WMRL.
  */
 export function merge(into: TaskResult, part: TaskResult, rows: readonly RlRow[]): TaskResult {
-  const same = (what: string, a: number, b: number) => {
-    if (!(a === b || (Number.isNaN(a) && Number.isNaN(b)))) throw new Error(`vla bench: the processes of one task built different setups: ${what} ${a} in one, ${b} in the other`);
+  sameSetup(setupPrint(into), setupPrint(part));
+  const wm = rows.includes('wmrl') ? part : into;
+  const out: TaskResult = {
+    ...into, eval: { ...into.eval }, curve: { ...into.curve }, robotEpisodes: { ...into.robotEpisodes }, robotHours: { ...into.robotHours }, computeSeconds: { ...into.computeSeconds }, robotSuccesses: { ...into.robotSuccesses },
+    anchorGroups: wm.anchorGroups, biasReduction: wm.biasReduction, anchorWeight: wm.anchorWeight, guard: { ...wm.guard }, identified: { ...wm.identified }, agreement: { ...wm.agreement }, latency: [...wm.latency],
   };
-  same('the clone\'s held-out-state success', into.eval.bc.heldOutStates.success, part.eval.bc.heldOutStates.success);
-  same('the clone\'s held-out-combination success', into.eval.bc.heldOutCombinations.success, part.eval.bc.heldOutCombinations.success);
-  same('the world model\'s validation loss', into.wmValLoss, part.wmValLoss);
-  same('the latent face\'s held-out error', into.latent.valMse, part.latent.valMse);
-  const out: TaskResult = { ...into, eval: { ...into.eval }, curve: { ...into.curve }, robotEpisodes: { ...into.robotEpisodes }, robotHours: { ...into.robotHours }, computeSeconds: { ...into.computeSeconds }, robotSuccesses: { ...into.robotSuccesses } };
   for (const row of rows) {
     if (!part.eval[row]) throw new Error(`vla bench: the process for ${row} returned no result for it`);
     out.eval[row] = part.eval[row];
@@ -819,8 +860,8 @@ export async function run(o: BenchOptions): Promise<BenchReport> {
       `WMRL spent ${r.robotEpisodes.wmrl} robot episodes on ${r.anchorGroups} anchor group${r.anchorGroups === 1 ? '' : 's'} (${r.robotSuccesses.wmrl} succeeded), sparse only ${r.robotEpisodes.sparse_only} (${r.robotSuccesses.sparse_only} succeeded), dense only ${r.robotEpisodes.dense_only}` +
       `; the debiasing map's median held-out residual reduction ${r.biasReduction === null ? 'was never measured (no map fitted before an anchor group)' : fmt(r.biasReduction, 2)}, final anchor weight ${fmt(r.anchorWeight, 2)}; the exploitation guard distrusted the world model in ${r.guard.updatesFlagged} of WMRL's ${P.updates(t)} updates (at most ${r.guard.maxFlagged} context${r.guard.maxFlagged === 1 ? '' : 's'} at once). ` +
       `WMRL identified the robot's context as ${r.identified.context.map((v) => `×${fmt(Math.exp(v), 2)}`).join(', ')} (log scales of mass, friction, damping, actuator gain; the truth ×${CONTEXT_TRUTH.join(', ×')}) and a delay of ${r.identified.delay} steps (the truth ${LATENCY}). ` +
-      `Within-group rank agreement of the clone's imagined with its robot returns (Spearman, median over ${P.agreementGroups} groups of ${P.groupSize}, same starts and policy noise): ${fmt(r.agreement.nominal, 2)} under the nominal context dense only imagines in, ${fmt(r.agreement.identified, 2)} under the identified one; ` +
-      `the VLA's latent face${IMAGINE[t] === 'face' ? ', which WMRL imagines through here,' : ' (this task imagines the VLA itself on the twin\'s renders instead)'} run on the robot itself with the same noise agrees with the VLA at ${fmt(r.agreement.faceOnRobot, 2)} (what a perfect world model would give imagination through it); the VLA itself, run again on the robot under other sensor noise and control jitter, agrees at ${fmt(r.agreement.repeatability, 2)} (the robot's repeatability: no world model, which cannot know the robot's noise, ranks a group better). ` +
+      `Within-group rank agreement of the clone's returns imagined on the twin's renders with its robot returns (Spearman, median over ${P.agreementGroups} groups of ${P.groupSize}, same starts and policy noise): ${fmt(r.agreement.nominal, 2)} under the nominal context dense only imagines in, ${fmt(r.agreement.identified, 2)} under the identified one; ` +
+      `the VLA's latent face${IMAGINE[t] === 'face' ? ', which dense only and WMRL imagine through here,' : ' (this task imagines the VLA itself on the twin\'s renders instead)'} run on the robot itself with the same noise agrees with the VLA at ${fmt(r.agreement.faceOnRobot, 2)} (what a perfect world model would give imagination through it); the VLA itself, run again on the robot under other sensor noise and control jitter, agrees at ${fmt(r.agreement.repeatability, 2)} (the robot's repeatability: no world model, which cannot know the robot's noise, ranks a group better). ` +
       `Held-out start-state success during training (update: success): ${(['sparse_only', 'dense_only', 'wmrl'] as const).map((row) => `${SHORT[row]} ${(r.curve[row] ?? []).map((x) => `${x.update}: ${pct(x.success)}`).join(', ')}`).join('; ')}.` +
       (r.robotSuccesses.sparse_only === 0 ? ` No sparse-only robot episode succeeded, so each of its groups scored all 0: zero advantages, no gradient.` : '') +
       (r.robotSuccesses.wmrl === 0

@@ -16,7 +16,7 @@ try {
     if (!row) throw new Error(`vla task process: row '${r}' is not one of ${RL_ROWS.join(', ')}`);
     return row;
   });
-  const result = await runTask(t, scale === 'quick', (done, label) => void send({ kind: 'progress', done, label }), seed, rows);
+  const result = await runTask(t, scale === 'quick', (done, label) => void send({ kind: 'progress', done, label }), seed, rows, (print) => void send({ kind: 'setup', print }));
   await send({ kind: 'result', result });
 } catch (e) {
   await send({ kind: 'error', error: e instanceof Error ? (e.stack ?? e.message) : String(e) });
