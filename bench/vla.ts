@@ -127,8 +127,11 @@ export const KL_BETA: Record<(typeof TASKS)[number], number> = { reach: 0, push:
  *   'face': its latent face (policies/latent-vla.ts): a map from the state to the encoder's features, no render.
  * On reach's clone the face's mean action is 0.27 per entry from the VLA's on the robot's states against 0.09 for the
  * VLA on the twin's render, and the face run on the robot ranks a group against the VLA at -0.10 (bench/results/
- * vla-reach.md, d8ffe79): through the face even a perfect world model gives WMRL no ranking. The twin costs reach about
- * 2 s an update (128 rollouts x 100 steps; one update's policy gradient over the images about 1 s more). Push keeps the
+ * vla-reach.md, d8ffe79): through the face even a perfect world model gives WMRL no ranking. Measured on 32bc7ba
+ * (`--task reach`, RL seed 0, progress of one run stopped before its report, dense only in a second process from the
+ * same setup): WMRL 28/32/36/39% of held-out states at updates 150/300/450/600 through the twin, against 34/26/34/33%
+ * through the face (d8ffe79); dense only 17/22/19/22% against 18/26/15/18%; sparse only 27% in both, BC 23%. The
+ * twin costs reach's WMRL about 11 s an update against about 2.7 s through the face (dense only about 5.5 s). Push keeps the
  * face for its cost: its 300-step rollouts would render 38 400 images an update, and the evidence for the twin there is
  * mixed (the clone, 16 groups of 8, the multi-step model, delay 3: within-group Spearman 0.26 against the face's 0.14,
  * but success AUC 0.46 against 0.58; scratch measurements). β (KL_BETA) and the learning rate were chosen while
