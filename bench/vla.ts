@@ -778,20 +778,14 @@ export function sameSetup(a: SetupPrint, b: SetupPrint): void {
 export function merge(into: TaskResult, part: TaskResult, rows: readonly RlRow[]): TaskResult {
   sameSetup(setupPrint(into), setupPrint(part));
   const wm = rows.includes('wmrl') ? part : into;
-  const out: TaskResult = {
-    ...into, eval: { ...into.eval }, curve: { ...into.curve }, robotEpisodes: { ...into.robotEpisodes }, robotHours: { ...into.robotHours }, computeSeconds: { ...into.computeSeconds }, robotSuccesses: { ...into.robotSuccesses },
+  for (const row of rows) if (!part.eval[row]) throw new Error(`vla bench: the process for ${row} returned no result for it`);
+  // Every per-row record: the first's rows, then the part's.
+  const take = <K extends 'eval' | 'curve' | 'robotEpisodes' | 'robotHours' | 'computeSeconds' | 'robotSuccesses'>(k: K): TaskResult[K] =>
+    ({ ...into[k], ...Object.fromEntries(rows.filter((row) => part[k][row] !== undefined).map((row) => [row, part[k][row]])) });
+  return {
+    ...into, eval: take('eval'), curve: take('curve'), robotEpisodes: take('robotEpisodes'), robotHours: take('robotHours'), computeSeconds: take('computeSeconds'), robotSuccesses: take('robotSuccesses'),
     anchorGroups: wm.anchorGroups, biasReduction: wm.biasReduction, anchorWeight: wm.anchorWeight, guard: { ...wm.guard }, identified: { ...wm.identified }, agreement: { ...wm.agreement }, latency: [...wm.latency],
   };
-  for (const row of rows) {
-    if (!part.eval[row]) throw new Error(`vla bench: the process for ${row} returned no result for it`);
-    out.eval[row] = part.eval[row];
-    if (part.curve[row]) out.curve[row] = part.curve[row];
-    out.robotEpisodes[row] = part.robotEpisodes[row];
-    out.robotHours[row] = part.robotHours[row];
-    out.computeSeconds[row] = part.computeSeconds[row];
-    out.robotSuccesses[row] = part.robotSuccesses[row];
-  }
-  return out;
 }
 
 export async function run(o: BenchOptions): Promise<BenchReport> {
