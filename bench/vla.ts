@@ -28,7 +28,8 @@
 // and the VLA run again on the robot under other sensor noise and jitter (its repeatability, which no model reaches).
 // The tasks run side by side, one child process each (bench/lib/vla-task.ts); `--task` runs one task's rows in two.
 import { fork, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { createHash } from 'node:crypto';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -45,7 +46,7 @@ import { LatentVla, type LatentDistillReport } from '../policies/latent-vla.js';
 import { Rng } from '../nn/index.js';
 import { spearman } from '../tests/helpers/stats.js';
 import { CONTEXT_PARAMS, MjEnv, SceneTwin, combinationSplit, loadProfile, makeEnv, type Env, type EvaluationSplit } from '../sim/index.js';
-import { ModelEnv, repeatRows, type EnsembleModel } from '../worldmodel/index.js';
+import { EnsembleModel, ModelEnv, repeatRows, type Transitions } from '../worldmodel/index.js';
 import { correctorConfig, type CorrectorConfig } from '../wmrl/corrector.js';
 import type { ClosableTarget, Prompt, PromptSource } from '../wmrl/embodied.js';
 import { imaginePolicy } from '../wmrl/imagine-policy.js';
@@ -103,7 +104,9 @@ const LABEL: Record<Row, string> = {
 };
 
 /** Held-out episodes per evaluation set. */
-const evalEpisodes = (quick: boolean) => (quick ? 5 : 100);
+function evalEpisodes(quick: boolean): number {
+  return quick ? 5 : 100;
+}
 
 /** The task's (instruction, target region) split: training seeds for demonstrations and prompts, the held-out sets for evaluation. */
 export function vlaSplit(task: string, quick: boolean): Promise<EvaluationSplit> {
@@ -547,6 +550,129 @@ export type RlRow = (typeof RL_ROWS)[number];
 /** Progress steps of one task's run of `rows`, its share of the bar: 4 of setup, one a row, one for the artifact. */
 const taskSteps = (rows: readonly RlRow[]) => 5 + rows.length;
 
+/** What a task's RL rows start from: `taskSetup` builds it, or reads it back from the setup cache. */
+interface TaskSetup {
+  split: EvaluationSplit;
+  vla: VlaPolicy;
+  face: LatentVla;
+  model: EnsembleModel;
+  simData: Transitions;
+  robotEnv: Env;
+  twin: SceneTwin;
+  sim: SimPrompts;
+  prompts: SplitPrompts;
+  agreementSeeds: number[];
+  measured: SetupMeasured;
+}
+
+/** The setup's measurements (and the clone's observation normalization): what the cache keeps beside the VLA and the model. */
+interface SetupMeasured {
+  obsMean: number[];
+  obsStd: number[];
+  bc: { heldOutStates: EvalResult; heldOutCombinations: EvalResult };
+  expert: TaskResult['expert'];
+  demonstrator: TaskResult['demonstrator'];
+  demoSuccess: number;
+  bcLoss: number;
+  demoSteps: number;
+  wmValLoss: number;
+  latent: LatentDistillReport;
+  gaps: ImaginationGaps;
+}
+
+/**
+ * The setup cache's folder (`VLA_SETUP_CACHE`, default bench/.cache/vla, git-ignored): one subfolder per task, scale and
+ * setupKey, holding the clone with its latent face (vla.safetensors), the world model (model.safetensors) and what the
+ * setup measured (measured.json). A run whose setup is cached skips behaviour cloning, the world model's fit, the face's
+ * distillation and the clone's evaluations (push: about an hour of a core); the exploratory episodes are drawn again.
+ */
+export const setupCacheRoot = () => process.env.VLA_SETUP_CACHE ?? fileURLToPath(new URL('./.cache/vla', import.meta.url));
+
+/**
+ * What a task's setup depends on, hashed: every file under nn/, sim/, policies/ and worldmodel/, wmrl/sim-setup.ts and
+ * wmrl/embodied.ts, package-lock.json, the source of this file's functions that build it and the constants they read. A
+ * change to any of them is a new key; a change to the RL rows alone (their trainers, β, updates) is not.
+ */
+export function setupKey(task: (typeof TASKS)[number], q: boolean): string {
+  const root = fileURLToPath(new URL('..', import.meta.url));
+  const h = createHash('sha256');
+  const files = [
+    ...['nn', 'sim', 'policies', 'worldmodel'].flatMap((d) => (readdirSync(join(root, d), { recursive: true }) as string[]).map((f) => join(d, f))),
+    'wmrl/sim-setup.ts', 'wmrl/embodied.ts', 'package-lock.json',
+  ].filter((f) => statSync(join(root, f)).isFile()).sort();
+  for (const f of files) h.update(`${f}\0`).update(readFileSync(join(root, f))).update('\0');
+  for (const fn of [taskSetup, cloneOnGap, cloneVla, benchVla, distillStates, expertOn, imaginationGaps, vlaSplit, SplitPrompts, benchScale, evalEpisodes]) h.update(fn.toString());
+  h.update(JSON.stringify({ task, q, S, LATENCY, COMMAND_HISTORY, VLA_CLONE, VLA_HIDDEN, DEFAULT_PRETRAIN }));
+  return h.digest('hex').slice(0, 24);
+}
+
+/** JSON that keeps NaN and ±Infinity (a measurement that could not be made stays NaN). */
+const toJson = (x: unknown) => JSON.stringify(x, (_k, v: unknown) => (typeof v === 'number' && !Number.isFinite(v) ? { nonFinite: String(v) } : v));
+const fromJson = <T>(text: string): T => JSON.parse(text, (_k, v: unknown) => (v !== null && typeof v === 'object' && 'nonFinite' in v ? Number((v as { nonFinite: string }).nonFinite) : v)) as T;
+
+/**
+ * One task's setup, as every RL row starts from it: the split, the VLA behaviour-cloned on the gap robot, the world
+ * model, the robot, the twin and the prompts, the clone's evaluations and its latent face. Deterministic, so it is
+ * cached (setupCacheRoot; `progress` says which): a cached setup gives the rows exactly what a built one gives.
+ */
+async function taskSetup(task: (typeof TASKS)[number], q: boolean, progress: (done: number, label: string) => void): Promise<TaskSetup> {
+  const { P, wm, promptSeed0 } = benchScale(q);
+  const dir = join(setupCacheRoot(), `${task}-${q ? 'quick' : 'full'}-${setupKey(task, q)}`);
+  const saved = existsSync(join(dir, 'measured.json')) ? fromJson<SetupMeasured>(readFileSync(join(dir, 'measured.json'), 'utf8')) : null;
+  progress(0, `${task}: split, demonstrations`);
+  const split = await vlaSplit(task, q);
+  // The demonstrations are recorded on the robot (the gap profile), its declared latency told to the demonstrator.
+  const C = VLA_CLONE[q ? 'quick' : 'full'][task];
+  const clone = saved ? null : await cloneOnGap(task, split, C, (env) => benchVla(env, VLA_HIDDEN[task]), (k) => progress(0, `${task}: behaviour cloning, round ${k + 1}/${C.daggerRounds + 1}`), COMMAND_HISTORY);
+  progress(1, `${task}: world model${saved ? ' (its exploratory episodes; the fitted model is cached)' : ''}`);
+  // A cached setup draws the model's exploratory episodes again (simData: what WMRL's refits and imagination's starts read) and fits nothing.
+  const pre = await pretrainWorldModel({ ...wm, task, seed: 0, commandHistory: COMMAND_HISTORY, ...(saved ? { fit: false } : {}), onProgress: (what, k, n) => progress(1, `${task}: ${what} ${k}/${n}`) });
+  progress(2, `${task}: evaluating the clone`);
+  const robotEnv = await makeEnv({ task, profile: 'gap', image: S, commandHistory: COMMAND_HISTORY });
+  const twin = await SceneTwin.create(task, S, { commandHistory: COMMAND_HISTORY });
+  const sim = await SimPrompts.create(task, 'nominal', { commandHistory: COMMAND_HISTORY });
+  // The rank agreement's start states: training seeds no demonstration and no prompt uses. The prompts take the
+  // training seeds between, over again once every one has been a prompt.
+  if (split.train.length < C.demos + P.prompts + P.agreementGroups) throw new Error(`vla bench: the split has ${split.train.length} training seeds, fewer than demonstrations, one update's prompts and the rank agreement's groups need`);
+  const agreementSeeds = split.train.slice(-P.agreementGroups);
+  const prompts = new SplitPrompts(sim, split.train.slice(C.demos, -P.agreementGroups), promptSeed0, true);
+  const common = { split, simData: pre.simData, robotEnv, twin, sim, prompts, agreementSeeds };
+  if (saved) {
+    const vla = benchVla(robotEnv, VLA_HIDDEN[task])(saved.obsMean, saved.obsStd);
+    const face = LatentVla.declare(vla, P.distill.hidden);
+    vla.store.load(join(dir, 'vla.safetensors'));
+    await pre.model.release();
+    const model = EnsembleModel.load(join(dir, 'model.safetensors'));
+    progress(3, `${task}: setup read from ${dir} (the clone: ${Math.round(100 * saved.bc.heldOutStates.success)}% of held-out states)`);
+    return { ...common, vla, face, model, measured: saved };
+  }
+  const vla = clone!.vla;
+  const bc = await evaluateHeldOut(robotEnv, vla, split);
+  const expert = await expertOn(task, split, 'expert', LATENCY), demonstrator = await expertOn(task, split, 'demonstrator', LATENCY);
+  progress(3, `${task}: latent face (the clone: ${Math.round(100 * bc.heldOutStates.success)}% of held-out states)`);
+  // The VLA's latent face, what dense_only and WMRL imagine through where IMAGINE says 'face' (its diagnostics are
+  // reported for every task): a map from the state to the frozen encoder's
+  // features of the twin's render, distilled on the model's pretraining states and the clone's own episodes.
+  const distillOn = await distillStates(vla, robotEnv, pre.simData.obs, P.distill.simStates, prompts, promptSeed0, P.distill.cloneEpisodes);
+  const { policy: face, report: latent } = await LatentVla.distill(vla, twin, distillOn.states, distillOn.instructions, { epochs: P.distill.epochs, hidden: P.distill.hidden, seed: 0, onEpoch: (e, n) => progress(3, `${task}: latent face, epoch ${e}/${n}`) });
+  const gaps = await imaginationGaps(vla, face, twin, robotEnv, split.heldOutStates.slice(0, P.gapEpisodes));
+  const measured: SetupMeasured = { obsMean: [...vla.config.obsMean], obsStd: [...vla.config.obsStd], bc, expert, demonstrator, demoSuccess: clone!.demoSuccess, bcLoss: clone!.loss, demoSteps: clone!.steps, wmValLoss: pre.wmValLoss, latent, gaps };
+  // Written whole into a folder of its own, then renamed into place: a reader never sees half a setup, and of two
+  // processes caching the same setup the second finds it there and leaves it.
+  const part = `${dir}.part-${process.pid}`;
+  mkdirSync(part, { recursive: true });
+  vla.store.save(join(part, 'vla.safetensors'));
+  pre.model.save(join(part, 'model.safetensors'));
+  writeFileSync(join(part, 'measured.json'), toJson(measured));
+  try {
+    renameSync(part, dir);
+  } catch (e) {
+    rmSync(part, { recursive: true, force: true });
+    if (!existsSync(join(dir, 'measured.json'))) throw e;
+  }
+  return { ...common, vla, face, model: pre.model, measured };
+}
+
 /**
  * One task's run: the clone, the world model, the latent face and the four rows, with everything the report reads.
  * It ends by exporting the VLA and timing the artifact at batch 1 (`latency`). `progress`: steps done of taskSteps(rows).
@@ -555,43 +681,18 @@ const taskSteps = (rows: readonly RlRow[]) => 5 + rows.length;
  */
 export async function runTask(task: (typeof TASKS)[number], q: boolean, progress: (done: number, label: string) => void, seed = 0, rows: readonly RlRow[] = RL_ROWS, onSetup?: (print: SetupPrint) => void): Promise<TaskResult> {
   if (rows.includes('sparse_only') && !rows.includes('wmrl')) throw new Error('vla bench: sparse only spends WMRL\'s anchor episodes, so it runs with WMRL');
-  const { P, wm, corrector, promptSeed0 } = benchScale(q);
+  const { P, corrector, promptSeed0 } = benchScale(q);
   let done = 0;
   const tmp = mkdtempSync(join(tmpdir(), `bench-vla-${task}-`));
   try {
-    progress(done, `${task}: split, demonstrations`);
-    const split = await vlaSplit(task, q);
-    // The demonstrations are recorded on the robot (the gap profile), its declared latency told to the demonstrator.
-    const C = VLA_CLONE[q ? 'quick' : 'full'][task];
-    const clone = await cloneOnGap(task, split, C, (env) => benchVla(env, VLA_HIDDEN[task]), (k) => progress(done, `${task}: behaviour cloning, round ${k + 1}/${C.daggerRounds + 1}`), COMMAND_HISTORY);
-    const vla = clone.vla;
-    const bcLoss = clone.loss, demoSteps = clone.steps;
-    progress(++done, `${task}: world model`);
-    const { model, simData, wmValLoss } = await pretrainWorldModel({ ...wm, task, seed: 0, commandHistory: COMMAND_HISTORY, onProgress: (what, k, n) => progress(done, `${task}: ${what} ${k}/${n}`) });
-    progress(++done, `${task}: evaluating the clone`);
-    const robotEnv = await makeEnv({ task, profile: 'gap', image: S, commandHistory: COMMAND_HISTORY });
-    const twin = await SceneTwin.create(task, S, { commandHistory: COMMAND_HISTORY });
-    using sim = await SimPrompts.create(task, 'nominal', { commandHistory: COMMAND_HISTORY });
-    // The rank agreement's start states: training seeds no demonstration and no prompt uses. The prompts take the
-    // training seeds between, over again once every one has been a prompt.
-    if (split.train.length < C.demos + P.prompts + P.agreementGroups) throw new Error(`vla bench: the split has ${split.train.length} training seeds, fewer than demonstrations, one update's prompts and the rank agreement's groups need`);
-    const agreementSeeds = split.train.slice(-P.agreementGroups);
-    const prompts = new SplitPrompts(sim, split.train.slice(C.demos, -P.agreementGroups), promptSeed0, true);
-    const evalOf = () => evaluateHeldOut(robotEnv, vla, split);
+    const { split, vla, face, model, simData, robotEnv, twin, sim: simPrompts, prompts, agreementSeeds, measured: m } = await taskSetup(task, q, (k, label) => progress((done = k), label));
+    using _prompts = simPrompts;
     const r: TaskResult = {
-      eval: { bc: await evalOf() } as TaskResult['eval'],
+      eval: { bc: m.bc } as TaskResult['eval'],
       robotEpisodes: { bc: 0 } as TaskResult['robotEpisodes'], curve: {}, robotHours: { bc: 0 } as TaskResult['robotHours'], computeSeconds: { bc: 0 } as TaskResult['computeSeconds'],
-      anchorGroups: 0, robotSuccesses: { bc: 0 } as TaskResult['robotSuccesses'], expert: await expertOn(task, split, 'expert', LATENCY), demonstrator: await expertOn(task, split, 'demonstrator', LATENCY), demoSuccess: clone.demoSuccess, bcLoss, demoSteps, wmValLoss, controlHz: robotEnv.spec.controlHz, biasReduction: null, anchorWeight: 1, guard: { updatesFlagged: 0, maxFlagged: 0 },
-      agreement: { nominal: NaN, identified: NaN, faceOnRobot: NaN, repeatability: NaN }, identified: { context: [], delay: 0 }, latent: null as unknown as LatentDistillReport, gaps: null as unknown as ImaginationGaps, latency: [],
+      anchorGroups: 0, robotSuccesses: { bc: 0 } as TaskResult['robotSuccesses'], expert: m.expert, demonstrator: m.demonstrator, demoSuccess: m.demoSuccess, bcLoss: m.bcLoss, demoSteps: m.demoSteps, wmValLoss: m.wmValLoss, controlHz: robotEnv.spec.controlHz, biasReduction: null, anchorWeight: 1, guard: { updatesFlagged: 0, maxFlagged: 0 },
+      agreement: { nominal: NaN, identified: NaN, faceOnRobot: NaN, repeatability: NaN }, identified: { context: [], delay: 0 }, latent: m.latent, gaps: m.gaps, latency: [],
     };
-    progress(++done, `${task}: latent face (the clone: ${Math.round(100 * r.eval.bc.heldOutStates.success)}% of held-out states)`);
-    // The VLA's latent face, what dense_only and WMRL imagine through where IMAGINE says 'face' (its diagnostics are
-    // reported for every task): a map from the state to the frozen encoder's
-    // features of the twin's render, distilled on the model's pretraining states and the clone's own episodes.
-    const distillOn = await distillStates(vla, robotEnv, simData.obs, P.distill.simStates, prompts, promptSeed0, P.distill.cloneEpisodes);
-    const { policy: face, report: latent } = await LatentVla.distill(vla, twin, distillOn.states, distillOn.instructions, { epochs: P.distill.epochs, hidden: P.distill.hidden, seed: 0, onEpoch: (e, n) => progress(done, `${task}: latent face, epoch ${e}/${n}`) });
-    r.latent = latent;
-    r.gaps = await imaginationGaps(vla, face, twin, robotEnv, split.heldOutStates.slice(0, P.gapEpisodes));
     onSetup?.(setupPrint(r));
     progress(++done, `${task}: RL`);
     const policy0 = vla.paramNames().map((n) => Float32Array.from(vla.store.get(n).data));

@@ -154,6 +154,17 @@ export class LatentVla implements Policy {
     return { policy: face, report: { states: N, heldOut: nVal, valMse: mse, valRelMse: rel, actionGap: gap(viaMap), actionGapConstant: gap(constant) } };
   }
 
+  /**
+   * The face of a VLA whose map is to be loaded rather than distilled: declares the map's parameters (`hidden` as the
+   * distilled map's) in the VLA's store, freshly initialized, for `vla.store.load` of a store saved after `distill` to
+   * fill. Refused where the store already holds a map.
+   */
+  static declare(vla: VlaPolicy, hidden: number[] = [128, 128]): LatentVla {
+    const name = `${vla.name}.latent`;
+    if (vla.store.has(`${name}.l0.weight`)) throw new Error(`latent vla: the VLA's store already holds a map '${name}'`);
+    return new LatentVla(vla, new MLP(vla.store, name, { sizes: [vla.config.obsDim, ...hidden, vla.config.imageFeatures], activation: 'relu' }));
+  }
+
   get obsDim(): number {
     return this.vla.obsDim;
   }

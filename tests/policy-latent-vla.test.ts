@@ -125,6 +125,7 @@ describe('LatentVla.distill', () => {
 
   it('refuses a second map in the same VLA, a twin of another size, mismatched instructions, too few states and a split or minibatch that cannot train', async () => {
     await expect(LatentVla.distill(vla, twin, states, instructions)).rejects.toThrow(/already holds a map 'vla.latent'/);
+    expect(() => LatentVla.declare(vla)).toThrow(/already holds a map 'vla.latent'/);
     const other = make();
     const small = await SceneTwin.create('reach', 8);
     try {

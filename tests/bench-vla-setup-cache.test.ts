@@ -1,0 +1,58 @@
+// bench vla's setup cache (bench/vla.ts taskSetup): a task's setup — the clone and its latent face, the world model,
+// the clone's evaluations — is written once and read back by the next run of the same code. Checks: a run from the
+// cache gives exactly what the run that built it gave (every row, curve, agreement and measurement; not the timings);
+// the key names the task and the scale; a cached VLA that does not fit is refused, naming the file and the parameters.
+import { existsSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import { writeTensorFile } from '../nn/index.js';
+import { runTask, setupCacheRoot, setupKey, type TaskResult } from '../bench/vla.js';
+
+const root = mkdtempSync(join(tmpdir(), 'vla-setup-cache-'));
+const before = process.env.VLA_SETUP_CACHE;
+process.env.VLA_SETUP_CACHE = root;
+afterAll(() => {
+  if (before === undefined) delete process.env.VLA_SETUP_CACHE;
+  else process.env.VLA_SETUP_CACHE = before;
+  rmSync(root, { recursive: true, force: true });
+});
+
+/** A result without what depends on the machine's speed. */
+const comparable = (r: TaskResult) => {
+  const { latency: _l, computeSeconds: _c, ...rest } = r;
+  return rest;
+};
+
+describe('bench vla: the setup cache', () => {
+  it('a run from the cached setup gives exactly what the run that built it gave', async () => {
+    expect(setupCacheRoot()).toBe(root);
+    const labels: string[][] = [[], []];
+    const built = await runTask('reach', true, (_d, l) => labels[0]!.push(l), 0);
+    const dir = join(root, `reach-quick-${setupKey('reach', true)}`);
+    expect(readdirSync(dir).sort()).toEqual(['measured.json', 'model.safetensors', 'vla.safetensors']);
+    // Nothing half-written is left beside it.
+    expect(readdirSync(root)).toEqual([`reach-quick-${setupKey('reach', true)}`]);
+    const read = await runTask('reach', true, (_d, l) => labels[1]!.push(l), 0);
+    expect(labels[0]!.some((l) => l.includes('behaviour cloning'))).toBe(true);
+    expect(labels[1]!.some((l) => l.includes('behaviour cloning'))).toBe(false);
+    expect(labels[1]!.some((l) => l.startsWith(`reach: setup read from ${dir}`))).toBe(true);
+    // Floats compared exactly: the world model's validation loss, the face's errors, the rows' returns and curves.
+    expect(JSON.stringify(comparable(read))).toBe(JSON.stringify(comparable(built)));
+    expect(Number.isFinite(read.wmValLoss) && Number.isFinite(read.latent.valMse) && Number.isFinite(read.eval.wmrl.heldOutStates.return)).toBe(true);
+  }, 240_000);
+
+  it('keys a setup by task and scale, the same key every time', () => {
+    const k = setupKey('reach', true);
+    expect(k).toMatch(/^[0-9a-f]{24}$/);
+    expect(setupKey('reach', true)).toBe(k);
+    expect(new Set([k, setupKey('push', true), setupKey('reach', false)]).size).toBe(3);
+  });
+
+  it('refuses a cached VLA that is not this VLA, naming the file and the parameters', async () => {
+    const dir = join(root, `reach-quick-${setupKey('reach', true)}`);
+    expect(existsSync(join(dir, 'vla.safetensors'))).toBe(true);
+    writeTensorFile(join(dir, 'vla.safetensors'), [['other.weight', { shape: [2, 2], data: new Float32Array(4) }]]);
+    await expect(runTask('reach', true, () => {}, 0)).rejects.toThrow(/vla\.safetensors does not match this model \(missing: \[vla\..*unexpected: \[other\.weight\]/);
+  }, 120_000);
+});
