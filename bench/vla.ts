@@ -26,7 +26,9 @@
 // and its ceilings: the latent face run on the robot itself against the VLA (what a perfect world model would give
 // imagination through the face, where IMAGINE says 'face'),
 // and the VLA run again on the robot under other sensor noise and jitter (its repeatability, which no model reaches).
-// The tasks run side by side, one child process each (bench/lib/vla-task.ts); `--task` runs one task's rows in two.
+// The tasks run side by side, one child process each (bench/lib/vla-task.ts); `--task` runs one task's rows in two,
+// after building its setup's two independent parts (the clone, the world model) in two. A task's setup is cached
+// (setupCacheRoot), and a later run of the same code reads it back.
 import { fork, type ChildProcess } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
@@ -601,7 +603,7 @@ export function setupKey(task: (typeof TASKS)[number], q: boolean): string {
     'wmrl/sim-setup.ts', 'wmrl/embodied.ts', 'package-lock.json',
   ].filter((f) => statSync(join(root, f)).isFile()).sort();
   for (const f of files) h.update(`${f}\0`).update(readFileSync(join(root, f))).update('\0');
-  for (const fn of [taskSetup, cloneOnGap, cloneVla, benchVla, distillStates, expertOn, imaginationGaps, vlaSplit, SplitPrompts, benchScale, evalEpisodes]) h.update(fn.toString());
+  for (const fn of [taskSetup, clonePart, modelPart, cloneOnGap, cloneVla, benchVla, distillStates, expertOn, imaginationGaps, vlaSplit, SplitPrompts, benchScale, evalEpisodes]) h.update(fn.toString());
   h.update(JSON.stringify({ task, q, S, LATENCY, COMMAND_HISTORY, VLA_CLONE, VLA_HIDDEN, DEFAULT_PRETRAIN }));
   return h.digest('hex').slice(0, 24);
 }
@@ -610,23 +612,121 @@ export function setupKey(task: (typeof TASKS)[number], q: boolean): string {
 const toJson = (x: unknown) => JSON.stringify(x, (_k, v: unknown) => (typeof v === 'number' && !Number.isFinite(v) ? { nonFinite: String(v) } : v));
 const fromJson = <T>(text: string): T => JSON.parse(text, (_k, v: unknown) => (v !== null && typeof v === 'object' && 'nonFinite' in v ? Number((v as { nonFinite: string }).nonFinite) : v)) as T;
 
+/** The folder of a task's cached setup (`part`: of one of its two independent parts, which a whole setup is built from). */
+const setupDir = (task: (typeof TASKS)[number], q: boolean, part?: SetupPart) => join(setupCacheRoot(), `${task}-${q ? 'quick' : 'full'}-${setupKey(task, q)}${part ? `.${part}` : ''}`);
+
+/**
+ * Writes `write`'s files into a folder of their own, then renames it to `dir`: a reader never sees half of it, and of
+ * two processes caching the same thing the second finds it there and leaves it.
+ */
+function writeCached(dir: string, write: (part: string) => void): void {
+  const part = `${dir}.part-${process.pid}`;
+  mkdirSync(part, { recursive: true });
+  write(part);
+  try {
+    renameSync(part, dir);
+  } catch (e) {
+    rmSync(part, { recursive: true, force: true });
+    if (!existsSync(dir)) throw e;
+  }
+}
+
+const readJson = <T>(path: string): T | null => (existsSync(path) ? fromJson<T>(readFileSync(path, 'utf8')) : null);
+
+/** The two parts of a task's setup that depend on nothing of each other: the clone and the fitted world model. */
+export const SETUP_PARTS = ['clone', 'model'] as const;
+export type SetupPart = (typeof SETUP_PARTS)[number];
+
+/** What cloning gives besides the VLA's parameters. */
+interface CloneMeasured {
+  obsMean: number[];
+  obsStd: number[];
+  loss: number;
+  steps: number;
+  demoSuccess: number;
+}
+
+/** The task's behaviour-cloned VLA: read from its cached part, or cloned on the gap robot (and cached). */
+async function clonePart(task: (typeof TASKS)[number], q: boolean, split: EvaluationSplit, progress: (label: string) => void): Promise<{ vla: VlaPolicy; loss: number; steps: number; demoSuccess: number }> {
+  const dir = setupDir(task, q, 'clone');
+  const saved = readJson<CloneMeasured>(join(dir, 'clone.json'));
+  if (saved) {
+    const layout = await makeEnv({ task, profile: 'gap', image: S, commandHistory: COMMAND_HISTORY });
+    try {
+      const vla = benchVla(layout, VLA_HIDDEN[task])(saved.obsMean, saved.obsStd);
+      vla.store.load(join(dir, 'vla.safetensors'));
+      progress(`${task}: the clone read from ${dir}`);
+      return { vla, loss: saved.loss, steps: saved.steps, demoSuccess: saved.demoSuccess };
+    } finally {
+      layout.dispose();
+    }
+  }
+  // The demonstrations are recorded on the robot (the gap profile), its declared latency told to the demonstrator.
+  const C = VLA_CLONE[q ? 'quick' : 'full'][task];
+  const clone = await cloneOnGap(task, split, C, (env) => benchVla(env, VLA_HIDDEN[task]), (k) => progress(`${task}: behaviour cloning, round ${k + 1}/${C.daggerRounds + 1}`), COMMAND_HISTORY);
+  writeCached(dir, (part) => {
+    clone.vla.store.save(join(part, 'vla.safetensors'));
+    writeFileSync(join(part, 'clone.json'), toJson({ obsMean: [...clone.vla.config.obsMean], obsStd: [...clone.vla.config.obsStd], loss: clone.loss, steps: clone.steps, demoSuccess: clone.demoSuccess } satisfies CloneMeasured));
+  });
+  return clone;
+}
+
+/**
+ * The product's world model for the task with its exploratory episodes (simData): the fitted model read from its
+ * cached part (the episodes drawn again, nothing fitted), or pretrained (and cached).
+ */
+async function modelPart(task: (typeof TASKS)[number], q: boolean, progress: (label: string) => void): Promise<{ model: EnsembleModel; simData: Transitions; wmValLoss: number }> {
+  const { wm } = benchScale(q);
+  const dir = setupDir(task, q, 'model');
+  const saved = readJson<{ wmValLoss: number }>(join(dir, 'model.json'));
+  const pre = await pretrainWorldModel({ ...wm, task, seed: 0, commandHistory: COMMAND_HISTORY, ...(saved ? { fit: false } : {}), onProgress: (what, k, n) => progress(`${task}: ${what} ${k}/${n}`) });
+  if (saved) {
+    await pre.model.release();
+    progress(`${task}: the world model read from ${dir}`);
+    return { model: EnsembleModel.load(join(dir, 'model.safetensors')), simData: pre.simData, wmValLoss: saved.wmValLoss };
+  }
+  writeCached(dir, (part) => {
+    pre.model.save(join(part, 'model.safetensors'));
+    writeFileSync(join(part, 'model.json'), toJson({ wmValLoss: pre.wmValLoss }));
+  });
+  return pre;
+}
+
+/**
+ * Builds and caches one part of a task's setup (bench vla's `--task` run builds the two side by side, one process
+ * each, before its rows' processes read them), unless the whole setup or that part is cached already.
+ */
+export async function buildSetupPart(task: (typeof TASKS)[number], q: boolean, part: SetupPart, progress: (label: string) => void): Promise<void> {
+  if (existsSync(join(setupDir(task, q), 'measured.json'))) return;
+  if (part === 'clone') {
+    const { vla } = await clonePart(task, q, await vlaSplit(task, q), progress);
+    await vla.release();
+  } else {
+    const { model } = await modelPart(task, q, progress);
+    await model.release();
+  }
+}
+
+/** Whether a task's whole setup is cached (a run then builds neither part). */
+export const setupCached = (task: (typeof TASKS)[number], q: boolean) => existsSync(join(setupDir(task, q), 'measured.json'));
+
 /**
  * One task's setup, as every RL row starts from it: the split, the VLA behaviour-cloned on the gap robot, the world
  * model, the robot, the twin and the prompts, the clone's evaluations and its latent face. Deterministic, so it is
- * cached (setupCacheRoot; `progress` says which): a cached setup gives the rows exactly what a built one gives.
+ * cached (setupCacheRoot; `progress` says what was read): whole, and its two parts (clonePart, modelPart) apart, so a
+ * run can build those side by side. A cached setup gives the rows exactly what a built one gives.
  */
 async function taskSetup(task: (typeof TASKS)[number], q: boolean, progress: (done: number, label: string) => void): Promise<TaskSetup> {
-  const { P, wm, promptSeed0 } = benchScale(q);
-  const dir = join(setupCacheRoot(), `${task}-${q ? 'quick' : 'full'}-${setupKey(task, q)}`);
-  const saved = existsSync(join(dir, 'measured.json')) ? fromJson<SetupMeasured>(readFileSync(join(dir, 'measured.json'), 'utf8')) : null;
+  const { P, promptSeed0 } = benchScale(q);
+  const dir = setupDir(task, q);
+  const saved = readJson<SetupMeasured>(join(dir, 'measured.json'));
   progress(0, `${task}: split, demonstrations`);
   const split = await vlaSplit(task, q);
-  // The demonstrations are recorded on the robot (the gap profile), its declared latency told to the demonstrator.
   const C = VLA_CLONE[q ? 'quick' : 'full'][task];
-  const clone = saved ? null : await cloneOnGap(task, split, C, (env) => benchVla(env, VLA_HIDDEN[task]), (k) => progress(0, `${task}: behaviour cloning, round ${k + 1}/${C.daggerRounds + 1}`), COMMAND_HISTORY);
+  const clone = saved ? null : await clonePart(task, q, split, (label) => progress(0, label));
   progress(1, `${task}: world model${saved ? ' (its exploratory episodes; the fitted model is cached)' : ''}`);
   // A cached setup draws the model's exploratory episodes again (simData: what WMRL's refits and imagination's starts read) and fits nothing.
-  const pre = await pretrainWorldModel({ ...wm, task, seed: 0, commandHistory: COMMAND_HISTORY, ...(saved ? { fit: false } : {}), onProgress: (what, k, n) => progress(1, `${task}: ${what} ${k}/${n}`) });
+  const pre = saved ? { ...(await pretrainWorldModel({ ...benchScale(q).wm, task, seed: 0, commandHistory: COMMAND_HISTORY, fit: false })), wmValLoss: saved.wmValLoss } : await modelPart(task, q, (label) => progress(1, label));
   progress(2, `${task}: evaluating the clone`);
   const robotEnv = await makeEnv({ task, profile: 'gap', image: S, commandHistory: COMMAND_HISTORY });
   const twin = await SceneTwin.create(task, S, { commandHistory: COMMAND_HISTORY });
@@ -657,19 +757,11 @@ async function taskSetup(task: (typeof TASKS)[number], q: boolean, progress: (do
   const { policy: face, report: latent } = await LatentVla.distill(vla, twin, distillOn.states, distillOn.instructions, { epochs: P.distill.epochs, hidden: P.distill.hidden, seed: 0, onEpoch: (e, n) => progress(3, `${task}: latent face, epoch ${e}/${n}`) });
   const gaps = await imaginationGaps(vla, face, twin, robotEnv, split.heldOutStates.slice(0, P.gapEpisodes));
   const measured: SetupMeasured = { obsMean: [...vla.config.obsMean], obsStd: [...vla.config.obsStd], bc, expert, demonstrator, demoSuccess: clone!.demoSuccess, bcLoss: clone!.loss, demoSteps: clone!.steps, wmValLoss: pre.wmValLoss, latent, gaps };
-  // Written whole into a folder of its own, then renamed into place: a reader never sees half a setup, and of two
-  // processes caching the same setup the second finds it there and leaves it.
-  const part = `${dir}.part-${process.pid}`;
-  mkdirSync(part, { recursive: true });
-  vla.store.save(join(part, 'vla.safetensors'));
-  pre.model.save(join(part, 'model.safetensors'));
-  writeFileSync(join(part, 'measured.json'), toJson(measured));
-  try {
-    renameSync(part, dir);
-  } catch (e) {
-    rmSync(part, { recursive: true, force: true });
-    if (!existsSync(join(dir, 'measured.json'))) throw e;
-  }
+  writeCached(dir, (part) => {
+    vla.store.save(join(part, 'vla.safetensors'));
+    pre.model.save(join(part, 'model.safetensors'));
+    writeFileSync(join(part, 'measured.json'), toJson(measured));
+  });
   return { ...common, vla, face, model: pre.model, measured };
 }
 
@@ -792,7 +884,7 @@ export async function runTask(task: (typeof TASKS)[number], q: boolean, progress
 }
 
 /** What a task's child process (bench/lib/vla-task.ts) tells the parent. */
-export type TaskMessage = { kind: 'progress'; done: number; label: string } | { kind: 'setup'; print: SetupPrint } | { kind: 'result'; result: TaskResult } | { kind: 'error'; error: string };
+export type TaskMessage = { kind: 'progress'; done: number; label: string } | { kind: 'setup'; print: SetupPrint } | { kind: 'result'; result: TaskResult } | { kind: 'part' } | { kind: 'error'; error: string };
 
 const WORKER = fileURLToPath(new URL('./lib/vla-task.ts', import.meta.url));
 
@@ -835,12 +927,46 @@ async function inParallel(jobs: readonly Job[], q: boolean, seed: number, progre
             }
           }
         } else if (m.kind === 'result') result = m.result;
-        else error = m.error;
+        else if (m.kind === 'error') error = m.error;
       });
       child.on('error', reject);
       child.on('exit', (code, signal) => {
         if (result && code === 0) resolve(result);
         else reject(new Error(`vla bench: the ${task} (${rows.join(', ')}) process ${error !== null ? `failed: ${error}` : `exited (${signal ?? `code ${code}`}) without a result`}`));
+      });
+    })));
+  } finally {
+    for (const c of children) if (c.exitCode === null && c.signalCode === null) c.kill();
+  }
+}
+
+/**
+ * Builds a task's two setup parts side by side, one child process each (`part:clone`, `part:model`), and caches them,
+ * so the rows' processes after them read both and build only what needs both (the clone's evaluations and its face).
+ * A child's failure ends the run with its error, and the other is stopped.
+ */
+async function buildParts(task: (typeof TASKS)[number], q: boolean, progress: (done: number, label: string) => void): Promise<void> {
+  const labels = SETUP_PARTS.map((p) => `${task}: ${p}`);
+  let done = 0;
+  const children: ChildProcess[] = [];
+  try {
+    await Promise.all(SETUP_PARTS.map((part, i) => new Promise<void>((resolve, reject) => {
+      const child = fork(WORKER, [task, q ? 'quick' : 'full', '0', `part:${part}`], { execArgv: ['--import', 'tsx'], stdio: ['ignore', 'inherit', 'inherit', 'ipc'], serialization: 'advanced' });
+      children.push(child);
+      let built = false, error: string | null = null;
+      child.on('message', (m: TaskMessage) => {
+        if (m.kind === 'progress') labels[i] = m.label;
+        else if (m.kind === 'part') {
+          built = true;
+          labels[i] = `${task}: ${part} built`;
+          done++;
+        } else if (m.kind === 'error') error = m.error;
+        progress(done, labels.join(' | '));
+      });
+      child.on('error', reject);
+      child.on('exit', (code, signal) => {
+        if (built && code === 0) resolve();
+        else reject(new Error(`vla bench: building the ${task} setup's ${part} ${error !== null ? `failed: ${error}` : `exited (${signal ?? `code ${code}`}) before it was built`}`));
       });
     })));
   } finally {
@@ -896,10 +1022,14 @@ export async function run(o: BenchOptions): Promise<BenchReport> {
   // Both tasks: one process each. One task: its rows in two processes (WMRL then sparse only; dense only), each
   // building the same setup, so two cores run it in the setup's time plus the longer share's.
   const jobs: Job[] = runTasks.length === 1 ? [{ task: runTasks[0]!, rows: ['wmrl', 'sparse_only'] }, { task: runTasks[0]!, rows: ['dense_only'] }] : runTasks.map((task) => ({ task, rows: RL_ROWS }));
-  const total = jobs.reduce((a, j) => a + taskSteps(j.rows), 0) + 1;
+  // One task whose setup is not cached: its two independent parts (the clone, the world model) first, side by side.
+  const partsFirst = runTasks.length === 1 && !setupCached(runTasks[0]!, q);
+  const base = partsFirst ? SETUP_PARTS.length : 0;
+  const total = base + jobs.reduce((a, j) => a + taskSteps(j.rows), 0) + 1;
   const results = new Map<string, TaskResult>();
   const seed = o.seed ?? 0;
-  const parts = await inParallel(jobs, q, seed, (k, label) => o.progress(k, total, label));
+  if (partsFirst) await buildParts(runTasks[0]!, q, (k, label) => o.progress(k, total, label));
+  const parts = await inParallel(jobs, q, seed, (k, label) => o.progress(base + k, total, label));
   for (const [i, j] of jobs.entries()) results.set(j.task, results.has(j.task) ? merge(results.get(j.task)!, parts[i]!, j.rows) : parts[i]!);
   o.progress(total - 1, total, 'report');
 

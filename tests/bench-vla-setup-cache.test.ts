@@ -1,7 +1,8 @@
 // bench vla's setup cache (bench/vla.ts taskSetup): a task's setup — the clone and its latent face, the world model,
 // the clone's evaluations — is written once and read back by the next run of the same code. Checks: a run from the
 // cache gives exactly what the run that built it gave (every row, curve, agreement and measurement; not the timings);
-// the key names the task and the scale; a cached VLA that does not fit is refused, naming the file and the parameters.
+// so does a run from its two parts (the clone, the fitted world model) alone; the key names the task and the scale;
+// a cached VLA that does not fit is refused, naming the file and the parameters.
 import { existsSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -25,14 +26,16 @@ const comparable = (r: TaskResult) => {
 };
 
 describe('bench vla: the setup cache', () => {
-  it('a run from the cached setup gives exactly what the run that built it gave', async () => {
+  it('a run from the cached setup, or from its two cached parts, gives exactly what the run that built it gave', async () => {
     expect(setupCacheRoot()).toBe(root);
     const labels: string[][] = [[], []];
     const built = await runTask('reach', true, (_d, l) => labels[0]!.push(l), 0);
-    const dir = join(root, `reach-quick-${setupKey('reach', true)}`);
+    const key = `reach-quick-${setupKey('reach', true)}`, dir = join(root, key);
     expect(readdirSync(dir).sort()).toEqual(['measured.json', 'model.safetensors', 'vla.safetensors']);
-    // Nothing half-written is left beside it.
-    expect(readdirSync(root)).toEqual([`reach-quick-${setupKey('reach', true)}`]);
+    // Its two parts beside it, and nothing half-written.
+    expect(readdirSync(root).sort()).toEqual([key, `${key}.clone`, `${key}.model`]);
+    expect(readdirSync(join(root, `${key}.clone`)).sort()).toEqual(['clone.json', 'vla.safetensors']);
+    expect(readdirSync(join(root, `${key}.model`)).sort()).toEqual(['model.json', 'model.safetensors']);
     const read = await runTask('reach', true, (_d, l) => labels[1]!.push(l), 0);
     expect(labels[0]!.some((l) => l.includes('behaviour cloning'))).toBe(true);
     expect(labels[1]!.some((l) => l.includes('behaviour cloning'))).toBe(false);
@@ -40,6 +43,16 @@ describe('bench vla: the setup cache', () => {
     // Floats compared exactly: the world model's validation loss, the face's errors, the rows' returns and curves.
     expect(JSON.stringify(comparable(read))).toBe(JSON.stringify(comparable(built)));
     expect(Number.isFinite(read.wmValLoss) && Number.isFinite(read.latent.valMse) && Number.isFinite(read.eval.wmrl.heldOutStates.return)).toBe(true);
+    // From the two parts alone (as a `--task` run's rows read them after building them side by side): the clone and
+    // the fitted model read back, the evaluations and the face built again, the whole setup cached again.
+    rmSync(dir, { recursive: true });
+    const fromParts: string[] = [];
+    const rebuilt = await runTask('reach', true, (_d, l) => fromParts.push(l), 0);
+    expect(fromParts.some((l) => l.startsWith(`reach: the clone read from ${dir}.clone`))).toBe(true);
+    expect(fromParts.some((l) => l.startsWith(`reach: the world model read from ${dir}.model`))).toBe(true);
+    expect(fromParts.some((l) => l.includes('latent face, epoch'))).toBe(true);
+    expect(JSON.stringify(comparable(rebuilt))).toBe(JSON.stringify(comparable(built)));
+    expect(readdirSync(dir).sort()).toEqual(['measured.json', 'model.safetensors', 'vla.safetensors']);
   }, 240_000);
 
   it('keys a setup by task and scale, the same key every time', () => {
