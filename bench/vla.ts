@@ -33,7 +33,7 @@ import { fork, type ChildProcess } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { SimRobot } from '../hardware/robots/sim.js';
 import { exportPolicyArtifact } from '../policies/artifact.js';
@@ -588,25 +588,33 @@ interface SetupMeasured {
  * setup measured (measured.json). A run whose setup is cached skips behaviour cloning, the world model's fit, the face's
  * distillation and the clone's evaluations (push: about an hour of a core); the exploratory episodes are drawn again.
  */
-export const setupCacheRoot = () => process.env.VLA_SETUP_CACHE ?? fileURLToPath(new URL('./.cache/vla', import.meta.url));
+export const setupCacheRoot = () => process.env.VLA_SETUP_CACHE || fileURLToPath(new URL('./.cache/vla', import.meta.url));
 
 /**
- * What a task's setup depends on, hashed: every file under nn/, sim/, policies/ and worldmodel/, wmrl/sim-setup.ts and
- * wmrl/embodied.ts, package-lock.json, the source of this file's functions that build it and the constants they read. A
- * change to any of them is a new key; a change to the RL rows alone (their trainers, β, updates) is not.
+ * What a task's setup depends on, hashed: every file under common/, nn/, sim/, policies/ and worldmodel/,
+ * wmrl/sim-setup.ts and wmrl/embodied.ts, package-lock.json, the source of this file's functions that build it and the
+ * constants they read, and the Node version and CPU architecture. A change to any of them is a new key; a change to the
+ * RL rows alone (their trainers, β, updates) is not. Hashed once per process, at its first call for the task and scale:
+ * the code that runs is the code loaded then, whatever is edited on disk while it runs.
  */
 export function setupKey(task: (typeof TASKS)[number], q: boolean): string {
+  const id = `${task}-${q}`;
+  const known = setupKeys.get(id);
+  if (known) return known;
   const root = fileURLToPath(new URL('..', import.meta.url));
   const h = createHash('sha256');
   const files = [
-    ...['nn', 'sim', 'policies', 'worldmodel'].flatMap((d) => (readdirSync(join(root, d), { recursive: true }) as string[]).map((f) => join(d, f))),
+    ...['common', 'nn', 'sim', 'policies', 'worldmodel'].flatMap((d) => (readdirSync(join(root, d), { recursive: true }) as string[]).map((f) => join(d, f))),
     'wmrl/sim-setup.ts', 'wmrl/embodied.ts', 'package-lock.json',
   ].filter((f) => statSync(join(root, f)).isFile()).sort();
   for (const f of files) h.update(`${f}\0`).update(readFileSync(join(root, f))).update('\0');
   for (const fn of [taskSetup, clonePart, modelPart, cloneOnGap, cloneVla, benchVla, distillStates, expertOn, imaginationGaps, vlaSplit, SplitPrompts, benchScale, evalEpisodes]) h.update(fn.toString());
-  h.update(JSON.stringify({ task, q, S, LATENCY, COMMAND_HISTORY, VLA_CLONE, VLA_HIDDEN, DEFAULT_PRETRAIN }));
-  return h.digest('hex').slice(0, 24);
+  h.update(JSON.stringify({ task, q, S, LATENCY, COMMAND_HISTORY, VLA_CLONE, VLA_HIDDEN, DEFAULT_PRETRAIN, node: process.version, arch: process.arch }));
+  const key = h.digest('hex').slice(0, 24);
+  setupKeys.set(id, key);
+  return key;
 }
+const setupKeys = new Map<string, string>();
 
 /** JSON that keeps NaN and ±Infinity (a measurement that could not be made stays NaN). */
 const toJson = (x: unknown) => JSON.stringify(x, (_k, v: unknown) => (typeof v === 'number' && !Number.isFinite(v) ? { nonFinite: String(v) } : v));
@@ -616,26 +624,61 @@ const fromJson = <T>(text: string): T => JSON.parse(text, (_k, v: unknown) => (v
 const setupDir = (task: (typeof TASKS)[number], q: boolean, part?: SetupPart) => join(setupCacheRoot(), `${task}-${q ? 'quick' : 'full'}-${setupKey(task, q)}${part ? `.${part}` : ''}`);
 
 /**
- * Writes `write`'s files into a folder of their own, then renames it to `dir`: a reader never sees half of it, and of
- * two processes caching the same thing the second finds it there and leaves it.
+ * Writes `write`'s files into a folder of their own, then renames it to `dir` (whose `marker` file says it is whole): a
+ * reader never sees half of it, and of two processes caching the same thing the second finds it there and leaves it.
+ * Caching is a saving, not a result: a write that fails (a full disk, a read-only folder) is reported on stderr, naming
+ * the folder and why, and the run goes on with what it built.
  */
-function writeCached(dir: string, write: (part: string) => void): void {
-  const part = `${dir}.part-${process.pid}`;
-  mkdirSync(part, { recursive: true });
-  write(part);
+function writeCached(dir: string, marker: string, write: (part: string) => void): void {
+  let part: string | null = null;
   try {
+    mkdirSync(dirname(dir), { recursive: true });
+    part = mkdtempSync(`${dir}.part-`);
+    write(part);
     renameSync(part, dir);
+    part = null;
   } catch (e) {
-    rmSync(part, { recursive: true, force: true });
-    if (!existsSync(dir)) throw e;
+    if (!existsSync(join(dir, marker))) console.error(`vla bench: the setup was not cached in ${dir} (${e instanceof Error ? e.message : String(e)})${existsSync(dir) ? `: the folder is there without its ${marker}; delete it` : ''}`);
+  } finally {
+    if (part) rmSync(part, { recursive: true, force: true });
   }
 }
 
-const readJson = <T>(path: string): T | null => (existsSync(path) ? fromJson<T>(readFileSync(path, 'utf8')) : null);
+/** A cached JSON file, or null where there is none; a file that does not parse is refused, naming it. */
+function readJson<T>(path: string): T | null {
+  if (!existsSync(path)) return null;
+  try {
+    return fromJson<T>(readFileSync(path, 'utf8'));
+  } catch (e) {
+    throw new Error(`vla bench: the cached ${path} does not parse (${e instanceof Error ? e.message : String(e)}); delete ${dirname(path)} to build it afresh`);
+  }
+}
+
+/** Loads a cached parameter file with `load`, naming the folder to delete where it does not fit. */
+function loadCached<T>(path: string, load: (path: string) => T): T {
+  try {
+    return load(path);
+  } catch (e) {
+    throw new Error(`vla bench: the cached ${path} does not fit this run: ${e instanceof Error ? e.message : String(e)}; delete ${dirname(path)} to build it afresh`);
+  }
+}
 
 /** The two parts of a task's setup that depend on nothing of each other: the clone and the fitted world model. */
 export const SETUP_PARTS = ['clone', 'model'] as const;
 export type SetupPart = (typeof SETUP_PARTS)[number];
+/** The file whose presence says a cached part is whole (written last into it, before it is renamed into place). */
+const PART_MARKER: Record<SetupPart, string> = { clone: 'clone.json', model: 'model.json' };
+
+/** A cached world model, checked against the one this run builds (`like`, unfitted): the same config, else refused naming both. */
+async function readModel(path: string, like: EnsembleModel): Promise<EnsembleModel> {
+  const model = loadCached(path, (f) => EnsembleModel.load(f));
+  const shape = (m: EnsembleModel) => JSON.stringify({ dObs: m.dObs, dAct: m.dAct, members: m.members, hidden: m.hidden, context: m.config.contextNames ?? [], commandHistory: m.config.commandHistory ?? 0, actionHistory: m.config.actionHistory ?? 0 });
+  if (shape(model) !== shape(like)) {
+    await model.release();
+    throw new Error(`vla bench: the cached ${path} is a world model of ${shape(model)}, this run builds ${shape(like)}; delete ${dirname(path)} to build it afresh`);
+  }
+  return model;
+}
 
 /** What cloning gives besides the VLA's parameters. */
 interface CloneMeasured {
@@ -654,7 +697,7 @@ async function clonePart(task: (typeof TASKS)[number], q: boolean, split: Evalua
     const layout = await makeEnv({ task, profile: 'gap', image: S, commandHistory: COMMAND_HISTORY });
     try {
       const vla = benchVla(layout, VLA_HIDDEN[task])(saved.obsMean, saved.obsStd);
-      vla.store.load(join(dir, 'vla.safetensors'));
+      loadCached(join(dir, 'vla.safetensors'), (f) => vla.store.load(f));
       progress(`${task}: the clone read from ${dir}`);
       return { vla, loss: saved.loss, steps: saved.steps, demoSuccess: saved.demoSuccess };
     } finally {
@@ -664,7 +707,7 @@ async function clonePart(task: (typeof TASKS)[number], q: boolean, split: Evalua
   // The demonstrations are recorded on the robot (the gap profile), its declared latency told to the demonstrator.
   const C = VLA_CLONE[q ? 'quick' : 'full'][task];
   const clone = await cloneOnGap(task, split, C, (env) => benchVla(env, VLA_HIDDEN[task]), (k) => progress(`${task}: behaviour cloning, round ${k + 1}/${C.daggerRounds + 1}`), COMMAND_HISTORY);
-  writeCached(dir, (part) => {
+  writeCached(dir, 'clone.json', (part) => {
     clone.vla.store.save(join(part, 'vla.safetensors'));
     writeFileSync(join(part, 'clone.json'), toJson({ obsMean: [...clone.vla.config.obsMean], obsStd: [...clone.vla.config.obsStd], loss: clone.loss, steps: clone.steps, demoSuccess: clone.demoSuccess } satisfies CloneMeasured));
   });
@@ -681,11 +724,12 @@ async function modelPart(task: (typeof TASKS)[number], q: boolean, progress: (la
   const saved = readJson<{ wmValLoss: number }>(join(dir, 'model.json'));
   const pre = await pretrainWorldModel({ ...wm, task, seed: 0, commandHistory: COMMAND_HISTORY, ...(saved ? { fit: false } : {}), onProgress: (what, k, n) => progress(`${task}: ${what} ${k}/${n}`) });
   if (saved) {
+    const model = await readModel(join(dir, 'model.safetensors'), pre.model);
     await pre.model.release();
     progress(`${task}: the world model read from ${dir}`);
-    return { model: EnsembleModel.load(join(dir, 'model.safetensors')), simData: pre.simData, wmValLoss: saved.wmValLoss };
+    return { model, simData: pre.simData, wmValLoss: saved.wmValLoss };
   }
-  writeCached(dir, (part) => {
+  writeCached(dir, 'model.json', (part) => {
     pre.model.save(join(part, 'model.safetensors'));
     writeFileSync(join(part, 'model.json'), toJson({ wmValLoss: pre.wmValLoss }));
   });
@@ -697,7 +741,7 @@ async function modelPart(task: (typeof TASKS)[number], q: boolean, progress: (la
  * each, before its rows' processes read them), unless the whole setup or that part is cached already.
  */
 export async function buildSetupPart(task: (typeof TASKS)[number], q: boolean, part: SetupPart, progress: (label: string) => void): Promise<void> {
-  if (existsSync(join(setupDir(task, q), 'measured.json'))) return;
+  if (setupCached(task, q) || existsSync(join(setupDir(task, q, part), PART_MARKER[part]))) return;
   if (part === 'clone') {
     const { vla } = await clonePart(task, q, await vlaSplit(task, q), progress);
     await vla.release();
@@ -740,9 +784,9 @@ async function taskSetup(task: (typeof TASKS)[number], q: boolean, progress: (do
   if (saved) {
     const vla = benchVla(robotEnv, VLA_HIDDEN[task])(saved.obsMean, saved.obsStd);
     const face = LatentVla.declare(vla, P.distill.hidden);
-    vla.store.load(join(dir, 'vla.safetensors'));
+    loadCached(join(dir, 'vla.safetensors'), (f) => vla.store.load(f));
+    const model = await readModel(join(dir, 'model.safetensors'), pre.model);
     await pre.model.release();
-    const model = EnsembleModel.load(join(dir, 'model.safetensors'));
     progress(3, `${task}: setup read from ${dir} (the clone: ${Math.round(100 * saved.bc.heldOutStates.success)}% of held-out states)`);
     return { ...common, vla, face, model, measured: saved };
   }
@@ -757,7 +801,7 @@ async function taskSetup(task: (typeof TASKS)[number], q: boolean, progress: (do
   const { policy: face, report: latent } = await LatentVla.distill(vla, twin, distillOn.states, distillOn.instructions, { epochs: P.distill.epochs, hidden: P.distill.hidden, seed: 0, onEpoch: (e, n) => progress(3, `${task}: latent face, epoch ${e}/${n}`) });
   const gaps = await imaginationGaps(vla, face, twin, robotEnv, split.heldOutStates.slice(0, P.gapEpisodes));
   const measured: SetupMeasured = { obsMean: [...vla.config.obsMean], obsStd: [...vla.config.obsStd], bc, expert, demonstrator, demoSuccess: clone!.demoSuccess, bcLoss: clone!.loss, demoSteps: clone!.steps, wmValLoss: pre.wmValLoss, latent, gaps };
-  writeCached(dir, (part) => {
+  writeCached(dir, 'measured.json', (part) => {
     vla.store.save(join(part, 'vla.safetensors'));
     pre.model.save(join(part, 'model.safetensors'));
     writeFileSync(join(part, 'measured.json'), toJson(measured));

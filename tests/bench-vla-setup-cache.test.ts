@@ -2,11 +2,12 @@
 // the clone's evaluations — is written once and read back by the next run of the same code. Checks: a run from the
 // cache gives exactly what the run that built it gave (every row, curve, agreement and measurement; not the timings);
 // so does a run from its two parts (the clone, the fitted world model) alone; the key names the task and the scale;
-// a cached VLA that does not fit is refused, naming the file and the parameters.
-import { existsSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
+// a cached VLA that does not fit, or a measurement file that does not parse, is refused, naming it; a cache that cannot
+// be written is reported and the run goes on.
+import { existsSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterAll, describe, expect, it } from 'vitest';
+import { afterAll, describe, expect, it, vi } from 'vitest';
 import { writeTensorFile } from '../nn/index.js';
 import { runTask, setupCacheRoot, setupKey, type TaskResult } from '../bench/vla.js';
 
@@ -55,6 +56,22 @@ describe('bench vla: the setup cache', () => {
     expect(readdirSync(dir).sort()).toEqual(['measured.json', 'model.safetensors', 'vla.safetensors']);
   }, 240_000);
 
+  it('a cache it cannot write is reported on stderr, naming the folder, and the run goes on', async () => {
+    const file = join(root, 'not-a-folder');
+    writeFileSync(file, 'x');
+    process.env.VLA_SETUP_CACHE = join(file, 'cache');
+    const errors = vi.spyOn(console, 'error').mockImplementation(() => {});
+    try {
+      const r = await runTask('reach', true, () => {}, 0);
+      expect(Number.isFinite(r.eval.wmrl.heldOutStates.success)).toBe(true);
+      const said = errors.mock.calls.map((c) => String(c[0]));
+      expect(said.some((m) => m.startsWith(`vla bench: the setup was not cached in ${join(file, 'cache')}`))).toBe(true);
+    } finally {
+      errors.mockRestore();
+      process.env.VLA_SETUP_CACHE = root;
+    }
+  }, 120_000);
+
   it('keys a setup by task and scale, the same key every time', () => {
     const k = setupKey('reach', true);
     expect(k).toMatch(/^[0-9a-f]{24}$/);
@@ -66,6 +83,9 @@ describe('bench vla: the setup cache', () => {
     const dir = join(root, `reach-quick-${setupKey('reach', true)}`);
     expect(existsSync(join(dir, 'vla.safetensors'))).toBe(true);
     writeTensorFile(join(dir, 'vla.safetensors'), [['other.weight', { shape: [2, 2], data: new Float32Array(4) }]]);
-    await expect(runTask('reach', true, () => {}, 0)).rejects.toThrow(/vla\.safetensors does not match this model \(missing: \[vla\..*unexpected: \[other\.weight\]/);
+    await expect(runTask('reach', true, () => {}, 0)).rejects.toThrow(/the cached .*vla\.safetensors does not fit this run: .*does not match this model \(missing: \[vla\..*unexpected: \[other\.weight\]\); delete .* to build it afresh/);
+    // A measurement file that does not parse: refused, naming it.
+    writeFileSync(join(dir, 'measured.json'), '{"bc": ');
+    await expect(runTask('reach', true, () => {}, 0)).rejects.toThrow(/the cached .*measured\.json does not parse .*; delete .* to build it afresh/);
   }, 120_000);
 });
