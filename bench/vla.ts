@@ -55,7 +55,7 @@ import { imaginePolicy } from '../wmrl/imagine-policy.js';
 import { DEFAULT_PRETRAIN, SimPrompts, pretrainWorldModel, simRobotTarget } from '../wmrl/sim-setup.js';
 import { trainStandard } from '../wmrl/train_standard.js';
 import { DEFAULT_WMRL, trainWmrl } from '../wmrl/train_wmrl.js';
-import { fmt, median, quantile, type BenchOptions, type BenchReport } from './lib/report.js';
+import { RESULTS_DIR, fmt, median, quantile, type BenchOptions, type BenchReport } from './lib/report.js';
 
 export const S = 32;
 /** The gap robot's actuation latency as its profile declares it, what the demonstrator is told. */
@@ -601,13 +601,8 @@ export function setupKey(task: (typeof TASKS)[number], q: boolean): string {
   const id = `${task}-${q}`;
   const known = setupKeys.get(id);
   if (known) return known;
-  const root = fileURLToPath(new URL('..', import.meta.url));
   const h = createHash('sha256');
-  const files = [
-    ...['common', 'nn', 'sim', 'policies', 'worldmodel'].flatMap((d) => (readdirSync(join(root, d), { recursive: true }) as string[]).map((f) => join(d, f))),
-    'wmrl/sim-setup.ts', 'wmrl/embodied.ts', 'package-lock.json',
-  ].filter((f) => statSync(join(root, f)).isFile()).sort();
-  for (const f of files) h.update(`${f}\0`).update(readFileSync(join(root, f))).update('\0');
+  hashSources(h, ['common', 'nn', 'sim', 'policies', 'worldmodel'], ['wmrl/sim-setup.ts', 'wmrl/embodied.ts', 'package-lock.json']);
   for (const fn of [taskSetup, clonePart, modelPart, cloneOnGap, cloneVla, benchVla, distillStates, expertOn, imaginationGaps, vlaSplit, SplitPrompts, benchScale, evalEpisodes]) h.update(fn.toString());
   h.update(JSON.stringify({ task, q, S, LATENCY, COMMAND_HISTORY, VLA_CLONE, VLA_HIDDEN, DEFAULT_PRETRAIN, node: process.version, arch: process.arch }));
   const key = h.digest('hex').slice(0, 24);
@@ -615,6 +610,71 @@ export function setupKey(task: (typeof TASKS)[number], q: boolean): string {
   return key;
 }
 const setupKeys = new Map<string, string>();
+
+/** Hashes every file under the repository's folders `dirs` and the files `files`, in sorted order, each by its path and bytes. */
+function hashSources(h: ReturnType<typeof createHash>, dirs: readonly string[], files: readonly string[]): void {
+  const root = fileURLToPath(new URL('..', import.meta.url));
+  const all = [...dirs.flatMap((d) => (readdirSync(join(root, d), { recursive: true }) as string[]).map((f) => join(d, f))), ...files].filter((f) => statSync(join(root, f)).isFile()).sort();
+  for (const f of all) h.update(`${f}\0`).update(readFileSync(join(root, f))).update('\0');
+}
+
+/**
+ * What a task's results depend on, hashed: its setup's key (setupKey), every file under wmrl/, hardware/, bridge/ and
+ * episodes/ (the trainers, the robot they run on, the store its episodes are recorded in), the source of this file's
+ * functions that run and measure the RL rows, and the task's own RL constants (β, imagination, updates; the other
+ * task's are not hashed). Two results of a task under one run key were run by the same code, whatever else of this
+ * file (its report's wording) changed since: `--combine` puts only such results into a report.
+ */
+export function runKey(task: (typeof TASKS)[number], q: boolean): string {
+  const h = createHash('sha256').update(setupKey(task, q));
+  hashSources(h, ['wmrl', 'hardware', 'bridge', 'episodes'], []);
+  for (const fn of [runTask, sparse, robotReturns, agreementGroups, withinGroup, rankAgreement, faceOnRobotAgreement, repeatability, vlaPgConfig, merge]) h.update(fn.toString());
+  h.update(JSON.stringify({ beta: KL_BETA[task], imagine: IMAGINE[task], updates: UPDATES[task] }));
+  return h.digest('hex').slice(0, 24);
+}
+
+/** `--combine`: the two-task report from the `--task` runs' results (bench/results/vla-TASK.json), each checked to be of this code (runKey). */
+export const combines = 'the --task runs\' results (bench/results/vla-TASK.json) into the two-task report';
+
+/** The file a full run keeps a task's results in, beside its report (`--seed N`: `vla-TASK-seedN.json`). */
+export const resultFile = (task: (typeof TASKS)[number], seed?: number) => `vla-${task}${seed !== undefined ? `-seed${seed}` : ''}.json`;
+
+/** A task's results as a full run keeps them: what `--combine` reads back. */
+export interface TaskRecord {
+  task: (typeof TASKS)[number];
+  seed: number;
+  /** runKey of the code that ran it. */
+  runKey: string;
+  /** When the run ended (ISO 8601), and on which Node. */
+  date: string;
+  node: string;
+  result: TaskResult;
+}
+
+export const taskRecordJson = (r: TaskRecord) => toJson(r);
+
+/**
+ * The tasks' results kept in `dir` by earlier full runs (`seed`: of `--seed N` runs), each refused, naming its file and
+ * the command that writes it afresh, where it is missing, does not parse, holds another task or seed, or was run by
+ * other code than this (its runKey).
+ */
+export function readTaskRecords(dir: string, tasks: ReadonlyArray<(typeof TASKS)[number]>, seed?: number): TaskRecord[] {
+  return tasks.map((task) => {
+    const path = join(dir, resultFile(task, seed));
+    const rerun = `\`npm run bench -- vla --task ${task}${seed !== undefined ? ` --seed ${seed}` : ''}\``;
+    if (!existsSync(path)) throw new Error(`vla bench --combine: no results of ${task} in ${path}: run ${rerun} first`);
+    let r: TaskRecord;
+    try {
+      r = fromJson<TaskRecord>(readFileSync(path, 'utf8'));
+    } catch (e) {
+      throw new Error(`vla bench --combine: ${path} does not parse (${e instanceof Error ? e.message : String(e)}): run ${rerun} again`);
+    }
+    if (r.task !== task || r.seed !== (seed ?? 0)) throw new Error(`vla bench --combine: ${path} holds ${r.task} at RL seed ${r.seed}, not ${task} at ${seed ?? 0}: run ${rerun} again`);
+    const key = runKey(task, false);
+    if (r.runKey !== key) throw new Error(`vla bench --combine: ${path} was run by other code (run key ${r.runKey}; this code's ${key}): run ${rerun} again`);
+    return r;
+  });
+}
 
 /** JSON that keeps NaN and ±Infinity (a measurement that could not be made stays NaN). */
 const toJson = (x: unknown) => JSON.stringify(x, (_k, v: unknown) => (typeof v === 'number' && !Number.isFinite(v) ? { nonFinite: String(v) } : v));
@@ -1061,8 +1121,13 @@ export function merge(into: TaskResult, part: TaskResult, rows: readonly RlRow[]
 
 export async function run(o: BenchOptions): Promise<BenchReport> {
   const q = o.quick;
-  const { P, wm, pgConfig } = benchScale(q);
   const runTasks = o.task ? TASKS.filter((t) => t === o.task) : [...TASKS];
+  const seed = o.seed ?? 0;
+  // --combine: no run, the tasks' kept results (each checked to be of this code).
+  if (o.combine) {
+    const records = readTaskRecords(RESULTS_DIR, runTasks, o.seed);
+    return vlaReport(new Map(records.map((r) => [r.task, r.result])), runTasks, q, o.seed, records, true);
+  }
   // Both tasks: one process each. One task: its rows in two processes (WMRL then sparse only; dense only), each
   // building the same setup, so two cores run it in the setup's time plus the longer share's.
   const jobs: Job[] = runTasks.length === 1 ? [{ task: runTasks[0]!, rows: ['wmrl', 'sparse_only'] }, { task: runTasks[0]!, rows: ['dense_only'] }] : runTasks.map((task) => ({ task, rows: RL_ROWS }));
@@ -1071,12 +1136,22 @@ export async function run(o: BenchOptions): Promise<BenchReport> {
   const base = partsFirst ? SETUP_PARTS.length : 0;
   const total = base + jobs.reduce((a, j) => a + taskSteps(j.rows), 0) + 1;
   const results = new Map<string, TaskResult>();
-  const seed = o.seed ?? 0;
   if (partsFirst) await buildParts(runTasks[0]!, q, (k, label) => o.progress(k, total, label));
   const parts = await inParallel(jobs, q, seed, (k, label) => o.progress(base + k, total, label));
   for (const [i, j] of jobs.entries()) results.set(j.task, results.has(j.task) ? merge(results.get(j.task)!, parts[i]!, j.rows) : parts[i]!);
   o.progress(total - 1, total, 'report');
+  // The run keeps its tasks' results (a full run's, beside its report), which a later --combine reads.
+  const records = runTasks.map((task) => ({ task, seed, runKey: runKey(task, q), date: new Date().toISOString(), node: process.version, result: results.get(task)! }));
+  return vlaReport(results, runTasks, q, o.seed, records, false);
+}
 
+/**
+ * The report of the tasks' results: the table, the issue's targets, the RESULT keys; `records` the tasks' kept results
+ * (a run's, written beside its report as `files`, or, `combined`, those `--combine` read back).
+ */
+export function vlaReport(results: ReadonlyMap<string, TaskResult>, runTasks: ReadonlyArray<(typeof TASKS)[number]>, q: boolean, seedOption: number | undefined, records: readonly TaskRecord[], combined: boolean): BenchReport {
+  const { P, wm, pgConfig } = benchScale(q);
+  const seed = seedOption ?? 0;
   // Held-out start states are the headline (the issue's acceptance); held-out combinations beside them.
   const states = (row: Row) => runTasks.map((t) => results.get(t)!.eval[row].heldOutStates.success);
   const combos = (row: Row) => runTasks.map((t) => results.get(t)!.eval[row].heldOutCombinations.success);
@@ -1149,6 +1224,9 @@ export async function run(o: BenchOptions): Promise<BenchReport> {
     `WMRL is ${verdict('wmrl', 'sparse_only')}, ${verdict('wmrl', 'dense_only')}, and ${verdict('wmrl', 'bc')}.`,
     `The issue's targets: WMRL above both single-signal rows by more than two standard errors — ${beatsBoth ? 'met' : 'not met'}; at least 10 points over behaviour cloning — ${gainOverBc >= 0.1 ? 'met' : 'not met'} (${pts(gainOverBc)}).`,
     `The deployed VLA artifacts (onnxruntime-node, batch 1, camera image and instruction included; ${P.latencyCalls} calls each) took ${runTasks.map((t, i) => `${t} ${fmt(p50s[i]!, 3)} ms median and ${fmt(p99s[i]!, 3)} ms at the 99th percentile`).join(', ')}, against a control period of ${fmt(periodMs, 3)} ms: the slower ${p99 < periodMs ? 'within' : 'over'} it (${fmt((100 * p99) / periodMs, 2)}% of the period).`,
+    combined
+      ? `Assembled by \`--combine\` from the results of separate runs of this code (each task's run key, a hash of the code its rows ran, matches this code's): ${records.map((r) => `${r.task} run on ${r.date} (Node ${r.node}; \`npm run bench -- vla --task ${r.task}${seedOption !== undefined ? ` --seed ${seedOption}` : ''}\`, run key ${r.runKey})`).join(', ')}.`
+      : q ? 'A quick run keeps no results.' : `Each task's results are kept beside this report (${records.map((r) => `bench/results/${resultFile(r.task, seedOption)}, run key ${r.runKey}`).join('; ')}), which \`npm run bench -- vla --combine\` puts into the two-task report.`,
   ].join('\n');
   const result: Record<string, number | string> = {
     bc: mean(states('bc')), sparse_only: mean(states('sparse_only')), dense_only: mean(states('dense_only')), wmrl: mean(states('wmrl')),
@@ -1178,5 +1256,7 @@ export async function run(o: BenchOptions): Promise<BenchReport> {
       bars: runTasks.flatMap((t) => ROWS.map((row) => ({ label: `${t} ${row}`, value: 100 * results.get(t)!.eval[row].heldOutStates.success }))),
     },
     result,
+    // A run keeps its tasks' results (a full run's, beside its report); a combined report is built from them.
+    ...(combined ? {} : { files: Object.fromEntries(records.map((r) => [resultFile(r.task, seedOption), taskRecordJson(r)])) }),
   };
 }

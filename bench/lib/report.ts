@@ -11,6 +11,11 @@ export interface BenchOptions {
   task?: string;
   /** `--seed N`: what it varies is the benchmark's `seeded` export (vla: its RL rows' seed); omitted: the benchmark's default. */
   seed?: number;
+  /**
+   * `--combine`: no run; the report is built from the results earlier full runs wrote (`BenchReport.files`), where a
+   * benchmark declares what it combines (its `combines` export; vla: its `--task` runs into the two-task report).
+   */
+  combine?: boolean;
   /** Progress line sink; the harness draws it as a bar on a TTY. */
   progress: (done: number, total: number, label: string) => void;
 }
@@ -42,6 +47,8 @@ export interface BenchReport {
   notes?: string;
   plot: Plot;
   result: Record<string, number | string>;
+  /** Files written beside the full report under bench/results/ (name → text): a run's raw results, which a later `--combine` reads. */
+  files?: Record<string, string>;
 }
 
 export function median(xs: readonly number[]): number {
@@ -147,7 +154,7 @@ export function svgPlot(p: Plot): string {
 
 export const RESULTS_DIR = join(dirname(fileURLToPath(import.meta.url)), '..', 'results');
 
-/** Writes bench/results/<name>.md and <name>.svg; returns the markdown path. */
+/** Writes bench/results/<name>.md and <name>.svg, and the report's `files` beside them; returns the markdown path. */
 export function writeReport(name: string, report: BenchReport, command: string): string {
   mkdirSync(RESULTS_DIR, { recursive: true });
   const svgName = `${name}.svg`;
@@ -174,5 +181,6 @@ export function writeReport(name: string, report: BenchReport, command: string):
   ].join('\n');
   const path = join(RESULTS_DIR, `${name}.md`);
   writeFileSync(path, md);
+  for (const [file, text] of Object.entries(report.files ?? {})) writeFileSync(join(RESULTS_DIR, file), text);
   return path;
 }
