@@ -136,23 +136,28 @@ export const KL_BETA: Record<(typeof TASKS)[number], number> = { reach: 0, push:
  * (`--task reach`, RL seed 0, progress of one run stopped before its report, dense only in a second process from the
  * same setup): WMRL 28/32/36/39% of held-out states at updates 150/300/450/600 through the twin, against 34/26/34/33%
  * through the face (d8ffe79); dense only 17/22/19/22% against 18/26/15/18%; sparse only 27% in both, BC 23%. The
- * twin costs reach's WMRL about 11 s an update against about 2.7 s through the face (dense only about 5.5 s). Push keeps the
- * face for its cost: its 300-step rollouts would render 38 400 images an update, and the evidence for the twin there is
- * mixed (the clone, 16 groups of 8, the multi-step model, delay 3: within-group Spearman 0.26 against the face's 0.14,
- * but success AUC 0.46 against 0.58; scratch measurements). β (KL_BETA) and the learning rate were chosen while
+ * twin costs reach's WMRL about 11 s an update against about 2.7 s through the face (dense only about 5.5 s). Push
+ * imagines through the twin too, so both tasks imagine the policy that acts on the robot; it gains nothing measurable
+ * there over the face: through the face (3086044, 300 updates, progress of a run stopped before sparse only) WMRL
+ * 34/43/36/33% of held-out states every 75 updates and dense only 41/37/37/40%, through the twin (bench/results/
+ * vla-push.md, 160 updates) WMRL 37/39/35/37% and dense only 35/33/39/40%, against the clone's 38%. Its 300-step
+ * rollouts render 38 400 images an update: push's WMRL takes about 25 s an update through the twin (dense only about
+ * 21 s) beside the other row, against about 9 s through the face. β (KL_BETA) and the learning rate were chosen while
  * reach imagined through the face, and are not re-swept for the twin.
  */
-export const IMAGINE: Record<(typeof TASKS)[number], 'twin' | 'face'> = { reach: 'twin', push: 'face' };
+export const IMAGINE: Record<(typeof TASKS)[number], 'twin' | 'face'> = { reach: 'twin', push: 'twin' };
 
 /**
- * Updates of dense only and WMRL per task (sparse only: WMRL's anchor episodes / the group size). Push runs 300: its
+ * Updates of dense only and WMRL per task (sparse only: WMRL's anchor episodes / the group size). Push ran 300: its
  * 600 took about 4 h of one core (300-step rollouts, 1000 demonstrations to clone from), more than a working session,
  * and no row rose beyond the noise (two standard errors about 13 points at 100 episodes) after its first half there:
  * WMRL 39/42/41/31% of held-out states at updates 150/300/450/600 and sparse only 33/36/39/34% at 77/154/231/308
  * (a395d9c; progress of an unfinished run), at lr 1e-4 sparse only 39/41/43/35% every 75 of its 300 updates
- * (scratch). Sparse only, which spends WMRL's anchor episodes, runs about half as many updates with it.
+ * (scratch); through the face at 300 updates (3086044) WMRL peaked at 43% at update 150 and ended at 33%. Through the
+ * twin (IMAGINE) push runs 160, which its WMRL takes about 70 min of a core for beside dense only (300 would take about
+ * 2 h 10 min, and sparse only after it). Sparse only, which spends WMRL's anchor episodes, runs half as many updates with it.
  */
-export const UPDATES: Record<(typeof TASKS)[number], number> = { reach: 600, push: 300 };
+export const UPDATES: Record<(typeof TASKS)[number], number> = { reach: 600, push: 160 };
 
 /**
  * The policy gradient every RL row uses: the VLA's head only (the encoder BC trained stays frozen), lr 1e-4, with the
