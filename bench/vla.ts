@@ -1131,7 +1131,7 @@ export async function run(o: BenchOptions): Promise<BenchReport> {
   // --combine: no run, the tasks' kept results (each checked to be of this code).
   if (o.combine) {
     const records = readTaskRecords(RESULTS_DIR, runTasks, o.seed);
-    return vlaReport(new Map(records.map((r) => [r.task, r.result])), runTasks, q, o.seed, records, true);
+    return vlaReport(records, q, o.seed, true);
   }
   // Both tasks: one process each. One task: its rows in two processes (WMRL then sparse only; dense only), each
   // building the same setup, so two cores run it in the setup's time plus the longer share's.
@@ -1147,15 +1147,17 @@ export async function run(o: BenchOptions): Promise<BenchReport> {
   o.progress(total - 1, total, 'report');
   // The run keeps its tasks' results (a full run's, beside its report), which a later --combine reads.
   const records = runTasks.map((task) => ({ task, seed, runKey: runKey(task, q), date: new Date().toISOString(), node: process.version, result: results.get(task)! }));
-  return vlaReport(results, runTasks, q, o.seed, records, false);
+  return vlaReport(records, q, o.seed, false);
 }
 
 /**
- * The report of the tasks' results: the table, the issue's targets, the RESULT keys; `records` the tasks' kept results
- * (a run's, written beside its report as `files`, or, `combined`, those `--combine` read back).
+ * The report of the tasks' results (`records`, in the report's task order: a run's, written beside its report as
+ * `files`, or, `combined`, those `--combine` read back): the table, the issue's targets, the RESULT keys.
  */
-export function vlaReport(results: ReadonlyMap<string, TaskResult>, runTasks: ReadonlyArray<(typeof TASKS)[number]>, q: boolean, seedOption: number | undefined, records: readonly TaskRecord[], combined: boolean): BenchReport {
+export function vlaReport(records: readonly TaskRecord[], q: boolean, seedOption: number | undefined, combined: boolean): BenchReport {
   const { P, wm, pgConfig } = benchScale(q);
+  const runTasks = records.map((r) => r.task);
+  const results = new Map(records.map((r) => [r.task, r.result]));
   const seed = seedOption ?? 0;
   // Held-out start states are the headline (the issue's acceptance); held-out combinations beside them.
   const states = (row: Row) => runTasks.map((t) => results.get(t)!.eval[row].heldOutStates.success);

@@ -59,7 +59,7 @@ describe('bench vla --combine', () => {
     const dates = { reach: '2026-12-05T01:00:00.000Z', push: '2026-12-05T02:00:00.000Z' };
     for (const task of TASKS) {
       const r = record(task, dates[task]);
-      const report = vlaReport(new Map([[task, truth[task]]]), [task], false, undefined, [r], false);
+      const report = vlaReport([r], false, undefined, false);
       expect(Object.keys(report.files!)).toEqual([resultFile(task)]);
       expect(report.summary).toContain(`bench/results/vla-${task}.json, run key ${r.runKey}`);
       for (const [name, text] of Object.entries(report.files!)) writeFileSync(join(dir, name), text);
@@ -71,7 +71,7 @@ describe('bench vla --combine', () => {
       expect(Number.isNaN(r.result.agreement.faceOnRobot)).toBe(true);
       expect(r.date).toBe(dates[r.task]);
     }
-    const combined = vlaReport(new Map(records.map((r) => [r.task, r.result])), TASKS, false, undefined, records, true);
+    const combined = vlaReport(records, false, undefined, true);
     // The two-task means of the rows, and the targets judged on them: WMRL 43% against BC's 30.5% (+12.5).
     expect(combined.result.bc).toBeCloseTo((0.23 + 0.38) / 2, 12);
     expect(combined.result.wmrl).toBeCloseTo((0.39 + 0.47) / 2, 12);
