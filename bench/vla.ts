@@ -22,7 +22,8 @@
 // sparse_only runs exactly as many robot episodes as WMRL spent on anchors. True success: the mean action
 // on held-out start states and on held-out (instruction, target region) combinations, under the gap profile.
 // Beside it, the signal the dense rows learn from: the within-group rank agreement between the VLA's returns
-// on the robot and in imagination (same start, same policy noise), under the nominal and the identified context,
+// on the robot and in imagination (same start, same policy noise), under the nominal and the identified context
+// (over the whole rollouts and over their first AGREEMENT_STEPS steps),
 // and its ceilings: the latent face run on the robot itself against the VLA (what a perfect world model would give
 // imagination through the face, where IMAGINE says 'face'),
 // and the VLA run again on the robot under other sensor noise and jitter (its repeatability, which no model reaches).
@@ -346,16 +347,27 @@ export interface AgreementGroups {
   instructions: string[];
   /** Shape B·G: the VLA's dense return on the robot, per rollout. */
   real: number[];
+  /** Shape B·G x H: the VLA's dense reward on the robot per rollout and step (0 after the episode ended). */
+  realSteps: Float32Array;
 }
+
+/**
+ * The first steps of a rollout the rank agreement is also measured over (where shorter than the horizon): how far
+ * into an episode the world model still ranks a group as the robot does. On push's clone the twin's imagination agreed
+ * with the robot over the first 25 and 50 steps at about 0.6 to 0.85 and over the first 150 at about 0.1, while the
+ * robot's own first 50 steps ranked its groups' successes at about 0 (24 groups of 8, scratch, log-std -1 to 0).
+ */
+export const AGREEMENT_STEPS = [25, 50, 100] as const;
 
 /**
  * The dense return of each of the B·G rollouts of `who` on `robot` (reading its camera, or the state and instruction
  * alone). `reseed`: rollout i meets the robot's sensor noise and control jitter drawn from `reseed + i` from its first
  * step on (the same start observation), not the stream its start seed gives.
  */
-async function robotReturns(who: Policy, camera: boolean, robot: Env, seeds: readonly number[], G: number, H: number, noise: Float32Array, reseed?: number): Promise<number[]> {
+async function robotReturns(who: Policy, camera: boolean, robot: Env, seeds: readonly number[], G: number, H: number, noise: Float32Array, reseed?: number, steps?: Float32Array): Promise<number[]> {
   const A = who.actDim, lo = robot.actionSpace.low, hi = robot.actionSpace.high;
   if (reseed !== undefined && !(robot instanceof MjEnv)) throw new Error('vla bench: reseeding the robot\'s noise needs a MuJoCo env');
+  if (steps && steps.length !== seeds.length * G * H) throw new Error(`vla bench: ${steps.length} per-step rewards for ${seeds.length * G} rollouts of ${H} steps`);
   const out: number[] = [];
   for (let i = 0; i < seeds.length * G; i++) {
     let ob = robot.reset(seeds[Math.floor(i / G)]!), R = 0;
@@ -364,6 +376,7 @@ async function robotReturns(who: Policy, camera: boolean, robot: Env, seeds: rea
       const r = await who.act(ob.state, noise.subarray((i * H + t) * A, (i * H + t + 1) * A), camera ? contextOf(ob) : { instructions: [ob.instruction] });
       const s = robot.step(r.action.map((v, j) => Math.max(lo[j]!, Math.min(hi[j]!, v))));
       R += s.reward;
+      if (steps) steps[i * H + t] = s.reward;
       ob = s.obs;
       if (s.terminated || s.truncated) break;
     }
@@ -382,14 +395,18 @@ export async function agreementGroups(vla: VlaPolicy, robot: Env, seeds: readonl
     starts.set(ob.state, b * D);
     instructions.push(ob.instruction);
   });
-  return { seeds, G, H, noise, starts, instructions, real: await robotReturns(vla, true, robot, seeds, G, H, noise) };
+  const realSteps = new Float32Array(seeds.length * G * H);
+  return { seeds, G, H, noise, starts, instructions, real: await robotReturns(vla, true, robot, seeds, G, H, noise, undefined, realSteps), realSteps };
 }
 
-/** Median over groups of the within-group Spearman of `x` against the robot returns; groups whose robot returns all tie are skipped. */
-function withinGroup(g: AgreementGroups, x: readonly number[]): number {
+/**
+ * Median over groups of the within-group Spearman of `x` against the robot returns (`real`: of another span than the
+ * whole rollout); groups whose robot returns all tie are skipped.
+ */
+function withinGroup(g: Pick<AgreementGroups, 'seeds' | 'G' | 'real'>, x: readonly number[], real: readonly number[] = g.real): number {
   const rho: number[] = [];
   for (let b = 0; b < g.seeds.length; b++) {
-    const r = g.real.slice(b * g.G, (b + 1) * g.G);
+    const r = real.slice(b * g.G, (b + 1) * g.G);
     if (Math.max(...r) > Math.min(...r)) rho.push(spearman(x.slice(b * g.G, (b + 1) * g.G), r));
   }
   return rho.length ? median(rho) : NaN;
@@ -400,24 +417,38 @@ function withinGroup(g: AgreementGroups, x: readonly number[]): number {
  * the robot (`g`: the gap profile with its camera) and imagined by `model` under its current context with the
  * actions `delay` steps late, the VLA reading the twin's renders, from the same starts with the same policy noise.
  * GRPO learns only from this order, so it says whether the dense world-model signal carries the robot's. Imagined
- * rollouts end where predicted success passes `successThreshold`, as the trainer's do.
+ * rollouts end where predicted success passes `successThreshold`, as the trainer's do. `whole`: over the whole
+ * rollouts; `firstSteps`: over their first AGREEMENT_STEPS steps (firstStepsAgreement).
  */
-export async function rankAgreement(g: AgreementGroups, vla: VlaPolicy, model: EnsembleModel, twin: SceneTwin, robot: Env, delay: number, successThreshold: number, seed: number): Promise<number> {
+export async function rankAgreement(g: AgreementGroups, vla: VlaPolicy, model: EnsembleModel, twin: SceneTwin, robot: Env, delay: number, successThreshold: number, seed: number): Promise<{ whole: number; firstSteps: number[] }> {
   const D = vla.obsDim, N = g.seeds.length * g.G, H = g.H;
   const instructions = g.instructions.flatMap((x) => new Array<string>(g.G).fill(x));
   const env = new ModelEnv(model, { members: 'fixed', seed, actionDelay: delay });
   const members = Int32Array.from({ length: N }, (_, i) => Math.floor(i / g.G) % model.members);
   const im = await imaginePolicy(env, twin, vla, { obs: repeatRows(g.starts, D, g.G), instructions }, H, { members, noise: g.noise, actLow: robot.actionSpace.low, actHigh: robot.actionSpace.high });
   await env.release();
-  const imagined = Array.from({ length: N }, (_, i) => {
-    let R = 0;
+  // Per step, 0 after predicted success ends the rollout.
+  const steps = new Float32Array(N * H);
+  for (let i = 0; i < N; i++) {
     for (let t = 0; t < H; t++) {
-      R += im.reward[i * H + t]!;
+      steps[i * H + t] = im.reward[i * H + t]!;
       if (im.successProb[i * H + t]! > successThreshold) break;
     }
-    return R;
-  });
-  return withinGroup(g, imagined);
+  }
+  return { whole: withinGroup(g, firstSums(steps, N, H, H)), firstSteps: firstStepsAgreement(g, steps) };
+}
+
+/** Per rollout, the sum of its first K of H per-step values (`steps`: n x H). */
+const firstSums = (steps: Float32Array, n: number, H: number, K: number) => Array.from({ length: n }, (_, i) => steps.subarray(i * H, i * H + K).reduce((a, b) => a + b, 0));
+
+/**
+ * Within-group rank agreement (withinGroup) between the sums of the first K steps of `imagined` (B·G x H per-step
+ * rewards) and of the robot's (`g.realSteps`), for each K of AGREEMENT_STEPS shorter than the horizon.
+ */
+export function firstStepsAgreement(g: Pick<AgreementGroups, 'seeds' | 'G' | 'H' | 'real' | 'realSteps'>, imagined: Float32Array): number[] {
+  const n = g.seeds.length * g.G;
+  if (imagined.length !== n * g.H || g.realSteps.length !== n * g.H) throw new Error(`vla bench: ${imagined.length} imagined and ${g.realSteps.length} robot per-step rewards for ${n} rollouts of ${g.H} steps`);
+  return AGREEMENT_STEPS.filter((K) => K < g.H).map((K) => withinGroup(g, firstSums(imagined, n, g.H, K), firstSums(g.realSteps, n, g.H, K)));
 }
 
 /**
@@ -478,6 +509,13 @@ export async function imaginationGaps(vla: VlaPolicy, face: LatentVla, twin: Sce
   const mu = Array.from({ length: A }, (_, j) => camera.reduce((s, x) => s + x[j]!, 0) / n);
   return { states: n, twinVsCamera: gap(onTwin), faceVsCamera: gap(viaFace), spread: gap(camera.map(() => Float32Array.from(mu))) };
 }
+/** The rank agreement of imagined with robot returns over the rollouts' first `steps[k]` steps, nominal and identified context. */
+export interface FirstStepsAgreement {
+  steps: number[];
+  nominal: number[];
+  identified: number[];
+}
+
 export interface TaskResult {
   eval: Record<Row, { heldOutStates: EvalResult; heldOutCombinations: EvalResult }>;
   robotEpisodes: Record<Row, number>;
@@ -502,7 +540,7 @@ export interface TaskResult {
    * Within-group rank agreement of the clone's robot returns with: its returns imagined on the twin under the nominal
    * context and under WMRL's identified one; the latent face's on the robot; its own on the robot under other noise.
    */
-  agreement: { nominal: number; identified: number; faceOnRobot: number; repeatability: number };
+  agreement: { nominal: number; identified: number; faceOnRobot: number; repeatability: number; firstSteps: FirstStepsAgreement };
   /** The context (log scales) and actuation delay WMRL identified from its anchors. */
   identified: { context: number[]; delay: number };
   controlHz: number;
@@ -892,7 +930,7 @@ export async function runTask(task: (typeof TASKS)[number], q: boolean, progress
       eval: { bc: m.bc } as TaskResult['eval'],
       robotEpisodes: { bc: 0 } as TaskResult['robotEpisodes'], curve: {}, robotHours: { bc: 0 } as TaskResult['robotHours'], computeSeconds: { bc: 0 } as TaskResult['computeSeconds'],
       anchorGroups: 0, robotSuccesses: { bc: 0 } as TaskResult['robotSuccesses'], expert: m.expert, demonstrator: m.demonstrator, demoSuccess: m.demoSuccess, bcLoss: m.bcLoss, demoSteps: m.demoSteps, wmValLoss: m.wmValLoss, controlHz: robotEnv.spec.controlHz, biasReduction: null, anchorWeight: 1, guard: { updatesFlagged: 0, maxFlagged: 0 },
-      agreement: { nominal: NaN, identified: NaN, faceOnRobot: NaN, repeatability: NaN }, identified: { context: [], delay: 0 }, latent: m.latent, gaps: m.gaps, latency: [],
+      agreement: { nominal: NaN, identified: NaN, faceOnRobot: NaN, repeatability: NaN, firstSteps: { steps: [], nominal: [], identified: [] } }, identified: { context: [], delay: 0 }, latent: m.latent, gaps: m.gaps, latency: [],
     };
     onSetup?.(setupPrint(r));
     progress(++done, `${task}: RL`);
@@ -945,9 +983,12 @@ export async function runTask(task: (typeof TASKS)[number], q: boolean, progress
         r.identified = { context: Array.from(model.context), delay: st.rows.at(-1)!.actionDelay ?? 0 };
         progress(done, `${task}: rank agreement of imagined with robot returns`);
         const groups = await agreementGroups(vla, robotEnv, agreementSeeds, P.groupSize, target.maxSteps, 7);
-        r.agreement.identified = await rankAgreement(groups, vla, model, twin, robotEnv, r.identified.delay, wmrl.successThreshold, 7);
+        const identified = await rankAgreement(groups, vla, model, twin, robotEnv, r.identified.delay, wmrl.successThreshold, 7);
         model.store.names().forEach((n, i) => model.store.set(n, model0[i]!));
-        r.agreement.nominal = await rankAgreement(groups, vla, model, twin, robotEnv, 0, wmrl.successThreshold, 7);
+        const nominal = await rankAgreement(groups, vla, model, twin, robotEnv, 0, wmrl.successThreshold, 7);
+        r.agreement.identified = identified.whole;
+        r.agreement.nominal = nominal.whole;
+        r.agreement.firstSteps = { steps: AGREEMENT_STEPS.filter((K) => K < groups.H), nominal: nominal.firstSteps, identified: identified.firstSteps };
         r.agreement.faceOnRobot = await faceOnRobotAgreement(groups, face, robotEnv);
         r.agreement.repeatability = await repeatability(groups, vla, robotEnv, 555_000);
         vla.paramNames().forEach((n, i) => vla.store.set(n, policyNow[i]!));
@@ -1120,7 +1161,7 @@ export function merge(into: TaskResult, part: TaskResult, rows: readonly RlRow[]
     ({ ...into[k], ...Object.fromEntries(rows.filter((row) => part[k][row] !== undefined).map((row) => [row, part[k][row]])) });
   return {
     ...into, eval: take('eval'), curve: take('curve'), robotEpisodes: take('robotEpisodes'), robotHours: take('robotHours'), computeSeconds: take('computeSeconds'), robotSuccesses: take('robotSuccesses'),
-    anchorGroups: wm.anchorGroups, biasReduction: wm.biasReduction, anchorWeight: wm.anchorWeight, guard: { ...wm.guard }, identified: { ...wm.identified }, agreement: { ...wm.agreement }, latency: [...wm.latency],
+    anchorGroups: wm.anchorGroups, biasReduction: wm.biasReduction, anchorWeight: wm.anchorWeight, guard: { ...wm.guard }, identified: { ...wm.identified }, agreement: { ...wm.agreement, firstSteps: structuredClone(wm.agreement.firstSteps) }, latency: [...wm.latency],
   };
 }
 
@@ -1214,7 +1255,8 @@ export function vlaReport(records: readonly TaskRecord[], q: boolean, seedOption
       `WMRL spent ${r.robotEpisodes.wmrl} robot episodes on ${r.anchorGroups} anchor group${r.anchorGroups === 1 ? '' : 's'} (${r.robotSuccesses.wmrl} succeeded), sparse only ${r.robotEpisodes.sparse_only} (${r.robotSuccesses.sparse_only} succeeded), dense only ${r.robotEpisodes.dense_only}` +
       `; the debiasing map's median held-out residual reduction ${r.biasReduction === null ? 'was never measured (no map fitted before an anchor group)' : fmt(r.biasReduction, 2)}, final anchor weight ${fmt(r.anchorWeight, 2)}; the exploitation guard distrusted the world model in ${r.guard.updatesFlagged} of WMRL's ${P.updates(t)} updates (at most ${r.guard.maxFlagged} context${r.guard.maxFlagged === 1 ? '' : 's'} at once). ` +
       `WMRL identified the robot's context as ${r.identified.context.map((v) => `×${fmt(Math.exp(v), 2)}`).join(', ')} (log scales of mass, friction, damping, actuator gain; the truth ×${CONTEXT_TRUTH.join(', ×')}) and a delay of ${r.identified.delay} steps (the truth ${LATENCY}). ` +
-      `Within-group rank agreement of the clone's returns imagined on the twin's renders with its robot returns (Spearman, median over ${P.agreementGroups} groups of ${P.groupSize}, same starts and policy noise): ${fmt(r.agreement.nominal, 2)} under the nominal context dense only imagines in, ${fmt(r.agreement.identified, 2)} under the identified one; ` +
+      `Within-group rank agreement of the clone's returns imagined on the twin's renders with its robot returns (Spearman, median over ${P.agreementGroups} groups of ${P.groupSize}, same starts and policy noise): ${fmt(r.agreement.nominal, 2)} under the nominal context dense only imagines in, ${fmt(r.agreement.identified, 2)} under the identified one` +
+      (r.agreement.firstSteps.steps.length ? ` (over the rollouts' first ${r.agreement.firstSteps.steps.join(', ')} steps alone: ${r.agreement.firstSteps.nominal.map((x) => fmt(x, 2)).join(', ')} nominal, ${r.agreement.firstSteps.identified.map((x) => fmt(x, 2)).join(', ')} identified)` : '') + '; ' +
       `the VLA's latent face${IMAGINE[t] === 'face' ? ', which dense only and WMRL imagine through here,' : ' (this task imagines the VLA itself on the twin\'s renders instead)'} run on the robot itself with the same noise agrees with the VLA at ${fmt(r.agreement.faceOnRobot, 2)} (what a perfect world model would give imagination through it); the VLA itself, run again on the robot under other sensor noise and control jitter, agrees at ${fmt(r.agreement.repeatability, 2)} (the robot's repeatability: no world model, which cannot know the robot's noise, ranks a group better). ` +
       `Held-out start-state success during training (update: success): ${(['sparse_only', 'dense_only', 'wmrl'] as const).map((row) => `${SHORT[row]} ${(r.curve[row] ?? []).map((x) => `${x.update}: ${pct(x.success)}`).join(', ')}`).join('; ')}.` +
       (r.robotSuccesses.sparse_only === 0 ? ` No sparse-only robot episode succeeded, so each of its groups scored all 0: zero advantages, no gradient.` : '') +
@@ -1242,6 +1284,10 @@ export function vlaReport(records: readonly TaskRecord[], q: boolean, seedOption
   for (const row of ROWS) result[`${row}_combinations`] = mean(combos(row));
   result.agreement_nominal = mean(runTasks.map((t) => results.get(t)!.agreement.nominal));
   result.agreement_identified = mean(runTasks.map((t) => results.get(t)!.agreement.identified));
+  for (const K of AGREEMENT_STEPS) {
+    const at = runTasks.map((t) => results.get(t)!.agreement.firstSteps).map((f) => f.identified[f.steps.indexOf(K)]).filter((x): x is number => x !== undefined);
+    if (at.length === runTasks.length) result[`agreement_first${K}_identified`] = mean(at);
+  }
   result.agreement_face_on_robot = mean(runTasks.map((t) => results.get(t)!.agreement.faceOnRobot));
   result.agreement_repeatability = mean(runTasks.map((t) => results.get(t)!.agreement.repeatability));
   result.latent_rel_mse = mean(runTasks.map((t) => results.get(t)!.latent.valRelMse));

@@ -35,7 +35,7 @@ function result(s: Record<Row, number>): TaskResult {
     demoSteps: 1000,
     wmValLoss: -2.9,
     // NaN: a measurement that could not be made; it must stay NaN through the file.
-    agreement: { nominal: 0.3, identified: 0.2, faceOnRobot: Number.NaN, repeatability: 0.7 },
+    agreement: { nominal: 0.3, identified: 0.2, faceOnRobot: Number.NaN, repeatability: 0.7, firstSteps: { steps: [25, 50], nominal: [0.8, 0.5], identified: [0.9, 0.6] } },
     identified: { context: [0.5, -0.6, -0.9, -0.3], delay: 3 },
     controlHz: 50,
     latent: { states: 1000, heldOut: 100, valMse: 0.01, valRelMse: 0.3, actionGap: 0.12, actionGapConstant: 0.2 },
@@ -78,6 +78,11 @@ describe('bench vla --combine', () => {
     expect(combined.result.sparse_only_combinations).toBeCloseTo((0.17 + 0.26) / 2, 12);
     expect(combined.summary).toContain('at least 10 points over behaviour cloning — met (+12.5 points)');
     expect(combined.summary).toContain('Assembled by `--combine`');
+    // The agreement over the rollouts' first steps: each task's in its sentence, their mean where both measured it.
+    expect(combined.summary).toContain('over the rollouts\' first 25, 50 steps alone: 0.8, 0.5 nominal, 0.9, 0.6 identified');
+    expect(combined.result.agreement_first25_identified).toBeCloseTo(0.9, 12);
+    expect(combined.result.agreement_first50_identified).toBeCloseTo(0.6, 12);
+    expect(combined.result).not.toHaveProperty('agreement_first100_identified');
     for (const r of records) expect(combined.summary).toContain(`${r.task} run on ${r.date}`);
     expect(combined.header).toEqual(['row', 'reach: held-out states', 'reach: held-out combinations', 'push: held-out states', 'push: held-out combinations', 'mean, held-out states', 'robot episodes (reach / push)', 'robot hours (reach / push)', 'compute s (reach / push)']);
     expect(combined.files).toBeUndefined();

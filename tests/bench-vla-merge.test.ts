@@ -22,7 +22,7 @@ function result(rows: readonly string[], k: number, setup: SetupPrint = SETUP): 
     anchorGroups: ranWmrl ? 300 : 0, biasReduction: ranWmrl ? 0.4 : null, anchorWeight: ranWmrl ? 2.5 : 1,
     guard: ranWmrl ? { updatesFlagged: 7, maxFlagged: 2 } : { updatesFlagged: 0, maxFlagged: 0 },
     identified: ranWmrl ? { context: [0.5, -0.7], delay: 3 } : { context: [], delay: 0 },
-    agreement: ranWmrl ? { nominal: 0.2, identified: 0.3, faceOnRobot: -0.1, repeatability: 0.7 } : { nominal: NaN, identified: NaN, faceOnRobot: NaN, repeatability: NaN },
+    agreement: ranWmrl ? { nominal: 0.2, identified: 0.3, faceOnRobot: -0.1, repeatability: 0.7, firstSteps: { steps: [25, 50], nominal: [0.8, 0.5], identified: [0.9, 0.6] } } : { nominal: NaN, identified: NaN, faceOnRobot: NaN, repeatability: NaN, firstSteps: { steps: [], nominal: [], identified: [] } },
     latency: ranWmrl ? [1, 2, 3] : [4, 5],
   } as unknown as TaskResult;
 }
