@@ -514,6 +514,7 @@ export async function imaginationGaps(vla: VlaPolicy, face: LatentVla, twin: Sce
   const mu = Array.from({ length: A }, (_, j) => camera.reduce((s, x) => s + x[j]!, 0) / n);
   return { states: n, twinVsCamera: gap(onTwin), faceVsCamera: gap(viaFace), spread: gap(camera.map(() => Float32Array.from(mu))) };
 }
+
 /** The rank agreement of imagined with robot returns over the rollouts' first `steps[k]` steps, nominal and identified context. */
 export interface FirstStepsAgreement {
   steps: number[];
