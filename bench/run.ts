@@ -1,14 +1,14 @@
 // Benchmark harness: `npm run bench -- <name> [--quick] [--all | --task NAME | --combine] [--seed N]`.
 // Loads bench/<name>.ts, which exports `run(opts): Promise<BenchReport>`, prints its markdown table,
 // writes the full report under bench/results/ (not for --quick), and ends with the RESULT line.
-import { readdirSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { progressBar } from '../bin/progress.js';
+import { benchNames } from './lib/names.js';
 import { markdownTable, resultLine, writeReport, type BenchOptions, type BenchReport } from './lib/report.js';
 
 const here = dirname(fileURLToPath(import.meta.url));
-const available = readdirSync(here).filter((f) => f.endsWith('.ts') && f !== 'run.ts').map((f) => f.slice(0, -3));
+const available = benchNames();
 
 const args = process.argv.slice(2);
 const quick = args.includes('--quick');
@@ -29,7 +29,7 @@ if (seedAt >= 0 && !(seed !== undefined && Number.isInteger(seed) && seed >= 0))
 }
 const name = args.find((a, i) => !a.startsWith('--') && args[i - 1] !== '--task' && args[i - 1] !== '--seed');
 if (!name || !available.includes(name)) {
-  console.error(`usage: npm run bench -- <name> [--quick] [--all | --task NAME | --combine] [--seed N]\nbenchmarks: ${available.sort().join(', ')}`);
+  console.error(`usage: npm run bench -- <name> [--quick] [--all | --task NAME | --combine] [--seed N]\nbenchmarks: ${available.join(', ')}`);
   process.exit(2);
 }
 

@@ -1,6 +1,7 @@
 // The wmrl command line (commander). `npm start` runs `wmrl` with no arguments: `serve`, the service.
 // Each action loads its own modules, so a quick verb does not start MuJoCo, ONNX Runtime or fastify.
 import { Command, CommanderError, InvalidArgumentError, Option } from 'commander';
+import { benchNames } from '../bench/lib/names.js';
 
 /** Option parsers: bad values fail with a message naming the option and the value. */
 const int = (flag: string, ok: (v: number) => boolean, what: string) => (s: string) => {
@@ -163,11 +164,13 @@ program
 program
   .command('bench')
   .summary('run a benchmark: prints a markdown table and a RESULT line (see README)')
-  .usage('<name> [--quick] [--all | --task T]')
-  .argument('<name>', 'sim, bridge, nn, wmrl-core, worldmodel, embodied, server, autoresearch, twin-gap, imagination, vla')
+  .usage('<name> [--quick] [--all | --task T | --combine] [--seed N]')
+  .argument('<name>', benchNames().join(', '))
   .option('--quick', 'under a minute, prints only', false)
   .option('--all', 'every task the benchmark knows (embodied: push beside reach)', false)
   .option('--task <T>', 'one task of those --all runs, instead of the default (embodied: push)')
+  .option('--combine', 'build the report from full --task runs\' kept results, running nothing (vla)', false)
+  .option('--seed <N>', 'rerun the RL rows with another seed, its own report (vla)')
   .action(async (name, o) => (await import('./commands/bench.js')).bench(name, o));
 
 program

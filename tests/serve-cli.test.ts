@@ -2,7 +2,7 @@
 // viewer URL and the token file, serves the viewer and the API, and Ctrl-C (SIGINT) finishes the
 // episode being recorded and checkpoints the run. `wmrl deploy` then talks to a running service.
 import { spawn, spawnSync } from 'node:child_process';
-import { existsSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
@@ -87,6 +87,20 @@ describe('wmrl serve', () => {
     const bad = wmrl('serve', '--port', 'eighty');
     expect(bad.status).toBe(1);
     expect(bad.stderr).toMatch(/--port must be a port number \(0-65535\), got 'eighty'/);
+  });
+
+  it('bench lists every benchmark file and passes --seed and --combine on to the harness', () => {
+    const names = readdirSync('bench').filter((f) => f.endsWith('.ts') && f !== 'run.ts').map((f) => f.slice(0, -3));
+    expect(names).toContain('vla');
+    const h = wmrl('bench', '--help');
+    for (const n of names) expect(h.stdout.replace(/\s+/g, ' ')).toMatch(new RegExp(`[ ,]${n}(,|\\s|$)`));
+    // The harness (bench/run.ts) answers both: a benchmark that has no seed or nothing to combine is refused by name.
+    const seeded = wmrl('bench', 'sim', '--seed', '1');
+    expect(seeded.status).toBe(1);
+    expect(seeded.stderr).toMatch(/benchmark 'sim' takes no --seed/);
+    const combined = wmrl('bench', 'sim', '--combine');
+    expect(combined.status).toBe(1);
+    expect(combined.stderr).toMatch(/benchmark 'sim' has nothing to combine/);
   });
 
   it('export writes every complete episode as MCAP with a summary table', () => {

@@ -1,0 +1,8 @@
+// The benchmarks there are: every bench/<name>.ts but the harness (run.ts). The harness and `wmrl bench` list them from here.
+import { readdirSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+
+export function benchNames(): string[] {
+  const dir = fileURLToPath(new URL('..', import.meta.url));
+  return readdirSync(dir).filter((f) => f.endsWith('.ts') && f !== 'run.ts').map((f) => f.slice(0, -3)).sort();
+}
