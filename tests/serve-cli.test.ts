@@ -2,10 +2,11 @@
 // viewer URL and the token file, serves the viewer and the API, and Ctrl-C (SIGINT) finishes the
 // episode being recorded and checkpoints the run. `wmrl deploy` then talks to a running service.
 import { spawn, spawnSync } from 'node:child_process';
-import { existsSync, mkdtempSync, readFileSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
+import { benchNames } from '../bench/lib/names.js';
 import { EpisodeStore } from '../episodes/store/store.js';
 import { startService } from '../server/service.js';
 import { policyOnnx } from './helpers/policy-onnx.js';
@@ -90,7 +91,7 @@ describe('wmrl serve', () => {
   });
 
   it('bench lists every benchmark file and passes --seed and --combine on to the harness', () => {
-    const names = readdirSync('bench').filter((f) => f.endsWith('.ts') && f !== 'run.ts').map((f) => f.slice(0, -3));
+    const names = benchNames();
     expect(names).toContain('vla');
     const h = wmrl('bench', '--help');
     for (const n of names) expect(h.stdout.replace(/\s+/g, ' ')).toMatch(new RegExp(`[ ,]${n}(,|\\s|$)`));
