@@ -3,14 +3,20 @@
 // the loss is minus its mean over the batch (not over Σw: weights add to an anchor group's pull
 // without shrinking the others), minus an entropy bonus. One ONNX graph per step (nn/ Trainer).
 // Any policy of the one interface (types.ts): the graph declares the context inputs the policy reads
-// (declareContext: image, tokens, features), and the batch carries each step's context. Optionally
-// GRPO's KL penalty to the policy the update started from (klCoef).
+// (declareContext: image, tokens, features), and the batch carries each step's context; a policy whose
+// encoder stays frozen (Policy.encoderSplit) is trained as its head on features encoded once per update.
+// Optionally GRPO's KL penalty to the policy the update started from (klCoef).
 import { existsSync } from 'node:fs';
 import {
-  Graph, Rng, Trainer, abs, add, readTensorFile, writeTensorFile, clip, exp, gaussianEntropy, gaussianLogProb, greater, mean, minimum, mul, neg, sub, tensor, toFloat,
+  Graph, Program, Rng, Trainer, abs, add, readTensorFile, writeTensorFile, clip, exp, gaussianEntropy, gaussianLogProb, greater, mean, minimum, mul, neg, sub, tensor, toFloat,
   type AdamConfig,
 } from '../nn/index.js';
-import { declareContext, type Policy, type PolicyContext } from './types.js';
+import { declareContext, type EncoderSplit, type Policy, type PolicyContext } from './types.js';
+
+/** The graph input of a frozen encoder's features (EncoderSplit): named apart from a backbone head's `features`. */
+const ENCODED = 'encoded_features';
+/** Rows per run of the reference policy's log-probabilities. */
+const REFERENCE_ROWS = 4096;
 
 export interface PgConfig {
   /** Ratio clip ε. */
@@ -36,7 +42,8 @@ export interface PgConfig {
    * does), averaged over the batch unweighted (a zero-weight step still pulls back) and added to the loss times β.
    * Its gradient is zero at the reference; as a loss on the acting policy's samples it is the gradient of
    * KL(π_ref ‖ π), which has the same minimum. The update measures π_ref's log-probabilities once per batch with the
-   * reference's values swapped into the store for that pass, so nothing else may read the store during an update.
+   * reference's values swapped into the store for that pass, so nothing else may read the store during an update (on a
+   * frozen encoder's features, the head's program is fed the reference's values instead and the store is untouched).
    * A checkpoint carries the reference. Omit or 0 for none.
    */
   klCoef?: number;
@@ -92,11 +99,19 @@ export class ClippedPolicyGradient {
     readonly config: PgConfig,
     /** The reference policy's values of the trainable parameters (config.klCoef), by name; a checkpoint restores them. */
     private readonly reference: Map<string, Float32Array> | null,
+    /**
+     * The policy's encoder when none of its parameters trains (Policy.encoderSplit): each update encodes every step
+     * once and the graph is the head alone on those features; null: the graph runs the whole policy.
+     */
+    private readonly frozen: { split: EncoderSplit; reference: Program | null } | null,
   ) {}
 
   /**
    * `trainable`: the parameters the update moves (default every one of the policy's); the rest stay as they are,
-   * e.g. a VLA's image and instruction encoder while its head is post-trained.
+   * e.g. a VLA's image and instruction encoder while its head is post-trained. A policy that offers its encoder
+   * apart (Policy.encoderSplit) and none of whose encoder parameters is trainable is trained as its head on each
+   * step's features, encoded once per update: the same loss and gradient, without running the encoder in every
+   * epoch's minibatches.
    */
   static async create(policy: Policy, config: PgConfig = DEFAULT_PG_CONFIG, opts: { trainable?: readonly string[] } = {}): Promise<ClippedPolicyGradient> {
     const all = policy.paramNames();
@@ -116,8 +131,9 @@ export class ClippedPolicyGradient {
     const oldLogProb = g.input('old_log_prob', ['M']);
     const adv = g.input('advantage', ['M']);
     const weight = g.input('weight', ['M']);
-    const ctx = declareContext(policy, g, 'M');
-    const { mean: mu, logStd } = policy.forward(obs, ctx);
+    const split = policy.encoderSplit?.() ?? null;
+    const encoder = split && !split.paramNames.some((n) => trainable.includes(n)) ? split : null;
+    const { mean: mu, logStd } = encoder ? encoder.head(obs, g.input(ENCODED, ['M', encoder.dim])) : policy.forward(obs, declareContext(policy, g, 'M'));
     const logProb = gaussianLogProb(action, mu, logStd);
     const ratio = exp(sub(logProb, oldLogProb));
     const eps = config.clipRatio;
@@ -143,7 +159,7 @@ export class ClippedPolicyGradient {
       },
     }, { threads: 1 });
     const reference = klCoef > 0 ? new Map(trainable.map((n) => [n, Float32Array.from(policy.store.get(n).data)])) : null;
-    return new ClippedPolicyGradient(policy, trainer, config, reference);
+    return new ClippedPolicyGradient(policy, trainer, config, reference, encoder ? { split: encoder, reference: reference ? await headLogProbProgram(encoder, D, K) : null } : null);
   }
 
   /** `epochs` passes over the batch in shuffled minibatches; the policy's store holds the result. */
@@ -162,7 +178,10 @@ export class ClippedPolicyGradient {
       const bad = arr.findIndex((v) => !Number.isFinite(v));
       if (bad >= 0) throw new Error(`pg: ${k}[${bad}] is ${arr[bad]}`);
     }
-    const refLogProb = this.reference ? await this.referenceLogProb(batch, M, px, F) : null;
+    // A frozen encoder's features of every step, once: the minibatches feed them in place of the context.
+    const encoded = this.frozen ? await this.frozen.split.encode(contextRows(batch, 0, M, px, F, !!reads.instruction), M) : null;
+    const E = this.frozen?.split.dim ?? 0;
+    const refLogProb = this.reference ? await this.referenceLogProb(batch, M, px, F, encoded) : null;
     const mb = Math.min(this.config.minibatch, M);
     const order = Array.from({ length: M }, (_, i) => i);
     let last = { loss: 0, kl: 0, clip: 0, ent: 0, norm: 0, refKl: 0, n: 0 };
@@ -176,7 +195,8 @@ export class ClippedPolicyGradient {
         const n = idx.length;
         const o = new Float32Array(n * D), a = new Float32Array(n * K), lp = new Float32Array(n), ad = new Float32Array(n), w = new Float32Array(n);
         const rlp = refLogProb ? new Float32Array(n) : null;
-        const images = px ? new Uint8Array(n * px) : undefined, features = F ? new Float32Array(n * F) : undefined;
+        const enc = encoded ? new Float32Array(n * E) : null;
+        const images = px && !enc ? new Uint8Array(n * px) : undefined, features = F && !enc ? new Float32Array(n * F) : undefined;
         const instructions: string[] = [];
         idx.forEach((j, r) => {
           o.set(batch.obs.subarray(j * D, (j + 1) * D), r * D);
@@ -185,15 +205,16 @@ export class ClippedPolicyGradient {
           ad[r] = batch.advantage[j]!;
           w[r] = batch.weight[j]!;
           if (rlp) rlp[r] = refLogProb![j]!;
+          if (enc) enc.set(encoded!.subarray(j * E, (j + 1) * E), r * E);
           if (images) images.set(batch.images!.subarray(j * px, (j + 1) * px), r * px);
           if (features) features.set(batch.features!.subarray(j * F, (j + 1) * F), r * F);
-          if (reads.instruction) instructions.push(batch.instructions![j]!);
+          if (reads.instruction && !enc) instructions.push(batch.instructions![j]!);
         });
         const ctx: PolicyContext | undefined = px || F || reads.instruction ? { images, features, ...(reads.instruction ? { instructions } : {}) } : undefined;
         const res = await this.trainer.step({
           obs: tensor(o, [n, D]), action: tensor(a, [n, K]), old_log_prob: tensor(lp, [n]), advantage: tensor(ad, [n]), weight: tensor(w, [n]),
           ...(rlp ? { ref_log_prob: tensor(rlp, [n]) } : {}),
-          ...this.policy.contextFeeds(ctx, n),
+          ...(enc ? { [ENCODED]: tensor(enc, [n, E]) } : this.policy.contextFeeds(ctx, n)),
         });
         const m = (k: string) => (res.metrics[k]!.data as Float32Array)[0]!;
         last.loss += res.loss; last.kl += m('approx_kl'); last.clip += m('clip_fraction'); last.ent += m('entropy'); last.norm += res.gradNorm; last.n++;
@@ -208,27 +229,35 @@ export class ClippedPolicyGradient {
   }
 
   /**
-   * log π_ref(a|s) of every step: the reference's parameters go into the store for this pass and the trained
-   * ones come back after it (the trainer holds its own copy; the store equals it between updates).
+   * log π_ref(a|s) of every step. On a frozen encoder's features: the head's log-probability program fed the
+   * reference's values. Otherwise the reference's parameters go into the store for this pass and the trained ones
+   * come back after it (the trainer holds its own copy; the store equals it between updates).
    */
-  private async referenceLogProb(batch: PgBatch, M: number, px: number, F: number): Promise<Float32Array> {
+  private async referenceLogProb(batch: PgBatch, M: number, px: number, F: number, encoded: Float32Array | null): Promise<Float32Array> {
     const store = this.policy.store, D = this.policy.obsDim, K = this.policy.chunk * this.policy.actDim;
-    const current = new Map([...this.reference!.keys()].map((n) => [n, Float32Array.from(store.get(n).data)]));
     const out = new Float32Array(M);
-    const rows = 4096;
-    try {
-      for (const [n, v] of this.reference!) store.set(n, v);
-      for (let s = 0; s < M; s += rows) {
-        const e = Math.min(M, s + rows);
-        const ctx: PolicyContext = {
-          ...(px ? { images: batch.images!.subarray(s * px, e * px) } : {}),
-          ...(F ? { features: batch.features!.subarray(s * F, e * F) } : {}),
-          ...(batch.instructions && this.policy.inputs().instruction ? { instructions: batch.instructions.slice(s, e) } : {}),
-        };
-        out.set(await this.policy.logProb(batch.obs.subarray(s * D, e * D), batch.action.subarray(s * K, e * K), ctx), s);
+    if (encoded) {
+      const program = this.frozen!.reference!, E = this.frozen!.split.dim;
+      const params = Object.fromEntries(program.session.inputNames.filter((n) => !['obs', 'action', ENCODED].includes(n)).map((n) => {
+        const v = store.get(n);
+        return [n, tensor(this.reference!.get(n) ?? v.data, v.shape)];
+      }));
+      for (let s = 0; s < M; s += REFERENCE_ROWS) {
+        const e = Math.min(M, s + REFERENCE_ROWS);
+        const r = await program.run({ obs: tensor(batch.obs.subarray(s * D, e * D), [e - s, D]), action: tensor(batch.action.subarray(s * K, e * K), [e - s, K]), [ENCODED]: tensor(encoded.subarray(s * E, e * E), [e - s, E]), ...params });
+        out.set(r.log_prob!.data as Float32Array, s);
       }
-    } finally {
-      for (const [n, v] of current) store.set(n, v);
+    } else {
+      const current = new Map([...this.reference!.keys()].map((n) => [n, Float32Array.from(store.get(n).data)]));
+      try {
+        for (const [n, v] of this.reference!) store.set(n, v);
+        for (let s = 0; s < M; s += REFERENCE_ROWS) {
+          const e = Math.min(M, s + REFERENCE_ROWS);
+          out.set(await this.policy.logProb(batch.obs.subarray(s * D, e * D), batch.action.subarray(s * K, e * K), contextRows(batch, s, e, px, F, !!this.policy.inputs().instruction)), s);
+        }
+      } finally {
+        for (const [n, v] of current) store.set(n, v);
+      }
     }
     const bad = out.findIndex((v) => !Number.isFinite(v));
     if (bad >= 0) throw new Error(`pg: the reference policy's log-probability of step ${bad} is ${out[bad]}`);
@@ -262,6 +291,25 @@ export class ClippedPolicyGradient {
   }
 
   async release(): Promise<void> {
+    await this.frozen?.reference?.release();
     await this.trainer.release();
   }
+}
+
+/** The context of the batch's steps s..e (images, backbone features, instructions: what the policy reads). */
+function contextRows(batch: PgBatch, s: number, e: number, px: number, F: number, instruction: boolean): PolicyContext {
+  return {
+    ...(px ? { images: batch.images!.subarray(s * px, e * px) } : {}),
+    ...(F ? { features: batch.features!.subarray(s * F, e * F) } : {}),
+    ...(instruction ? { instructions: batch.instructions!.slice(s, e) } : {}),
+  };
+}
+
+/** log π(action | obs, features) of the head on a frozen encoder's features, its parameters fed as inputs (the reference policy's). */
+async function headLogProbProgram(encoder: EncoderSplit, D: number, K: number): Promise<Program> {
+  const g = new Graph();
+  const obs = g.input('obs', ['M', D]), action = g.input('action', ['M', K]), features = g.input(ENCODED, ['M', encoder.dim]);
+  const { mean: mu, logStd } = encoder.head(obs, features);
+  const params = [...g.params].map(([name, t]) => ({ name, tensor: t }));
+  return Program.fromSpec({ inputs: [{ name: 'obs', tensor: obs }, { name: 'action', tensor: action }, { name: ENCODED, tensor: features }, ...params], outputs: [{ name: 'log_prob', tensor: gaussianLogProb(action, mu, logStd) }], graphName: 'pg_reference_head' }, { threads: 1 });
 }

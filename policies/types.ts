@@ -83,7 +83,25 @@ export interface Policy {
   entropy(): number;
   /** Policies that read the observation vector alone may offer the fused face (imagination in one graph). */
   graphPolicy?(): FusedGraphPolicy;
+  /** Policies whose forward is a head on an encoder of the context may offer the split (a frozen encoder's features then run once a batch). */
+  encoderSplit?(): EncoderSplit;
   release(): Promise<void>;
+}
+
+/**
+ * A policy's forward as head(obs, encode(context)), the encoder's parameters apart: a trainer that leaves all of
+ * them frozen (the policy gradient post-training a VLA's head) computes each step's features once per batch and
+ * trains the head on them, rather than running the encoder again in every epoch's minibatches.
+ */
+export interface EncoderSplit {
+  /** The encoder's parameters. */
+  paramNames: string[];
+  /** Width of the features. */
+  dim: number;
+  /** N x dim features of N steps' context, under the store's current encoder parameters. */
+  encode(ctx: PolicyContext | undefined, n: number): Promise<Float32Array>;
+  /** obs [N, D] and features [N, dim] → the mean and log-std forward gives for the context they were encoded from. */
+  head(obs: Tensor, features: Tensor): { mean: Tensor; logStd: Tensor };
 }
 
 /** Entropy of a diagonal Gaussian with these log standard deviations. */

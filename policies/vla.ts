@@ -14,7 +14,7 @@ import {
 import { layoutDim, type ObservationLayout } from '../common/layout.js';
 import { LOG_STD_MAX, LOG_STD_MIN, configVector, type GaussianHeadOptions } from './gaussian.js';
 import { buildVocabulary, tokenize } from './tokenizer.js';
-import { diagonalGaussianEntropy, type Policy, type PolicyActResult, type PolicyContext, type PolicyGraphContext, type PolicyInputs } from './types.js';
+import { diagonalGaussianEntropy, type EncoderSplit, type Policy, type PolicyActResult, type PolicyContext, type PolicyGraphContext, type PolicyInputs } from './types.js';
 
 export interface VlaConfig extends GaussianHeadOptions {
   /** The robot's observation layout: the proprioceptive input is its vector. */
@@ -85,6 +85,9 @@ export function resolveVlaConfig(c: VlaConfig): ResolvedVlaConfig {
   return r;
 }
 
+/** Rows per run of the encoder (VlaPolicy.encode): a batch of many steps runs in pieces of this many. */
+const ENCODE_ROWS = 4096;
+
 export class VlaPolicy implements Policy {
   readonly kind = 'vla';
   readonly config: ResolvedVlaConfig;
@@ -94,6 +97,7 @@ export class VlaPolicy implements Policy {
   readonly net: MLP;
   private actProgram: Program | null = null;
   private logProbProgram: Program | null = null;
+  private encodeProgram: Program | null = null;
 
   constructor(config: VlaConfig, readonly name = 'vla') {
     const c = (this.config = resolveVlaConfig(config));
@@ -206,9 +210,36 @@ export class VlaPolicy implements Policy {
     return tensor(tokenize(instructions, c.vocabulary, c.maxTokens), [n, c.maxTokens], 'int64');
   }
 
-  paramFeeds(): Record<string, ort.Tensor> {
+  /** The image and instruction encoder apart from the head (pg.ts trains the head on cached features when the encoder is frozen). */
+  encoderSplit(): EncoderSplit {
+    return { paramNames: this.encoderParamNames(), dim: this.featureDim, encode: (ctx, n) => this.encode(ctx, n), head: (obs, f) => this.head(obs, f) };
+  }
+
+  /** N x featureDim: the encoder's features of N steps' images and instructions, in batches of ENCODE_ROWS. */
+  async encode(ctx: PolicyContext | undefined, n: number): Promise<Float32Array> {
+    const c = this.config, px = c.image.height * c.image.width * 3, F = this.featureDim;
+    if (!ctx?.images || ctx.images.length !== n * px) throw new Error(`vla.encode: needs ${n} images of ${c.image.height}x${c.image.width}x3, got ${ctx?.images?.length ?? 0} bytes`);
+    if (ctx.instructions?.length !== n) throw new Error(`vla.encode: needs ${n} instructions, got ${ctx.instructions?.length ?? 0}`);
+    if (!this.encodeProgram) {
+      const g = new Graph();
+      const gc = this.graphContext(g);
+      const features = this.features(gc.image, gc.tokens);
+      const params = this.encoderParamNames().map((name) => ({ name, tensor: g.params.get(name)! }));
+      this.encodeProgram = await Program.fromSpec({ inputs: [{ name: 'image', tensor: gc.image }, { name: 'tokens', tensor: gc.tokens }, ...params], outputs: [{ name: 'features', tensor: features }], graphName: 'vla_encode' }, { threads: 1 });
+    }
+    const params = this.paramFeeds(this.encoderParamNames());
+    const out = new Float32Array(n * F);
+    for (let s = 0; s < n; s += ENCODE_ROWS) {
+      const e = Math.min(n, s + ENCODE_ROWS);
+      const r = await this.encodeProgram.run({ ...this.contextFeeds({ images: ctx.images.subarray(s * px, e * px), instructions: ctx.instructions.slice(s, e) }, e - s), ...params });
+      out.set(f32(r.features), s * F);
+    }
+    return out;
+  }
+
+  paramFeeds(names: readonly string[] = this.paramNames()): Record<string, ort.Tensor> {
     const feeds: Record<string, ort.Tensor> = {};
-    for (const n of this.paramNames()) {
+    for (const n of names) {
       const v = this.store.get(n);
       feeds[n] = tensor(v.data, v.shape);
     }
@@ -269,6 +300,7 @@ export class VlaPolicy implements Policy {
   async release(): Promise<void> {
     await this.actProgram?.release();
     await this.logProbProgram?.release();
-    this.actProgram = this.logProbProgram = null;
+    await this.encodeProgram?.release();
+    this.actProgram = this.logProbProgram = this.encodeProgram = null;
   }
 }

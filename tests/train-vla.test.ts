@@ -22,6 +22,7 @@ import { SimPrompts, simRobotTarget } from '../wmrl/sim-setup.js';
 import { trainStandard } from '../wmrl/train_standard.js';
 import { trainWmrl, type WmrlConfig } from '../wmrl/train_wmrl.js';
 import { exploratoryEpisodes } from '../sim/index.js';
+import { withoutEncoderSplit } from './helpers/policies.js';
 
 const S = 16;
 const dir = mkdtempSync(join(tmpdir(), 'train-vla-'));
@@ -132,6 +133,49 @@ describe('ClippedPolicyGradient on a VLA', () => {
     // The store holds the trained head after the reference pass, not the reference's.
     expect(head.some((n) => Array.from(vla.store.get(n).data).some((v, j) => v !== snapshot[vla.paramNames().indexOf(n)]![j]))).toBe(true);
     await pg.release();
+  }, 60_000);
+
+  it('a frozen encoder runs once an update: the head trained on its features moves as the head trained through the encoder', async () => {
+    // Four start states, each with its own noise image; 4 epochs of 3 minibatches under the KL penalty, so the
+    // features are reused across epochs and minibatches and the reference's log-probabilities are read from them.
+    const M = 96, D = vla.obsDim, A = vla.actDim, px = S * S * 3;
+    const rng = new Rng(8);
+    const obs = new Float32Array(M * D), images = new Uint8Array(M * px), instructions: string[] = [];
+    for (let i = 0; i < M; i++) {
+      const o = env.reset(200 + (i % 4));
+      obs.set(o.state, i * D);
+      images.set(i < 4 ? Uint8Array.from({ length: px }, () => Math.floor(rng.uniform(0, 256))) : images.subarray((i % 4) * px, (i % 4 + 1) * px), i * px);
+      instructions.push(o.instruction);
+    }
+    fresh();
+    const r = await vla.act(obs, Float32Array.from({ length: M * A }, () => rng.normal()), { images, instructions });
+    const advantage = Float32Array.from({ length: M }, (_, i) => Math.sign(r.action[i * A]! - r.mean[i * A]!));
+    const batch: PgBatch = { obs, action: r.action, oldLogProb: r.logProb, advantage, weight: new Float32Array(M).fill(1), images, instructions };
+    const config = { ...DEFAULT_PG_CONFIG, optimizer: { lr: 3e-3, clipNorm: 0.5 }, epochs: 4, minibatch: 32, klCoef: 0.5 };
+    const head = vla.headParamNames();
+    // The same VLA without its split: the update's graph runs the encoder on every minibatch.
+    const whole = withoutEncoderSplit(vla);
+    const results: Array<{ head: number[][]; stats: Awaited<ReturnType<ClippedPolicyGradient['update']>> }> = [];
+    for (const policy of [vla, whole]) {
+      fresh();
+      const pg = await ClippedPolicyGradient.create(policy, config, { trainable: head });
+      await pg.update(batch, new Rng(9));
+      const stats = await pg.update(batch, new Rng(10));
+      results.push({ head: head.map((n) => Array.from(vla.store.get(n).data)), stats });
+      await pg.release();
+    }
+    const [split, through] = results as [typeof results[0], typeof results[0]];
+    expect(split.stats.minibatches).toBe(12);
+    expect(split.stats.refKl).toBeGreaterThan(1e-4);
+    expect(Math.abs(split.stats.refKl! - through.stats.refKl!)).toBeLessThan(1e-3 * through.stats.refKl!);
+    expect(Math.abs(split.stats.approxKl - through.stats.approxKl)).toBeLessThan(1e-5);
+    let moved = 0, diff = 0;
+    split.head.forEach((v, i) => v.forEach((x, j) => { moved = Math.max(moved, Math.abs(x - snapshot[vla.paramNames().indexOf(head[i]!)]![j]!)); diff = Math.max(diff, Math.abs(x - through.head[i]![j]!)); }));
+    expect(moved).toBeGreaterThan(1e-3);
+    expect(diff).toBeLessThan(1e-5);
+    // The encoder's features are the ones forward reads: wrong images are refused by name.
+    await expect(vla.encode({ images: images.subarray(px), instructions }, M)).rejects.toThrow(/vla.encode: needs 96 images of 16x16x3, got 72960 bytes/);
+    await expect(vla.encode({ images, instructions: instructions.slice(1) }, M)).rejects.toThrow(/vla.encode: needs 96 instructions, got 95/);
   }, 60_000);
 
   it('pgBatch carries each step\'s image and instruction, and refuses a mix of rollouts with and without', () => {
