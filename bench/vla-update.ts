@@ -11,7 +11,7 @@ import type { VlaPolicy } from '../policies/vla.js';
 import { makeEnv } from '../sim/index.js';
 import { withoutEncoderSplit } from '../tests/helpers/policies.js';
 import { fmt, median, type BenchOptions, type BenchReport } from './lib/report.js';
-import { COMMAND_HISTORY, S, TASKS, VLA_HIDDEN, benchVla, vlaPgConfig } from './vla.js';
+import { S, TASKS, VLA_HIDDEN, benchVla, gapRobot, vlaPgConfig } from './vla.js';
 
 const VARIANTS = [
   { name: 'through_encoder', label: 'through the encoder (every minibatch)' },
@@ -20,7 +20,7 @@ const VARIANTS = [
 
 /** A batch of `rollouts` x the task's horizon steps: gap-robot states under random actions, their camera images and instructions. */
 async function updateBatch(task: (typeof TASKS)[number], vla: VlaPolicy, rollouts: number, horizon: number | null, rng: Rng): Promise<{ batch: PgBatch; steps: number }> {
-  const env = await makeEnv({ task, profile: 'gap', image: S, commandHistory: COMMAND_HISTORY, seed: 0 });
+  const env = await makeEnv({ ...gapRobot(task), seed: 0 });
   try {
     const H = horizon ?? env.horizon, M = rollouts * H, D = vla.obsDim, A = vla.actDim, px = S * S * 3;
     const obs = new Float32Array(M * D), images = new Uint8Array(M * px), instructions: string[] = [];
@@ -62,7 +62,7 @@ export async function run(o: BenchOptions): Promise<BenchReport> {
   const rows: Row[] = [];
   for (const task of TASKS) {
     o.progress(done, total, `${task}: batch`);
-    const probe = await makeEnv({ task, profile: 'gap', image: S, commandHistory: COMMAND_HISTORY });
+    const probe = await makeEnv(gapRobot(task));
     const D = probe.observationSpace.state.shape[0];
     const vla = benchVla(probe, VLA_HIDDEN[task])(new Array<number>(D).fill(0), new Array<number>(D).fill(1));
     probe.dispose();

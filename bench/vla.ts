@@ -92,6 +92,8 @@ export type CloneScale = (typeof CLONE)['full']['reach'];
  * from 1000 (bench/results/bc-scale.md).
  */
 export const COMMAND_HISTORY = LATENCY;
+/** The robot every row runs on: the task under the gap profile, its S x S camera, its last COMMAND_HISTORY commands in its observation. */
+export const gapRobot = (task: (typeof TASKS)[number]) => ({ task, profile: 'gap', image: S, commandHistory: COMMAND_HISTORY });
 export const VLA_CLONE = {
   full: { reach: { ...CLONE.full.reach, demos: 160 }, push: { ...CLONE.full.push, demos: 1000 } },
   quick: CLONE.quick,
@@ -207,7 +209,7 @@ export const benchMlp = (env: Env) => (obsMean: number[], obsStd: number[]) => n
  * the robot's observation ends with its last this many commands.
  */
 export async function cloneOnGap<P extends Policy>(task: (typeof TASKS)[number], split: EvaluationSplit, C: CloneScale, make: (env: Env) => (obsMean: number[], obsStd: number[]) => P, onRound: (round: number) => void, commandHistory = 0): Promise<{ vla: P; loss: number; steps: number; demoSuccess: number }> {
-  const recording = await makeEnv({ task, profile: 'gap', image: S, commandHistory });
+  const recording = await makeEnv({ ...gapRobot(task), commandHistory });
   try {
     return await cloneVla(make(recording), recording, LATENCY, split.train.slice(0, C.demos), C.daggerRounds, C.daggerEpisodes, C.bcEpochs, onRound);
   } finally {
@@ -633,8 +635,9 @@ interface SetupMeasured {
 
 /**
  * The setup cache's folder (`VLA_SETUP_CACHE`, default bench/.cache/vla, git-ignored): one subfolder per task, scale and
- * setupKey, holding the clone with its latent face (vla.safetensors), the world model (model.safetensors) and what the
- * setup measured (measured.json). A run whose setup is cached skips behaviour cloning, the world model's fit, the face's
+ * setupKey, holding the clone with its latent face (vla.safetensors) and what the setup measured (measured.json), beside
+ * its two parts' folders (`.clone`: the clone; `.model`: the fitted world model, model.safetensors, which the whole
+ * setup reads its model from). A run whose setup is cached skips behaviour cloning, the world model's fit, the face's
  * distillation and the clone's evaluations (push: about an hour of a core); the exploratory episodes are drawn again.
  */
 export const setupCacheRoot = () => process.env.VLA_SETUP_CACHE || fileURLToPath(new URL('./.cache/vla', import.meta.url));
@@ -652,7 +655,7 @@ export function setupKey(task: (typeof TASKS)[number], q: boolean): string {
   if (known) return known;
   const h = createHash('sha256');
   hashSources(h, ['common', 'nn', 'sim', 'policies', 'worldmodel'], ['wmrl/sim-setup.ts', 'wmrl/embodied.ts', 'package-lock.json']);
-  for (const fn of [taskSetup, clonePart, modelPart, cloneOnGap, cloneVla, benchVla, distillStates, expertOn, imaginationGaps, vlaSplit, SplitPrompts, benchScale, evalEpisodes]) h.update(fn.toString());
+  for (const fn of [taskSetup, clonePart, modelPart, cloneOnGap, gapRobot, cloneVla, benchVla, distillStates, expertOn, imaginationGaps, vlaSplit, SplitPrompts, benchScale, evalEpisodes]) h.update(fn.toString());
   h.update(JSON.stringify({ task, q, S, LATENCY, COMMAND_HISTORY, VLA_CLONE, VLA_HIDDEN, DEFAULT_PRETRAIN, node: process.version, arch: process.arch }));
   const key = h.digest('hex').slice(0, 24);
   setupKeys.set(id, key);
@@ -803,7 +806,7 @@ async function clonePart(task: (typeof TASKS)[number], q: boolean, split: Evalua
   const dir = setupDir(task, q, 'clone');
   const saved = readJson<CloneMeasured>(join(dir, 'clone.json'));
   if (saved) {
-    const layout = await makeEnv({ task, profile: 'gap', image: S, commandHistory: COMMAND_HISTORY });
+    const layout = await makeEnv(gapRobot(task));
     try {
       const vla = benchVla(layout, VLA_HIDDEN[task])(saved.obsMean, saved.obsStd);
       loadCached(join(dir, 'vla.safetensors'), (f) => vla.store.load(f));
@@ -847,10 +850,11 @@ async function modelPart(task: (typeof TASKS)[number], q: boolean, progress: (la
 
 /**
  * Builds and caches one part of a task's setup (bench vla's `--task` run builds the two side by side, one process
- * each, before its rows' processes read them), unless the whole setup or that part is cached already.
+ * each, before its rows' processes read them), unless that part is cached already, or (the clone) the whole setup,
+ * which holds the clone with its face; the whole setup reads its world model from the model's part.
  */
 export async function buildSetupPart(task: (typeof TASKS)[number], q: boolean, part: SetupPart, progress: (label: string) => void): Promise<void> {
-  if (setupCached(task, q) || existsSync(join(setupDir(task, q, part), PART_MARKER[part]))) return;
+  if ((part === 'clone' && setupCached(task, q)) || existsSync(join(setupDir(task, q, part), PART_MARKER[part]))) return;
   if (part === 'clone') {
     const { vla } = await clonePart(task, q, await vlaSplit(task, q), progress);
     await vla.release();
@@ -877,11 +881,11 @@ async function taskSetup(task: (typeof TASKS)[number], q: boolean, progress: (do
   const split = await vlaSplit(task, q);
   const C = VLA_CLONE[q ? 'quick' : 'full'][task];
   const clone = saved ? null : await clonePart(task, q, split, (label) => progress(0, label));
-  progress(1, `${task}: world model${saved ? ' (its exploratory episodes; the fitted model is cached)' : ''}`);
-  // A cached setup draws the model's exploratory episodes again (simData: what WMRL's refits and imagination's starts read) and fits nothing.
-  const pre = saved ? { ...(await pretrainWorldModel({ ...benchScale(q).wm, task, seed: 0, commandHistory: COMMAND_HISTORY, fit: false })), wmValLoss: saved.wmValLoss } : await modelPart(task, q, (label) => progress(1, label));
+  progress(1, `${task}: world model`);
+  // The model's part, cached or fitted (a cached one draws the exploratory episodes again, simData: what WMRL's refits and imagination's starts read, and fits nothing).
+  const pre = await modelPart(task, q, (label) => progress(1, label));
   progress(2, `${task}: evaluating the clone`);
-  const robotEnv = await makeEnv({ task, profile: 'gap', image: S, commandHistory: COMMAND_HISTORY });
+  const robotEnv = await makeEnv(gapRobot(task));
   const twin = await SceneTwin.create(task, S, { commandHistory: COMMAND_HISTORY });
   const sim = await SimPrompts.create(task, 'nominal', { commandHistory: COMMAND_HISTORY });
   // The rank agreement's start states: training seeds no demonstration and no prompt uses. The prompts take the
@@ -894,10 +898,8 @@ async function taskSetup(task: (typeof TASKS)[number], q: boolean, progress: (do
     const vla = benchVla(robotEnv, VLA_HIDDEN[task])(saved.obsMean, saved.obsStd);
     const face = LatentVla.declare(vla, P.distill.hidden);
     loadCached(join(dir, 'vla.safetensors'), (f) => vla.store.load(f));
-    const model = await readModel(join(dir, 'model.safetensors'), pre.model);
-    await pre.model.release();
     progress(3, `${task}: setup read from ${dir} (the clone: ${Math.round(100 * saved.bc.heldOutStates.success)}% of held-out states)`);
-    return { ...common, vla, face, model, measured: saved };
+    return { ...common, vla, face, model: pre.model, measured: saved };
   }
   const vla = clone!.vla;
   const bc = await evaluateHeldOut(robotEnv, vla, split);
@@ -912,7 +914,6 @@ async function taskSetup(task: (typeof TASKS)[number], q: boolean, progress: (do
   const measured: SetupMeasured = { obsMean: [...vla.config.obsMean], obsStd: [...vla.config.obsStd], bc, expert, demonstrator, demoSuccess: clone!.demoSuccess, bcLoss: clone!.loss, demoSteps: clone!.steps, wmValLoss: pre.wmValLoss, latent, gaps };
   writeCached(dir, 'measured.json', (part) => {
     vla.store.save(join(part, 'vla.safetensors'));
-    pre.model.save(join(part, 'model.safetensors'));
     writeFileSync(join(part, 'measured.json'), toJson(measured));
   });
   return { ...common, vla, face, model: pre.model, measured };
@@ -947,7 +948,7 @@ export async function runTask(task: (typeof TASKS)[number], q: boolean, progress
       vla.paramNames().forEach((n, i) => vla.store.set(n, policy0[i]!));
       model.store.names().forEach((n, i) => model.store.set(n, model0[i]!));
       // WMRL's robot episodes are recorded: its refits learn the robot's dynamics from them.
-      const target = sparse(await simRobotTarget({ task, profile: 'gap', robots: 1, resetSeconds: 5, seed, image: S, commandHistory: COMMAND_HISTORY, ...(row === 'wmrl' ? { store: join(tmp, `${task}-wmrl.sqlite`) } : {}) }));
+      const target = sparse(await simRobotTarget({ ...gapRobot(task), robots: 1, resetSeconds: 5, seed, ...(row === 'wmrl' ? { store: join(tmp, `${task}-wmrl.sqlite`) } : {}) }));
       // sparse_only trains the VLA on its camera; the imagining rows train the VLA on the twin's renders or its
       // latent face (the same head), as IMAGINE declares for the task.
       const viaTwin = IMAGINE[task] === 'twin';
@@ -1014,7 +1015,7 @@ export async function runTask(task: (typeof TASKS)[number], q: boolean, progress
 
     // The deployed artifact at batch 1, as a robot runs it (onnxruntime-node, the robot's camera and instruction).
     {
-      const robot = await SimRobot.create({ task, profile: 'gap', seed: 0, image: S, commandHistory: COMMAND_HISTORY });
+      const robot = await SimRobot.create({ ...gapRobot(task), seed: 0 });
       const path = join(tmp, `${task}-vla.onnx`);
       exportPolicyArtifact(vla, path, { layout: robot.env.layout, action: robot.spec.action, controlHz: robot.spec.controlHz, policyVersion: 'bench-vla', runId: 'bench' });
       const deployed = await OnnxPolicy.load(path, robot.spec);
