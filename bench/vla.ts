@@ -150,8 +150,11 @@ export const KL_BETA: Record<(typeof TASKS)[number], number> = { reach: 0, push:
  * 34/43/36/33% of held-out states every 75 updates and dense only 41/37/37/40%, through the twin (bench/results/
  * vla-push.md, 160 updates) WMRL 37/39/35/37% and dense only 35/33/39/40%, against the clone's 38%. Its 300-step
  * rollouts render 38 400 images an update: push's WMRL takes about 25 s an update through the twin (dense only about
- * 21 s) beside the other row, against about 9 s through the face. β (KL_BETA) and the learning rate were chosen while
- * reach imagined through the face, and are not re-swept for the twin.
+ * 21 s) beside the other row, against about 9 s through the face. Those times are from before the head's update ran on
+ * the frozen encoder's cached features (51fbd0a, bench vla-update: the same head, 3.1x / 3.5x faster updates): since,
+ * a WMRL update through the twin takes about 4-5 s on reach and about 14 s on push, most of it the imagination's
+ * renders (scratch timings on 9223b05 with another run on the other core). β (KL_BETA) and the learning rate were
+ * chosen while reach imagined through the face, and are not re-swept for the twin.
  */
 export const IMAGINE: Record<(typeof TASKS)[number], 'twin' | 'face'> = { reach: 'twin', push: 'twin' };
 
