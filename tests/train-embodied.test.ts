@@ -10,7 +10,7 @@ import { correctorConfig, type CorrectorState } from '../wmrl/corrector.js';
 import { RobotClock, pgBatch, type RobotEpisode } from '../wmrl/embodied.js';
 import { DEFAULT_PRETRAIN, SimPrompts, heldOutEvaluation, pretrain, simRobotTarget, type Pretrained } from '../wmrl/sim-setup.js';
 import { trainStandard } from '../wmrl/train_standard.js';
-import { trainWmrl, type WmrlConfig } from '../wmrl/train_wmrl.js';
+import { relabelScore, trainWmrl, type WmrlConfig } from '../wmrl/train_wmrl.js';
 import { replayScore } from '../worldmodel/index.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'train-'));
@@ -52,7 +52,7 @@ describe('embodied trainers (tiny budget, reach on the gap robot)', () => {
   const base = { updates: 2, prompts: 3, groupSize: 2, evalEvery: 2, promptSeed0: 1_000_000, seed: 3 };
   const wmrlConfig = (over: Partial<WmrlConfig> = {}): WmrlConfig => ({
     ...base, corrector: correctorConfig({ debias: { minPairs: 2, refitEvery: 2 } }), horizon: 100, scoreMode: 'return', scoreK: 5, successThreshold: 0.5,
-    refitEvery: 1, refitEpochs: 1, refitRolloutSteps: 8, refitRolloutWindows: 128, simWeight: 0.25, robotRewards: 'dense', actionDelay: 'identify', maxActionDelay: 5, context: 'identify', alarmWindow: 2, alarmGap: 0.9, ...over,
+    refitEvery: 1, refitEpochs: 1, refitRolloutSteps: 8, refitRolloutWindows: 128, simWeight: 0.25, robotRewards: 'dense', anchorScore: 'robot', actionDelay: 'identify', maxActionDelay: 5, context: 'identify', alarmWindow: 2, alarmGap: 0.9, ...over,
   });
 
   it('standard GRPO runs every group on the robot and records each episode', async () => {
@@ -177,6 +177,27 @@ describe('embodied trainers (tiny budget, reach on the gap robot)', () => {
     const sorted = (xs: number[]) => [...xs].sort((a, b) => a - b);
     sorted(pairs).forEach((x, i) => expect(x).toBeCloseTo(sorted(first)[i]!, 4));
     expect(sorted(pairs).some((x, i) => Math.abs(x - sorted(whole)[i]!) > 1e-3)).toBe(true);
+    await pg.release();
+    await target.close();
+  }, 120_000);
+
+  it('anchorScore relabel: an anchor\'s real score is the world model\'s reward over its recorded steps, not the robot\'s return', async () => {
+    fresh();
+    const target = await simRobotTarget({ task: 'reach', profile: 'gap', robots: 1, resetSeconds: 5, seed: 0, store: join(dir, 'relabel.db') });
+    using prompts = await SimPrompts.create('reach');
+    const pg = await ClippedPolicyGradient.create(pre.policy, pgConfig);
+    const anchors: RobotEpisode[] = [];
+    // No refit, delay and context as given: the model stays as the run used it.
+    const st = await trainWmrl({ config: wmrlConfig({ horizon: 10, refitEvery: 0, actionDelay: 1, context: 'fixed', anchorScore: 'relabel' }), policy: pre.policy, pg, model: pre.model, simData: pre.simData, target, prompts, hooks: { onEpisode: (ep) => anchors.push(ep) } });
+    const real = (st.extra as { corrector: { debiaser: { buffer: Array<{ real: number }> } } }).corrector.debiaser.buffer.map((p) => p.real);
+    const A = target.robot.spec.action.low.length, D = pre.policy.obsDim;
+    const relabels: number[] = [];
+    for (const ep of anchors) relabels.push(await relabelScore(pre.model, { states: ep.obs.subarray(0, (ep.steps + 1) * D), actions: asActed(ep, A) }, { steps: Math.min(ep.steps, 10), actionDelay: 1 }));
+    expect(real.length).toBe(anchors.length);
+    const sorted = (xs: number[]) => [...xs].sort((a, b) => a - b);
+    sorted(real).forEach((x, i) => expect(x).toBeCloseTo(sorted(relabels)[i]!, 4));
+    // Not the robot's dense return over the episode.
+    expect(sorted(real).some((x, i) => Math.abs(x - sorted(anchors.map((e) => e.return))[i]!) > 1e-3)).toBe(true);
     await pg.release();
     await target.close();
   }, 120_000);

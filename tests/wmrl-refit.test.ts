@@ -2,7 +2,7 @@
 // robot reports only success, and the sim data at its weight.
 import { describe, expect, it } from 'vitest';
 import { EnsembleModel, type Transitions } from '../worldmodel/index.js';
-import { refitTransitions } from '../wmrl/train_wmrl.js';
+import { refitTransitions, relabelScore } from '../wmrl/train_wmrl.js';
 
 const D = 2, A = 1;
 
@@ -48,6 +48,34 @@ describe('refitTransitions', () => {
     // A delay longer than the episode applies none of its commands.
     expect(Array.from(refitTransitions([episode(2)], model, { robotRewards: 'dense', simData: sim, simWeight: 0, actionDelay: 4 }).action)).toEqual([0, 0]);
     expect(() => refitTransitions([episode(5)], model, { robotRewards: 'dense', simData: sim, simWeight: 0, actionDelay: 1.5 })).toThrow(/actionDelay must be a whole number of control steps, got 1.5/);
+    await model.release();
+  });
+
+  it('relabelScore: the model\'s reward over the first steps of a real episode, its commands as late as the delay, under the model\'s context, the members\' mean', async () => {
+    const model = new EnsembleModel({ dObs: D, dAct: A, members: 2, hidden: [4], actionHistory: 2, contextNames: ['log gain'], seed: 1 });
+    model.setContext([0.3]);
+    const ep = episode(6);
+    // What the model predicts on the rows a refit would fit (refitTransitions, tested above), summed per member.
+    const reference = async (steps: number, delay: number) => {
+      const e = { states: ep.states.slice(0, (steps + 1) * D), actions: ep.actions.slice(0, steps * A), rewards: ep.rewards.slice(0, steps), success: new Float32Array(steps) };
+      const t = refitTransitions([e], model, { robotRewards: 'dense', simData: sim, simWeight: 0, actionDelay: delay });
+      const p = await model.predict(t.obs, t.action, t.history, t.context);
+      return Array.from(p.reward).reduce((a, b) => a + b, 0) / 2;
+    };
+    const whole = await relabelScore(model, ep, { steps: 6, actionDelay: 2 });
+    expect(whole).toBeCloseTo(await reference(6, 2), 5);
+    // The first 4 steps only; the commands on time; another context: each a different score.
+    const first = await relabelScore(model, ep, { steps: 4, actionDelay: 2 });
+    expect(first).toBeCloseTo(await reference(4, 2), 5);
+    expect(Math.abs(first - whole)).toBeGreaterThan(1e-4);
+    const onTime = await relabelScore(model, ep, { steps: 6, actionDelay: 0 });
+    expect(onTime).toBeCloseTo(await reference(6, 0), 5);
+    expect(Math.abs(onTime - whole)).toBeGreaterThan(1e-4);
+    model.setContext([-0.3]);
+    expect(Math.abs((await relabelScore(model, ep, { steps: 6, actionDelay: 2 })) - whole)).toBeGreaterThan(1e-4);
+    expect(await relabelScore(model, ep, { steps: 0, actionDelay: 2 })).toBe(0);
+    await expect(relabelScore(model, ep, { steps: 7, actionDelay: 0 })).rejects.toThrow(/holds 7 states and 6 actions, fewer than 7 steps need/);
+    await expect(relabelScore(model, ep, { steps: 6, actionDelay: -1 })).rejects.toThrow(/actionDelay must be a whole number of control steps, got -1/);
     await model.release();
   });
 });

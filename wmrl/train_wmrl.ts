@@ -76,6 +76,25 @@ export interface WmrlConfig {
    */
   robotRewards: 'dense' | 'success';
   /**
+   * An anchor episode's real score, what its group's advantages and the Corrector's pairs take as the truth:
+   *   'robot':   the robot's recorded return (its own measurement: on a robot that reports only success, that success);
+   *   'relabel': the world model's reward summed over the episode's recorded transitions (`relabelScore`: the states
+   *              the robot reported, the policy's commands as late as imagination feeds them, under the identified
+   *              context), over the steps a replay covers: a dense score of what really happened, for a robot that
+   *              measures only success. The robot still decides where the episode ends (its success ends it), and the
+   *              reward-hacking alarm still compares with its measured success. Its error is the reward head's on real
+   *              states, one step each, not imagination's compounding one: on bench vla's push (the clone's groups of 8
+   *              on the gap robot, 24 starts) it ranks each group's episodes as their true dense return does (mean
+   *              within-group Spearman 0.98, scratch), where the VLA imagined on the twin from the same starts under the
+   *              same noise ranks them against the robot's at 0.07 (bench/results/vla-push.md). What it does not do
+   *              alone: bench vla's push WMRL with relabeled anchors (β 0, RL log-std -1.6, 2 anchor groups an update)
+   *              held 36/39/36/38% of held-out states at updates 40/80/120/160, the clone's 38%, while standard GRPO
+   *              on 2 robot groups an update scored by their true dense return rose to 40/38/47/48% (by their sparse
+   *              success: 39/39/32/39%; scratch runs from the cached setup, RL seed 0): the 16 imagined groups an
+   *              update, which rank at about 0, drown the anchors' signal.
+   */
+  anchorScore: 'robot' | 'relabel';
+  /**
    * The robot's actuation delay in control steps, which a model pretrained on the sim lacks
    * (worldmodel/delay.ts): a number, or 'identify' — the d in [0, maxActionDelay] under which the model best
    * explains the latest anchor episodes when fed the policy's actions d steps late (one-step likelihood),
@@ -117,6 +136,7 @@ export const DEFAULT_WMRL: Omit<WmrlConfig, 'horizon'> = {
   refitRolloutWindows: 16_384,
   simWeight: 0.25,
   robotRewards: 'dense',
+  anchorScore: 'robot',
   actionDelay: 'identify',
   maxActionDelay: 5,
   context: 'identify',
@@ -206,6 +226,28 @@ export function refitTransitions(
   }
   if (o.simWeight > 0) buf.add({ ...o.simData, weight: (o.simData.weight ?? new Float32Array(o.simData.reward.length).fill(1)).map((w) => w * o.simWeight) });
   return buf.transitions();
+}
+
+/**
+ * The world model's dense reward summed over an episode's first `steps` recorded transitions, the members' mean: each
+ * step's reward predicted from the state the robot reported and the command applied then (the commands as sent,
+ * `actionDelay` control steps late, nothing before the first), under the model's current context. One step each,
+ * teacher-forced on the real states: no error compounds, as it does in an imagined or replayed rollout.
+ */
+export async function relabelScore(model: EnsembleModel, episode: { states: Float32Array; actions: Float32Array }, o: { steps: number; actionDelay: number }): Promise<number> {
+  const T = o.steps, D = model.dObs, A = model.dAct, d = o.actionDelay;
+  if (!(Number.isInteger(T) && T >= 0)) throw new Error(`relabelScore: steps must be a whole number, got ${T}`);
+  if (!(Number.isInteger(d) && d >= 0)) throw new Error(`relabelScore: actionDelay must be a whole number of control steps, got ${d}`);
+  if (episode.states.length < (T + 1) * D || episode.actions.length < T * A) throw new Error(`relabelScore: the episode holds ${episode.states.length / D} states and ${episode.actions.length / A} actions, fewer than ${T} steps need`);
+  if (T === 0) return 0;
+  const actions = episode.actions.subarray(0, T * A);
+  const buf = new TransitionBuffer(D, A, model.actionHistory, model.contextDim);
+  buf.addEpisode({ states: episode.states.subarray(0, (T + 1) * D), actions: d > 0 ? delayActions(actions, 1, A, d) : actions, rewards: new Float32Array(T), success: new Float32Array(T), ...(model.contextDim > 0 ? { context: model.context } : {}) });
+  const t = buf.transitions();
+  const p = await model.predict(t.obs, t.action, t.history, t.context);
+  let sum = 0;
+  for (const r of p.reward) sum += r;
+  return sum / model.members;
 }
 
 export async function trainWmrl(run: WmrlRun): Promise<RunState> {
@@ -301,7 +343,12 @@ export async function trainWmrl(run: WmrlRun): Promise<RunState> {
         }
         return s;
       }));
-      return { real: eps.map((ep) => (ep.status === 'complete' ? ep.return : null)), worldModel };
+      // The pair's real score: the robot's return, or the world model's dense reward over the same steps of the real episode.
+      const realScores = await Promise.all(eps.map(async (ep, k) => {
+        if (ep.status !== 'complete') return null;
+        return c.anchorScore === 'relabel' ? relabelScore(model, acted[k]!, { steps: Math.min(ep.steps, H), actionDelay: env.actionDelay }) : ep.return;
+      }));
+      return { real: realScores, worldModel };
     },
   };
   // The exploitation guard's context of a group: its prompt's instruction (the task and its target), which recurs
