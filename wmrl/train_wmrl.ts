@@ -230,8 +230,9 @@ export function refitTransitions(
 
 /**
  * The world model's dense reward summed over an episode's first `steps` recorded transitions, the members' mean: each
- * step's reward predicted from the state the robot reported and the command applied then (the commands as sent,
- * `actionDelay` control steps late, nothing before the first), under the model's current context. One step each,
+ * step's reward predicted from the state the robot reported and the command applied then (the episode's commands
+ * `actionDelay` control steps late, nothing before the first; the trainer passes the policy's commands as it acted
+ * them, as its replays do), under the model's current context. One step each,
  * teacher-forced on the real states: no error compounds, as it does in an imagined or replayed rollout.
  */
 export async function relabelScore(model: EnsembleModel, episode: { states: Float32Array; actions: Float32Array }, o: { steps: number; actionDelay: number }): Promise<number> {
