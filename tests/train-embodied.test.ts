@@ -55,6 +55,26 @@ describe('embodied trainers (tiny budget, reach on the gap robot)', () => {
     refitEvery: 1, refitEpochs: 1, refitRolloutSteps: 8, refitRolloutWindows: 128, simWeight: 0.25, robotRewards: 'dense', anchorScore: 'robot', actionDelay: 'identify', maxActionDelay: 5, context: 'identify', alarmWindow: 2, alarmGap: 0.9, ...over,
   });
 
+  /**
+   * A WMRL run imagining 10 steps whose model nothing changes (no refit, context fixed, delay as `over` gives), so its
+   * anchors' scores can be redone after: the debiasing map's pairs and the anchor episodes.
+   */
+  const pairedRun = async (name: string, over: Partial<WmrlConfig>) => {
+    fresh();
+    const target = await simRobotTarget({ task: 'reach', profile: 'gap', robots: 1, resetSeconds: 5, seed: 0, store: join(dir, `${name}.db`) });
+    using prompts = await SimPrompts.create('reach');
+    const pg = await ClippedPolicyGradient.create(pre.policy, pgConfig);
+    const anchors: RobotEpisode[] = [];
+    try {
+      const st = await trainWmrl({ config: wmrlConfig({ horizon: 10, refitEvery: 0, context: 'fixed', ...over }), policy: pre.policy, pg, model: pre.model, simData: pre.simData, target, prompts, hooks: { onEpisode: (ep) => anchors.push(ep) } });
+      const pairs = (st.extra as { corrector: { debiaser: { buffer: Array<{ wm: number; real: number }> } } }).corrector.debiaser.buffer;
+      return { pairs, anchors, A: target.robot.spec.action.low.length, D: pre.policy.obsDim };
+    } finally {
+      await pg.release();
+      await target.close();
+    }
+  };
+
   it('standard GRPO runs every group on the robot and records each episode', async () => {
     fresh();
     const target = await simRobotTarget({ task: 'reach', profile: 'gap', robots: 1, resetSeconds: 5, seed: 0, store: join(dir, 'std.db') });
@@ -156,15 +176,8 @@ describe('embodied trainers (tiny budget, reach on the gap robot)', () => {
   }, 120_000);
 
   it('an anchor\'s world-model score replays the steps a short imagination covers, not the whole episode', async () => {
-    fresh();
-    const target = await simRobotTarget({ task: 'reach', profile: 'gap', robots: 1, resetSeconds: 5, seed: 0, store: join(dir, 'short.db') });
-    using prompts = await SimPrompts.create('reach');
-    const pg = await ClippedPolicyGradient.create(pre.policy, pgConfig);
-    // Nothing changes the model during the run (no refit, delay and context as given), so its replays can be redone after.
-    const anchors: RobotEpisode[] = [];
-    const st = await trainWmrl({ config: wmrlConfig({ horizon: 10, refitEvery: 0, actionDelay: 0, context: 'fixed' }), policy: pre.policy, pg, model: pre.model, simData: pre.simData, target, prompts, hooks: { onEpisode: (ep) => anchors.push(ep) } });
-    const pairs = (st.extra as { corrector: { debiaser: { buffer: Array<{ wm: number }> } } }).corrector.debiaser.buffer.map((p) => p.wm);
-    const A = target.robot.spec.action.low.length, D = pre.policy.obsDim;
+    const run = await pairedRun('short', { actionDelay: 0 });
+    const { anchors, A, D } = run, pairs = run.pairs.map((p) => p.wm);
     const first: number[] = [], whole: number[] = [];
     for (const ep of anchors) {
       // The recorded start and the policy's commands as it acted them.
@@ -177,20 +190,11 @@ describe('embodied trainers (tiny budget, reach on the gap robot)', () => {
     const sorted = (xs: number[]) => [...xs].sort((a, b) => a - b);
     sorted(pairs).forEach((x, i) => expect(x).toBeCloseTo(sorted(first)[i]!, 4));
     expect(sorted(pairs).some((x, i) => Math.abs(x - sorted(whole)[i]!) > 1e-3)).toBe(true);
-    await pg.release();
-    await target.close();
   }, 120_000);
 
   it('anchorScore relabel: an anchor\'s real score is the world model\'s reward over its recorded steps, not the robot\'s return', async () => {
-    fresh();
-    const target = await simRobotTarget({ task: 'reach', profile: 'gap', robots: 1, resetSeconds: 5, seed: 0, store: join(dir, 'relabel.db') });
-    using prompts = await SimPrompts.create('reach');
-    const pg = await ClippedPolicyGradient.create(pre.policy, pgConfig);
-    const anchors: RobotEpisode[] = [];
-    // No refit, delay and context as given: the model stays as the run used it.
-    const st = await trainWmrl({ config: wmrlConfig({ horizon: 10, refitEvery: 0, actionDelay: 1, context: 'fixed', anchorScore: 'relabel' }), policy: pre.policy, pg, model: pre.model, simData: pre.simData, target, prompts, hooks: { onEpisode: (ep) => anchors.push(ep) } });
-    const real = (st.extra as { corrector: { debiaser: { buffer: Array<{ real: number }> } } }).corrector.debiaser.buffer.map((p) => p.real);
-    const A = target.robot.spec.action.low.length, D = pre.policy.obsDim;
+    const run = await pairedRun('relabel', { actionDelay: 1, anchorScore: 'relabel' });
+    const { anchors, A, D } = run, real = run.pairs.map((p) => p.real);
     const relabels: number[] = [];
     for (const ep of anchors) relabels.push(await relabelScore(pre.model, { states: ep.obs.subarray(0, (ep.steps + 1) * D), actions: asActed(ep, A) }, { steps: Math.min(ep.steps, 10), actionDelay: 1 }));
     expect(real.length).toBe(anchors.length);
@@ -198,26 +202,16 @@ describe('embodied trainers (tiny budget, reach on the gap robot)', () => {
     sorted(real).forEach((x, i) => expect(x).toBeCloseTo(sorted(relabels)[i]!, 4));
     // Not the robot's dense return over the episode.
     expect(sorted(real).some((x, i) => Math.abs(x - sorted(anchors.map((e) => e.return))[i]!) > 1e-3)).toBe(true);
-    await pg.release();
-    await target.close();
   }, 120_000);
 
   it('an anchor\'s world-model score is the score imagination would give its actions: as late as imagination feeds them, ending at predicted success', async () => {
     const pairsOf = async (over: Partial<WmrlConfig>) => {
-      fresh();
-      const target = await simRobotTarget({ task: 'reach', profile: 'gap', robots: 1, resetSeconds: 5, seed: 0, store: join(dir, `late-${String(over.successThreshold)}.db`) });
-      using prompts = await SimPrompts.create('reach');
-      const pg = await ClippedPolicyGradient.create(pre.policy, pgConfig);
-      const anchors: RobotEpisode[] = [];
-      const st = await trainWmrl({ config: wmrlConfig({ horizon: 10, refitEvery: 0, actionDelay: 2, context: 'fixed', ...over }), policy: pre.policy, pg, model: pre.model, simData: pre.simData, target, prompts, hooks: { onEpisode: (ep) => anchors.push(ep) } });
-      const pairs = (st.extra as { corrector: { debiaser: { buffer: Array<{ wm: number }> } } }).corrector.debiaser.buffer.map((p) => p.wm);
-      const A = target.robot.spec.action.low.length, D = pre.policy.obsDim;
+      const run = await pairedRun(`late-${String(over.successThreshold)}`, { actionDelay: 2, ...over });
+      const { anchors, A, D } = run, pairs = run.pairs.map((p) => p.wm);
       const replays = [];
       for (const ep of anchors) replays.push(await replayScore(pre.model, ep.obs.subarray(0, D), asActed(ep, A).subarray(0, 10 * A), { k: 5, mode: 'return', actionDelay: 2 }));
       // The gap robot reports the commands as sent (Robot.act's contract), not what its actuators apply 3 steps later.
       expect(anchors.every((ep) => ep.sent.every((v, i) => v === asActed(ep, A)[i]))).toBe(true);
-      await pg.release();
-      await target.close();
       expect(pairs.length).toBe(replays.length);
       return { pairs, replays };
     };

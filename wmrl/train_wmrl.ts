@@ -205,6 +205,28 @@ const collapse = (row: Float32Array, T: number, mode: WmrlConfig['scoreMode'], K
 };
 
 /**
+ * The model's rows of the robot's episodes: each step's reported state, the command applied then (sent `actionDelay`
+ * control steps before; zeros before the first, as imagination starts its commands in flight) with the history before
+ * it, the model's current context when it has one; `rewardKnown` whether the rewards teach the reward head.
+ */
+function robotRows(
+  who: string,
+  episodes: ReadonlyArray<{ states: Float32Array; actions: Float32Array; rewards: Float32Array; success: Float32Array }>,
+  model: Pick<EnsembleModel, 'dObs' | 'dAct' | 'actionHistory' | 'contextDim' | 'context'>,
+  actionDelay: number,
+  rewardKnown: boolean,
+): TransitionBuffer {
+  const d = actionDelay;
+  if (!(Number.isInteger(d) && d >= 0)) throw new Error(`${who}: actionDelay must be a whole number of control steps, got ${actionDelay}`);
+  const buf = new TransitionBuffer(model.dObs, model.dAct, model.actionHistory, model.contextDim);
+  const ctx = model.contextDim > 0 ? model.context : undefined;
+  for (const e of episodes) {
+    buf.addEpisode({ states: e.states, actions: d > 0 ? delayActions(e.actions, 1, model.dAct, d) : e.actions, rewards: e.rewards, success: e.success, weight: 1, rewardKnown, ...(ctx ? { context: ctx } : {}) });
+  }
+  return buf;
+}
+
+/**
  * What a refit fits: the robot's recorded episodes, under the model's current (identified) context when it is
  * context-conditioned, their rewards teaching the reward head only when the robot's rewards are dense — plus the sim
  * data the model started from at `simWeight` per transition (0: left out). An episode records the commands the robot
@@ -217,13 +239,7 @@ export function refitTransitions(
   model: Pick<EnsembleModel, 'dObs' | 'dAct' | 'actionHistory' | 'contextDim' | 'context'>,
   o: { robotRewards: WmrlConfig['robotRewards']; simData: Transitions; simWeight: number; actionDelay?: number },
 ): Transitions {
-  const d = o.actionDelay ?? 0;
-  if (!(Number.isInteger(d) && d >= 0)) throw new Error(`wmrl refit: actionDelay must be a whole number of control steps, got ${o.actionDelay}`);
-  const buf = new TransitionBuffer(model.dObs, model.dAct, model.actionHistory, model.contextDim);
-  const ctx = model.contextDim > 0 ? model.context : undefined;
-  for (const e of episodes) {
-    buf.addEpisode({ states: e.states, actions: d > 0 ? delayActions(e.actions, 1, model.dAct, d) : e.actions, rewards: e.rewards, success: e.success, weight: 1, rewardKnown: o.robotRewards === 'dense', ...(ctx ? { context: ctx } : {}) });
-  }
+  const buf = robotRows('wmrl refit', episodes, model, o.actionDelay ?? 0, o.robotRewards === 'dense');
   if (o.simWeight > 0) buf.add({ ...o.simData, weight: (o.simData.weight ?? new Float32Array(o.simData.reward.length).fill(1)).map((w) => w * o.simWeight) });
   return buf.transitions();
 }
@@ -236,15 +252,12 @@ export function refitTransitions(
  * teacher-forced on the real states: no error compounds, as it does in an imagined or replayed rollout.
  */
 export async function relabelScore(model: EnsembleModel, episode: { states: Float32Array; actions: Float32Array }, o: { steps: number; actionDelay: number }): Promise<number> {
-  const T = o.steps, D = model.dObs, A = model.dAct, d = o.actionDelay;
+  const T = o.steps, D = model.dObs, A = model.dAct;
   if (!(Number.isInteger(T) && T >= 0)) throw new Error(`relabelScore: steps must be a whole number, got ${T}`);
-  if (!(Number.isInteger(d) && d >= 0)) throw new Error(`relabelScore: actionDelay must be a whole number of control steps, got ${d}`);
   if (episode.states.length < (T + 1) * D || episode.actions.length < T * A) throw new Error(`relabelScore: the episode holds ${episode.states.length / D} states and ${episode.actions.length / A} actions, fewer than ${T} steps need`);
   if (T === 0) return 0;
-  const actions = episode.actions.subarray(0, T * A);
-  const buf = new TransitionBuffer(D, A, model.actionHistory, model.contextDim);
-  buf.addEpisode({ states: episode.states.subarray(0, (T + 1) * D), actions: d > 0 ? delayActions(actions, 1, A, d) : actions, rewards: new Float32Array(T), success: new Float32Array(T), ...(model.contextDim > 0 ? { context: model.context } : {}) });
-  const t = buf.transitions();
+  const first = { states: episode.states.subarray(0, (T + 1) * D), actions: episode.actions.subarray(0, T * A), rewards: new Float32Array(T), success: new Float32Array(T) };
+  const t = robotRows('relabelScore', [first], model, o.actionDelay, false).transitions();
   const p = await model.predict(t.obs, t.action, t.history, t.context);
   let sum = 0;
   for (const r of p.reward) sum += r;
