@@ -129,9 +129,33 @@ export function vlaSplit(task: string, quick: boolean): Promise<EvaluationSplit>
  * 41/28/38/43% of held-out states at updates 20/40/60/80 under β 0.5, rose to 48/41/46% at 20/40/60 without the
  * penalty, and to 46/51/49% without it at an RL log-std of -1.6 (the clone's -1). Through the twin at those settings
  * (β 0, log-std -1.6, lr 1e-4) WMRL held 37/38% at updates 20/40 and dense only 39/31/33% at 20/40/60 (scratch runs
- * from the cached setup, RL seed 0, stopped there): the imagined signal, not the penalty, is what push lacks.
+ * from the cached setup, RL seed 0, stopped there): the imagined signal, not the penalty, is what push lacks. So push
+ * now goes without it too, at log-std -1.6 (RL_LOG_STD), its WMRL scoring its anchors densely (ANCHORS) and weighing its
+ * imagined groups by what they are worth on the robot (wmrlScale's imagined gate).
  */
-export const KL_BETA: Record<(typeof TASKS)[number], number> = { reach: 0, push: 0.5 };
+export const KL_BETA: Record<(typeof TASKS)[number], number> = { reach: 0, push: 0 };
+
+/**
+ * The VLA's log-std under RL per task, set on the clone before every RL row (null: the clone's, -1). Push's clone
+ * gained from a dense signal on the robot at -1.6 (KL_BETA) and not at -1; reach's WMRL did worse at -1.6 (20/27% of
+ * held-out states at updates 100/200 against 26/32%; scratch, RL seed 0).
+ */
+export const RL_LOG_STD: Record<(typeof TASKS)[number], number | null> = { reach: null, push: -1.6 };
+
+/**
+ * WMRL's anchors per task: groups an update on average (sparse only spends the same robot episodes), and what scores
+ * them (WmrlConfig.anchorScore). Reach: one group every other update, scored by the robot's success (its dense reward
+ * does not carry reach's success, hold within 3 cm: the dense oracle did worse than WMRL and relabeled anchors hurt,
+ * 19/27% at updates 100/200). Push: its only informative model signal is the reward head on the robot's own states
+ * (the relabel; 0.98 against the true dense return within the clone's groups, where imagination ranks them at about
+ * 0.07), and a dense score lifts push's clone at a budget of 2 groups an update: standard GRPO on 2 robot groups an
+ * update scored by their true dense return reached 40/38/47/48% of held-out states at updates 40/80/120/160, by their
+ * sparse success 39/39/32/39% (β 0, log-std -1.6; scratch runs from the cached setup, RL seed 0).
+ */
+export const ANCHORS: Record<(typeof TASKS)[number], { perUpdate: number; score: 'robot' | 'relabel' }> = {
+  reach: { perUpdate: 0.5, score: 'robot' },
+  push: { perUpdate: 2, score: 'relabel' },
+};
 
 /**
  * What dense only and WMRL imagine the VLA through, per task (the same for both rows of it):
@@ -578,8 +602,6 @@ function benchScale(q: boolean) {
     /** Imagined groups per update (dense_only, wmrl); sparse_only runs 1 group per update on the robot. */
     prompts: q ? 2 : 16,
     groupSize: q ? 2 : 8,
-    /** Anchor groups per update on average (one every other update, no floor), as bench embodied. */
-    anchorsPerUpdate: q ? 1 : 0.5,
     /** WMRL refits the world model on the robot's recorded episodes every this many updates. */
     refitEvery: q ? 2 : 30,
     /** Latent face: states the map is distilled on, from the model's pretraining data and from the clone's own episodes; map epochs. */
@@ -593,10 +615,21 @@ function benchScale(q: boolean) {
   // The world model the product pretrains (randomized profiles, context-conditioned), on 1500 exploratory episodes; quick: a small one.
   const wm = { ...DEFAULT_PRETRAIN, ...(q ? { wmEpisodes: 12, wmEpochs: 2, wmHidden: [64, 64], wmMembers: 3 } : { wmEpisodes: 1500 }) };
   const pgConfig = vlaPgConfig(q);
-  // Bench scale: an anchor group of G per update gives few pairs, so the map starts at 16 pairs and the anchor weight after 2 groups.
-  const corrector = correctorConfig({ anchors: { fraction: P.anchorsPerUpdate / P.prompts, floor: 0 }, debias: { minPairs: q ? 2 : 16, refitEvery: q ? 2 : 8 }, denoise: { warmupGroups: 2 } }, DEFAULT_WMRL.corrector as CorrectorConfig);
   const promptSeed0 = 1_000_000;
-  return { P, wm, pgConfig, corrector, promptSeed0 };
+  return { P, wm, pgConfig, promptSeed0 };
+}
+
+/**
+ * WMRL's robot side per task, what its rows' setup does not depend on (runKey hashes it): anchor groups an update (the
+ * quick run: 1), what scores an anchor episode (WmrlConfig.anchorScore), its Corrector, and the imagined gate
+ * (WmrlConfig.imaginedGate; the same for both tasks). An anchor group of G per update gives few pairs, so the map
+ * starts at 16 pairs and the anchor weight after 2 groups.
+ */
+export function wmrlScale(task: (typeof TASKS)[number], q: boolean) {
+  const { P } = benchScale(q);
+  const anchorsPerUpdate = q ? 1 : ANCHORS[task].perUpdate;
+  const corrector = correctorConfig({ anchors: { fraction: anchorsPerUpdate / P.prompts, floor: 0 }, debias: { minPairs: q ? 2 : 16, refitEvery: q ? 2 : 8 }, denoise: { warmupGroups: 2 } }, DEFAULT_WMRL.corrector as CorrectorConfig);
+  return { anchorsPerUpdate, corrector, anchorScore: ANCHORS[task].score, imaginedGate: { window: 16, minGroups: 2 } };
 }
 
 /** The RL rows in the order a task's run trains them: WMRL first, so sparse only can spend exactly its anchor episodes. */
@@ -683,8 +716,8 @@ function hashSources(h: ReturnType<typeof createHash>, dirs: readonly string[], 
 export function runKey(task: (typeof TASKS)[number], q: boolean): string {
   const h = createHash('sha256').update(setupKey(task, q));
   hashSources(h, ['wmrl', 'hardware', 'bridge', 'episodes'], []);
-  for (const fn of [runTask, sparse, robotReturns, agreementGroups, withinGroup, rankAgreement, faceOnRobotAgreement, repeatability, vlaPgConfig, merge]) h.update(fn.toString());
-  h.update(JSON.stringify({ beta: KL_BETA[task], imagine: IMAGINE[task], updates: UPDATES[task] }));
+  for (const fn of [runTask, sparse, robotReturns, agreementGroups, withinGroup, rankAgreement, faceOnRobotAgreement, repeatability, vlaPgConfig, merge, wmrlScale]) h.update(fn.toString());
+  h.update(JSON.stringify({ beta: KL_BETA[task], imagine: IMAGINE[task], updates: UPDATES[task], logStd: RL_LOG_STD[task], anchors: ANCHORS[task] }));
   return h.digest('hex').slice(0, 24);
 }
 
@@ -930,7 +963,8 @@ async function taskSetup(task: (typeof TASKS)[number], q: boolean, progress: (do
  */
 export async function runTask(task: (typeof TASKS)[number], q: boolean, progress: (done: number, label: string) => void, seed = 0, rows: readonly RlRow[] = RL_ROWS, onSetup?: (print: SetupPrint) => void): Promise<TaskResult> {
   if (rows.includes('sparse_only') && !rows.includes('wmrl')) throw new Error('vla bench: sparse only spends WMRL\'s anchor episodes, so it runs with WMRL');
-  const { P, corrector, promptSeed0 } = benchScale(q);
+  const { P, promptSeed0 } = benchScale(q);
+  const W = wmrlScale(task, q);
   let done = 0;
   const tmp = mkdtempSync(join(tmpdir(), `bench-vla-${task}-`));
   try {
@@ -944,6 +978,8 @@ export async function runTask(task: (typeof TASKS)[number], q: boolean, progress
     };
     onSetup?.(setupPrint(r));
     progress(++done, `${task}: RL`);
+    const logStd = RL_LOG_STD[task];
+    if (logStd !== null) vla.setLogStd(logStd);
     const policy0 = vla.paramNames().map((n) => Float32Array.from(vla.store.get(n).data));
     const model0 = model.store.names().map((n) => Float32Array.from(model.store.get(n).data));
     // WMRL first: sparse_only then gets exactly its anchor episodes.
@@ -978,7 +1014,7 @@ export async function runTask(task: (typeof TASKS)[number], q: boolean, progress
         if (anchors % P.groupSize) throw new Error(`vla bench: WMRL ran ${anchors} anchor episodes, not whole groups of ${P.groupSize}`);
         st = await trainStandard({ config: { ...common, prompts: 1, updates: anchors / P.groupSize, evalEvery: Math.max(1, Math.round(anchors / P.groupSize / 4)) }, policy: vla, pg, target, prompts, hooks: { onUpdate }, evaluate });
       } else {
-        st = await trainWmrl({ config: { ...wmrl, corrector: row === 'wmrl' ? { ...corrector, seed } : false }, policy: vla, ...(viaTwin ? { twin } : { face }), pg, model, simData, target, prompts, hooks: { onUpdate }, warn: () => {}, evaluate });
+        st = await trainWmrl({ config: { ...wmrl, corrector: row === 'wmrl' ? { ...W.corrector, seed } : false, ...(row === 'wmrl' ? { anchorScore: W.anchorScore, imaginedGate: W.imaginedGate } : {}) }, policy: vla, ...(viaTwin ? { twin } : { face }), pg, model, simData, target, prompts, hooks: { onUpdate }, warn: () => {}, evaluate });
       }
       if (row === 'wmrl') {
         r.anchorGroups = st.rows.reduce((a, x) => a + x.realGroups, 0);
@@ -1277,7 +1313,7 @@ export function vlaReport(records: readonly TaskRecord[], q: boolean, seedOption
   const summary = [
     `Robot = the sim under the gap profile, reporting only sparse success; ${S}x${S} top camera; its observation ends with its last ${COMMAND_HISTORY} commands (those still in flight under its ${LATENCY}-step latency). Per task: a VLA (conv 8-16, 32 image features, 16-d word embeddings, a fusion MLP of ${runTasks.map((t) => `${VLA_HIDDEN[t].join('x')} for ${t}`).join(', ')}) behaviour-cloned from demonstrations recorded on the gap robot by the task's robust demonstrator (the expert with a Smith predictor over the declared ${LATENCY}-step latency and online-identified actuation gain), as teleoperated demonstrations are recorded on the robot: noise-injected demonstrations, then DAgger rounds (${runTasks.map((t) => { const C = VLA_CLONE[q ? 'quick' : 'full'][t]; return `${t}: ${C.demos - C.daggerRounds * C.daggerEpisodes} episodes + ${C.daggerRounds} x ${C.daggerEpisodes}, ${C.bcEpochs} epochs, ${results.get(t)!.demoSteps} labelled steps, final loss ${fmt(results.get(t)!.bcLoss, 2)}`; }).join('; ')}) from the training seeds of an (instruction, target region) split; the product's world model (${wm.wmMembers} members, pretrained on ${wm.wmEpisodes} exploratory episodes under profiles randomized by up to ×${DEFAULT_PRETRAIN.wmRandomize} in mass, friction, damping and actuator gain, conditioned on that context; validation loss ${runTasks.map((t) => fmt(results.get(t)!.wmValLoss, 3)).join(' / ')}).`,
     `dense only and WMRL imagine the VLA ${runTasks.map((t) => `${IMAGINE[t] === 'twin' ? 'itself on the digital twin\'s render of every predicted state' : 'through its latent face'} for ${t}`).join(', ')}. The latent face: a ${P.distill.hidden.join('x')} MLP from the state to the frozen encoder's features of the twin's render, distilled on ${P.distill.simStates} of the model's pretraining states and ${P.distill.cloneEpisodes} of the clone's own robot episodes (${P.distill.epochs} epochs); on held-out states its error is ${runTasks.map((t) => fmt(results.get(t)!.latent.valRelMse, 3)).join(' / ')} of the features' spread (1 − R²), and the face's mean action differs from the VLA's on the twin's renders by ${runTasks.map((t) => fmt(results.get(t)!.latent.actionGap, 3)).join(' / ')} per action entry on average (${runTasks.map((t) => fmt(results.get(t)!.latent.actionGapConstant, 3)).join(' / ')} for a map that ignores the state). On the states the clone visits on the robot (${runTasks.map((t) => results.get(t)!.gaps.states).join(' / ')} steps of its mean-action episodes from ${P.gapEpisodes} held-out start states, where it reads the camera), the face's mean action differs from the VLA's by ${runTasks.map((t) => fmt(results.get(t)!.gaps.faceVsCamera, 3)).join(' / ')} per action entry and the VLA's own on the twin's render of the observed state by ${runTasks.map((t) => fmt(results.get(t)!.gaps.twinVsCamera, 3)).join(' / ')}, against a spread of the VLA's actions there of ${runTasks.map((t) => fmt(results.get(t)!.gaps.spread, 3)).join(' / ')}.`,
-    `RL moves the VLA's head only (the encoder stays as BC trained it), the same clipped policy gradient for every row (lr ${pgConfig.optimizer.lr}, ${pgConfig.epochs} epochs, minibatch ${pgConfig.minibatch}; GRPO's KL penalty to the clone ${runTasks.map((t) => `β ${KL_BETA[t]} for ${t}`).join(', ')}): dense only and WMRL ${runTasks.map((t) => `${P.updates(t)} update${P.updates(t) === 1 ? '' : 's'} on ${t}`).join(', ')}, each of ${P.prompts} imagined prompts x ${P.groupSize} rollouts from the split's training seeds; WMRL runs ${P.anchorsPerUpdate} anchor group${P.anchorsPerUpdate === 1 ? '' : 's'} per update on average on the robot and refits the world model on its episodes every ${P.refitEvery} updates; sparse only = standard GRPO on 1 group per update for exactly WMRL's anchor episodes. Success = mean action on ${n} held-out start states and ${n} held-out combinations per task; one run, RL seed ${seed}.`,
+    `RL moves the VLA's head only (the encoder stays as BC trained it), the same clipped policy gradient for every row (lr ${pgConfig.optimizer.lr}, ${pgConfig.epochs} epochs, minibatch ${pgConfig.minibatch}; GRPO's KL penalty to the clone ${runTasks.map((t) => `β ${KL_BETA[t]} for ${t}`).join(', ')}; the VLA's log-std under RL ${runTasks.map((t) => `${RL_LOG_STD[t] ?? 'as cloned'} for ${t}`).join(', ')}): dense only and WMRL ${runTasks.map((t) => `${P.updates(t)} update${P.updates(t) === 1 ? '' : 's'} on ${t}`).join(', ')}, each of ${P.prompts} imagined prompts x ${P.groupSize} rollouts from the split's training seeds; WMRL runs ${runTasks.map((t) => { const w = wmrlScale(t, q); return `${w.anchorsPerUpdate} anchor group${w.anchorsPerUpdate === 1 ? '' : 's'} per update on average on ${t}'s robot, scored by ${w.anchorScore === 'relabel' ? 'the world model\'s reward over the robot\'s recorded steps' : 'the robot\'s success'}`; }).join(', ')}, scales its imagined groups by their closed-loop rank agreement with the anchors (the mean of the latest ${wmrlScale(runTasks[0]!, q).imaginedGate.window} anchor groups', clipped to [0, 1]) and refits the world model on its episodes every ${P.refitEvery} updates; sparse only = standard GRPO on 1 group per update for exactly WMRL's anchor episodes. Success = mean action on ${n} held-out start states and ${n} held-out combinations per task; one run, RL seed ${seed}.`,
     ...perTask,
     `Mean over the tasks on held-out states: behaviour cloning ${pct(mean(states('bc')))}, sparse only ${pct(mean(states('sparse_only')))}, dense only ${pct(mean(states('dense_only')))}, WMRL ${pct(mean(states('wmrl')))} (held-out combinations: ${ROWS.map((row) => pct(mean(combos(row)))).join(', ')}).`,
     `WMRL is ${verdict('wmrl', 'sparse_only')}, ${verdict('wmrl', 'dense_only')}, and ${verdict('wmrl', 'bc')}.`,

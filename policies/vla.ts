@@ -146,6 +146,13 @@ export class VlaPolicy implements Policy {
     return [...this.net.paramNames(), `${this.name}.log_std`];
   }
 
+  /** Sets every entry of the log-std (the actions' noise) to `value`, e.g. the exploration an RL run starts from. */
+  setLogStd(value: number): void {
+    if (!Number.isFinite(value)) throw new Error(`vla: log-std must be a finite number, got ${value}`);
+    const n = `${this.name}.log_std`;
+    this.store.set(n, new Array<number>(this.store.get(n).data.length).fill(value));
+  }
+
   meanParamNames(): string[] {
     return [...this.encoderParamNames(), ...this.net.paramNames()];
   }

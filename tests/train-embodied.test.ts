@@ -52,7 +52,7 @@ describe('embodied trainers (tiny budget, reach on the gap robot)', () => {
   const base = { updates: 2, prompts: 3, groupSize: 2, evalEvery: 2, promptSeed0: 1_000_000, seed: 3 };
   const wmrlConfig = (over: Partial<WmrlConfig> = {}): WmrlConfig => ({
     ...base, corrector: correctorConfig({ debias: { minPairs: 2, refitEvery: 2 } }), horizon: 100, scoreMode: 'return', scoreK: 5, successThreshold: 0.5,
-    refitEvery: 1, refitEpochs: 1, refitRolloutSteps: 8, refitRolloutWindows: 128, simWeight: 0.25, robotRewards: 'dense', anchorScore: 'robot', actionDelay: 'identify', maxActionDelay: 5, context: 'identify', alarmWindow: 2, alarmGap: 0.9, ...over,
+    refitEvery: 1, refitEpochs: 1, refitRolloutSteps: 8, refitRolloutWindows: 128, simWeight: 0.25, robotRewards: 'dense', anchorScore: 'robot', imaginedGate: false, actionDelay: 'identify', maxActionDelay: 5, context: 'identify', alarmWindow: 2, alarmGap: 0.9, ...over,
   });
 
   /**

@@ -244,7 +244,7 @@ describe('the embodied trainers post-train a VLA (tiny budget, reach on the gap 
   const base = { updates: 1, prompts: 2, groupSize: 2, evalEvery: 1, promptSeed0: 1_000_000, seed: 3 };
   const wmrlConfig: WmrlConfig = {
     ...base, corrector: correctorConfig({ debias: { minPairs: 2, refitEvery: 2 } }), horizon: 40, scoreMode: 'return', scoreK: 5, successThreshold: 0.5,
-    refitEvery: 0, refitEpochs: 1, refitRolloutSteps: 16, refitRolloutWindows: 16_384, simWeight: 0.25, robotRewards: 'dense', anchorScore: 'robot', actionDelay: 'identify', maxActionDelay: 5, context: 'identify', alarmWindow: 2, alarmGap: 0.9,
+    refitEvery: 0, refitEpochs: 1, refitRolloutSteps: 16, refitRolloutWindows: 16_384, simWeight: 0.25, robotRewards: 'dense', anchorScore: 'robot', imaginedGate: false, actionDelay: 'identify', maxActionDelay: 5, context: 'identify', alarmWindow: 2, alarmGap: 0.9,
   };
 
   it('standard GRPO: every group on the robot\'s camera, the VLA updated', async () => {

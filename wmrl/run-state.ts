@@ -46,6 +46,8 @@ export interface RunRow {
   /** Imagined transitions this update (policy + ensemble) and the seconds they took. */
   imaginedTransitions?: number;
   imagineSeconds?: number;
+  /** WMRL under its imagined gate: the factor the imagined groups' weights were scaled by this update (1 until measured). */
+  imaginedWeight?: number;
 }
 
 export interface RunState {

@@ -95,6 +95,23 @@ export interface WmrlConfig {
    */
   anchorScore: 'robot' | 'relabel';
   /**
+   * The closed-loop gate on the imagined groups (false: off). Each anchor episode runs under the very policy noise its
+   * imagined rollout drew (rollout k of the group: the same draws, step by step, over the imagined steps; any later step
+   * draws afresh), so each real episode is paired with the imagined rollout of the same policy from the same start under
+   * the same noise, which reacted to the world model's predicted states where the real one reacted to the robot's. Per
+   * anchor group, the rank agreement of the imagined scores with the real ones (`rankAgreement`: Spearman, ties
+   * averaged; a group whose real or imagined scores are all equal, or with fewer than 3 complete episodes, measures
+   * nothing) is what the imagined groups' ranking is worth on the robot; the mean of the latest `window` agreements,
+   * clipped to [0, 1], scales every imagined group's weight in the update once `minGroups` are measured (until then
+   * they keep their weight). The Corrector's open-loop replays do not measure this: a replay feeds the real episode's
+   * own actions, so it misses the error a reactive policy suffers when it reacts to imagined states. On bench vla's
+   * push the replays ranked the anchors as their relabels did at 0.41-0.68 while the VLA imagined on the twin ranks
+   * the clone's groups against the robot at about 0.07 (bench/results/vla-push.md); on reach the closed-loop agreement
+   * ran at about 0.1-0.2 and WMRL gated by it reached 36/33/37% of held-out states at updates 100/200/300, against
+   * 26/32/32% ungated (scratch runs from the cached setup, RL seed 0, ties ranked in index order).
+   */
+  imaginedGate: { window: number; minGroups: number } | false;
+  /**
    * The robot's actuation delay in control steps, which a model pretrained on the sim lacks
    * (worldmodel/delay.ts): a number, or 'identify' — the d in [0, maxActionDelay] under which the model best
    * explains the latest anchor episodes when fed the policy's actions d steps late (one-step likelihood),
@@ -137,6 +154,7 @@ export const DEFAULT_WMRL: Omit<WmrlConfig, 'horizon'> = {
   simWeight: 0.25,
   robotRewards: 'dense',
   anchorScore: 'robot',
+  imaginedGate: false,
   actionDelay: 'identify',
   maxActionDelay: 5,
   context: 'identify',
@@ -188,6 +206,53 @@ interface WmrlExtra {
   recentAnchors?: Array<{ states: number[]; actions: number[]; rewards: number[]; success: number[] }>;
   predicted: number[];
   measured: number[];
+  /** The imagined gate's latest per-anchor-group rank agreements (WmrlConfig.imaginedGate). */
+  agreements?: number[];
+}
+
+/**
+ * Spearman's rank correlation of x and y, ties given their mean rank; NaN where either holds fewer than two distinct
+ * values (no ranking to agree with) or their lengths differ.
+ */
+export function rankAgreement(x: ArrayLike<number>, y: ArrayLike<number>): number {
+  const n = x.length;
+  if (y.length !== n || n < 2) return NaN;
+  const ranks = (v: ArrayLike<number>) => {
+    const order = Array.from({ length: n }, (_, i) => i).sort((p, q) => v[p]! - v[q]!);
+    const r = new Float64Array(n);
+    for (let i = 0; i < n;) {
+      let j = i;
+      while (j + 1 < n && v[order[j + 1]!] === v[order[i]!]) j++;
+      for (let k = i; k <= j; k++) r[order[k]!] = (i + j) / 2;
+      i = j + 1;
+    }
+    return r;
+  };
+  const rx = ranks(x), ry = ranks(y), m = (n - 1) / 2;
+  let c = 0, vx = 0, vy = 0;
+  for (let i = 0; i < n; i++) {
+    c += (rx[i]! - m) * (ry[i]! - m);
+    vx += (rx[i]! - m) ** 2;
+    vy += (ry[i]! - m) ** 2;
+  }
+  return vx > 0 && vy > 0 ? c / Math.sqrt(vx * vy) : NaN;
+}
+
+/**
+ * The policy noise an anchor episode draws: its imagined rollout's, value by value (`normal`), then, past the imagined
+ * steps, the trainer's own stream (every other draw as well).
+ */
+class NoiseReplay extends Rng {
+  private i = 0;
+  constructor(private readonly noise: Float32Array, private readonly rest: Rng) {
+    super(0);
+  }
+  override next(): number {
+    return this.rest.next();
+  }
+  override normal(): number {
+    return this.i < this.noise.length ? this.noise[this.i++]! : this.rest.normal();
+  }
 }
 
 /** Mean of `row[from, to)`. */
@@ -312,8 +377,10 @@ export async function trainWmrl(run: WmrlRun): Promise<RunState> {
     success: Float32Array.from({ length: ep.steps }, (_, t) => (t === ep.steps - 1 && ep.success ? 1 : 0)),
   });
 
-  // This update's imagined and real rollouts, filled in as the Corrector asks for them.
-  let imagined: { traj: Trajectory[]; score: number[]; variance: number[]; successProb: number[] } | null = null;
+  // The imagined gate's latest rank agreements (checkpointed with the run).
+  const agreements: number[] = [...(extra.agreements ?? [])];
+  // This update's imagined and real rollouts (and the policy noise imagination drew), filled in as the Corrector asks for them.
+  let imagined: { traj: Trajectory[]; score: number[]; variance: number[]; successProb: number[]; noise: Float32Array } | null = null;
   let real = new Map<number, RobotEpisode[]>();
   let update = state.update;
   // This update's prompts, group b's at b: its start state, its seed on the robot, its instruction (the guard's context).
@@ -329,7 +396,10 @@ export async function trainWmrl(run: WmrlRun): Promise<RunState> {
       const prompt = updatePrompts[b]!;
       const eps: RobotEpisode[] = [], acted: DelayEpisode[] = [];
       for (let k = 0; k < group.length; k++) {
-        const ep = await robotEpisode(target, policy, prompt.seed, rng, `wmrl-${update}`);
+        // Under the gate, the noise rollout k of this group drew in imagination (its first H steps' draws).
+        const i = (b * G + group[k]!.k) * H * A;
+        const noise = c.imaginedGate ? new NoiseReplay(imagined!.noise.subarray(i, i + H * A), rng) : rng;
+        const ep = await robotEpisode(target, policy, prompt.seed, noise, `wmrl-${update}`);
         run.hooks?.onEpisode?.(ep, 'anchor');
         state.finalObs[ep.id] = Array.from(ep.obs.subarray(ep.steps * D));
         state.episodeIds.push(ep.id);
@@ -362,6 +432,19 @@ export async function trainWmrl(run: WmrlRun): Promise<RunState> {
         if (ep.status !== 'complete') return null;
         return c.anchorScore === 'relabel' ? relabelScore(model, acted[k]!, { steps: Math.min(ep.steps, H), actionDelay: env.actionDelay }) : ep.return;
       }));
+      if (c.imaginedGate) {
+        // The closed-loop agreement: each complete episode's real score against its imagined rollout's score.
+        const xs: number[] = [], ys: number[] = [];
+        group.forEach((r, k) => {
+          const y = realScores[k];
+          if (y !== null && y !== undefined) { xs.push(imagined!.score[r.b * G + r.k]!); ys.push(y); }
+        });
+        const rho = xs.length >= 3 ? rankAgreement(xs, ys) : NaN;
+        if (!Number.isNaN(rho)) {
+          agreements.push(rho);
+          if (agreements.length > c.imaginedGate.window) agreements.shift();
+        }
+      }
       return { real: realScores, worldModel };
     },
   };
@@ -394,7 +477,7 @@ export async function trainWmrl(run: WmrlRun): Promise<RunState> {
         instructions: Array.from({ length: N }, (_, i) => updatePrompts[Math.floor(i / G)]!.instruction),
       }, H, { members, noise: policyNoise, actLow: target.robot.spec.action.low, actHigh: target.robot.spec.action.high });
     const imagineSeconds = (performance.now() - ti) / 1000;
-    imagined = { traj: [], score: [], variance: [], successProb: [] };
+    imagined = { traj: [], score: [], variance: [], successProb: [], noise: policyNoise };
     for (let i = 0; i < N; i++) {
       const p = im.successProb.subarray(i * H, (i + 1) * H);
       const hit = p.findIndex((x) => x > c.successThreshold);
@@ -425,6 +508,13 @@ export async function trainWmrl(run: WmrlRun): Promise<RunState> {
       advantages = groupAdvantages(groups.map((g) => g.map((x) => imagined!.score[x.b * G + x.k]!)), DEFAULT_ADVANTAGE_CONFIG).advantages;
       weights = groups.map((g) => g.map(() => 1));
       source = groups.map(() => 'wm');
+    }
+
+    // The imagined gate: the imagined groups count as much as their closed-loop ranking agrees with the robot's.
+    let imaginedWeight = 1;
+    if (c.imaginedGate && agreements.length >= c.imaginedGate.minGroups) {
+      imaginedWeight = Math.min(1, Math.max(0, agreements.reduce((a, x) => a + x, 0) / agreements.length));
+      weights = weights.map((g, b) => (source[b] === 'wm' ? g.map((x) => x * imaginedWeight) : g));
     }
 
     // 3. The update: anchor groups learn from their real episodes, the rest from imagination.
@@ -502,6 +592,7 @@ export async function trainWmrl(run: WmrlRun): Promise<RunState> {
       ...(model.contextDim > 0 ? { context: Array.from(model.context) } : {}),
       imaginedTransitions: N * H,
       imagineSeconds,
+      ...(c.imaginedGate ? { imaginedWeight } : {}),
     };
     if (run.evaluate && ((u + 1) % c.evalEvery === 0 || u + 1 === c.updates)) {
       const ev = await run.evaluate(policy);
@@ -513,6 +604,7 @@ export async function trainWmrl(run: WmrlRun): Promise<RunState> {
     state.rng = rng.getState();
     state.clock = target.clock.state();
     extra.corrector = corrector ? corrector.state() : null;
+    extra.agreements = [...agreements];
     extra.recentAnchors = recentAnchors.map((e) => ({ states: Array.from(e.states), actions: Array.from(e.actions), rewards: Array.from(e.rewards), success: Array.from(e.success) }));
     state.extra = extra;
     if (run.outDir) {
