@@ -227,12 +227,12 @@ describe('embodied trainers (tiny budget, reach on the gap robot)', () => {
     expect(sorted(first.pairs).some((x, i) => Math.abs(x - sorted(first.replays.map((r) => r.score[0]!))[i]!) > 1e-3)).toBe(true);
   }, 120_000);
 
-  it('a resumed WMRL run continues exactly as an uninterrupted one', async () => {
+  it('a resumed WMRL run continues exactly as an uninterrupted one (the imagined gate\'s agreements included)', async () => {
     const runTo = async (out: string, updates: number, resume: boolean, model = pre.model) => {
       const target = await simRobotTarget({ task: 'reach', profile: 'gap', robots: 1, resetSeconds: 5, seed: 0, store: join(out, 'episodes.db') });
       using prompts = await SimPrompts.create('reach');
       const pg = await ClippedPolicyGradient.create(pre.policy, pgConfig);
-      const st = await trainWmrl({ config: wmrlConfig({ updates }), policy: pre.policy, pg, model, simData: pre.simData, target, prompts, evaluate: heldOutEvaluation('reach', 'gap', 4), outDir: out, resume });
+      const st = await trainWmrl({ config: wmrlConfig({ updates, groupSize: 3, imaginedGate: { window: 3, minGroups: 1 } }), policy: pre.policy, pg, model, simData: pre.simData, target, prompts, evaluate: heldOutEvaluation('reach', 'gap', 4), outDir: out, resume });
       await pg.release();
       await target.close();
       return st;
@@ -249,6 +249,9 @@ describe('embodied trainers (tiny budget, reach on the gap robot)', () => {
     const resumed = await runTo(b, 3, true);
     const strip = (rows: typeof straight.rows) => rows.map(({ computeSeconds: _c, imagineSeconds: _i, ...r }) => r);
     expect(strip(resumed.rows)).toEqual(strip(straight.rows));
+    // The gate measured agreements before the interruption (its window spans it), which the resumed run read back.
+    expect((straight.extra as { agreements: number[] }).agreements.length).toBeGreaterThan(1);
+    expect(straight.rows.every((r) => r.imaginedWeight !== undefined)).toBe(true);
     pre.policy.paramNames().forEach((n, i) => expect(Array.from(pre.policy.store.get(n).data)).toEqual(policyA[i]));
   }, 300_000);
 });

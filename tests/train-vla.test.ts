@@ -277,6 +277,64 @@ describe('the embodied trainers post-train a VLA (tiny budget, reach on the gap 
     await target.close();
   }, 60_000);
 
+  it('imaginedGate: each anchor episode draws the noise its imagined rollout drew, and the imagined groups weigh what their closed-loop agreement gives', async () => {
+    const G = 3, H = 40, N = 2 * G, D = vla.obsDim, A = vla.actDim;
+    // Seed 0: the anchor group's imagined and real scores agree in part, so the imagined weight differs from the anchors'.
+    const config: WmrlConfig = { ...wmrlConfig, seed: 0, groupSize: G, corrector: correctorConfig({ debias: { minPairs: 2, refitEvery: 2 }, perRolloutWeights: false }) };
+    // Every act call's noise (the imagination's batched ones, then the robot's one row at a time), and the update's batch.
+    const run = async (gate: WmrlConfig['imaginedGate']) => {
+      fresh();
+      const target = await simRobotTarget({ task: 'reach', profile: 'gap', robots: 1, resetSeconds: 5, seed: 0, image: S });
+      using prompts = await SimPrompts.create('reach');
+      const pg = await ClippedPolicyGradient.create(vla, pgConfig);
+      const calls: Array<{ rows: number; noise: Float32Array }> = [], batches: PgBatch[] = [], anchors: number[] = [];
+      const act = vla.act.bind(vla), update = pg.update.bind(pg);
+      vla.act = (x, noise, ctx) => { calls.push({ rows: x.length / D, noise: Float32Array.from(noise) }); return act(x, noise, ctx); };
+      pg.update = (b, r) => { batches.push(b); return update(b, r); };
+      try {
+        const st = await trainWmrl({ config: { ...config, imaginedGate: gate }, policy: vla, pg, model, simData, target, prompts, twin, hooks: { onEpisode: (ep) => anchors.push(ep.steps) }, warn: () => {} });
+        return { st, calls, batch: batches[0]!, anchors };
+      } finally {
+        delete (vla as { act?: unknown }).act;
+        await pg.release();
+        await target.close();
+      }
+    };
+    // The anchor group b whose episodes drew, step for step over the imagined steps, its rollouts' noise (-1: none).
+    const replayedGroup = (r: Awaited<ReturnType<typeof run>>) => {
+      const imagined = r.calls.slice(0, H), robot = r.calls.slice(H);
+      expect(imagined.every((c) => c.rows === N)).toBe(true);
+      expect(robot.every((c) => c.rows === 1)).toBe(true);
+      expect(robot.length).toBe(r.anchors.reduce((a, x) => a + x, 0));
+      return [0, 1].findIndex((b) => {
+        let at = 0;
+        return r.anchors.every((T, k) => {
+          const ok = Array.from({ length: Math.min(T, H) }, (_, t) => t).every((t) => robot[at + t]!.noise.every((v, j) => v === imagined[t]!.noise[(b * G + k) * A + j]));
+          at += T;
+          return ok;
+        });
+      });
+    };
+    const gated = await run({ window: 4, minGroups: 1 });
+    expect(gated.anchors.length).toBe(G);
+    expect(gated.anchors.some((T) => T > H)).toBe(true); // past the imagined steps an anchor draws afresh
+    expect(replayedGroup(gated)).toBeGreaterThanOrEqual(0);
+    // The one anchor group measured one agreement; the imagined groups' weight is its value clipped to [0, 1].
+    const agreements = (gated.st.extra as { agreements: number[] }).agreements;
+    expect(agreements.length).toBe(1);
+    const row = gated.st.rows[0]!;
+    expect(row.imaginedWeight).toBe(Math.min(1, Math.max(0, agreements[0]!)));
+    // Every imagined step of the update carries that weight (no per-rollout weights here), the anchors' steps theirs.
+    const M = gated.batch.weight.length, anchorSteps = gated.anchors.reduce((a, x) => a + x, 0), w = row.imaginedWeight!;
+    expect(w).not.toBe(row.anchorWeight);
+    expect(M).toBeGreaterThan(anchorSteps);
+    expect(gated.batch.weight.filter((x) => Math.abs(x - w) < 1e-6).length).toBe(M - anchorSteps);
+    // Without the gate the anchors draw from the trainer's own stream, and no imagined weight is logged.
+    const open = await run(false);
+    expect(replayedGroup(open)).toBe(-1);
+    expect(open.st.rows[0]!.imaginedWeight).toBeUndefined();
+  }, 120_000);
+
   it('WMRL imagines through the VLA\'s latent face (no twin), anchors the VLA itself on the robot\'s camera, and trains the head they share', async () => {
     fresh();
     const { policy: face } = await LatentVla.distill(vla, twin, simData.obs, env.observationSpace.instructions[0]!, { epochs: 5, seed: 0 });
