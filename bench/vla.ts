@@ -120,7 +120,7 @@ export function vlaSplit(task: string, quick: boolean): Promise<EvaluationSplit>
 
 /**
  * β of GRPO's KL penalty to the behaviour-cloned VLA (pg.ts klCoef), per task and the same for every RL row of it
- * (0: none). Push needs it: without it WMRL drove push's clone (38%) to 4% of held-out states in 150 updates; at
+ * (0: none). Push had it at 0.5 until its WMRL scored its anchors densely: without it WMRL drove push's clone (38%) to 4% of held-out states in 150 updates; at
  * β 0.5 it held 35/37/31% at updates 50/100/150, at β 0.1 34/24% at 50/100 (scratch runs from a cached clone, RL
  * seed 0, lr 3e-4); sparse only at β 0.5 and lr 1e-4 gave 39/41/43/35% every 75 of its 300 updates. Reach goes without:
  * at β 0.5 and lr 3e-4 WMRL ended at 19% against 28% without, while sparse only rose to 20% from 11% (`npm run bench --

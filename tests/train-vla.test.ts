@@ -335,6 +335,23 @@ describe('the embodied trainers post-train a VLA (tiny budget, reach on the gap 
     expect(open.st.rows[0]!.imaginedWeight).toBeUndefined();
   }, 120_000);
 
+  it('imaginedGate: a gate without anchors, or with a window or minimum it cannot keep, is refused by name', async () => {
+    const target = await simRobotTarget({ task: 'reach', profile: 'gap', robots: 1, resetSeconds: 5, seed: 0, image: S });
+    using prompts = await SimPrompts.create('reach');
+    const pg = await ClippedPolicyGradient.create(vla, pgConfig);
+    const params0 = params();
+    const bad = (over: Partial<WmrlConfig>) => trainWmrl({ config: { ...wmrlConfig, ...over }, policy: vla, pg, model, simData, target, prompts, twin, warn: () => {} });
+    await expect(bad({ corrector: false, imaginedGate: { window: 4, minGroups: 1 } })).rejects.toThrow(/imaginedGate .*without a corrector runs no anchors/);
+    await expect(bad({ imaginedGate: { window: 0, minGroups: 1 } })).rejects.toThrow(/imaginedGate.window must be a whole number .* got 0/);
+    await expect(bad({ imaginedGate: { window: 4, minGroups: 0 } })).rejects.toThrow(/imaginedGate.minGroups must be a whole number from 1 to its window \(4\); got 0/);
+    await expect(bad({ imaginedGate: { window: 4, minGroups: 5 } })).rejects.toThrow(/imaginedGate.minGroups .* got 5/);
+    // Refused before anything ran: no robot episode, the policy untouched.
+    expect(target.clock.episodes).toBe(0);
+    expect(params()).toEqual(params0);
+    await pg.release();
+    await target.close();
+  }, 60_000);
+
   it('WMRL imagines through the VLA\'s latent face (no twin), anchors the VLA itself on the robot\'s camera, and trains the head they share', async () => {
     fresh();
     const { policy: face } = await LatentVla.distill(vla, twin, simData.obs, env.observationSpace.instructions[0]!, { epochs: 5, seed: 0 });

@@ -336,6 +336,12 @@ export async function trainWmrl(run: WmrlRun): Promise<RunState> {
   const rng = new Rng(c.seed);
   // What imagines and what the update trains: the policy, or its cheaper face over the same parameters.
   const face = run.face ?? policy;
+  if (c.imaginedGate) {
+    const { window, minGroups } = c.imaginedGate;
+    if (!c.corrector) throw new Error('wmrl: imaginedGate weighs the imagined groups by the anchors\' agreement, and a run without a corrector runs no anchors');
+    if (!(Number.isInteger(window) && window >= 1)) throw new Error(`wmrl: imaginedGate.window must be a whole number of anchor groups, at least 1; got ${window}`);
+    if (!(Number.isInteger(minGroups) && minGroups >= 1 && minGroups <= window)) throw new Error(`wmrl: imaginedGate.minGroups must be a whole number from 1 to its window (${window}); got ${minGroups}`);
+  }
   if (pg.policy !== face) throw new Error(`wmrl: the policy gradient trains a ${pg.policy.kind} policy, not the ${face.kind} policy that imagines${run.face ? ' (the face)' : ''}`);
   if (face.obsDim !== D || face.actDim !== A || face.chunk !== policy.chunk) throw new Error(`wmrl: the face (${face.kind}) reads ${face.obsDim} entries and acts with ${face.chunk} x ${face.actDim}; the policy ${D} and ${policy.chunk} x ${A}`);
   // The fused imagination (policy and ensemble in one graph) for a policy of the observation vector alone.
