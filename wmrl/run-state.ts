@@ -46,8 +46,9 @@ export interface RunRow {
   /** Imagined transitions this update (policy + ensemble) and the seconds they took. */
   imaginedTransitions?: number;
   imagineSeconds?: number;
-  /** WMRL under its imagined gate: the factor the imagined groups' weights were scaled by this update (1 until measured). */
+  /** WMRL under its imagined gate: the share of the imagined groups the update kept (1 until measured), and how many it kept. */
   imaginedWeight?: number;
+  imaginedGroups?: number;
 }
 
 export interface RunState {
