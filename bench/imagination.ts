@@ -13,8 +13,8 @@ import { Rng } from '../nn/index.js';
 import { CONTEXT_PARAMS, MjEnv, loadProfile, makeEnv, profileContext } from '../sim/index.js';
 import type { GaussianPolicy } from '../policies/gaussian.js';
 import { DEFAULT_PRETRAIN, pretrain, pretrainWorldModel } from '../wmrl/sim-setup.js';
+import { rankAgreement } from '../wmrl/train_wmrl.js';
 import { ModelEnv, identifyDelay, identifySystem, repeatRows, replayScore, type EnsembleModel } from '../worldmodel/index.js';
-import { spearman } from '../tests/helpers/stats.js';
 import { fmt, median, type BenchOptions, type BenchReport } from './lib/report.js';
 
 const TASK = 'reach';
@@ -177,7 +177,8 @@ export async function run(o: BenchOptions): Promise<BenchReport> {
   await policy.release();
 
   const agreement = (x: Outcomes, ref: Outcomes = robot) => {
-    const per = Array.from({ length: B }, (_, b) => spearman(x.ret.slice(b * G, (b + 1) * G), ref.ret.slice(b * G, (b + 1) * G)));
+    // A side that ties throughout ranks nothing: it agrees at 0.
+    const per = Array.from({ length: B }, (_, b) => rankAgreement(x.ret.slice(b * G, (b + 1) * G), ref.ret.slice(b * G, (b + 1) * G)) || 0);
     const m = per.reduce((a, v) => a + v, 0) / B;
     const se = Math.sqrt(per.reduce((a, v) => a + (v - m) ** 2, 0) / (B - 1) / B);
     return { mean: m, se, median: median(per) };

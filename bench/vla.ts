@@ -47,7 +47,6 @@ import type { Policy } from '../policies/types.js';
 import { VlaPolicy } from '../policies/vla.js';
 import { LatentVla, type LatentDistillReport } from '../policies/latent-vla.js';
 import { Rng } from '../nn/index.js';
-import { spearman } from '../tests/helpers/stats.js';
 import { CONTEXT_PARAMS, MjEnv, SceneTwin, combinationSplit, loadProfile, makeEnv, type Env, type EvaluationSplit } from '../sim/index.js';
 import { EnsembleModel, ModelEnv, repeatRows, type Transitions } from '../worldmodel/index.js';
 import { correctorConfig, type CorrectorConfig } from '../wmrl/corrector.js';
@@ -55,7 +54,7 @@ import type { ClosableTarget, Prompt, PromptSource } from '../wmrl/embodied.js';
 import { imaginePolicy } from '../wmrl/imagine-policy.js';
 import { DEFAULT_PRETRAIN, SimPrompts, pretrainWorldModel, simRobotTarget } from '../wmrl/sim-setup.js';
 import { trainStandard } from '../wmrl/train_standard.js';
-import { DEFAULT_WMRL, trainWmrl } from '../wmrl/train_wmrl.js';
+import { DEFAULT_WMRL, rankAgreement, trainWmrl } from '../wmrl/train_wmrl.js';
 import { RESULTS_DIR, fmt, median, quantile, type BenchOptions, type BenchReport } from './lib/report.js';
 
 export const S = 32;
@@ -368,7 +367,7 @@ export async function expertOn(task: string, split: EvaluationSplit, who: 'exper
 /**
  * The rank agreements' groups: B start states (`seeds`) x G rollouts of at most H steps of the VLA on the robot (its
  * camera), rollout i driven by `noise` rows i (Shape B·G x H x A, drawn from `seed`), with their dense returns — run
- * once, then compared with the same rollouts imagined (`rankAgreement`) and run by the latent face
+ * once, then compared with the same rollouts imagined (`imaginedAgreement`) and run by the latent face
  * (`faceOnRobotAgreement`).
  */
 export interface AgreementGroups {
@@ -441,7 +440,8 @@ function withinGroup(g: Pick<AgreementGroups, 'seeds' | 'G' | 'real'>, x: readon
   const rho: number[] = [];
   for (let b = 0; b < g.seeds.length; b++) {
     const r = real.slice(b * g.G, (b + 1) * g.G);
-    if (Math.max(...r) > Math.min(...r)) rho.push(spearman(x.slice(b * g.G, (b + 1) * g.G), r));
+    // An imagined side that ties throughout ranks nothing: it agrees at 0.
+    if (Math.max(...r) > Math.min(...r)) rho.push(rankAgreement(x.slice(b * g.G, (b + 1) * g.G), r) || 0);
   }
   return rho.length ? median(rho) : NaN;
 }
@@ -454,7 +454,7 @@ function withinGroup(g: Pick<AgreementGroups, 'seeds' | 'G' | 'real'>, x: readon
  * rollouts end where predicted success passes `successThreshold`, as the trainer's do. `whole`: over the whole
  * rollouts; `firstSteps`: over their first AGREEMENT_STEPS steps (firstStepsAgreement).
  */
-export async function rankAgreement(g: AgreementGroups, vla: VlaPolicy, model: EnsembleModel, twin: SceneTwin, robot: Env, delay: number, successThreshold: number, seed: number): Promise<{ whole: number; firstSteps: number[] }> {
+export async function imaginedAgreement(g: AgreementGroups, vla: VlaPolicy, model: EnsembleModel, twin: SceneTwin, robot: Env, delay: number, successThreshold: number, seed: number): Promise<{ whole: number; firstSteps: number[] }> {
   const D = vla.obsDim, N = g.seeds.length * g.G, H = g.H;
   const instructions = g.instructions.flatMap((x) => new Array<string>(g.G).fill(x));
   const env = new ModelEnv(model, { members: 'fixed', seed, actionDelay: delay });
@@ -488,7 +488,7 @@ export function firstStepsAgreement(g: Pick<AgreementGroups, 'seeds' | 'G' | 'H'
 /**
  * Within-group rank agreement between the VLA's robot returns (`g`) and `face`'s on the same robot (no camera: the
  * face reads the state), same starts and noise: what a perfect world model would give imagination through the face
- * (IMAGINE 'face'), the ceiling the face alone leaves to `rankAgreement`.
+ * (IMAGINE 'face'), the ceiling the face alone leaves to `imaginedAgreement`.
  */
 export async function faceOnRobotAgreement(g: AgreementGroups, face: LatentVla, robot: Env): Promise<number> {
   return withinGroup(g, await robotReturns(face, false, robot, g.seeds, g.G, g.H, g.noise));
@@ -716,7 +716,7 @@ function hashSources(h: ReturnType<typeof createHash>, dirs: readonly string[], 
 export function runKey(task: (typeof TASKS)[number], q: boolean): string {
   const h = createHash('sha256').update(setupKey(task, q));
   hashSources(h, ['wmrl', 'hardware', 'bridge', 'episodes'], []);
-  for (const fn of [runTask, sparse, robotReturns, agreementGroups, withinGroup, rankAgreement, faceOnRobotAgreement, repeatability, vlaPgConfig, merge, wmrlScale]) h.update(fn.toString());
+  for (const fn of [runTask, sparse, robotReturns, agreementGroups, withinGroup, imaginedAgreement, faceOnRobotAgreement, repeatability, vlaPgConfig, merge, wmrlScale]) h.update(fn.toString());
   h.update(JSON.stringify({ beta: KL_BETA[task], imagine: IMAGINE[task], updates: UPDATES[task], logStd: RL_LOG_STD[task], anchors: ANCHORS[task] }));
   return h.digest('hex').slice(0, 24);
 }
@@ -1029,9 +1029,9 @@ export async function runTask(task: (typeof TASKS)[number], q: boolean, progress
         r.identified = { context: Array.from(model.context), delay: st.rows.at(-1)!.actionDelay ?? 0 };
         progress(done, `${task}: rank agreement of imagined with robot returns`);
         const groups = await agreementGroups(vla, robotEnv, agreementSeeds, P.groupSize, target.maxSteps, 7);
-        const identified = await rankAgreement(groups, vla, model, twin, robotEnv, r.identified.delay, wmrl.successThreshold, 7);
+        const identified = await imaginedAgreement(groups, vla, model, twin, robotEnv, r.identified.delay, wmrl.successThreshold, 7);
         model.store.names().forEach((n, i) => model.store.set(n, model0[i]!));
-        const nominal = await rankAgreement(groups, vla, model, twin, robotEnv, 0, wmrl.successThreshold, 7);
+        const nominal = await imaginedAgreement(groups, vla, model, twin, robotEnv, 0, wmrl.successThreshold, 7);
         r.agreement.identified = identified.whole;
         r.agreement.nominal = nominal.whole;
         r.agreement.firstSteps = { steps: AGREEMENT_STEPS.filter((K) => K < groups.H), nominal: nominal.firstSteps, identified: identified.firstSteps };

@@ -1,8 +1,9 @@
 // bench vla's rank agreement over the rollouts' first steps (firstStepsAgreement): the within-group Spearman between
 // the sums of the first K imagined and robot per-step rewards, median over groups, for each K of AGREEMENT_STEPS
 // shorter than the horizon. Checks: an imagination that matches the robot over the first 50 steps and inverts it
-// after agrees at 1 up to K = 50 and at -1 over the whole rollout; groups whose robot sums tie are skipped; per-step
-// arrays of the wrong size are refused.
+// after agrees at 1 up to K = 50 and at -1 over the whole rollout; groups whose robot sums tie are skipped; an
+// imagination that ties throughout agrees at 0, one with ties in part at the tie-averaged Spearman (wmrl's
+// rankAgreement, the gate's own); per-step arrays of the wrong size are refused.
 import { describe, expect, it } from 'vitest';
 import { AGREEMENT_STEPS, firstStepsAgreement } from '../bench/vla.js';
 
@@ -39,6 +40,16 @@ describe('bench vla: rank agreement over the first steps', () => {
     expect(Number.isNaN(k25!)).toBe(true);
     expect(Number.isNaN(k50!)).toBe(true);
     expect(k100).toBeCloseTo(1, 12);
+  });
+
+  it('scores an imagination that ties at 0 and averages the ranks of ties', () => {
+    const realSteps = steps((k) => k, (k) => k);
+    const g = { seeds, G, H, realSteps, real: sums(realSteps) };
+    // Every imagined rollout of a group earns the same: it ranks nothing.
+    expect(firstStepsAgreement(g, steps(() => 1, () => 1))).toEqual([0, 0, 0]);
+    // Imagined ranks 0.5, 0.5, 2.5, 2.5 against 0..3: covariance 4, variances 4 and 5.
+    const [k25] = firstStepsAgreement(g, steps((k) => (k < 2 ? 0 : 1), (k) => (k < 2 ? 0 : 1)));
+    expect(k25).toBeCloseTo(4 / Math.sqrt(20), 12);
   });
 
   it('refuses per-step rewards of the wrong size', () => {

@@ -8,7 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import * as nn from '../nn/index.js';
 import { EnsembleModel, type Transitions } from '../worldmodel/index.js';
 import { replayError, simEpisodes, toTransitions, type SimData } from './helpers/sim-transitions.js';
-import { spearman } from './helpers/stats.js';
+import { rankAgreement } from '../wmrl/train_wmrl.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'wm-fit-'));
 const CONFIG = { members: 5, hidden: [128, 128, 128], seed: 1 };
@@ -86,7 +86,7 @@ describe('ensemble world model on held-out reach (nominal) data', () => {
         err[i]! += (mu - testT.nextObs[i * D + j]!) ** 2 / s2[j]!;
       }
     }
-    const rd = spearman(disagreement, err), rt = spearman(total, err);
+    const rd = rankAgreement(disagreement, err), rt = rankAgreement(total, err);
     console.log(`Spearman vs squared error: disagreement ${rd.toFixed(3)}, total predicted variance ${rt.toFixed(3)} (n = ${n})`);
     expect(rd).toBeGreaterThan(0.3);
     expect(rt).toBeGreaterThan(0.3);
