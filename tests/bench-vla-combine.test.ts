@@ -8,7 +8,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { TASKS, readTaskRecords, resultFile, runKey, taskRecordJson, vlaReport, type TaskRecord, type TaskResult } from '../bench/vla.js';
+import { ANCHORS, TASKS, readTaskRecords, resultFile, runKey, taskRecordJson, vlaReport, type TaskRecord, type TaskResult } from '../bench/vla.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'vla-combine-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
@@ -108,6 +108,19 @@ describe('bench vla --combine', () => {
     expect(k).toMatch(/^[0-9a-f]{24}$/);
     expect(runKey('reach', false)).toBe(k);
     expect(new Set([k, runKey('push', false), runKey('reach', true)]).size).toBe(3);
+  });
+
+  it('a task\'s own WMRL constants move its run key and leave the other task\'s', () => {
+    const reach = runKey('reach', false), push = runKey('push', false);
+    const gate = ANCHORS.reach.gate;
+    try {
+      ANCHORS.reach.gate = { window: 8, minGroups: 2 };
+      expect(runKey('reach', false)).not.toBe(reach);
+      expect(runKey('push', false)).toBe(push);
+    } finally {
+      ANCHORS.reach.gate = gate;
+    }
+    expect(runKey('reach', false)).toBe(reach);
   });
 
   it('the harness refuses --combine where it cannot apply', () => {
