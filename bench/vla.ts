@@ -153,7 +153,8 @@ export const RL_LOG_STD: Record<(typeof TASKS)[number], number | null> = { reach
  *
  * `gate`: whether the anchors gate the imagined groups (WmrlConfig.imaginedGate: the share kept is the closed-loop rank
  * agreement of the anchors' imagined with their real scores). Push: window 16 (without it 16 imagined groups an update
- * drowned its 2 anchor groups: 36-38% against 47% with it, bench/results/vla-push.md). Reach: none. Its anchors are
+ * drowned its 2 anchor groups: 38% at update 40, and 36-39% to update 160 with the imagined groups weighted by the
+ * open-loop replays' agreement; gated, 47% at 160, bench/results/vla-push.md). Reach: none. Its anchors are
  * scored by the robot's success, 8 binary outcomes a group that rank imagination coarsely (0.12-0.21), and gated, its
  * WMRL ended at 18% of held-out states (27/33/30/18% at updates 150/300/450/600, e4002d0's run of `--task reach`)
  * where ungated it held 35-39% from update 500 to 900; a choice made after seeing both held-out runs (RL seed 0).
