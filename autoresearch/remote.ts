@@ -3,13 +3,19 @@
 // rollout job (its program, input and limits in `params`); every remote slot is one MQTT client in
 // the share group `$share/{group}/wmrl/jobs/rollout` that runs the job in its machine's own sandbox
 // pool and answers with the score, or with `ok: false` and the reason (unscored, never 0).
-// Anyone who can publish on the jobs topic can run code in the workers' sandboxes: use the broker's
-// authentication (README, MQTT security) off loopback.
+// A job names its program; a worker runs only programs it was started with (the built-in tasks',
+// and module paths given to it), never code carried by the message, and caps the job's limits at
+// its own maxima. The broker's logins (README, MQTT security) keep others off the jobs topic.
+import { isAbsolute, join, relative, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import type { MqttClient } from 'mqtt';
 import type { ConnectFn } from '../bridge/mqtt/client.js';
 import { endClient } from '../bridge/mqtt/client.js';
 import { JobDispatcher, serveRolloutJobs, type RolloutWorker } from '../bridge/mqtt/jobs.js';
-import type { Executor, FailReason, SandboxJob, SandboxOutcome, SandboxPool } from './sandbox.js';
+import type { Executor, FailReason, SandboxJob, SandboxLimits, SandboxOutcome, SandboxPool, SandboxProgram } from './sandbox.js';
+
+const ROOT = join(fileURLToPath(import.meta.url), '..', '..');
+type ModuleProgram = Extract<SandboxProgram, { kind: 'module' }>;
 
 const REASONS: readonly FailReason[] = ['timeout', 'memory', 'procs', 'crash', 'error', 'cancelled'];
 
@@ -78,6 +84,10 @@ export interface RemoteWorkerOptions {
   /** Opens one MQTT client per slot (clean sessions: a dead slot must not keep its share). */
   connect: ConnectFn;
   pool: SandboxPool;
+  /** The only programs this worker runs (module programs): the built-in tasks', and paths it was started with. */
+  programs: readonly SandboxProgram[];
+  /** The most a job may ask for (default: the pool's own limits); larger requests are cut to these. */
+  maxLimits?: SandboxLimits;
   group: string;
   workerId: string;
   onError: (e: Error) => void;
@@ -85,6 +95,11 @@ export interface RemoteWorkerOptions {
 
 /** Worker side: one share-group member per slot of the local pool; each runs one job at a time. */
 export async function serveRemoteSlots(o: RemoteWorkerOptions): Promise<{ workers: RolloutWorker[]; stop(): Promise<void> }> {
+  const known = o.programs.map((p) => {
+    if (p.kind !== 'module') throw new Error('a remote worker runs module programs only (path and export); source code is never taken from a job');
+    return p;
+  });
+  const max = o.maxLimits ?? o.pool.limits;
   const clients: MqttClient[] = [];
   const workers: RolloutWorker[] = [];
   for (let i = 0; i < o.pool.capacity; i++) {
@@ -97,7 +112,9 @@ export async function serveRemoteSlots(o: RemoteWorkerOptions): Promise<{ worker
       run: async (job) => {
         const p = job.params as Partial<SandboxJob> | undefined;
         if (!p || typeof p.program !== 'object' || p.program === null) throw new Error('crash: the job carries no sandbox program');
-        const out = await o.pool.run({ program: p.program, input: p.input, limits: p.limits });
+        const program = knownProgram(known, p.program);
+        if (!program) throw new Error(`error: ${describe(p.program)} is not a program this worker runs (it runs ${known.map(describe).join(', ') || 'none'})`);
+        const out = await o.pool.run({ program, input: p.input, limits: capLimits(p.limits, o.pool.limits, max) });
         if (!out.ok) throw new Error(`${out.reason}: ${out.detail}`);
         const score = (out.value as { score?: unknown } | null)?.score;
         if (typeof score !== 'number' || !Number.isFinite(score)) throw new Error('error: the program returned no finite score');
@@ -112,4 +129,37 @@ export async function serveRemoteSlots(o: RemoteWorkerOptions): Promise<{ worker
       for (const c of clients) await endClient(c);
     },
   };
+}
+
+function describe(p: SandboxProgram): string {
+  if (p.kind === 'module' && typeof p.path === 'string') return `${p.path}#${String(p.export)}`;
+  return `a ${String((p as { kind?: unknown }).kind)} program`;
+}
+
+/**
+ * The worker's own entry for the program a job names: the same export of the same file, by absolute
+ * path or, inside this project, by its path from the project root (the service's checkout may live
+ * elsewhere). What runs is always the worker's entry, never the message's path.
+ */
+export function knownProgram(known: readonly ModuleProgram[], asked: SandboxProgram): ModuleProgram | undefined {
+  if (asked.kind !== 'module' || typeof asked.path !== 'string' || typeof asked.export !== 'string') return undefined;
+  const path = asked.path.replaceAll('\\', '/');
+  return known.find((k) => {
+    if (k.export !== asked.export) return false;
+    const own = resolve(k.path);
+    if (path === own) return true;
+    const rel = relative(ROOT, own);
+    return !rel.startsWith('..') && !isAbsolute(rel) && path.endsWith(`/${rel.replaceAll('\\', '/')}`);
+  });
+}
+
+/** Each limit: what the job asks for (else the pool's default), never above the worker's maximum. */
+export function capLimits(asked: unknown, defaults: SandboxLimits, max: SandboxLimits): SandboxLimits {
+  const a = (typeof asked === 'object' && asked !== null ? asked : {}) as Partial<Record<keyof SandboxLimits, unknown>>;
+  const out = {} as SandboxLimits;
+  for (const k of ['timeoutMs', 'memoryMb', 'maxProcs'] as const) {
+    const v = a[k];
+    out[k] = Math.min(typeof v === 'number' && !Number.isNaN(v) ? v : defaults[k], max[k]);
+  }
+  return out;
 }

@@ -277,6 +277,11 @@ export class SafetyLayer implements Robot {
     }
   }
 
+  /** Ends the watchdog without disposing the robot underneath (its owner does that). */
+  stopWatchdog(): void {
+    clearInterval(this.timer);
+  }
+
   async [Symbol.asyncDispose](): Promise<void> {
     clearInterval(this.timer);
     await this.inner[Symbol.asyncDispose]();

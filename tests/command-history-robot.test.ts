@@ -9,7 +9,7 @@ import { parseRobotConfig } from '../hardware/config.js';
 import { connectRobot } from '../hardware/robots/index.js';
 import { serveRobotOverMqtt } from '../hardware/robots/mqtt-server.js';
 import { SimRobot } from '../hardware/robots/sim.js';
-import { BROKERS } from './helpers/mqtt-brokers.js';
+import { BROKERS, withServiceLogin } from './helpers/mqtt-brokers.js';
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
@@ -75,7 +75,7 @@ it('robot YAML command_history: parsed, checked by name, and applied by connectR
     'arm.yaml',
   );
   expect(cfg.commandHistory).toBe(2);
-  const robot = await connectRobot({ ...cfg, safety: { ...cfg.safety, watchdogMs: 60_000, maxCommandAgeMs: 10_000 } });
+  const robot = await connectRobot(withServiceLogin({ ...cfg, safety: { ...cfg.safety, watchdogMs: 60_000, maxCommandAgeMs: 10_000 } }, broker));
   try {
     expect(robot.spec.features).toEqual([...sim.spec.features!, 'shoulder command t-1', 'elbow command t-1', 'shoulder command t-2', 'elbow command t-2']);
     const o0 = await robot.reset({ seed: 9 });

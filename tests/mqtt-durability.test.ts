@@ -5,6 +5,7 @@
 // one on the same port (all its state gone).
 
 import { afterAll, describe, expect, it } from 'vitest';
+import { generateMqttCredentials, type MqttLogin } from '../bridge/mqtt/auth.js';
 import { startEmbeddedBroker, type EmbeddedBroker } from '../bridge/mqtt/broker.js';
 import { connect, endClient, type MqttClient } from '../bridge/mqtt/client.js';
 import { EpisodeIngest, EpisodeUploader, type EpisodeSink } from '../bridge/mqtt/episodes.js';
@@ -22,7 +23,7 @@ const KILLS = 10;
 interface Crashable {
   name: string;
   protocolVersion: 4 | 5;
-  start(): Promise<{ url: string; crash(): Promise<void>; restart(): Promise<void>; close(): Promise<void>; errors: Error[] }>;
+  start(): Promise<{ url: string; login?: MqttLogin; crash(): Promise<void>; restart(): Promise<void>; close(): Promise<void>; errors: Error[] }>;
 }
 
 const CRASHABLE: Crashable[] = [
@@ -39,14 +40,17 @@ const CRASHABLE: Crashable[] = [
     protocolVersion: 4,
     async start() {
       const errors: Error[] = [];
+      // The replacement broker keeps the logins, as a restarted service keeps its credentials file.
+      const credentials = generateMqttCredentials();
       const start = async (port: number) => {
-        return startEmbeddedBroker({ port, onError: (e) => errors.push(e) });
+        return startEmbeddedBroker({ port, auth: credentials, onError: (e) => errors.push(e) });
       };
       let b: EmbeddedBroker | undefined = await start(0);
       const port = b.port;
       return {
         errors,
         url: b.url,
+        login: credentials.service,
         crash: async () => {
           await b?.close();
           b = undefined;
@@ -87,7 +91,7 @@ describe.each(CRASHABLE)('episode upload survives $name', (kind) => {
     cleanup.push(() => broker.close());
     const errors: Error[] = [];
     const open = async (clientId: string): Promise<MqttClient> => {
-      const c = await connect({ url: broker.url, clientId, protocolVersion: kind.protocolVersion, reconnectPeriodMs: 100, connectTimeoutMs: 2000, onError: (e) => errors.push(e) });
+      const c = await connect({ url: broker.url, ...broker.login, clientId, protocolVersion: kind.protocolVersion, reconnectPeriodMs: 100, connectTimeoutMs: 2000, onError: (e) => errors.push(e) });
       cleanup.push(() => endClient(c, true));
       return c;
     };

@@ -1,12 +1,13 @@
 // MqttRobot (service side) against serveRobotOverMqtt (robot side) through a real broker:
 // spec and state arrive, commands round-trip clipped, stale and duplicate commands are refused,
-// e-stop is honoured and latches until reset.
+// e-stop is honoured and latches until an operator at the robot clears it (a reset over MQTT does not).
 
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { publish } from '../bridge/mqtt/client.js';
 import type { CommandMsg } from '../bridge/mqtt/messages.js';
 import { robotTopic } from '../bridge/mqtt/topics.js';
 import { serveRobotOverMqtt, type RobotServer } from '../hardware/robots/mqtt-server.js';
+import { DEFAULT_SAFETY } from '../hardware/safety.js';
 import { MqttRobot } from '../hardware/robots/mqtt.js';
 import { BROKERS, type TestBroker } from './helpers/mqtt-brokers.js';
 import { FakeRobot } from './helpers/mqtt-fake-robot.js';
@@ -32,7 +33,9 @@ describe.each(BROKERS)('MQTT robot over $name', (kind) => {
     broker = await kind.start();
     fake = new FakeRobot();
     const robotClient = await broker.client('robot-side-r1');
-    server = await serveRobotOverMqtt(fake, robotClient, 'r1', { onError: (e) => serverErrors.push(e) });
+    // These tests count the commands the robot gets: no robot-side watchdog holds in between, and a
+    // change cap that lets the test's steps through (the safety layer's clamps: mqtt-hostile.test.ts).
+    server = await serveRobotOverMqtt(fake, robotClient, 'r1', { watchdog: false, safety: { ...DEFAULT_SAFETY, maxDelta: 2 }, onError: (e) => serverErrors.push(e) });
     const serviceClient = await broker.client('service-r1');
     robot = await MqttRobot.connect(serviceClient, 'r1', { commandTtlMs: 500 });
   });
@@ -92,7 +95,7 @@ describe.each(BROKERS)('MQTT robot over $name', (kind) => {
     await until(() => fake.actions.length === before + 2);
   });
 
-  it('honours e-stop, refuses motion until reset, and resumes after reset', async () => {
+  it('honours e-stop, refuses motion and reset over MQTT until an operator clears it at the robot', async () => {
     await robot.act(Float32Array.of(1, 1));
     await robot.estop();
     expect(fake.estopped).toBe(true);
@@ -112,6 +115,14 @@ describe.each(BROKERS)('MQTT robot over $name', (kind) => {
     await publish(injector, robotTopic('r1', 'cmd'), { type: 'request', id: 'old-reset', op: 'reset', stamp: 0, deadline: 1 });
     await until(() => server.stats.refused.stale === staleBefore + 1);
     expect(fake.estopped).toBe(true);
+    // A fresh reset over MQTT does not clear the latch either: only an operator at the robot does.
+    await expect(robot.reset()).rejects.toThrow(/e-stop latched; a reset over MQTT does not clear it/);
+    expect(server.safety.isEstopped).toBe(true);
+    expect(server.stats.refused.estopped).toBe(refused + 2);
+    await robot.act(Float32Array.of(0.3, 0.3));
+    await until(() => server.stats.refused.estopped === refused + 3);
+    expect(fake.actions.length).toBe(n);
+    server.clearEstop();
     const obs = await robot.reset();
     expect(Array.from(obs.position)).toEqual([0, 0]);
     expect(fake.estopped).toBe(false);

@@ -11,7 +11,7 @@ import { connectRobot } from '../hardware/robots/index.js';
 import { serveRobotOverMqtt, type RobotServer } from '../hardware/robots/mqtt-server.js';
 import { SimRobot } from '../hardware/robots/sim.js';
 import { SafetyStop, type InterventionEvent, type SafetyConfig, type SafetyLayer } from '../hardware/safety.js';
-import { BROKERS, type BrokerKind, type TestBroker } from './helpers/mqtt-brokers.js';
+import { BROKERS, withServiceLogin, type BrokerKind, type TestBroker } from './helpers/mqtt-brokers.js';
 
 const ARM_YAML = 'launch/robots/mqtt-arm.yaml';
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -31,7 +31,7 @@ function armConfig(broker: TestBroker, safety: Partial<SafetyConfig>): RobotConf
     .replace('protocol_version: 5', `protocol_version: ${broker.protocolVersion}`)
     .replace('kind: joint_velocity\n  low: [-2, -2]\n  high: [2, 2]', 'kind: normalized\n  low: [-1, -1]\n  high: [1, 1]');
   const cfg = parseRobotConfig(yaml, 'mqtt-arm.yaml');
-  return { ...cfg, safety: { ...cfg.safety, ...safety } };
+  return withServiceLogin({ ...cfg, safety: { ...cfg.safety, ...safety } }, broker);
 }
 
 interface Arm {

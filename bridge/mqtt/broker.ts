@@ -7,10 +7,17 @@
 // connected member, round robin. Differences from MQTT 5 brokers (see sharedDeliver):
 // a message published while no member is connected is dropped, not queued for an offline
 // persistent member.
+//
+// Closed by default: every client logs in with credentials (auth.ts) and each role stays on its
+// topics. The one way to let anonymous clients in is INSECURE_ANONYMOUS, and only on loopback.
 
 import { EventEmitter } from 'node:events';
-import { createServer, type AddressInfo, type Server } from 'node:net';
+import { createServer, isIP, type AddressInfo, type Server } from 'node:net';
 import { Aedes, type AedesPublishPacket, type Client, type PublishPacket, type Subscription } from 'aedes';
+import { identify, mayPublish, maySubscribe, type MqttCredentials, type MqttIdentity } from './auth.js';
+
+/** Lets any client in with every right. Tests and local experiments only; refused off loopback. */
+export const INSECURE_ANONYMOUS = 'insecure-anonymous-loopback-only';
 
 export interface EmbeddedBroker {
   /** The bound TCP port (the real one when 0 was asked for). */
@@ -26,6 +33,8 @@ export interface EmbeddedBrokerOptions {
   /** Default 1883; 0 binds a free port. */
   port?: number;
   host?: string;
+  /** Who may connect: the service's credentials (roles and ACLs in auth.ts), or INSECURE_ANONYMOUS. */
+  auth: MqttCredentials | typeof INSECURE_ANONYMOUS;
   /** A shared-subscription delivery or the listening socket failed. */
   onError: (err: Error) => void;
 }
@@ -40,9 +49,51 @@ interface AedesClientInternals {
 
 const SHARE_RE = /^\$share\/([^/+#]+)\/(.+)$/;
 
+export function isLoopback(host: string): boolean {
+  if (host === 'localhost' || host === '::1') return true;
+  return isIP(host) === 4 && host.startsWith('127.');
+}
+
+class AuthError extends Error {
+  readonly returnCode: number;
+  constructor(message: string, returnCode: number) {
+    super(message);
+    this.returnCode = returnCode;
+  }
+}
+
 export async function startEmbeddedBroker(opts: EmbeddedBrokerOptions): Promise<EmbeddedBroker> {
+  const host = opts.host ?? '127.0.0.1';
+  const auth = opts.auth as EmbeddedBrokerOptions['auth'] | undefined;
+  if (auth === undefined) throw new Error('startEmbeddedBroker: `auth` is required (the service\'s MQTT credentials; INSECURE_ANONYMOUS only on loopback)');
+  if (auth === INSECURE_ANONYMOUS && !isLoopback(host)) {
+    throw new Error(`refusing to bind the MQTT broker to ${host} without authentication: anyone who reaches the port could command robots and run code on sandbox workers; give it credentials (auth) or bind 127.0.0.1`);
+  }
   const events = new EventEmitter();
   const aedes = await Aedes.createBroker();
+  // Who each connected client proved to be, and which login first claimed each client id: another
+  // login taking over an id would inherit its session's subscriptions without authorizeSubscribe.
+  const identities = new WeakMap<Client, MqttIdentity>();
+  const owners = new Map<string, string>();
+  const ANYONE: MqttIdentity = { role: 'service' };
+  const who = (client: Client | null): MqttIdentity | undefined => (auth === INSECURE_ANONYMOUS ? ANYONE : client ? identities.get(client) : undefined);
+
+  aedes.authenticate = (client, username, password, done) => {
+    if (auth === INSECURE_ANONYMOUS) return done(null, true);
+    const id = identify(auth, username, password);
+    if (!id) return done(new AuthError(username === undefined ? 'anonymous clients are refused' : `bad username or password for ${username}`, username === undefined ? 5 : 4), false);
+    const owner = owners.get(client.id);
+    if (owner !== undefined && owner !== username) return done(new AuthError(`client id ${client.id} belongs to another login`, 2), false);
+    owners.set(client.id, username!);
+    identities.set(client, id);
+    done(null, true);
+  };
+  aedes.authorizePublish = (client, packet, done) => {
+    const id = who(client);
+    // A client's will is judged as its publishes are; a broker-internal publish has no client.
+    if (!id || !mayPublish(id, packet.topic)) return done(new Error(`not authorized to publish to ${packet.topic}`));
+    done(null);
+  };
   const shared = new Map<string, { rr: number }>();
   const clients = (aedes as unknown as { clients: Record<string, AedesClientInternals> }).clients;
 
@@ -69,7 +120,9 @@ export async function startEmbeddedBroker(opts: EmbeddedBrokerOptions): Promise<
     aedes.subscribe(m[2], sharedDeliver(topic, state), () => {});
   }
 
-  aedes.authorizeSubscribe = (_client: Client, sub: Subscription, done) => {
+  aedes.authorizeSubscribe = (client: Client, sub: Subscription, done) => {
+    const id = who(client);
+    if (!id || !maySubscribe(id, sub.topic)) return done(null, null); // refused: SUBACK 0x80
     ensureShared(sub.topic);
     done(null, sub);
   };
@@ -83,7 +136,7 @@ export async function startEmbeddedBroker(opts: EmbeddedBrokerOptions): Promise<
   const server: Server = createServer(aedes.handle);
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
-    server.listen(opts.port ?? 1883, opts.host ?? '127.0.0.1', () => {
+    server.listen(opts.port ?? 1883, host, () => {
       server.off('error', reject);
       resolve();
     });
@@ -93,7 +146,7 @@ export async function startEmbeddedBroker(opts: EmbeddedBrokerOptions): Promise<
   let closed: Promise<void> | undefined;
   return {
     port,
-    url: `mqtt://${opts.host ?? '127.0.0.1'}:${port}`,
+    url: `mqtt://${host.includes(':') ? `[${host}]` : host}:${port}`,
     aedes,
     events,
     close: () =>

@@ -1,10 +1,13 @@
 // The two brokers every MQTT test runs against: the embedded aedes broker (MQTT 3.1.1) and a
-// real Mosquitto process (MQTT 5). Tests take a BrokerKind and call start().
+// real Mosquitto process (MQTT 5). Tests take a BrokerKind and call start(). The aedes broker is
+// closed as the service runs it: clients log in, by default with the service role's credentials.
 
 import type { MqttClient } from 'mqtt';
+import { generateMqttCredentials, type MqttCredentials } from '../../bridge/mqtt/auth.js';
 import { startEmbeddedBroker } from '../../bridge/mqtt/broker.js';
 import { connector, endClient, type ConnectOptions } from '../../bridge/mqtt/client.js';
 import { startMosquitto, type Mosquitto } from '../../bridge/mqtt/mosquitto.js';
+import type { MqttRobotConfig } from '../../hardware/config.js';
 
 export interface TestBroker {
   name: string;
@@ -15,7 +18,19 @@ export interface TestBroker {
   errors: Error[];
   /** Present for Mosquitto only. */
   mosquitto?: Mosquitto;
+  /** Present for aedes only: its logins (clients default to the service's). */
+  credentials?: MqttCredentials;
   close(): Promise<void>;
+}
+
+/**
+ * A robot YAML config that logs in to `broker` as the service does (aedes only; the plain Mosquitto
+ * broker takes anyone): the password travels through the environment, as password_env says.
+ */
+export function withServiceLogin<T extends { mqtt?: MqttRobotConfig }>(cfg: T, broker: TestBroker): T {
+  if (!broker.credentials || !cfg.mqtt) return cfg;
+  process.env.WMRL_TEST_SERVICE_PASSWORD = broker.credentials.service.password;
+  return { ...cfg, mqtt: { ...cfg.mqtt, username: broker.credentials.service.username, passwordEnv: 'WMRL_TEST_SERVICE_PASSWORD' } };
 }
 
 export interface BrokerKind {
@@ -23,15 +38,15 @@ export interface BrokerKind {
   start(): Promise<TestBroker>;
 }
 
-function harness(name: string, url: string, protocolVersion: 4 | 5, closeBroker: () => Promise<void>, errors: Error[], mosquitto?: Mosquitto): TestBroker {
+function harness(name: string, url: string, protocolVersion: 4 | 5, closeBroker: () => Promise<void>, errors: Error[], extra: { mosquitto?: Mosquitto; credentials?: MqttCredentials }): TestBroker {
   const clients: MqttClient[] = [];
-  const open = connector(url, { protocolVersion, reconnectPeriodMs: 100, connectTimeoutMs: 3000 });
+  const open = connector(url, { protocolVersion, reconnectPeriodMs: 100, connectTimeoutMs: 3000, ...extra.credentials?.service });
   return {
     name,
     url,
     protocolVersion,
     errors,
-    mosquitto,
+    ...extra,
     async client(clientId, opts = {}) {
       const c = await open({ clientId, onError: (e) => errors.push(e), ...opts });
       clients.push(c);
@@ -49,15 +64,16 @@ export const BROKERS: BrokerKind[] = [
     name: 'aedes',
     async start() {
       const errors: Error[] = [];
-      const b = await startEmbeddedBroker({ port: 0, onError: (e) => errors.push(e) });
-      return harness('aedes', b.url, 4, () => b.close(), errors);
+      const credentials = generateMqttCredentials();
+      const b = await startEmbeddedBroker({ port: 0, auth: credentials, onError: (e) => errors.push(e) });
+      return harness('aedes', b.url, 4, () => b.close(), errors, { credentials });
     },
   },
   {
     name: 'mosquitto',
     async start() {
       const m = await startMosquitto();
-      return harness('mosquitto', m.url, 5, () => m.dispose(), [], m);
+      return harness('mosquitto', m.url, 5, () => m.dispose(), [], { mosquitto: m });
     },
   },
 ];
