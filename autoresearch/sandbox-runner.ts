@@ -2,7 +2,9 @@
 // writes `{ok, value}` or `{ok: false, error}` as one JSON line to fd 3, which the pool reads. The
 // program's own stdout and stderr are left to it (the pool keeps their tails for diagnostics).
 //
-// Run by sandbox.ts under `node --import tsx`, inside whatever isolation the pool could set up.
+// Run by sandbox.ts (bundled, or under tsx) inside its bwrap sandbox: cwd, HOME and TMPDIR are a
+// private /tmp. Having answered it waits to be killed, so that the pool sees what the program left
+// running at that moment.
 import { randomUUID } from 'node:crypto';
 import { rmSync, writeFileSync, writeSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -35,7 +37,7 @@ async function load(p: SandboxProgram): Promise<(input: unknown) => unknown> {
     name = p.export;
   } else {
     // Source code is written to a private file so that it is a real ES module (imports work); once loaded it is removed.
-    // Its name is random: in a PID namespace every runner is pid 1, so pid and clock alone collide between two
+    // Its name is random: in a PID namespace every runner has the same pid, so pid and clock alone collide between two
     // slots started in the same millisecond (the first to load removed the other's file).
     const file = join(tmpdir(), `wmrl-sandbox-${process.pid}-${randomUUID()}.mjs`);
     writeFileSync(file, p.code, { mode: 0o600 });
@@ -59,5 +61,5 @@ try {
 } catch (e) {
   reply({ ok: false, error: e instanceof Error ? `${e.name}: ${e.message}` : String(e) });
 }
-// Handles the program left open (timers, sockets) must not keep the slot busy once it has answered.
-process.exit(0);
+// The pool kills the run on its answer; this exit is for a pool that is gone.
+setTimeout(() => process.exit(0), 10_000);

@@ -1,37 +1,52 @@
 // The sandbox pool: N exclusive slots, each running one proposal at a time in a fresh Node.js
-// subprocess (sandbox-runner.ts), with a wall-clock timeout, a memory limit, a process limit and
-// no network. Jobs beyond N wait in a FIFO queue. A proposal that times out, crashes, runs out of
-// memory or forks too much comes back unscored (`ok: false` with its reason), never as a score 0.
+// subprocess (sandbox-runner.ts) inside a bubblewrap (`bwrap`) sandbox, with a wall-clock timeout,
+// a memory limit, a process limit, no network and no view of the service's files. Jobs beyond N
+// wait in a FIFO queue. A proposal that times out, crashes, runs out of memory, forks too much or
+// leaves processes behind comes back unscored (`ok: false` with its reason), never as a score 0.
 //
-// What is enforced where (probed once, at `SandboxPool.create`, and reported as `isolation`):
+// What is enforced where (checked once, at `SandboxPool.create`, and reported as `isolation`):
 //
-// | limit        | how                                                                                  | without it                  |
-// |--------------|--------------------------------------------------------------------------------------|-----------------------------|
-// | network      | `unshare --net`: a fresh network namespace with only a down loopback (ENETUNREACH)   | NOT enforced (reported)     |
-// | processes    | `unshare --pid --fork --kill-child`: the whole tree dies with the slot; plus the      | process-group kill          |
-// |              | watchdog (count of the tree's processes > maxProcs → killed, reason `procs`) and     |                             |
-// |              | RLIMIT_NPROC (prlimit; it binds only a non-root uid, so as root the child drops to   |                             |
-// |              | uid/gid 65534 with `setpriv`, which also keeps it from writing the service's files)   |                             |
-// | memory       | V8 heap cap (`--max-old-space-size`), RLIMIT_DATA (prlimit) per process, and the      | heap cap + watchdog only    |
-// |              | watchdog on the tree's summed RSS (→ reason `memory`)                                |                             |
-// | time         | wall-clock timer in this process: SIGKILL to the tree (→ reason `timeout`)           | always                      |
+// | limit        | how                                                                                      |
+// |--------------|------------------------------------------------------------------------------------------|
+// | network      | bwrap `--unshare-net`: a fresh network namespace with only a down loopback (ENETUNREACH) |
+// | files        | bwrap mount namespace: read-only /usr (+ /lib*, /bin links), a few /etc files, the node  |
+// |              | binary, and of the repository only package.json, tsconfig.json, node_modules and the     |
+// |              | source folders tsconfig.json includes (never data/, runs/, .git, ...); a private tmpfs   |
+// |              | /tmp (HOME, TMPDIR, cwd) of a quarter of the memory limit                                |
+// | uid          | as root: bwrap keeps only CAP_SETUID/SETGID, and setpriv drops to uid/gid 65534 with     |
+// |              | no-new-privs; otherwise a user namespace (nested ones disabled)                          |
+// | processes    | bwrap `--unshare-pid --die-with-parent`: when the runner answers or is killed the        |
+// |              | namespace's init dies and takes every process with it (`setsid` included); one that      |
+// |              | left its tree (setsid, orphaned) when the runner answered fails the run (`procs`); the   |
+// |              | watchdog (tree's processes > maxProcs → `procs`) and RLIMIT_NPROC (prlimit; it binds     |
+// |              | only a non-root uid, hence the drop to 65534)                                            |
+// | memory       | V8 heap cap (`--max-old-space-size`), RLIMIT_DATA (prlimit) per process, and the         |
+// |              | watchdog on the tree's summed RSS (→ `memory`)                                           |
+// | time         | wall-clock timer in this process: SIGKILL to the tree (→ `timeout`)                      |
+// | error text   | `detail` is cut to DETAIL_MAX_BYTES (2 KiB) of UTF-8                                     |
 //
-// Without `unshare` (refused by the OS, e.g. user namespaces disabled) the pool still runs, with
-// `isolation.network = false`; callers that need a network-free sandbox must check it.
+// It fails closed: without a working bwrap (Debian's `bubblewrap`), prlimit, or (as root) setpriv,
+// `create` throws. `unsafeNoIsolation: true` (CLI `--unsafe-no-sandbox`) runs proposals as plain
+// child processes instead, with this machine's network and files, and says so loudly.
 // A proposal runs in the same process as the program that scores it, so *code* proposals could
 // tamper with their own reported score; the built-in tasks' proposals are data (structured fields)
 // run by the project's own programs.
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { readFileSync, readdirSync, rmSync } from 'node:fs';
-import { dirname, join } from 'node:path';
+import { existsSync, readFileSync, readdirSync, realpathSync, rmSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { dirname, join, relative, sep } from 'node:path';
 import type { Readable, Writable } from 'node:stream';
-import { fileURLToPath } from 'node:url';
+import { fileURLToPath, pathToFileURL } from 'node:url';
 
 const HERE = dirname(fileURLToPath(import.meta.url));
 const ROOT = join(HERE, '..');
 const RUNNER = join(HERE, 'sandbox-runner.ts');
 /** Bundles live inside node_modules so that their bare imports (onnxruntime-node, ...) resolve. */
 const BUNDLES = join(ROOT, 'node_modules', '.cache', 'wmrl-sandbox');
+/** tsx's loader by absolute URL: the sandbox's cwd is its private /tmp, where a bare `tsx` would not resolve. */
+const TSX = pathToFileURL(createRequire(import.meta.url).resolve('tsx')).href;
+/** The most an outcome's `detail` carries back (it may quote what the proposal printed or threw). */
+export const DETAIL_MAX_BYTES = 2048;
 
 /** What a slot runs: an exported function of a module file, or ES-module source whose default export is the function. */
 export type SandboxProgram =
@@ -73,17 +88,19 @@ export type SandboxOutcome =
   | { ok: true; value: unknown; slotMs: number; slot: number }
   | { ok: false; reason: FailReason; detail: string; slotMs: number; slot: number };
 
-/** Which limits this machine lets the pool enforce. */
+/** What the pool enforces (all true with bwrap; all false under `unsafeNoIsolation`). */
 export interface Isolation {
   /** No network inside the sandbox (network namespace). */
   network: boolean;
   /** The run's processes live in their own PID namespace and all die with it. */
   pidNamespace: boolean;
+  /** The run sees only a read-only view of the code it needs and a private /tmp (mount namespace). */
+  filesystem: boolean;
   /** RLIMIT_NPROC and RLIMIT_DATA set with prlimit. */
   rlimits: boolean;
   /** The uid the run executes as when the service runs as root (dropped with setpriv); null otherwise. */
   droppedToUid: number | null;
-  /** The command prefix, for the record. */
+  /** The launcher and its fixed arguments, for the record (each run adds its /tmp and limits). */
   prefix: string[];
 }
 
@@ -100,8 +117,13 @@ export interface PoolOptions {
   limits?: Partial<SandboxLimits>;
   /** Watchdog period. */
   pollMs?: number;
-  /** Force the fallback (no namespaces), e.g. to test it; default: probe. */
-  noNamespaces?: boolean;
+  /** The bubblewrap binary; default `bwrap` on PATH. */
+  bwrap?: string;
+  /**
+   * Run proposals as plain child processes, with this machine's network, files and (without
+   * setpriv) uid: only for machines without bubblewrap, never for untrusted proposals.
+   */
+  unsafeNoIsolation?: boolean;
 }
 
 export interface PoolStats {
@@ -116,48 +138,157 @@ export interface PoolStats {
 
 const NOBODY = 65534;
 
-const works = (cmd: string[]): boolean => spawnSync(cmd[0]!, cmd.slice(1), { stdio: 'ignore', timeout: 10_000 }).status === 0;
+/** How a spawned run is laid out: how many launcher processes sit above the runner in its tree. */
+interface Launch {
+  isolation: Isolation;
+  /** bwrap's outer process and the namespace's init (2), or none (0: the spawned process is node). */
+  depth: number;
+  /** Builds one run's command line around `node`. */
+  command(node: string[], limits: SandboxLimits, program: SandboxProgram): string[];
+  env: NodeJS.ProcessEnv;
+}
 
-/** Probes which isolation this machine allows; the command prefix that sets it up. */
-export function probeIsolation(noNamespaces = false): Isolation {
+const OPT_OUT = 'pass unsafeNoIsolation: true to SandboxPool.create (CLI: --unsafe-no-sandbox) to run proposals WITHOUT isolation, with this machine\'s network and files';
+
+/** Runs `cmd` once; the failure's text, or null when it exited 0. */
+function failure(cmd: string[]): string | null {
+  const r = spawnSync(cmd[0]!, cmd.slice(1), { stdio: ['ignore', 'ignore', 'pipe'], timeout: 10_000 });
+  if (r.error) return r.error.message;
+  if (r.status === 0) return null;
+  const err = r.stderr.toString('utf8').trim();
+  return `${r.signal ? `signal ${r.signal}` : `exit code ${r.status}`}${err ? `: ${err.slice(0, 500)}` : ''}`;
+}
+
+function need(tool: string, pkg: string, why: string, err: string): Error {
+  return new Error(`sandbox: ${tool} does not run (${err}); the sandbox needs it ${why}. Install Debian's ${pkg} (apt-get install ${pkg}), or ${OPT_OUT}`);
+}
+
+/** The repository entries a run may read: the project's code, never its data folders. */
+function repoView(): string[] {
+  const ts = JSON.parse(readFileSync(join(ROOT, 'tsconfig.json'), 'utf8')) as { include?: string[] };
+  const folders = (ts.include ?? []).filter((e) => /^[\w.-]+$/.test(e) && !e.startsWith('.'));
+  return ['package.json', 'tsconfig.json', 'node_modules', ...folders].filter((e) => existsSync(join(ROOT, e)));
+}
+
+/** bwrap's arguments for /usr, the /lib and /bin links (or folders), the /etc files node reads, and the node binary. */
+function systemView(): string[] {
+  const args = ['--ro-bind', '/usr', '/usr'];
+  for (const d of ['/bin', '/sbin', '/lib', '/lib32', '/lib64']) {
+    if (!existsSync(d)) continue;
+    const real = realpathSync(d);
+    args.push(...(real !== d && real.startsWith('/usr/') ? ['--symlink', real.slice(1), d] : ['--ro-bind', d, d]));
+  }
+  // Created first with their modes: bwrap makes the parents of a bound file 0700, unreadable to nobody.
+  args.push('--perms', '0755', '--dir', '/etc', '--perms', '0755', '--dir', '/etc/ssl');
+  for (const f of ['/etc/ld.so.cache', '/etc/ld.so.conf', '/etc/passwd', '/etc/group', '/etc/nsswitch.conf', '/etc/localtime', '/etc/ssl/openssl.cnf']) {
+    args.push('--ro-bind-try', f, f);
+  }
+  const node = realpathSync(process.execPath);
+  if (!node.startsWith('/usr/')) args.push('--ro-bind', dirname(node), dirname(node));
+  return args;
+}
+
+/**
+ * The launcher for this machine. Throws, naming the missing tool and the opt-out, when the
+ * isolation cannot be set up (unless `unsafeNoIsolation`).
+ */
+function launcher(o: PoolOptions): Launch {
   const root = process.getuid?.() === 0;
-  const drop = root && works(['setpriv', '--reuid', String(NOBODY), '--regid', String(NOBODY), '--clear-groups', 'true']);
-  const dropCmd = drop ? ['setpriv', '--reuid', String(NOBODY), '--regid', String(NOBODY), '--clear-groups'] : [];
-  const rlimits = works(['prlimit', '--nproc=1024', 'true']);
-  // As root no user namespace is needed (and it would keep uid 0 mapped); otherwise -r maps us to root inside.
-  const ns = ['unshare', ...(root ? [] : ['--map-root-user']), '--net', '--pid', '--fork', '--kill-child'];
-  const nsOk = !noNamespaces && works([...ns, ...dropCmd, 'true']);
+  const dropArgs = ['setpriv', '--reuid', String(NOBODY), '--regid', String(NOBODY), '--clear-groups', '--inh-caps=-all', '--no-new-privs'];
+  const rlimits = (limits: SandboxLimits, capacity: number, nonRoot: boolean) =>
+    ['prlimit', `--nproc=${nonRoot ? 256 * capacity : 4096}`, `--data=${limits.memoryMb * 1024 * 1024}`, '--core=0', '--'];
+  if (o.unsafeNoIsolation) {
+    const drop = root && failure([...dropArgs, 'true']) === null;
+    const rl = failure(['prlimit', '--nproc=1024', 'true']) === null;
+    const prefix = drop ? dropArgs : [];
+    console.error(
+      `WARNING: sandbox isolation is OFF (unsafeNoIsolation): proposals run with this machine's network and files` +
+        `${root && !drop ? ' and AS ROOT' : ''}, and processes they detach outlive them. Never run untrusted proposals like this.`,
+    );
+    return {
+      isolation: { network: false, pidNamespace: false, filesystem: false, rlimits: rl, droppedToUid: drop ? NOBODY : null, prefix },
+      depth: 0,
+      command: (node, limits) => [...prefix, ...(rl ? rlimits(limits, o.slots, drop || !root) : []), ...node],
+      env: { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: '/tmp', TMPDIR: '/tmp', LANG: 'C.UTF-8' },
+    };
+  }
+  const bwrap = o.bwrap ?? 'bwrap';
+  const missing = failure([bwrap, '--version']);
+  if (missing !== null) throw need(`bubblewrap (${bwrap})`, 'bubblewrap', 'for the network, PID and mount namespaces', missing);
+  const noPrlimit = failure(['prlimit', '--version']);
+  if (noPrlimit !== null) throw need('prlimit', 'util-linux', 'for the process and memory limits', noPrlimit);
+  if (root) {
+    const noSetpriv = failure(['setpriv', '--version']);
+    if (noSetpriv !== null) throw need('setpriv', 'util-linux', 'to run proposals as nobody rather than root', noSetpriv);
+  }
+  // As root bwrap makes the namespaces itself and keeps only what setpriv needs to drop to nobody
+  // (a user namespace would map nobody to uid 0 outside); otherwise a user namespace is required.
+  const namespaces = root
+    ? ['--unshare-net', '--unshare-pid', '--unshare-ipc', '--unshare-uts', '--unshare-cgroup-try', '--cap-add', 'CAP_SETUID', '--cap-add', 'CAP_SETGID']
+    : ['--unshare-user', '--unshare-net', '--unshare-pid', '--unshare-ipc', '--unshare-uts', '--unshare-cgroup-try', '--disable-userns'];
+  const view = repoView();
+  const repo = ['--tmpfs', ROOT, ...view.flatMap((e) => ['--ro-bind', join(ROOT, e), join(ROOT, e)]), '--remount-ro', ROOT];
+  const prefix = [bwrap, ...namespaces, '--die-with-parent', '--new-session', ...systemView(), '--dev', '/dev', '--proc', '/proc'];
+  const inner = root ? dropArgs : [];
+  const command = (node: string[], limits: SandboxLimits, program: SandboxProgram) => {
+    const extra = program.kind === 'module' ? moduleView(program.path, view) : [];
+    const tmpBytes = Math.max(16, Math.floor(limits.memoryMb / 4)) * 1024 * 1024;
+    // /tmp first: a repository below /tmp is bound on top of it.
+    return [...prefix, '--size', String(tmpBytes), '--perms', '1777', '--tmpfs', '/tmp', ...repo, ...extra, '--chdir', '/tmp', '--', ...inner, ...rlimits(limits, o.slots, true), ...node];
+  };
+  const probe = failure(command([process.execPath, '--version'], DEFAULT_LIMITS, { kind: 'source', code: '' }));
+  if (probe !== null) throw need(`bubblewrap (${bwrap})`, 'bubblewrap', 'for the network, PID and mount namespaces, and could not set up the sandbox', probe);
   return {
-    network: nsOk,
-    pidNamespace: nsOk,
-    rlimits,
-    droppedToUid: drop ? NOBODY : null,
-    prefix: [...(nsOk ? ns : []), ...dropCmd],
+    isolation: { network: true, pidNamespace: true, filesystem: true, rlimits: true, droppedToUid: root ? NOBODY : null, prefix },
+    depth: 2,
+    command,
+    env: { PATH: '/usr/local/bin:/usr/bin:/bin', HOME: '/tmp', TMPDIR: '/tmp', LANG: 'C.UTF-8' },
   };
 }
 
 /**
- * Processes of the tree under `pid`, with their summed RSS in kB; `pid` itself counts when `self`
- * (without a PID namespace the spawned process is node itself; with one it is the small `unshare`).
+ * bwrap's arguments that show a module program: none inside the repository's view (bundles live in
+ * node_modules); its own folder, read-only, outside the repository. Throws for the rest of the
+ * repository (data/, runs/, ...), which the sandbox never shows.
  */
-function tree(pid: number, self: boolean): { count: number; rssKb: number } {
-  let count = 0;
-  let rssKb = 0;
-  const stack = [pid];
+function moduleView(path: string, view: string[]): string[] {
+  const rel = relative(ROOT, path);
+  if (rel.startsWith('..') || rel.startsWith(sep)) return ['--ro-bind', dirname(path), dirname(path)];
+  const top = rel.split(sep)[0]!;
+  if (view.includes(top)) return [];
+  throw new Error(`sandbox: program ${path} is in ${top}/, which the sandbox does not show (of the repository only ${view.join(', ')})`);
+}
+
+interface Proc {
+  pid: number;
+  /** Generations below the spawned process (0: itself). */
+  depth: number;
+  state: string;
+  session: number;
+  startTicks: number;
+  rssKb: number;
+}
+
+/** The processes of the tree under `pid` (itself included); ones that exit while it is read are left out. */
+function tree(pid: number): Proc[] {
+  const out: Proc[] = [];
+  const stack: [number, number][] = [[pid, 0]];
   const seen = new Set<number>();
   while (stack.length) {
-    const p = stack.pop()!;
+    const [p, depth] = stack.pop()!;
     if (seen.has(p)) continue;
     seen.add(p);
-    if (p !== pid || self) {
-      count++;
-      try {
-        const m = /VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${p}/status`, 'utf8'));
-        if (m) rssKb += Number(m[1]);
-      } catch {
-        continue; // exited between listing and reading: nothing to count
-      }
+    let stat: string, status: string;
+    try {
+      stat = readFileSync(`/proc/${p}/stat`, 'utf8');
+      status = readFileSync(`/proc/${p}/status`, 'utf8');
+    } catch {
+      continue; // exited between listing and reading: nothing to count
     }
+    // After the command name (which may hold spaces and parentheses): state ppid pgrp session ... starttime (22nd field).
+    const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    const rss = /VmRSS:\s+(\d+)/.exec(status);
+    out.push({ pid: p, depth, state: f[0]!, session: Number(f[3]), startTicks: Number(f[19]), rssKb: rss ? Number(rss[1]) : 0 });
     let tasks: string[];
     try {
       tasks = readdirSync(`/proc/${p}/task`);
@@ -166,13 +297,35 @@ function tree(pid: number, self: boolean): { count: number; rssKb: number } {
     }
     for (const t of tasks) {
       try {
-        for (const c of readFileSync(`/proc/${p}/task/${t}/children`, 'utf8').split(' ')) if (c.trim()) stack.push(Number(c));
+        for (const c of readFileSync(`/proc/${p}/task/${t}/children`, 'utf8').split(' ')) if (c.trim()) stack.push([Number(c), depth + 1]);
       } catch {
         // the thread ended while we walked
       }
     }
   }
-  return { count, rssKb };
+  return out;
+}
+
+/**
+ * Processes that left the runner's tree or session (setsid, or orphaned to the namespace's init):
+ * `procs` are the run's processes, `depth` the runner's generation.
+ */
+function detached(procs: Proc[], depth: number): Proc[] {
+  const live = procs.filter((p) => p.depth >= depth && p.state !== 'Z');
+  const top = live.filter((p) => p.depth === depth);
+  if (!top.length) return [];
+  const runner = top.reduce((a, b) => (b.startTicks < a.startTicks ? b : a));
+  return live.filter((p) => p !== runner && (p.depth === depth || p.session !== runner.session));
+}
+
+/** `s` cut to at most DETAIL_MAX_BYTES of UTF-8, saying how much was cut. */
+export function boundDetail(s: string): string {
+  const bytes = Buffer.from(s, 'utf8');
+  if (bytes.length <= DETAIL_MAX_BYTES) return s;
+  const note = ` … (${bytes.length} bytes, cut to ${DETAIL_MAX_BYTES})`;
+  // Decoding a cut buffer may end in U+FFFD (3 bytes) where a character was split: leave room, then trim it.
+  const head = bytes.subarray(0, DETAIL_MAX_BYTES - Buffer.byteLength(note) - 3).toString('utf8').replace(/\uFFFD$/, '');
+  return head + note;
 }
 
 // V8's heap cap, an ArrayBuffer refused under RLIMIT_DATA, malloc failures in native code.
@@ -195,17 +348,21 @@ export class SandboxPool implements Executor {
   private readonly bundles = new Map<string, Promise<string>>();
   readonly limits: SandboxLimits;
 
-  private constructor(readonly isolation: Isolation, readonly capacity: number, limits: SandboxLimits, private readonly pollMs: number) {
+  readonly isolation: Isolation;
+
+  private constructor(private readonly launch: Launch, readonly capacity: number, limits: SandboxLimits, private readonly pollMs: number) {
+    this.isolation = launch.isolation;
     this.free = Array.from({ length: capacity }, (_, i) => capacity - 1 - i);
     this.limits = limits;
     this.stats_ = { capacity, busy: 0, queueLength: 0, completed: 0, failed: { timeout: 0, memory: 0, procs: 0, crash: 0, error: 0, cancelled: 0 }, slotMs: 0 };
   }
 
+  /** Throws when this machine cannot isolate proposals (bwrap, prlimit or setpriv missing), unless `unsafeNoIsolation`. */
   static create(o: PoolOptions): SandboxPool {
     if (!(Number.isInteger(o.slots) && o.slots >= 1)) throw new Error(`sandbox slots ${o.slots} must be a positive integer`);
     const limits = { ...DEFAULT_LIMITS, ...o.limits };
     checkLimits(limits);
-    return new SandboxPool(probeIsolation(o.noNamespaces), o.slots, limits, o.pollMs ?? 50);
+    return new SandboxPool(launcher(o), o.slots, limits, o.pollMs ?? 50);
   }
 
   get queueLength(): number {
@@ -301,7 +458,7 @@ export class SandboxPool implements Executor {
   private async execute(p: Pending, slot: number): Promise<SandboxOutcome> {
     const started = performance.now();
     const prog = p.job.program;
-    if (prog.kind === 'module' && !prog.bundle) return this.spawnRun(p, slot, ['--import', 'tsx', RUNNER], prog, started);
+    if (prog.kind === 'module' && !prog.bundle) return this.spawnRun(p, slot, ['--import', TSX, RUNNER], prog, started);
     const runner = await this.bundle(RUNNER);
     const program = prog.kind === 'module' ? { ...prog, path: await this.bundle(prog.path) } : prog;
     return this.spawnRun(p, slot, [runner], program, started);
@@ -309,18 +466,10 @@ export class SandboxPool implements Executor {
 
   private spawnRun(p: Pending, slot: number, runner: string[], program: SandboxProgram, started: number): Promise<SandboxOutcome> {
     const limits = p.job.limits as SandboxLimits;
-    const iso = this.isolation;
-    const rl = iso.rlimits
-      ? ['prlimit', `--nproc=${iso.droppedToUid !== null || process.getuid?.() !== 0 ? 256 * this.capacity : 4096}`, `--data=${limits.memoryMb * 1024 * 1024}`, '--core=0', '--']
-      : [];
+    const { depth } = this.launch;
     const node = [process.execPath, `--max-old-space-size=${Math.max(16, Math.floor(limits.memoryMb * 0.75))}`, ...runner];
-    const cmd = [...iso.prefix, ...rl, ...node];
-    const child = spawn(cmd[0]!, cmd.slice(1), {
-      cwd: ROOT,
-      detached: true,
-      stdio: ['pipe', 'pipe', 'pipe', 'pipe'],
-      env: { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: '/tmp', TMPDIR: '/tmp', LANG: 'C.UTF-8' },
-    });
+    const cmd = this.launch.command(node, limits, program);
+    const child = spawn(cmd[0]!, cmd.slice(1), { cwd: '/tmp', detached: true, stdio: ['pipe', 'pipe', 'pipe', 'pipe'], env: this.launch.env });
     this.running.add(child);
     let killedFor: { reason: FailReason; detail: string } | null = null;
     const kill = (reason: FailReason, detail: string) => {
@@ -329,14 +478,12 @@ export class SandboxPool implements Executor {
     };
     const stderrTail: string[] = [];
     let resultText = '';
+    let answered = false;
     (child.stderr as Readable).on('data', (d: Buffer) => {
       stderrTail.push(d.toString('utf8'));
       if (stderrTail.length > 20) stderrTail.shift();
     });
     (child.stdout as Readable).resume();
-    (child.stdio[3] as Readable).on('data', (d: Buffer) => {
-      if (resultText.length < 16 * 1024 * 1024) resultText += d.toString('utf8');
-    });
     const stdin = child.stdin as Writable;
     stdin.on('error', () => {}); // a child that died before reading its job: its exit is the outcome
     stdin.end(JSON.stringify({ program, input: p.job.input }));
@@ -344,27 +491,44 @@ export class SandboxPool implements Executor {
     const timer = setTimeout(() => kill('timeout', `no result within ${limits.timeoutMs} ms`), limits.timeoutMs);
     const watchdog = setInterval(() => {
       if (child.pid === undefined) return;
-      const t = tree(child.pid, !iso.pidNamespace);
-      if (t.count > limits.maxProcs) kill('procs', `${t.count} processes exceed the limit of ${limits.maxProcs}`);
-      else if (t.rssKb > limits.memoryMb * 1024) kill('memory', `resident memory ${(t.rssKb / 1024).toFixed(0)} MB exceeds the limit of ${limits.memoryMb} MB`);
+      const t = tree(child.pid).filter((q) => q.depth >= depth);
+      const rssKb = t.reduce((a, q) => a + q.rssKb, 0);
+      if (t.length > limits.maxProcs) kill('procs', `${t.length} processes exceed the limit of ${limits.maxProcs}`);
+      else if (rssKb > limits.memoryMb * 1024) kill('memory', `resident memory ${(rssKb / 1024).toFixed(0)} MB exceeds the limit of ${limits.memoryMb} MB`);
     }, this.pollMs);
     const onAbort = () => kill('cancelled', 'aborted by the caller');
     p.signal?.addEventListener('abort', onAbort, { once: true });
 
+    // The runner answers, then waits to be killed: what else is running at that moment is still
+    // there to see, and a process that left its tree is a fault of the proposal.
+    (child.stdio[3] as Readable).on('data', (d: Buffer) => {
+      if (resultText.length < 16 * 1024 * 1024) resultText += d.toString('utf8');
+      if (answered || !d.includes(10) || child.pid === undefined) return;
+      answered = true;
+      clearTimeout(timer);
+      clearInterval(watchdog);
+      const gone = detached(tree(child.pid), depth);
+      if (gone.length) kill('procs', `${gone.length} process(es) left the run's process tree (setsid or orphaned) and were still running when it answered`);
+      else killTree(child);
+    });
+
     return new Promise<SandboxOutcome>((resolve, reject) => {
       let done = false;
+      let grace: NodeJS.Timeout | undefined;
       const finish = (code: number | null, sig: NodeJS.Signals | null, spawnError?: Error) => {
         if (done) return;
         done = true;
         clearTimeout(timer);
         clearInterval(watchdog);
+        clearTimeout(grace);
         p.signal?.removeEventListener('abort', onAbort);
         // Whatever the program left running (it answered, or died) goes with it.
         killTree(child);
         this.running.delete(child);
         const slotMs = performance.now() - started;
         const base = { slotMs, slot };
-        if (killedFor) return resolve({ ok: false, ...killedFor, ...base });
+        const fail = (reason: FailReason, detail: string) => resolve({ ok: false, reason, detail: boundDetail(detail), ...base });
+        if (killedFor) return fail(killedFor.reason, killedFor.detail);
         if (spawnError) return reject(new Error(`sandbox: could not start ${cmd[0]}: ${spawnError.message}`, { cause: spawnError }));
         const line = resultText.split('\n').find((l) => l.trim());
         if (line) {
@@ -372,33 +536,50 @@ export class SandboxPool implements Executor {
           try {
             msg = JSON.parse(line) as typeof msg;
           } catch {
-            return resolve({ ok: false, reason: 'crash', detail: `unreadable result: ${line.slice(0, 200)}`, ...base });
+            return fail('crash', `unreadable result: ${line.slice(0, 200)}`);
           }
           if (msg.ok === true) return resolve({ ok: true, value: msg.value, ...base });
           const detail = String(msg.error);
-          return resolve({ ok: false, reason: MEMORY_TEXT.test(detail) ? 'memory' : 'error', detail, ...base });
+          return fail(MEMORY_TEXT.test(detail) ? 'memory' : 'error', detail);
         }
         const err = stderrTail.join('').slice(-2000);
         const how = sig ? `signal ${sig}` : `exit code ${code}`;
-        return resolve({ ok: false, reason: MEMORY_TEXT.test(err) ? 'memory' : 'crash', detail: `died without a result (${how}): ${err.trim().split('\n').slice(-3).join(' | ')}`, ...base });
+        return fail(MEMORY_TEXT.test(err) ? 'memory' : 'crash', `died without a result (${how}): ${err.trim().split('\n').slice(-3).join(' | ')}`);
       };
       child.once('error', (e) => finish(null, null, e));
       // 'close' waits for the result pipe to drain; it fires once the tree is gone.
       child.once('close', (code, sig) => finish(code, sig));
-      child.once('exit', () => {
-        // In the fallback (no PID namespace) stragglers could hold the pipes open: kill them.
+      child.once('exit', (code, sig) => {
         killTree(child);
+        // Without a PID namespace a detached process can hold the pipes open for ever: it must not hold the slot.
+        grace = setTimeout(() => {
+          for (const s of child.stdio) s?.destroy();
+          finish(code, sig);
+        }, 1000).unref();
       });
     });
   }
 }
 
+/**
+ * SIGKILL to the spawned process's group and to every process of its tree: the namespace's init
+ * (its own session) dies with bwrap through --die-with-parent anyway, and its death ends the rest.
+ */
 function killTree(c: ChildProcess): void {
   if (c.pid === undefined) return;
+  // Once reaped its pid may name another process; its group id cannot be reused while the group lives.
+  const procs = c.exitCode === null && c.signalCode === null ? tree(c.pid) : [];
   try {
     process.kill(-c.pid, 'SIGKILL');
   } catch {
     // the group is already gone
+  }
+  for (const p of procs) {
+    try {
+      process.kill(p.pid, 'SIGKILL');
+    } catch {
+      // exited meanwhile
+    }
   }
 }
 

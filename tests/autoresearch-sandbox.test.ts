@@ -1,10 +1,35 @@
 // The sandbox pool stops a proposal that loops forever, allocates without bound, forks without
-// bound or opens a network connection, reports why, leaves it unscored (never 0), and keeps
-// serving afterwards; queue length and capacity are reported.
+// bound, opens a network connection, reads the service's files, writes outside its /tmp or leaves
+// a setsid process behind, reports why, leaves it unscored (never 0), and keeps serving afterwards;
+// queue length and capacity are reported. Without bubblewrap it refuses to start unless told, in
+// so many words, to run unisolated. These run the real bwrap.
+import { randomUUID } from 'node:crypto';
+import { chmodSync, existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, rmdirSync, writeFileSync } from 'node:fs';
 import { createServer, type AddressInfo, type Server } from 'node:net';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { execute, type ResearchTask } from '../autoresearch/task.js';
-import { SandboxPool, type SandboxJob } from '../autoresearch/sandbox.js';
+import { DETAIL_MAX_BYTES, SandboxPool, boundDetail, type SandboxJob } from '../autoresearch/sandbox.js';
+
+const ROOT = fileURLToPath(new URL('..', import.meta.url));
+
+/** Host processes whose command line holds `marker`. */
+function processesWith(marker: string): number[] {
+  const found: number[] = [];
+  for (const d of readdirSync('/proc')) {
+    if (!/^\d+$/.test(d)) continue;
+    let cmd: string;
+    try {
+      cmd = readFileSync(`/proc/${d}/cmdline`, 'utf8');
+    } catch {
+      continue; // exited while we listed
+    }
+    if (cmd.includes(marker) && Number(d) !== process.pid) found.push(Number(d));
+  }
+  return found;
+}
 
 const src = (body: string, input: unknown = {}): SandboxJob => ({ program: { kind: 'source', code: `export default async function (input) {\n${body}\n}` }, input });
 
@@ -25,11 +50,106 @@ describe('sandbox pool', () => {
   });
 
   it('reports what it enforces on this machine', () => {
-    // unshare works here (as root or as a user with user namespaces); the report says so.
-    expect(pool.isolation.network).toBe(true);
-    expect(pool.isolation.pidNamespace).toBe(true);
+    // bwrap works here (as root, or as a user with user namespaces); the report says so.
+    expect(pool.isolation).toMatchObject({ network: true, pidNamespace: true, filesystem: true, rlimits: true });
+    if (process.getuid?.() === 0) expect(pool.isolation.droppedToUid).toBe(65534);
     expect(pool.capacity).toBe(2);
   });
+
+  it('a proposal sees none of the data folder and cannot write outside its private /tmp', async () => {
+    // A world-readable file in the repository's data/ (the service's default data folder), made after the pool.
+    const data = join(ROOT, 'data');
+    const madeData = !existsSync(data);
+    mkdirSync(data, { recursive: true });
+    const secret = `secret-${randomUUID()}`;
+    const secretFile = join(data, `sandbox-probe-${randomUUID()}`);
+    writeFileSync(secretFile, secret, { mode: 0o644 });
+    const escapes = [join(ROOT, `sandbox-escape-${randomUUID()}`), join(ROOT, 'node_modules', '.cache', `sandbox-escape-${randomUUID()}`), join(ROOT, 'autoresearch', `sandbox-escape-${randomUUID()}.ts`)];
+    const hostTmp = `/tmp/sandbox-escape-${randomUUID()}`;
+    try {
+      for (const f of [secretFile, join(data, 'token'), join(data, 'episodes.db')]) {
+        const o = await pool.run(src(`const fs = await import('node:fs'); return fs.readFileSync(${JSON.stringify(f)}, 'utf8');`));
+        expect(o).toMatchObject({ ok: false, reason: 'error' });
+        expect(o.ok === false && o.detail).toMatch(/ENOENT/);
+        expect(JSON.stringify(o)).not.toContain(secret);
+      }
+      const listing = await pool.run(src(`const fs = await import('node:fs'); return fs.readdirSync(${JSON.stringify(ROOT)});`));
+      expect(listing).toMatchObject({ ok: true });
+      expect(listing.ok && listing.value).not.toContain('data');
+      expect(listing.ok && listing.value).toContain('node_modules');
+      for (const f of escapes) {
+        const o = await pool.run(src(`const fs = await import('node:fs'); fs.writeFileSync(${JSON.stringify(f)}, 'x'); return 'wrote';`));
+        expect(o).toMatchObject({ ok: false, reason: 'error' });
+        expect(o.ok === false && o.detail).toMatch(/EROFS/);
+        expect(existsSync(f)).toBe(false);
+      }
+      // Its /tmp is its own: writable inside, invisible outside, gone with the run.
+      const tmp = await pool.run(src(`const fs = await import('node:fs'); fs.writeFileSync(${JSON.stringify(hostTmp)}, 'x'); return fs.readFileSync(${JSON.stringify(hostTmp)}, 'utf8');`));
+      expect(tmp).toMatchObject({ ok: true, value: 'x' });
+      expect(existsSync(hostTmp)).toBe(false);
+      expect(await pool.run(src('return 5;'))).toMatchObject({ ok: true, value: 5 });
+    } finally {
+      rmSync(secretFile, { force: true });
+      for (const f of [...escapes, hostTmp]) rmSync(f, { force: true });
+      if (madeData && readdirSync(data).length === 0) rmdirSync(data);
+    }
+  }, 40_000);
+
+  it('a module program outside the repository is shown read-only; one in data/ is refused', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'sandbox-module-'));
+    chmodSync(dir, 0o755); // as root the run is nobody's
+    try {
+      const mod = join(dir, 'prog.mjs');
+      writeFileSync(mod, `import { writeFileSync } from 'node:fs';
+        export function run(input) { try { writeFileSync(${JSON.stringify(join(dir, 'x'))}, 'x'); } catch (e) { return input.n + ':' + e.code; } return 'wrote'; }`);
+      expect(await pool.run({ program: { kind: 'module', path: mod, export: 'run' }, input: { n: 3 } })).toMatchObject({ ok: true, value: '3:EROFS' });
+      expect(existsSync(join(dir, 'x'))).toBe(false);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+    await expect(pool.run({ program: { kind: 'module', path: join(ROOT, 'data', 'prog.ts'), export: 'run' }, input: {} })).rejects.toThrow(/is in data\/, which the sandbox does not show/);
+  }, 20_000);
+
+  it('a setsid grandchild dies with the run, is reported, and does not hold the slot', async () => {
+    const marker = `sandbox-setsid-${randomUUID()}`;
+    const keepAlive = JSON.stringify(`setInterval(() => {}, 1000); // ${marker}`);
+    const viaSetsid = src(`const { spawn } = await import('node:child_process');
+      spawn('setsid', [process.execPath, '-e', ${keepAlive}], { stdio: 'inherit' });
+      await new Promise((r) => setTimeout(r, 300));
+      return 'spawned';`);
+    const viaDetached = src(`const { spawn } = await import('node:child_process');
+      spawn(process.execPath, ['-e', ${keepAlive}], { detached: true, stdio: 'inherit' }).unref();
+      await new Promise((r) => setTimeout(r, 300));
+      return 'spawned';`);
+    for (const job of [viaSetsid, viaDetached]) {
+      const o = await pool.run(job);
+      expect(o).toMatchObject({ ok: false, reason: 'procs' });
+      expect(o.ok === false && o.detail).toMatch(/left the run's process tree/);
+      expect(o.slotMs).toBeLessThan(3000); // answered, not timed out (4 s)
+      expect(pool.busy).toBe(0);
+    }
+    // SIGKILL reaches the namespace's processes at once; give /proc a moment.
+    await new Promise((r) => setTimeout(r, 300));
+    expect(processesWith(marker)).toEqual([]);
+    expect(await pool.run(src('return 6;'))).toMatchObject({ ok: true, value: 6 });
+  }, 30_000);
+
+  it('an error detail carries back at most 2 KiB', async () => {
+    const thrown = await pool.run(src(`throw new Error('x'.repeat(100_000));`));
+    expect(thrown).toMatchObject({ ok: false, reason: 'error' });
+    const t = thrown.ok === false ? thrown.detail : '';
+    expect(t).toMatch(/^Error: xxx/);
+    expect(Buffer.byteLength(t)).toBeLessThanOrEqual(2048);
+    // What it printed before dying: multi-byte text, cut on a character boundary.
+    const printed = await pool.run(src(`process.stderr.write('é€😀'.repeat(20_000) + '\\n'); process.exit(1);`));
+    expect(printed).toMatchObject({ ok: false, reason: 'crash' });
+    const p = printed.ok === false ? printed.detail : '';
+    expect(p).toMatch(/^died without a result \(exit code 1\)/);
+    expect(Buffer.byteLength(p)).toBeLessThanOrEqual(2048);
+    expect(p).not.toContain('\uFFFD');
+    expect(boundDetail('😀'.repeat(1000))).toMatch(/^(😀)+ … \(4000 bytes, cut to 2048\)$/);
+    expect(DETAIL_MAX_BYTES).toBe(2048);
+  }, 20_000);
 
   it('stops each runaway proposal with its reason and keeps serving', async () => {
     const jobs = {
@@ -45,6 +165,7 @@ describe('sandbox pool', () => {
         });`),
       fine: src('return input.x * 21;', { x: 2 }),
     };
+    const before = pool.stats();
     const pending = Object.entries(jobs).map(async ([k, j]) => [k, await pool.run(j)] as const);
     // Five jobs on two slots: three wait in the queue at first.
     expect(pool.queueLength).toBe(3);
@@ -61,8 +182,8 @@ describe('sandbox pool', () => {
     // Still serving, and nothing left running.
     expect(await pool.run(src('return 7;'))).toMatchObject({ ok: true, value: 7 });
     const s = pool.stats();
-    expect(s).toMatchObject({ capacity: 2, busy: 0, queueLength: 0, completed: 2 });
-    expect(s.failed).toMatchObject({ timeout: 1, memory: 1, procs: 1, error: 1 });
+    expect(s).toMatchObject({ capacity: 2, busy: 0, queueLength: 0, completed: before.completed + 2 });
+    expect(s.failed).toMatchObject({ timeout: before.failed.timeout + 1, memory: before.failed.memory + 1, procs: before.failed.procs + 1, error: before.failed.error + 1 });
   }, 40_000);
 
   it('a crash or a non-numeric result is unscored (null with a reason), never 0', async () => {
@@ -82,10 +203,25 @@ describe('sandbox pool', () => {
     expect(await pool.run(src('return 1;'))).toMatchObject({ ok: true, value: 1 });
   });
 
-  it('without namespaces the network is reported as not enforced, and really is not', async () => {
-    const open = SandboxPool.create({ slots: 1, noNamespaces: true, limits: { timeoutMs: 4000 } });
+  it('without bubblewrap the pool refuses to start, naming the missing tool and the opt-out', () => {
+    expect(() => SandboxPool.create({ slots: 1, bwrap: '/nonexistent/bwrap' })).toThrow(
+      /bubblewrap \(\/nonexistent\/bwrap\) does not run \(.*ENOENT\).*apt-get install bubblewrap.*unsafeNoIsolation: true.*--unsafe-no-sandbox/,
+    );
+    // A bwrap that runs but cannot build the sandbox is refused as well.
+    expect(() => SandboxPool.create({ slots: 1, bwrap: '/bin/false' })).toThrow(/bubblewrap \(\/bin\/false\) does not run \(exit code 1\)/);
+  });
+
+  it('the explicit opt-out runs without isolation, warns loudly, and really is not isolated', async () => {
+    const warn = vi.spyOn(console, 'error').mockImplementation(() => {});
+    let open: SandboxPool;
     try {
-      expect(open.isolation).toMatchObject({ network: false, pidNamespace: false });
+      open = SandboxPool.create({ slots: 1, unsafeNoIsolation: true, bwrap: '/nonexistent/bwrap', limits: { timeoutMs: 4000 } });
+      expect(warn).toHaveBeenCalledWith(expect.stringMatching(/^WARNING: sandbox isolation is OFF/));
+    } finally {
+      warn.mockRestore();
+    }
+    try {
+      expect(open.isolation).toMatchObject({ network: false, pidNamespace: false, filesystem: false });
       const before = connections;
       const o = await open.run(src(`const net = await import('node:net');
         return await new Promise((resolve, reject) => { const s = net.connect(${port}, '127.0.0.1'); s.on('data', (d) => resolve(String(d))); s.on('error', reject); });`));
