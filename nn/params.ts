@@ -1,5 +1,5 @@
 // Parameter values live here, outside any graph; graphs refer to them by name.
-import { closeSync, fsyncSync, openSync, readFileSync, renameSync, writeSync } from 'node:fs';
+import { closeSync, fsyncSync, openSync, readFileSync, renameSync, rmSync, writeSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { Rng } from './rng.js';
 
@@ -86,26 +86,53 @@ export class ParamStore {
   }
 }
 
-/** Writes a file then renames it into place, so a crash never leaves a half-written file. */
-export function writeFileAtomic(path: string, chunks: readonly Uint8Array[]): void {
-  const tmp = `${path}.${process.pid}.tmp`;
-  const fd = openSync(tmp, 'w');
+let tmpSerial = 0;
+
+/**
+ * Writes a file then renames it into place, so a crash never leaves a half-written file: a temp file in
+ * the same folder, fsynced, renamed over the target, the folder fsynced. The file is created with
+ * `mode` (default 0600: run state, checkpoints and policies are the owner's). A failed write leaves the
+ * previous file as it was and removes its temp file.
+ */
+export function writeFileAtomic(path: string, chunks: ReadonlyArray<Uint8Array | string>, mode = 0o600): void {
+  // Unique per call: two writers of one path in this process never share a temp file.
+  const tmp = `${path}.${process.pid}.${++tmpSerial}.tmp`;
+  const fd = openSync(tmp, 'wx', mode);
   try {
-    for (const c of chunks) {
-      let off = 0;
-      while (off < c.length) off += writeSync(fd, c, off, c.length - off);
+    try {
+      for (const c of chunks) {
+        const b = typeof c === 'string' ? Buffer.from(c) : c;
+        let off = 0;
+        while (off < b.length) off += writeSync(fd, b, off, b.length - off);
+      }
+      fsyncSync(fd);
+    } finally {
+      closeSync(fd);
     }
-    fsyncSync(fd);
-  } finally {
-    closeSync(fd);
+    renameSync(tmp, path);
+  } catch (e) {
+    rmSync(tmp, { force: true });
+    throw e;
   }
-  renameSync(tmp, path);
+  fsyncDir(dirname(path));
+}
+
+/** Makes a rename durable. Some platforms cannot open or fsync a folder; there the rename is still atomic. */
+function fsyncDir(dir: string): void {
+  let dfd: number;
   try {
-    const dfd = openSync(dirname(path), 'r');
+    dfd = openSync(dir, 'r');
+  } catch (e) {
+    if ((e as NodeJS.ErrnoException).code === 'EISDIR' || (e as NodeJS.ErrnoException).code === 'EPERM') return; // Windows
+    throw e;
+  }
+  try {
     fsyncSync(dfd);
+  } catch (e) {
+    const code = (e as NodeJS.ErrnoException).code;
+    if (code !== 'EINVAL' && code !== 'ENOTSUP' && code !== 'EPERM') throw e;
+  } finally {
     closeSync(dfd);
-  } catch {
-    // Directory fsync is not supported everywhere; the rename itself is still atomic.
   }
 }
 

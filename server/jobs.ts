@@ -3,8 +3,8 @@
 // episode's actions replayed open-loop in a nominal-profile sim (source 'sim-replay') while the robot runs its
 // own profile, so the viewer's imagined-vs-real view shows the reality gap — and a deployed policy's run.
 import { randomUUID } from 'node:crypto';
-import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { writeFileAtomic } from '../nn/index.js';
 import { runEpisode, type Policy } from '../hardware/record.js';
 import { OBSERVATION_LAYOUT_KEY, buildObservation, layoutEntries, layoutOf, layoutToJson, splitObservation } from '../common/layout.js';
 import { behaviourClone } from '../policies/bc.js';
@@ -150,7 +150,7 @@ async function session(s: SessionSpec): Promise<string> {
     policy = { id, samples: pairs.obs.length, trainMse };
   }
   const file = join(ctx.dir, 'checkpoint.json');
-  writeFileSync(file, JSON.stringify({ run: ctx.runId, policyVersion: s.policyVersion, episodesDone: done, successes, robotSeconds, episodes: ids, policy, metrics, stoppedEarly: ctx.signal.aborted }, null, 1));
+  writeFileAtomic(file, [JSON.stringify({ run: ctx.runId, policyVersion: s.policyVersion, episodesDone: done, successes, robotSeconds, episodes: ids, policy, metrics, stoppedEarly: ctx.signal.aborted }, null, 1)]);
   return file;
 }
 

@@ -5,8 +5,8 @@
 // from the same start state, the world model's imagined rollout of the policy under every ensemble member as
 // imagined frames (their spread is the model's uncertainty); metrics after every update; the trainer checkpoints
 // into the run folder every update; the policy goes into the policy library, ready to deploy.
-import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { writeFileAtomic } from '../nn/index.js';
 import { OBSERVATION_LAYOUT_KEY, buildObservation, layoutEntries, layoutOf, layoutToJson, splitObservation, type ObservationLayout } from '../common/layout.js';
 import type { RobotObservation } from '../common/robot.js';
 import type { EpisodeMeta } from '../episodes/types.js';
@@ -270,7 +270,7 @@ export const wmrlTrain: JobDefinition<typeof WmrlTrainOptions> = {
       const file = join(ctx.dir, 'checkpoint.json');
       const last = rows.at(-1);
       const cp: WmrlCheckpoint = { run: ctx.runId, task, profile, updates: last?.update ?? 0, robotSeconds: last?.robotSeconds ?? 0, metrics, stoppedEarly: ctx.signal.aborted, ...c };
-      writeFileSync(file, JSON.stringify(cp, null, 1));
+      writeFileAtomic(file, [JSON.stringify(cp, null, 1)]);
       return file;
     };
     const emit = (m: MetricsPoint) => {

@@ -4,9 +4,8 @@
 // Per update: B prompts (seeded start states) → G policy episodes each on the robot (safety layer,
 // recorded in the store, charged to the robot clock) → scores = the episodes' real returns →
 // group-standardized advantages → clipped policy-gradient update → evaluate every few updates.
-import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { Rng } from '../nn/index.js';
+import { Rng, writeFileAtomic } from '../nn/index.js';
 import type { Policy } from '../policies/types.js';
 import type { ClippedPolicyGradient } from '../policies/pg.js';
 import { groupAdvantages, DEFAULT_ADVANTAGE_CONFIG } from './advantages.js';
@@ -102,6 +101,6 @@ export async function trainStandard(run: StandardRun): Promise<RunState> {
     if (run.outDir) saveRunState(run.outDir, state, pg);
     run.hooks?.onUpdate?.(row);
   }
-  if (run.outDir) writeFileSync(join(run.outDir, 'history.json'), JSON.stringify(state.rows, null, 1));
+  if (run.outDir) writeFileAtomic(join(run.outDir, 'history.json'), [JSON.stringify(state.rows, null, 1)]);
   return state;
 }

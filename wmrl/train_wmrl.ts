@@ -11,9 +11,8 @@
 // of the very episodes → map and disagreement updated → calibrated advantages, anchor groups weighted
 // → clipped policy-gradient update on real steps for anchor groups and imagined steps for the rest →
 // the world model refits from the store every few updates → reward-hacking alarm → evaluation.
-import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { Rng } from '../nn/index.js';
+import { Rng, writeFileAtomic } from '../nn/index.js';
 import { layoutOf } from '../common/layout.js';
 import type { Policy } from '../policies/types.js';
 import type { ClippedPolicyGradient } from '../policies/pg.js';
@@ -640,6 +639,6 @@ export async function trainWmrl(run: WmrlRun): Promise<RunState> {
     run.hooks?.onUpdate?.(row);
   }
   await env.release();
-  if (run.outDir) writeFileSync(join(run.outDir, 'history.json'), JSON.stringify(state.rows, null, 1));
+  if (run.outDir) writeFileAtomic(join(run.outDir, 'history.json'), [JSON.stringify(state.rows, null, 1)]);
   return state;
 }

@@ -1,11 +1,12 @@
 // `wmrl train`: post-train a policy on a robot with WMRL (or the standard-GRPO baseline), checkpoint
 // every update, resume exactly, export the result as a deployable .onnx.
-import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { OBSERVATION_LAYOUT_KEY, layoutEntries, layoutOf, layoutToJson } from '../../common/layout.js';
 import { Type, type Static } from '@sinclair/typebox';
 import { Value } from '@sinclair/typebox/value';
+import { writeFileAtomic } from '../../nn/index.js';
 import { ClippedPolicyGradient } from '../../policies/pg.js';
 import { exportPolicy } from '../../policies/gaussian.js';
 import { TrainerOptions } from '../../server/schemas.js';
@@ -129,11 +130,11 @@ export async function train(args: string[]): Promise<void> {
     if (parsed.given.length) throw new Error(`--resume continues the run as it was started; drop ${parsed.given.join(', ')}`);
     // A run folder from before --imagine, --anchor-groups and --kl-coef: one imagined group per prompt, one anchor group per update, no KL penalty.
     a = { imagine: 1, anchorGroups: 1, klCoef: 0, ...(JSON.parse(readFileSync(cfgFile, 'utf8')) as Omit<TrainArgs, 'imagine' | 'anchorGroups' | 'klCoef'> & Partial<TrainArgs>), ...(args.some((x) => x.split('=')[0] === '--updates') ? { updates: parsed.a.updates } : {}) };
-    writeFileSync(cfgFile, JSON.stringify(a, null, 1));
+    writeFileAtomic(cfgFile, [JSON.stringify(a, null, 1)]);
   } else {
     if (existsSync(join(out, 'state.json'))) throw new Error(`${out} already holds a run: pass --resume to continue it, or another --out`);
     mkdirSync(out, { recursive: true });
-    writeFileSync(cfgFile, JSON.stringify(a, null, 1));
+    writeFileAtomic(cfgFile, [JSON.stringify(a, null, 1)]);
   }
 
   const bar = progressBar();
