@@ -8,6 +8,7 @@ import { SimRobot } from '../hardware/robots/sim.js';
 import type { ResetOptions, Robot } from '../hardware/types.js';
 import type { RobotObservation, RobotDeclaration } from '../common/robot.js';
 import type { SceneStatic } from '../sim/index.js';
+import { EstopLatch } from './estop-latch.js';
 import type { RobotStatus } from './schemas.js';
 
 /** One applied control step, on the robot's side. */
@@ -62,6 +63,11 @@ export interface RobotHostOptions {
   /** The robot's observation also reports its last this many commands sent (sim/env.ts commandHistory); default 0. */
   commandHistory?: number;
   onIntervention?: (e: InterventionEvent) => void;
+  /**
+   * Keeps the e-stop latch in this file across restarts: a latch found there is restored at start.
+   * `onError` hears of a latch that could not be written (the e-stop itself still holds).
+   */
+  latch?: { file: string; onError(e: Error): void };
 }
 
 /** Timing of control steps, as the job driving the robot saw them (ms, performance.now clock). */
@@ -94,6 +100,10 @@ export class RobotHost {
   run: string | null = null;
   stepsApplied = 0;
   readonly scene: SceneStatic;
+  /** The latch restored from disk at start, while it holds (null once reset, or when none was found). */
+  restoredLatch: { reason: string; at: string | null; unreadable: boolean } | null = null;
+  private latch: { store: EstopLatch; onError(e: Error): void } | null = null;
+  private restoring = false;
 
   private constructor(
     readonly id: string,
@@ -115,10 +125,41 @@ export class RobotHost {
     const sim = await SimRobot.create({ task: o.task, profile: o.profile, seed: o.seed, commandHistory: o.commandHistory });
     const ref: { host?: RobotHost } = {};
     const reporting = new ReportingRobot(sim, (command) => ref.host?.applied(command));
+    // Every latch goes through the layer's log (the API's e-stop, a watchdog that stops), so it is persisted here.
+    const log = (e: InterventionEvent) => {
+      if (e.kind === 'estop') ref.host?.persistLatch(e.detail);
+      o.onIntervention?.(e);
+    };
     // The sim's actions are normalized efforts in [-1, 1]: a per-step change cap of 2 never binds.
-    const safety = new SafetyLayer(reporting, { ...DEFAULT_SAFETY, maxDelta: 2 }, { watchdog: o.watchdog !== false, log: o.onIntervention });
-    ref.host = new RobotHost(o.id, sim, safety, o.task, o.profile, urdf, o.commandHistory ?? 0);
-    return ref.host;
+    const safety = new SafetyLayer(reporting, { ...DEFAULT_SAFETY, maxDelta: 2 }, { watchdog: o.watchdog !== false, log });
+    const host = new RobotHost(o.id, sim, safety, o.task, o.profile, urdf, o.commandHistory ?? 0);
+    ref.host = host;
+    if (o.latch) {
+      const store = new EstopLatch(o.id, o.latch.file);
+      host.latch = { store, onError: o.latch.onError };
+      const state = store.read();
+      if (state.latched) {
+        host.restoredLatch = { reason: state.reason, at: state.at, unreadable: state.unreadable };
+        // The file stays as it is (an unreadable one included) until the operator's reset.
+        host.restoring = true;
+        try {
+          await safety.estop(`restored at start: ${state.reason}`);
+        } finally {
+          host.restoring = false;
+        }
+      }
+    }
+    return host;
+  }
+
+  /** Called as the latch sets: a failed write must not stop the e-stop itself, so it is reported, not thrown. */
+  private persistLatch(reason: string): void {
+    if (!this.latch || this.restoring) return;
+    try {
+      this.latch.store.set(reason);
+    } catch (e) {
+      this.latch.onError(new Error(`robot '${this.id}': e-stopped, but its latch could not be saved to ${this.latch.store.file} (a restart would release it): ${(e as Error).message}`, { cause: e }));
+    }
   }
 
   private applied(command: Float32Array): void {
@@ -168,6 +209,9 @@ export class RobotHost {
 
   /** Clears a latched e-stop and brings the robot to its start state. */
   async reset(): Promise<void> {
+    // On disk first: when that fails the robot stays latched, in memory too.
+    this.latch?.store.clear();
+    this.restoredLatch = null;
     this.safety.clearEstop();
     await this.safety.reset();
     this.events.emit('status', this.status());

@@ -97,9 +97,10 @@ export class RunManager {
     const robotId = typeof options.robot === 'string' ? options.robot : null;
     const robot = robotId === null ? null : this.robot(robotId);
     if (robot?.run) throw new ApiError('WMRL_ROBOT_BUSY', `robot '${robotId}' is driven by run '${robot.run}'; stop it first`);
+    if (robot?.safety.isEstopped) throw new ApiError('WMRL_ROBOT_ESTOPPED', `robot '${robotId}' is e-stopped; reset it first (POST /api/robots/${robotId}/reset, or the viewer's reset button)`);
     const id = `${kind}-${new Date().toISOString().replace(/[:.]/g, '-')}-${randomUUID().slice(0, 6)}`;
     const dir = join(this.deps.dataDir, 'runs', id);
-    mkdirSync(dir, { recursive: true });
+    mkdirSync(dir, { recursive: true, mode: 0o700 });
     const abort = new AbortController();
     const status: RunStatus = { id, kind, state: 'running', robot: robotId, options, startedAt: Date.now(), endedAt: null, progress: { done: 0, total: 0, phase: '' }, error: null, checkpoint: null, lastMetrics: null };
     const rec: RunRecord = { status, abort, done: Promise.resolve(), metrics: [], rollouts: new Map() };
