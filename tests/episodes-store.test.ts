@@ -122,6 +122,43 @@ describe('episode store', () => {
     expect(s.get('b').steps).toHaveLength(1);
   });
 
+  it('list limit: the newest N after the filters, read in SQL, still oldest first', () => {
+    const s = openStore(fresh());
+    for (let i = 0; i < 200; i++) {
+      const id = `e${String(i).padStart(3, '0')}`;
+      const r = s.begin({ ...meta(id), startedAt: 1_764_000_000_000 + i, robot: i % 2 ? 'arm-1' : 'arm-2' });
+      for (let k = 0; k <= i % 3; k++) r.append(makeStep(id, k, false));
+      if (i % 4) r.finish();
+    }
+    const last5 = s.list({ limit: 5 });
+    expect(last5.map((e) => e.meta.id)).toEqual(['e195', 'e196', 'e197', 'e198', 'e199']);
+    expect(last5.map((e) => e.steps)).toEqual([1, 2, 3, 1, 2]);
+    // The filters apply before the limit: the 5 newest of those that match, not the matching ones among the newest 5.
+    expect(s.list({ status: 'recording', robot: 'arm-2', limit: 5 }).map((e) => e.meta.id)).toEqual(['e180', 'e184', 'e188', 'e192', 'e196']);
+    expect(s.list({ limit: 1000 })).toHaveLength(200);
+    expect(s.list({ limit: 0 })).toEqual([]);
+    expect(() => s.list({ limit: -1 })).toThrow(/^limit: -1 is not a whole number/);
+  });
+
+  it('stream: metadata now, steps a page at a time as they are taken, equal to get()', () => {
+    const s = openStore(fresh());
+    const r = s.begin(meta('long'));
+    for (let k = 0; k < 25; k++) r.append(makeStep('long', k, k === 24));
+    r.finish();
+    const e = s.stream('long', 10);
+    expect(e.meta).toEqual(meta('long'));
+    expect(e.status).toBe('complete');
+    const it = e.steps[Symbol.iterator]();
+    expect(it.next().value).toEqual(s.get('long').steps[0]);
+    // The store is free between pages: it records meanwhile.
+    s.begin(meta('other')).append(makeStep('other', 0, false));
+    const rest: EpisodeStep[] = [];
+    for (let n = it.next(); !n.done; n = it.next()) rest.push(n.value);
+    expect(rest).toEqual(s.get('long').steps.slice(1));
+    expect([...s.stream('long', 5).steps]).toEqual(s.get('long').steps);
+    expect(errorOf(() => s.stream('nope')).code).toBe('NOT_FOUND');
+  });
+
   it('refuses malformed steps with an error naming the field, and loses nothing stored', () => {
     const s = openStore(fresh());
     const rec = s.begin(meta('m'));

@@ -11,7 +11,7 @@ import { MessageReader } from '@foxglove/rosmsg2-serialization';
 import { ros2jazzy } from '@foxglove/rosmsg-msgs-common';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { TOPICS, encodeEpisodeMcap, exportEpisode, fromRosTime, toRosTime } from '../episodes/mcap/export.js';
+import { TOPICS, encodeEpisodeMcap, episodeMcapStream, exportEpisode, fromRosTime, toRosTime, writeEpisodeMcap } from '../episodes/mcap/export.js';
 import { importEpisode, importEpisodeBytes } from '../episodes/mcap/import.js';
 import { parseRos2msg, ros2msgSchema } from '../episodes/mcap/schemas.js';
 import type { ImageEncoding } from '../common/robot.js';
@@ -118,6 +118,59 @@ describe('import(export(e)) = e', () => {
       await exportEpisode(e, path);
       expect(await importEpisode(path)).toEqual(e);
     }
+  });
+
+  it('a long episode is written through the sink as its steps come: bounded writes, the bag round-trips', async () => {
+    // 200 steps of 128x128 rgb8 noise frames: about 10 MB of images (lz4 cannot shrink them), produced lazily.
+    const N = 200;
+    const step = (seq: number): EpisodeStep => {
+      const data = new Uint8Array(128 * 128 * 3);
+      let x = (seq * 2654435761 + 1) >>> 0;
+      for (let i = 0; i < data.length; i++) data[i] = (x = (Math.imul(x, 1103515245) + 12345) >>> 0) >>> 24;
+      const t = 1_700_000_000 + seq * 0.02;
+      return { seq, tObs: t, tAct: t + 0.001, obs: { stamp: t, position: Float64Array.of(seq, -seq), velocity: Float64Array.of(0.5, 0), image: { width: 128, height: 128, encoding: 'rgb8', data } }, action: Float32Array.of(0.25, -0.5), reward: seq / N, done: seq === N - 1 };
+    };
+    const base = { meta: { id: 'long', robot: 'arm', policyVersion: 'v', hardwareProfile: 'p', startedAt: 1 }, status: 'complete' as const };
+    for (const compression of ['none', 'lz4'] as const) {
+      let yielded = 0;
+      const steps = function* () {
+        for (let k = 0; k < N; k++) {
+          yielded++;
+          yield step(k);
+        }
+      };
+      const writes: Array<{ bytes: Uint8Array; yielded: number }> = [];
+      await writeEpisodeMcap({ ...base, steps: steps() }, { write: async (b) => void writes.push({ bytes: b.slice(), yielded }) }, { compression });
+      // Bytes went out long before the last step was read, and no write holds more than about one chunk.
+      expect(writes.find((w) => w.bytes.length > 0)!.yielded).toBeLessThan(N / 4);
+      expect(writes.filter((w) => w.yielded < N).reduce((n, w) => n + w.bytes.length, 0)).toBeGreaterThan(5_000_000);
+      expect(Math.max(...writes.map((w) => w.bytes.length))).toBeLessThan(2 * 1024 * 1024);
+      const bag = Buffer.concat(writes.map((w) => w.bytes));
+      const back = importEpisodeBytes(bag, 'long.mcap');
+      expect(back.steps).toHaveLength(N);
+      // Frames compared as bytes (a deep equality over 10 MB of elements takes minutes), the rest field by field.
+      const frames = (s: EpisodeStep) => Buffer.from(s.obs.image!.data);
+      const noFrames = (s: EpisodeStep) => ({ ...s, obs: { ...s.obs, image: { ...s.obs.image!, data: null } } });
+      for (let k = 0; k < N; k++) {
+        const want = step(k);
+        expect(frames(back.steps[k]!).equals(frames(want))).toBe(true);
+        expect(noFrames(back.steps[k]!)).toEqual(noFrames(want));
+      }
+      expect({ meta: back.meta, status: back.status }).toEqual(base);
+    }
+  });
+
+  it('as a byte stream: the same bag as the in-memory encoding', async () => {
+    const e = richEpisode('s', 30, 'png', 4);
+    const parts: Buffer[] = [];
+    for await (const c of episodeMcapStream(e, { compression: 'lz4' })) parts.push(c as Buffer);
+    expect(new Uint8Array(Buffer.concat(parts))).toEqual(await encodeEpisodeMcap(e, { compression: 'lz4' }));
+    // A fault while writing ends the stream with that error.
+    const bad = richEpisode('bad', 3);
+    bad.steps[2]!.tObs = -1;
+    await expect(async () => {
+      for await (const _ of episodeMcapStream(bad)) void _;
+    }).rejects.toThrow(/step 2 tObs: -1 is not a time/);
   });
 
   it('with lz4-compressed chunks: smaller, and identical after import', async () => {

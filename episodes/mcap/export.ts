@@ -2,7 +2,8 @@
 // any MCAP reader. Every message of a step carries the step's seq as its MCAP `sequence`, and the
 // episode's metadata goes in a Metadata record, so importEpisode() restores the episode exactly.
 
-import { writeFile } from 'node:fs/promises';
+import { open } from 'node:fs/promises';
+import { PassThrough, type Readable } from 'node:stream';
 import { McapWriter, type IWritable } from '@mcap/core';
 import * as lz4 from 'lz4js';
 import type { Episode, EpisodeStep } from '../types.js';
@@ -64,8 +65,21 @@ export function toRosTime(t: number, field: string): RosTime {
 export const fromRosTime = (t: RosTime): number => t.sec + t.nanosec / 1e9;
 const ns = (t: RosTime): bigint => BigInt(t.sec) * 1_000_000_000n + BigInt(t.nanosec);
 
-function jointNamesFor(e: Episode, opts: ExportOptions): string[] {
-  const n = e.steps[0]?.obs.position.length ?? 0;
+/** What an export reads: an Episode, or its steps as they come (EpisodeStore.stream), never all held at once. */
+export interface EpisodeSource extends Pick<Episode, 'meta' | 'status'> {
+  steps: Iterable<EpisodeStep>;
+}
+
+/**
+ * Where a bag goes as it is written, in order. `bytes` is the writer's buffer, reused once write()
+ * returns: a sink that keeps the bytes copies them.
+ */
+export interface McapSink {
+  write(bytes: Uint8Array): Promise<void>;
+}
+
+function jointNamesFor(e: Pick<Episode, 'meta'>, first: EpisodeStep | undefined, opts: ExportOptions): string[] {
+  const n = first?.obs.position.length ?? 0;
   const fromMeta = e.meta.extra?.joints;
   const names =
     opts.jointNames ??
@@ -74,32 +88,82 @@ function jointNamesFor(e: Episode, opts: ExportOptions): string[] {
   return names ?? Array.from({ length: n }, (_, i) => `joint_${i}`);
 }
 
-class BufferWritable implements IWritable {
-  readonly parts: Uint8Array[] = [];
+/** The writer's view of a sink: it also needs the byte position. */
+class SinkWritable implements IWritable {
   private size = 0n;
+  constructor(private readonly sink: McapSink) {}
   async write(buffer: Uint8Array): Promise<void> {
-    this.parts.push(Uint8Array.prototype.slice.call(buffer)); // a copy, even when handed a Buffer
     this.size += BigInt(buffer.byteLength);
+    await this.sink.write(buffer);
   }
   position(): bigint {
     return this.size;
   }
-  /** A plain Uint8Array (a Buffer's slice() would share memory, surprising callers). */
-  concat(): Uint8Array {
-    const all = new Uint8Array(Number(this.size));
-    let at = 0;
-    for (const p of this.parts) {
-      all.set(p, at);
-      at += p.length;
-    }
-    return all;
-  }
 }
 
-/** Encodes an episode as MCAP bytes. */
-export async function encodeEpisodeMcap(e: Episode, opts: ExportOptions = {}): Promise<Uint8Array> {
-  const joints = jointNamesFor(e, opts);
-  const out = new BufferWritable();
+/** Encodes an episode as MCAP bytes, in memory (a long episode streams better: episodeMcapStream). */
+export async function encodeEpisodeMcap(e: EpisodeSource, opts: ExportOptions = {}): Promise<Uint8Array> {
+  const parts: Uint8Array[] = [];
+  let size = 0;
+  const sink: McapSink = {
+    async write(b) {
+      parts.push(Uint8Array.prototype.slice.call(b)); // a copy, even when handed a Buffer
+      size += b.byteLength;
+    },
+  };
+  await writeEpisodeMcap(e, sink, opts);
+  // A plain Uint8Array (a Buffer's slice() would share memory, surprising callers).
+  const all = new Uint8Array(size);
+  let at = 0;
+  for (const p of parts) {
+    all.set(p, at);
+    at += p.length;
+  }
+  return all;
+}
+
+/**
+ * The bag as a byte stream, written as its reader takes it (the writer waits while the reader is
+ * behind): memory stays at about one MCAP chunk whatever the episode's length. A fault while
+ * writing destroys the stream with that error.
+ */
+export function episodeMcapStream(e: EpisodeSource, opts: ExportOptions = {}): Readable {
+  const out = new PassThrough();
+  const sink: McapSink = {
+    async write(bytes) {
+      if (out.destroyed) throw new Error('MCAP export: the reader went away');
+      if (!out.write(Buffer.from(bytes))) await drained(out);
+    },
+  };
+  writeEpisodeMcap(e, sink, opts).then(
+    () => out.end(),
+    (err: Error) => out.destroy(err),
+  );
+  return out;
+}
+
+function drained(s: PassThrough): Promise<void> {
+  return new Promise((resolve, reject) => {
+    const onDrain = () => {
+      s.off('close', onClose);
+      resolve();
+    };
+    const onClose = () => {
+      s.off('drain', onDrain);
+      reject(new Error('MCAP export: the reader went away'));
+    };
+    s.once('drain', onDrain);
+    s.once('close', onClose);
+  });
+}
+
+/** Writes an episode as MCAP through `sink`, step by step: only the chunk being built is held. */
+export async function writeEpisodeMcap(e: EpisodeSource, sink: McapSink, opts: ExportOptions = {}): Promise<void> {
+  const steps = e.steps[Symbol.iterator]();
+  const head = steps.next();
+  const first = head.done ? undefined : head.value;
+  const joints = jointNamesFor(e, first, opts);
+  const out = new SinkWritable(sink);
   const writer = new McapWriter({
     writable: out,
     useChunks: true,
@@ -133,8 +197,9 @@ export async function encodeEpisodeMcap(e: Episode, opts: ExportOptions = {}): P
 
   const stampOverrides: Array<[number, string]> = [];
   const imageSizes: Array<[number, number, number]> = [];
-  for (const s of e.steps) {
-    await writeStep(s, joints, publish, stampOverrides, imageSizes);
+  if (first !== undefined) await writeStep(first, joints, publish, stampOverrides, imageSizes);
+  for (let next = steps.next(); !next.done; next = steps.next()) {
+    await writeStep(next.value, joints, publish, stampOverrides, imageSizes);
   }
   const metadata = new Map<string, string>([
     ['format', EPISODE_FORMAT],
@@ -146,7 +211,6 @@ export async function encodeEpisodeMcap(e: Episode, opts: ExportOptions = {}): P
   if (imageSizes.length > 0) metadata.set('image_sizes', JSON.stringify(imageSizes));
   await writer.addMetadata({ name: EPISODE_METADATA, metadata });
   await writer.end();
-  return out.concat();
 }
 
 type Publish = (topic: string, type: string, seq: number, time: RosTime, msg: unknown) => Promise<void>;
@@ -209,7 +273,17 @@ async function writeStep(
   if (s.success !== undefined) await publish(TOPICS.success, 'std_msgs/msg/Bool', s.seq, tAct, { data: s.success });
 }
 
-/** Writes an episode to an MCAP file. */
-export async function exportEpisode(e: Episode, path: string, opts: ExportOptions = {}): Promise<void> {
-  await writeFile(path, await encodeEpisodeMcap(e, opts));
+/** Writes an episode to an MCAP file, as it is encoded. */
+export async function exportEpisode(e: EpisodeSource, path: string, opts: ExportOptions = {}): Promise<void> {
+  const file = await open(path, 'w');
+  try {
+    const sink: McapSink = {
+      async write(b) {
+        for (let off = 0; off < b.length; ) off += (await file.write(b, off, b.length - off)).bytesWritten;
+      },
+    };
+    await writeEpisodeMcap(e, sink, opts);
+  } finally {
+    await file.close();
+  }
 }

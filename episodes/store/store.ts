@@ -98,6 +98,9 @@ export class EpisodeStore {
       this.db.pragma(`synchronous = ${opts.synchronous ?? 'FULL'}`);
       this.db.pragma('foreign_keys = ON');
       migrate(this.db, opts.migrations ?? MIGRATIONS, file);
+      // The newest episodes (list's limit) without sorting the table. An index only, so no schema
+      // version: older code opens the database as before.
+      this.db.exec('CREATE INDEX IF NOT EXISTS episodes_started ON episodes (started_at, id)');
     } catch (e) {
       this.db.close();
       throw e;
@@ -279,21 +282,53 @@ export class EpisodeStore {
     this.finish(id, { status: 'partial' });
   }
 
-  list(filter: { status?: EpisodeStatus; robot?: string } = {}): EpisodeSummary[] {
+  /**
+   * Episodes in start order, oldest first. `limit` keeps the newest that many: the filters and the
+   * limit run in SQL, so only the rows returned are read and counted.
+   */
+  list(filter: { status?: EpisodeStatus; robot?: string; limit?: number } = {}): EpisodeSummary[] {
     this.live();
+    if (filter.limit !== undefined && !(Number.isInteger(filter.limit) && filter.limit >= 0)) {
+      throw new RangeError(`limit: ${filter.limit} is not a whole number ≥ 0`);
+    }
     const rows = this.db
       .prepare(
-        `SELECT e.*, (SELECT COUNT(*) FROM steps s WHERE s.episode_id = e.id) AS n_steps FROM episodes e
-         WHERE (@status IS NULL OR e.status = @status) AND (@robot IS NULL OR e.robot = @robot)
-         ORDER BY e.started_at, e.id`,
+        `SELECT e.*, (SELECT COUNT(*) FROM steps s WHERE s.episode_id = e.id) AS n_steps FROM (
+           SELECT * FROM episodes
+           WHERE (@status IS NULL OR status = @status) AND (@robot IS NULL OR robot = @robot)
+           ORDER BY started_at DESC, id DESC LIMIT @limit
+         ) e ORDER BY e.started_at, e.id`,
       )
-      .all({ status: filter.status ?? null, robot: filter.robot ?? null }) as Array<EpisodeRow & { n_steps: number }>;
+      .all({ status: filter.status ?? null, robot: filter.robot ?? null, limit: filter.limit ?? -1 }) as Array<EpisodeRow & { n_steps: number }>;
     return rows.map((r) => {
       const s: EpisodeSummary = { meta: metaOf(r), status: r.status, steps: r.n_steps, duplicates: r.duplicates };
       if (r.success !== null) s.success = r.success === 1;
       if (r.writer_pid !== null) s.writerPid = r.writer_pid;
       return s;
     });
+  }
+
+  /**
+   * An episode's metadata and status now, and its steps read `batch` at a time as they are iterated,
+   * so a long episode is never held whole. No statement stays open between batches: the store
+   * records and serves other requests while the steps are consumed.
+   */
+  stream(id: string, batch = 256): { meta: EpisodeMeta; status: EpisodeStatus; steps: Iterable<EpisodeStep> } {
+    this.live();
+    const ep = this.row(id);
+    if (ep === undefined) throw new EpisodeStoreError('NOT_FOUND', 'id', `no episode ${id} in ${this.file}`);
+    const page = this.db.prepare('SELECT * FROM steps WHERE episode_id = ? AND seq > ? ORDER BY seq LIMIT ?');
+    const steps = (function* (store: EpisodeStore): Generator<EpisodeStep> {
+      let after = -1;
+      for (;;) {
+        store.live();
+        const rows = page.all(id, after, batch) as StepRow[];
+        for (const r of rows) yield rowToStep(r);
+        if (rows.length < batch) return;
+        after = rows.at(-1)!.seq;
+      }
+    })(this);
+    return { meta: metaOf(ep), status: ep.status, steps };
   }
 
   get(id: string): Episode {

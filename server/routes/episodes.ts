@@ -1,7 +1,7 @@
 // Episodes: list, fetch one (its steps), export one as a ROS 2 MCAP bag.
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from '@sinclair/typebox';
-import { encodeEpisodeMcap } from '../../episodes/mcap/export.js';
+import { episodeMcapStream } from '../../episodes/mcap/export.js';
 import { EpisodeStoreError } from '../../episodes/store/validate.js';
 import type { Episode } from '../../episodes/types.js';
 import type { EpisodeSummary as StoredSummary } from '../../episodes/store/store.js';
@@ -18,17 +18,17 @@ function summary(s: StoredSummary): EpisodeSummary {
 }
 
 export const episodesPlugin = (ctx: AppContext): FastifyPluginAsyncTypebox => async (app) => {
-  const get = (id: string): Episode => {
+  const found = <T>(id: string, read: (id: string) => T): T => {
     try {
-      return ctx.store.get(id);
+      return read(id);
     } catch (e) {
       if (e instanceof EpisodeStoreError && e.code === 'NOT_FOUND') throw new ApiError('WMRL_EPISODE_NOT_FOUND', `no episode '${id}'`);
       throw e;
     }
   };
+  const get = (id: string): Episode => found(id, (i) => ctx.store.get(i));
   app.get('/', { schema: { tags: ['episodes'], summary: 'recorded episodes, newest last', querystring: EpisodeListQuery, response: replies(Type.Array(EpisodeSummary), 400) } }, async (req) => {
-    const all = ctx.store.list({ status: req.query.status, robot: req.query.robot });
-    return all.slice(-req.query.limit).map(summary);
+    return ctx.store.list({ status: req.query.status, robot: req.query.robot, limit: req.query.limit }).map(summary);
   });
   app.get('/:id', { schema: { tags: ['episodes'], summary: 'one episode with its steps', params: EpisodeParams, response: replies(EpisodeDetail, 400, 404) } }, async (req) => {
     const e = get(req.params.id);
@@ -42,8 +42,9 @@ export const episodesPlugin = (ctx: AppContext): FastifyPluginAsyncTypebox => as
     '/:id/mcap',
     { schema: { tags: ['episodes'], summary: 'the episode as a ROS 2 MCAP bag (CDR; Foxglove and ros2 bag read it)', params: EpisodeParams, querystring: ExportQuery, produces: ['application/octet-stream'], response: { 200: Type.Unknown(), 400: ErrorBody, 404: ErrorBody } } },
     async (req, reply) => {
-      const bytes = await encodeEpisodeMcap(get(req.params.id), { compression: req.query.compression });
-      return reply.type('application/octet-stream').header('content-disposition', `attachment; filename="${req.params.id}.mcap"`).send(Buffer.from(bytes));
+      // Streamed: steps read from the store a page at a time, the bag sent as it is written.
+      const bag = episodeMcapStream(found(req.params.id, (i) => ctx.store.stream(i)), { compression: req.query.compression });
+      return reply.type('application/octet-stream').header('content-disposition', `attachment; filename="${req.params.id}.mcap"`).send(bag);
     },
   );
 };
