@@ -10,11 +10,16 @@
 // has no null: an excluded item (its execution timed out or crashed) gets its group's mean reward,
 // which gives it zero advantage under group normalization, and is marked `excluded: 1` in
 // extra_logs; /grade returns null for it. The service registers the plugin under /reward
-// (server/app.ts); `serveRewardApi` serves it alone, at the root.
+// (server/app.ts), behind its access token; `serveRewardApi` serves it alone, at the root, behind
+// the token it is given. The token rides in `Authorization: Bearer <token>` or, for trainers that
+// send no headers (OpenRLHF's --remote_rm_url), in `?token=`. A full queue is answered 503 at once.
+import { randomBytes } from 'node:crypto';
 import { Type, type Static } from '@sinclair/typebox';
 import type { FastifyPluginAsyncTypebox, TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import Fastify, { type FastifyError } from 'fastify';
-import type { GradedItem, RewardService } from './reward-service.js';
+import { BearerAuth } from '../common/bearer-auth.js';
+import { HostPolicy } from '../common/host-policy.js';
+import { RewardQueueFull, type GradedItem, type RewardService } from './reward-service.js';
 
 const MAX_ITEMS = 4096;
 const Text = Type.String({ maxLength: 256 * 1024 });
@@ -74,13 +79,18 @@ export const RewardHealth = Type.Object({
   busy: Type.Integer(),
   queueLength: Type.Integer(),
   inFlight: Type.Integer({ description: 'anchor groups executing' }),
+  pendingRequests: Type.Integer({ description: 'requests being graded' }),
+  maxPendingRequests: Type.Integer({ description: 'requests graded at once at most; more are answered 503 WMRL_QUEUE_FULL' }),
   calibrated: Type.Boolean(),
   observed: Type.Integer({ description: 'executed results the world model has learned from' }),
   isolation: Type.Union([Type.Object({ network: Type.Boolean(), pidNamespace: Type.Boolean(), rlimits: Type.Boolean() }), Type.Null()]),
 });
 
-const ErrorBody = Type.Object({ statusCode: Type.Integer(), code: Type.String(), message: Type.String() });
-const replies = <T extends Parameters<typeof Type.Object>[0]>(ok: ReturnType<typeof Type.Object<T>>) => ({ 200: ok, 400: ErrorBody, 500: ErrorBody });
+const ErrorBody = Type.Object({ statusCode: Type.Integer(), code: Type.String(), message: Type.String(), errorId: Type.Optional(Type.String()) });
+const replies = <T extends Parameters<typeof Type.Object>[0]>(ok: ReturnType<typeof Type.Object<T>>) => ({ 200: ok, 400: ErrorBody, 401: ErrorBody, 429: ErrorBody, 500: ErrorBody, 503: ErrorBody });
+const secured = { security: [{ bearer: [] }] };
+/** `?token=` for trainers that cannot send headers; nothing else rides in the query. */
+const TokenQuery = Type.Object({ token: Type.Optional(Type.String({ maxLength: 256 })) }, { additionalProperties: false });
 
 class BadRequest extends Error {}
 
@@ -130,16 +140,44 @@ function openRlhfReply(prompts: readonly string[], graded: readonly GradedItem[]
   };
 }
 
-export const rewardPlugin = (service: RewardService): FastifyPluginAsyncTypebox => async (app) => {
+/** Checks a request's bearer token; throws an error with a 4xx `statusCode` and a WMRL_ `code` to refuse it (the service's Auth, BearerAuth). */
+export interface RewardAuth {
+  check(authorization: string | undefined, address: string): void;
+}
+
+export interface RewardPluginOptions {
+  /** Checks the bearer token of /get_reward and /grade (with its failure rate limit); null: no token asked. */
+  auth: RewardAuth | null;
+}
+
+/** A refusal from the token check (or the service's other ApiErrors): its own status and stable code. */
+const isCodedRefusal = (e: unknown): e is { statusCode: number; code: string; message: string } => {
+  const c = e as { statusCode?: unknown; code?: unknown };
+  return typeof c.statusCode === 'number' && c.statusCode >= 400 && c.statusCode < 500 && typeof c.code === 'string' && c.code.startsWith('WMRL_');
+};
+
+export const rewardPlugin = (service: RewardService, o: RewardPluginOptions): FastifyPluginAsyncTypebox => async (app) => {
   // Inside this plugin only: the service's error shape, so the API reads the same served alone or under /reward.
-  app.setErrorHandler((err: FastifyError, _req, reply) => {
+  app.setErrorHandler((err: FastifyError, req, reply) => {
+    if (isCodedRefusal(err)) return reply.status(err.statusCode).send({ statusCode: err.statusCode, code: err.code, message: err.message });
+    if (err instanceof RewardQueueFull) return reply.status(503).header('retry-after', '1').send({ statusCode: 503, code: 'WMRL_QUEUE_FULL', message: err.message });
     if (err.validation) return reply.status(400).send({ statusCode: 400, code: 'WMRL_VALIDATION', message: validationMessage(err) });
     if (err instanceof BadRequest) return reply.status(400).send({ statusCode: 400, code: 'WMRL_VALIDATION', message: err.message });
     if (err.statusCode && err.statusCode < 500) return reply.status(err.statusCode).send({ statusCode: err.statusCode, code: 'WMRL_VALIDATION', message: err.message });
-    return reply.status(500).send({ statusCode: 500, code: 'WMRL_INTERNAL', message: `internal error: ${err.message}` });
+    // The full message to the owner's error sink; the caller gets an id to quote, not the service's internals.
+    const errorId = randomBytes(6).toString('hex');
+    service.opts.onError(new Error(`[error ${errorId}] reward API ${req.method} ${req.url.split('?')[0]}: ${err.message}`, { cause: err }));
+    return reply.status(500).send({ statusCode: 500, code: 'WMRL_INTERNAL', message: `internal error ${errorId}: the service's log has the details`, errorId });
   });
+  const auth = o.auth;
+  const authorized = auth
+    ? async (req: { headers: { authorization?: string }; query: unknown; ip: string }) => {
+        const q = (req.query ?? {}) as { token?: string };
+        auth.check(req.headers.authorization ?? (q.token !== undefined ? `Bearer ${q.token}` : undefined), req.ip);
+      }
+    : async () => {};
 
-  app.post('/get_reward', { schema: { tags: ['reward'], summary: 'OpenRLHF remote reward model: rewards for prompt + response samples', body: GetRewardRequest, response: replies(GetRewardResponse) } }, async (req) => {
+  app.post('/get_reward', { onRequest: authorized, schema: { tags: ['reward'], summary: 'OpenRLHF remote reward model: rewards for prompt + response samples', ...secured, querystring: TokenQuery, body: GetRewardRequest, response: replies(GetRewardResponse) } }, async (req) => {
     const { query, prompts, labels } = req.body;
     if (prompts.length !== query.length) throw new BadRequest(`body.prompts: has ${prompts.length} items, body.query has ${query.length}; they must be aligned`);
     if (labels && labels.length !== query.length) throw new BadRequest(`body.labels: has ${labels.length} items, body.query has ${query.length}; they must be aligned`);
@@ -147,7 +185,7 @@ export const rewardPlugin = (service: RewardService): FastifyPluginAsyncTypebox 
     return openRlhfReply(prompts, items, stats);
   });
 
-  app.post('/grade', { schema: { tags: ['reward'], summary: 'grade research proposals: score (null = excluded) and where it came from', body: GradeRequest, response: replies(GradeResponse) } }, async (req) => {
+  app.post('/grade', { onRequest: authorized, schema: { tags: ['reward'], summary: 'grade research proposals: score (null = excluded) and where it came from', ...secured, querystring: TokenQuery, body: GradeRequest, response: replies(GradeResponse) } }, async (req) => {
     return service.grade(req.body.items);
   });
 
@@ -162,16 +200,29 @@ export interface ServeRewardOptions {
   /** 0: a free port. */
   port: number;
   bodyLimit?: number;
+  /** The bearer token /get_reward and /grade need; absent: none (for a trainer on the same machine only). */
+  token?: string;
+  /** Host names answered besides loopback, the machine's addresses and `host` (DNS rebinding). */
+  allowedHosts?: readonly string[];
 }
+
+/** A fresh access token for the reward API: 64 hex digits, as the service's. */
+export const newRewardToken = (): string => randomBytes(32).toString('hex');
 
 /** Serves the reward API alone (at the root: POST /get_reward, POST /grade, GET /health). */
 export async function serveRewardApi(service: RewardService, o: ServeRewardOptions): Promise<{ url: string; close(): Promise<void> }> {
+  if (o.token !== undefined && !/^[\x21-\x7e]{16,256}$/.test(o.token)) throw new Error('reward API token: 16 to 256 printable characters without spaces');
+  const host = o.host ?? '127.0.0.1';
+  const hosts = new HostPolicy({ bind: host, allowedHosts: o.allowedHosts });
   const app = Fastify({
     bodyLimit: o.bodyLimit ?? 64 * 1024 * 1024,
     // As the service validates: no type coercion of JSON bodies, every violation reported.
     ajv: { customOptions: { coerceTypes: false, removeAdditional: false, allErrors: true } },
   }).withTypeProvider<TypeBoxTypeProvider>();
-  await app.register(rewardPlugin(service));
-  const address = await app.listen({ host: o.host ?? '127.0.0.1', port: o.port });
+  app.addHook('onRequest', async (req, reply) => {
+    if (!hosts.hostAllowed(req.headers.host)) return reply.status(421).send({ statusCode: 421, code: 'WMRL_MISDIRECTED', message: `this service does not answer to host '${String(req.headers.host).slice(0, 100)}'` });
+  });
+  await app.register(rewardPlugin(service, { auth: o.token === undefined ? null : new BearerAuth(o.token, { where: 'the token wmrl reward-serve printed at start, or its --token' }) }));
+  const address = await app.listen({ host, port: o.port });
   return { url: address, close: () => app.close() };
 }

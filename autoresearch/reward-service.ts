@@ -60,6 +60,20 @@ export interface RewardServiceOptions {
   textDim?: number;
   /** Failures of the background learning (world-model fitting): never only swallowed. */
   onError: (e: Error) => void;
+  /** Requests being graded at once; past it a request is refused with RewardQueueFull (default 256). */
+  maxPendingRequests?: number;
+  /** Items being graded at once, over all requests; a request that would pass it is refused (default 65536). */
+  maxPendingItems?: number;
+}
+
+export const REWARD_QUEUE_DEFAULTS = { maxPendingRequests: 256, maxPendingItems: 65536 } as const;
+
+/** The service already grades as much as it is allowed to: the caller should retry later (HTTP 503 + Retry-After). */
+export class RewardQueueFull extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'RewardQueueFull';
+  }
 }
 
 interface Item {
@@ -106,11 +120,19 @@ export class RewardService {
   private pendingData: Array<{ x: Float32Array; y: number }> = [];
   private lastLog: StepLog | null = null;
   private closed = false;
+  private pendingRequests = 0;
+  private pendingItems = 0;
+  private readonly maxPendingRequests: number;
+  private readonly maxPendingItems: number;
 
   constructor(readonly opts: RewardServiceOptions) {
     this.task = opts.task;
     this.executor = opts.executor;
     if (!(opts.deadlineMs > 0)) throw new Error(`reward service deadlineMs ${opts.deadlineMs} must be > 0`);
+    this.maxPendingRequests = opts.maxPendingRequests ?? REWARD_QUEUE_DEFAULTS.maxPendingRequests;
+    this.maxPendingItems = opts.maxPendingItems ?? REWARD_QUEUE_DEFAULTS.maxPendingItems;
+    if (!(Number.isInteger(this.maxPendingRequests) && this.maxPendingRequests >= 1)) throw new Error(`reward service maxPendingRequests ${this.maxPendingRequests} must be an integer >= 1`);
+    if (!(Number.isInteger(this.maxPendingItems) && this.maxPendingItems >= 1)) throw new Error(`reward service maxPendingItems ${this.maxPendingItems} must be an integer >= 1`);
     const text = opts.task.fields.length === 0;
     const dim = text ? (opts.textDim ?? 256) : structuredDim(opts.task.fields);
     this.features = text
@@ -161,9 +183,27 @@ export class RewardService {
     return { prompt, rollout: { context: prompt, proposal, choice, seed: this.opts.seed ?? 0 }, reason: null };
   }
 
-  /** Grades items (prompt, response): grouped by prompt, one Corrector step per call. */
+  /**
+   * Grades items (prompt, response): grouped by prompt, one Corrector step per call. Refused at once
+   * (RewardQueueFull) when the requests or items being graded are at their bound: every request
+   * admitted is answered within its deadline, and memory is bounded whatever the callers send.
+   */
   async grade(items: ReadonlyArray<{ prompt: string; response: string }>): Promise<{ items: GradedItem[]; stats: GradeStats }> {
     if (this.closed) throw new Error('reward service is closed');
+    if (this.pendingRequests >= this.maxPendingRequests) throw new RewardQueueFull(`the reward service is grading ${this.pendingRequests} requests, its bound (maxPendingRequests); retry later`);
+    // One request larger than the whole bound is still taken when nothing else is pending.
+    if (this.pendingItems > 0 && this.pendingItems + items.length > this.maxPendingItems) throw new RewardQueueFull(`the reward service is grading ${this.pendingItems} items; ${items.length} more would pass its bound of ${this.maxPendingItems} (maxPendingItems); retry later`);
+    this.pendingRequests++;
+    this.pendingItems += items.length;
+    try {
+      return await this.gradeNow(items);
+    } finally {
+      this.pendingRequests--;
+      this.pendingItems -= items.length;
+    }
+  }
+
+  private async gradeNow(items: ReadonlyArray<{ prompt: string; response: string }>): Promise<{ items: GradedItem[]; stats: GradeStats }> {
     const parsed = items.map((it) => this.parse(it.prompt, it.response));
     const byPrompt = new Map<string, ResearchRollout[]>();
     for (const p of parsed) if (p.rollout) byPrompt.set(p.prompt, [...(byPrompt.get(p.prompt) ?? []), p.rollout]);
@@ -208,13 +248,15 @@ export class RewardService {
     };
   }
 
-  health(): { capacity: number; busy: number; queueLength: number; inFlight: number; calibrated: boolean; observed: number; isolation: Isolation | null } {
+  health(): { capacity: number; busy: number; queueLength: number; inFlight: number; pendingRequests: number; maxPendingRequests: number; calibrated: boolean; observed: number; isolation: Isolation | null } {
     const ex = this.executor as Executor & { isolation?: Isolation };
     return {
       capacity: ex.capacity,
       busy: ex.busy,
       queueLength: ex.queueLength,
       inFlight: this.corrector.inFlight,
+      pendingRequests: this.pendingRequests,
+      maxPendingRequests: this.maxPendingRequests,
       calibrated: this.lastLog?.calibrated ?? false,
       observed: this.model.size,
       isolation: ex.isolation ?? null,

@@ -1,5 +1,6 @@
 // The fastify application: one plugin per domain, TypeBox schemas on every route, OpenAPI at /docs,
 // bearer-token auth on routes that change state, stable error codes, the viewer as static files.
+import { randomBytes } from 'node:crypto';
 import { existsSync } from 'node:fs';
 import AjvCompiler, { type ValidatorFactory } from '@fastify/ajv-compiler';
 import fastifyStatic from '@fastify/static';
@@ -14,6 +15,7 @@ import type { RewardService } from '../autoresearch/reward-service.js';
 import type { EpisodeStore } from '../episodes/store/store.js';
 import type { Auth } from './auth.js';
 import { ApiError } from './errors.js';
+import { HostPolicy } from '../common/host-policy.js';
 import type { PolicyLibrary } from './policy-library.js';
 import type { RobotHost } from './robot-host.js';
 import type { RunManager } from './runs.js';
@@ -31,6 +33,8 @@ declare module 'fastify' {
   interface FastifyContextConfig {
     /** The route changes state or moves a robot: it needs the bearer token. */
     auth?: boolean;
+    /** False: wrong tokens are never answered 429 here (the e-stop). */
+    rateLimit?: boolean;
   }
 }
 
@@ -60,6 +64,12 @@ export interface AppOptions {
   requestTimeoutMs?: number;
   /** The reward API for external RL trainers (autoresearch/reward-api.ts), served under /reward when given. */
   reward?: RewardService;
+  /** False: the reward API takes requests without the access token (default: it needs it, as every state-changing route). */
+  rewardAuth?: boolean;
+  /** Which Host headers and WebSocket Origins are answered (default: loopback names and addresses). */
+  hosts?: HostPolicy;
+  /** Declared ROS packages of the robots' URDFs, by robot id: `package://PKG/...` resolves in `dir`. */
+  urdfPackages?: Record<string, Record<string, string>>;
 }
 
 export type App = FastifyInstance;
@@ -99,8 +109,11 @@ function validationMessage(e: FastifyError): string {
 }
 
 export async function buildApp(ctx: AppContext, o: AppOptions = {}): Promise<App> {
+  const hosts = o.hosts ?? new HostPolicy({ bind: '127.0.0.1' });
   const app = Fastify({
     logger: o.logger ?? false,
+    // Every id reaches its route and its schema (400 naming the field), not the static files' wildcard.
+    routerOptions: { maxParamLength: 8192 },
     bodyLimit: o.bodyLimit ?? 64 * 1024,
     requestTimeout: o.requestTimeoutMs ?? 30_000,
     connectionTimeout: 60_000,
@@ -116,9 +129,17 @@ export async function buildApp(ctx: AppContext, o: AppOptions = {}): Promise<App
       const status = mapped === 'WMRL_VALIDATION' ? 400 : (err.statusCode ?? 400);
       return reply.status(status).send({ statusCode: status, code: mapped, message: err.message });
     }
-    // Anything else is a fault of the service: reported to the service's error sink and to the caller.
-    ctx.onError(new Error(`${req.method} ${req.url}: ${err.message}`, { cause: err }));
-    return reply.status(500).send({ statusCode: 500, code: 'WMRL_INTERNAL', message: `internal error: ${err.message}` });
+    // A client error raised below the routes (the static files refuse a path too long to be a file name: 403).
+    if (err.statusCode && err.statusCode >= 400 && err.statusCode < 500) {
+      const code: ErrorCode = err.statusCode === 404 ? 'WMRL_NOT_FOUND' : err.statusCode === 403 ? 'WMRL_FORBIDDEN' : 'WMRL_VALIDATION';
+      const status = code === 'WMRL_VALIDATION' ? 400 : err.statusCode;
+      return reply.status(status).send({ statusCode: status, code, message: `${req.method} ${req.url.split('?')[0]!.slice(0, 200)}: ${err.message}` });
+    }
+    // Anything else is a fault of the service: the service's error sink gets it in full, the caller an id
+    // to quote (internal messages name files and state an attacker should not learn).
+    const errorId = randomBytes(6).toString('hex');
+    ctx.onError(new Error(`[error ${errorId}] ${req.method} ${req.url.slice(0, 300)}: ${err.message}`, { cause: err }));
+    return reply.status(500).send({ statusCode: 500, code: 'WMRL_INTERNAL', message: `internal error ${errorId}: the service's log has the details`, errorId });
   });
   app.setNotFoundHandler((req, reply) => reply.status(404).send({ statusCode: 404, code: 'WMRL_NOT_FOUND', message: `no route ${req.method} ${req.url.split('?')[0]}` }));
   const http = new Histogram({ name: 'wmrl_http_request_seconds', help: 'HTTP request duration', labelNames: ['method', 'route', 'status'], buckets: [0.001, 0.005, 0.02, 0.1, 0.5, 2], registers: [ctx.registry] });
@@ -126,7 +147,10 @@ export async function buildApp(ctx: AppContext, o: AppOptions = {}): Promise<App
     http.observe({ method: req.method, route: req.routeOptions.url ?? 'unknown', status: String(reply.statusCode) }, reply.elapsedTime / 1000);
   });
   app.addHook('onRequest', async (req) => {
-    if (req.routeOptions.config.auth) ctx.auth.check(req.headers.authorization, req.ip);
+    // First: a rebinding page must learn nothing, not even which routes need the token.
+    if (!hosts.hostAllowed(req.headers.host)) throw new ApiError('WMRL_MISDIRECTED', `this service does not answer to host '${String(req.headers.host).slice(0, 100)}' (allowed: loopback, its addresses, its bound host, --allowed-host)`);
+    const c = req.routeOptions.config;
+    if (c.auth) ctx.auth.check(req.headers.authorization, req.ip, { limit: c.rateLimit !== false });
   });
 
   await app.register(fastifySwagger, {
@@ -139,13 +163,13 @@ export async function buildApp(ctx: AppContext, o: AppOptions = {}): Promise<App
   await app.register(fastifyWebsocket, { options: { maxPayload: 64 * 1024 } });
 
   await app.register(healthPlugin(ctx), { prefix: '/api' });
-  await app.register(robotsPlugin(ctx), { prefix: '/api/robots' });
+  await app.register(robotsPlugin(ctx, o.urdfPackages ?? {}), { prefix: '/api/robots' });
   await app.register(runsPlugin(ctx), { prefix: '/api/runs' });
   await app.register(policiesPlugin(ctx, o.policyBodyLimit ?? 64 * 1024 * 1024), { prefix: '/api/policies' });
   await app.register(episodesPlugin(ctx), { prefix: '/api/episodes' });
-  await app.register(streamPlugin(ctx), { prefix: '/api' });
+  await app.register(streamPlugin(ctx, hosts), { prefix: '/api' });
   await app.register(metricsPlugin(ctx));
-  if (o.reward) await app.register(rewardPlugin(o.reward), { prefix: '/reward' });
+  if (o.reward) await app.register(rewardPlugin(o.reward, { auth: o.rewardAuth === false ? null : ctx.auth }), { prefix: '/reward' });
 
   if (o.viewerDir && existsSync(o.viewerDir)) await app.register(fastifyStatic, { root: o.viewerDir, prefix: '/', index: 'index.html' });
   else app.get('/', { schema: { hide: true } }, async (_req, reply) => reply.type('text/plain').send('The viewer is not built: npm run build:web (npm start builds it on first start).\nAPI: /docs\n'));

@@ -1,8 +1,9 @@
 // The Foxglove WebSocket endpoint (foxglove.websocket.v1): live joint states, the commands the robots
 // apply, and imagined rollouts as JSON channels, so Foxglove users see them in the tool they use.
 import { FoxgloveServer } from './foxglove-protocol.js';
-import { WebSocketServer } from 'ws';
+import { WebSocketServer, type WebSocket } from 'ws';
 import type { AddressInfo } from 'node:net';
+import { HostPolicy } from '../common/host-policy.js';
 import type { RobotHost } from './robot-host.js';
 import type { RunManager } from './runs.js';
 import type { StreamEvent } from './schemas.js';
@@ -11,6 +12,8 @@ export interface FoxgloveEndpoint {
   url: string;
   port: number;
   clients(): number;
+  /** Message frames not sent to clients that fell behind (their socket buffered over the limit). */
+  dropped(): number;
   close(): Promise<void>;
 }
 
@@ -24,9 +27,65 @@ const imagined = {
   properties: { timestamp: jointState.properties.timestamp, run: { type: 'string' }, episode: { type: 'string' }, source: { type: 'string' }, t: { type: 'integer' }, name: { type: 'array', items: { type: 'string' } }, members: { type: 'array', items: { type: 'array', items: { type: 'number' } } } },
 };
 
-export async function startFoxglove(o: { host: string; port: number; robots: RobotHost[]; runs: RunManager; onError(e: Error): void }): Promise<FoxgloveEndpoint> {
+/** Client messages are subscribe/unsubscribe requests: a few KiB at most. */
+export const FOXGLOVE_MAX_PAYLOAD = 64 * 1024;
+/** Bytes a client's socket may hold unsent before its message frames are dropped. */
+export const FOXGLOVE_MAX_BUFFERED = 1024 * 1024;
+
+export interface FoxgloveOptions {
+  host: string;
+  port: number;
+  robots: RobotHost[];
+  runs: RunManager;
+  onError(e: Error): void;
+  /** Which Host headers and browser Origins may connect (default: loopback and the bound host, no foreign origin). */
+  hosts?: HostPolicy;
+  maxPayload?: number;
+  maxBufferedBytes?: number;
+}
+
+/**
+ * Drops message-data frames (never control messages) for a client whose socket holds more than
+ * `limit` unsent bytes: a slow or stalled client costs the service bounded memory, not all it has.
+ */
+function withBackpressure(conn: WebSocket, limit: number, onDrop: () => void): void {
+  const send = conn.send.bind(conn) as (data: unknown, opts?: { fin?: boolean }) => void;
+  let dropping = false;
+  // Two parameters: the protocol library sends a message's header and payload as two fragments then.
+  (conn as unknown as { send: (data: unknown, opts?: { fin?: boolean }) => void }).send = (data, opts) => {
+    if (typeof data === 'string') return send(data, opts); // control messages (JSON text) always go
+    if (opts?.fin === true) {
+      // The payload fragment follows its header fragment's fate.
+      if (!dropping) return send(data, opts);
+      dropping = false;
+      return onDrop();
+    }
+    if (conn.bufferedAmount > limit) {
+      dropping = opts?.fin === false;
+      if (!dropping) onDrop();
+      return;
+    }
+    send(data, opts);
+  };
+}
+
+export async function startFoxglove(o: FoxgloveOptions): Promise<FoxgloveEndpoint> {
   const server = new FoxgloveServer({ name: 'wmrl-bridge' });
-  const wss = new WebSocketServer({ host: o.host, port: o.port, handleProtocols: (protocols) => server.handleProtocols(protocols) });
+  const hosts = o.hosts ?? new HostPolicy({ bind: o.host });
+  const limit = o.maxBufferedBytes ?? FOXGLOVE_MAX_BUFFERED;
+  let dropped = 0;
+  const wss = new WebSocketServer({
+    host: o.host,
+    port: o.port,
+    maxPayload: o.maxPayload ?? FOXGLOVE_MAX_PAYLOAD,
+    handleProtocols: (protocols) => server.handleProtocols(protocols),
+    // The same rules as the HTTP API: no rebinding host, no browser page of another origin.
+    verifyClient: ({ origin, req }, done) => {
+      if (!hosts.hostAllowed(req.headers.host)) return done(false, 421, 'Misdirected Request: host not allowed (WMRL_MISDIRECTED)');
+      if (!hosts.originAllowed(origin || undefined, req.headers.host)) return done(false, 403, `origin '${String(origin).slice(0, 200)}' may not connect (WMRL_FORBIDDEN_ORIGIN); --allowed-origin adds one`);
+      done(true);
+    },
+  });
   await new Promise<void>((resolve, reject) => {
     wss.once('listening', resolve);
     wss.once('error', reject);
@@ -37,6 +96,10 @@ export async function startFoxglove(o: { host: string; port: number; robots: Rob
   wss.on('connection', (conn, req) => {
     clients++;
     conn.once('close', () => clients--);
+    // A client's protocol fault (a message over maxPayload, a bad frame): ws closes it (1009, 1002);
+    // reported, and it must not reach the process as an unhandled 'error'.
+    conn.on('error', (e) => o.onError(new Error(`foxglove client ${req.socket.remoteAddress}:${req.socket.remotePort}: ${e.message}; connection closed`, { cause: e })));
+    withBackpressure(conn, limit, () => dropped++);
     server.handleConnection(conn, `${req.socket.remoteAddress}:${req.socket.remotePort}`);
   });
   const enc = new TextEncoder();
@@ -88,6 +151,7 @@ export async function startFoxglove(o: { host: string; port: number; robots: Rob
     url: `ws://${o.host}:${port}`,
     port,
     clients: () => clients,
+    dropped: () => dropped,
     close: async () => {
       for (const u of unsubscribe) u();
       for (const c of wss.clients) c.terminate();

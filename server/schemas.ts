@@ -8,6 +8,10 @@ import { Type, type Static, type TSchema } from '@sinclair/typebox';
 export const ERROR_CODES = {
   WMRL_VALIDATION: 400,
   WMRL_UNAUTHORIZED: 401,
+  /** A WebSocket upgrade from a browser page of another origin (not the service's own, not allowed). */
+  WMRL_FORBIDDEN_ORIGIN: 403,
+  /** Refused by a part of the server below the routes (e.g. the static files: a path too long to be one). */
+  WMRL_FORBIDDEN: 403,
   WMRL_NOT_FOUND: 404,
   WMRL_ROBOT_NOT_FOUND: 404,
   WMRL_RUN_NOT_FOUND: 404,
@@ -18,11 +22,15 @@ export const ERROR_CODES = {
   WMRL_ROBOT_ESTOPPED: 409,
   WMRL_RUN_FINISHED: 409,
   WMRL_BODY_TOO_LARGE: 413,
+  /** The Host header names no host the service answers to (DNS rebinding); --allowed-host adds one. */
+  WMRL_MISDIRECTED: 421,
   WMRL_UNSUPPORTED_MEDIA: 415,
   WMRL_POLICY_INVALID: 422,
   WMRL_RATE_LIMITED: 429,
   WMRL_INTERNAL: 500,
   WMRL_TIMEOUT: 503,
+  /** The reward API's queue is full; retry after the Retry-After header's seconds. */
+  WMRL_QUEUE_FULL: 503,
 } as const;
 export type ErrorCode = keyof typeof ERROR_CODES;
 
@@ -31,6 +39,7 @@ export const ErrorBody = Type.Object(
     statusCode: Type.Integer(),
     code: Type.Union(Object.keys(ERROR_CODES).map((c) => Type.Literal(c))),
     message: Type.String({ description: 'what went wrong, naming the field or the resource' }),
+    errorId: Type.Optional(Type.String({ description: "500 only: the id under which the service's log has the fault" })),
   },
 );
 export type ErrorBody = Static<typeof ErrorBody>;

@@ -37,13 +37,14 @@ const TASK: ResearchTask = {
 const answer = (quality: number, mode = 'ok') => ` Proposal: {"quality": ${quality}, "mode": "${mode}"}`;
 const errors: Error[] = [];
 
-async function start(deadlineMs: number, fraction: number) {
+async function start(deadlineMs: number, fraction: number, o: { token?: string; maxPendingRequests?: number } = {}) {
   const pool = SandboxPool.create({ slots: 2 });
-  const service = new RewardService({ task: TASK, executor: pool, deadlineMs, invalidReward: -1, corrector: { anchors: { fraction, floor: 1 } }, onError: (e) => errors.push(e) });
-  const server = await serveRewardApi(service, { port: 0 });
+  const service = new RewardService({ task: TASK, executor: pool, deadlineMs, invalidReward: -1, corrector: { anchors: { fraction, floor: 1 } }, onError: (e) => errors.push(e), maxPendingRequests: o.maxPendingRequests });
+  const server = await serveRewardApi(service, { port: 0, token: o.token });
+  const auth: Record<string, string> = o.token ? { authorization: `Bearer ${o.token}` } : {};
   return {
     url: server.url,
-    post: (path: string, body: unknown) => fetch(`${server.url}${path}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) }),
+    post: (path: string, body: unknown, headers: Record<string, string> = auth) => fetch(`${server.url}${path}`, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body: JSON.stringify(body) }),
     async close() {
       await server.close();
       await pool.close();
@@ -157,18 +158,61 @@ describe('reward API under load: deadlines', () => {
   }, 60_000);
 });
 
+describe('reward API: access token and a bounded queue', () => {
+  const TOKEN = 'reward-token-0123456789abcdef';
+  const DEADLINE = 3000;
+  let api: Awaited<ReturnType<typeof start>>;
+  beforeAll(async () => { api = await start(DEADLINE, 1, { token: TOKEN, maxPendingRequests: 2 }); });
+  afterAll(async () => { await api?.close(); });
+  const body = (mode = 'ok') => ({ query: ['p' + answer(3, mode), 'p' + answer(0, mode)], prompts: ['p', 'p'] });
+
+  it('refuses a missing or wrong token (401) on /get_reward and /grade; takes it as a bearer header or ?token=', async () => {
+    for (const path of ['/get_reward', '/grade']) {
+      const none = await api.post(path, {}, {});
+      expect(none.status).toBe(401);
+      expect(await none.json()).toMatchObject({ code: 'WMRL_UNAUTHORIZED' });
+      expect((await api.post(path, {}, { authorization: 'Bearer not-the-token-at-all' })).status).toBe(401);
+      expect((await api.post(`${path}?token=not-the-token-at-all`, {}, {})).status).toBe(401);
+    }
+    expect((await api.post('/get_reward', body())).status).toBe(200);
+    expect((await api.post(`/get_reward?token=${TOKEN}`, body(), {})).status).toBe(200);
+    expect((await fetch(`${api.url}/health`)).status).toBe(200);
+  }, 30_000);
+
+  it('a full queue answers 503 WMRL_QUEUE_FULL at once, with Retry-After; the requests it holds are answered within their deadline', async () => {
+    const t0 = performance.now();
+    // Two requests whose executions outlast the deadline fill the queue (maxPendingRequests 2).
+    const held = [api.post('/get_reward', body('slow')), api.post('/get_reward', body('slow'))];
+    await new Promise((r) => setTimeout(r, 200));
+    const full = await api.post('/get_reward', body());
+    expect(full.status).toBe(503);
+    expect(full.headers.get('retry-after')).toBe('1');
+    expect(await full.json()).toMatchObject({ code: 'WMRL_QUEUE_FULL', message: expect.stringMatching(/grading 2 requests/) });
+    expect(performance.now() - t0).toBeLessThan(DEADLINE);
+    expect((await fetch(`${api.url}/health`).then((r) => r.json())) as object).toMatchObject({ pendingRequests: 2, maxPendingRequests: 2 });
+    for (const r of await Promise.all(held)) expect(r.status).toBe(200);
+    expect(performance.now() - t0).toBeLessThan(DEADLINE + 1000);
+    // Room again once they are answered.
+    expect((await api.post('/get_reward', body())).status).toBe(200);
+  }, 30_000);
+});
+
 describe('reward API inside the service', () => {
-  it('is served under /reward, with its routes in the OpenAPI document', async () => {
+  it('is served under /reward behind the access token, with its routes in the OpenAPI document', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'wmrl-reward-'));
     const pool = SandboxPool.create({ slots: 1 });
     const reward = new RewardService({ task: TASK, executor: pool, deadlineMs: 10_000, invalidReward: -1, corrector: { anchors: { fraction: 1 } }, onError: (e) => errors.push(e) });
     const svc = await startService({ dataDir: dir, port: 0, foxglovePort: null, mqttPort: null, robots: [], reward });
     try {
-      const r = await fetch(`${svc.url}/reward/get_reward`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ query: ['p' + answer(3), 'p' + answer(0)], prompts: ['p', 'p'], labels: ['', ''] }) });
+      const request = JSON.stringify({ query: ['p' + answer(3), 'p' + answer(0)], prompts: ['p', 'p'], labels: ['', ''] });
+      const anonymous = await fetch(`${svc.url}/reward/get_reward`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: request });
+      expect(anonymous.status).toBe(401);
+      expect(await anonymous.json()).toMatchObject({ code: 'WMRL_UNAUTHORIZED' });
+      const r = await fetch(`${svc.url}/reward/get_reward`, { method: 'POST', headers: { 'content-type': 'application/json', authorization: `Bearer ${svc.token}` }, body: request });
       expect(r.status).toBe(200);
       expect(((await r.json()) as { rewards: number[] }).rewards).toEqual([1, 0]);
       expect(await (await fetch(`${svc.url}/reward/health`)).json()).toMatchObject({ status: 'ok', capacity: 1 });
-      const bad = await fetch(`${svc.url}/reward/grade`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ items: [{ prompt: 1, response: 'x' }] }) });
+      const bad = await fetch(`${svc.url}/reward/grade?token=${svc.token}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ items: [{ prompt: 1, response: 'x' }] }) });
       expect(bad.status).toBe(400);
       expect(((await bad.json()) as { message: string }).message).toMatch(/body\.items\.0\.prompt: must be string/);
       const doc = (await (await fetch(`${svc.url}/docs/json`)).json()) as { paths: Record<string, unknown> };
@@ -191,7 +235,12 @@ describe('wmrl reward-serve', () => {
       const t = setInterval(() => { const m = /reward API on (http:\/\/\S+)/.exec(out); if (m && out.includes('sandbox:')) { clearInterval(t); resolve(m[1]!); } }, 50);
       p.once('exit', (code) => { clearInterval(t); reject(new Error(`exited with ${code}: ${out}`)); });
     });
-    expect(out).toContain(`--remote_rm_url ${url}/get_reward`);
+    const token = /access token: ([0-9a-f]{64}) /.exec(out)?.[1];
+    expect(token).toBeDefined();
+    expect(out).toContain(`--remote_rm_url ${url}/get_reward?token=${token}`);
+    const post = (headers: Record<string, string>) => fetch(`${url}/grade`, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body: '{}' });
+    expect((await post({})).status).toBe(401);
+    expect((await post({ authorization: `Bearer ${token}` })).status).toBe(400);
     expect(out).toMatch(/sandbox: 1 slots; network isolated/);
     expect(await (await fetch(`${url}/health`)).json()).toMatchObject({ status: 'ok', capacity: 1 });
     p.kill('SIGINT');

@@ -112,12 +112,16 @@ describe('service API: robots', () => {
     expect((await inject({ method: 'POST', url: '/api/robots/r2d2/reset', headers: auth })).statusCode).toBe(404);
   });
 
-  it('repeated auth failures from one address are refused with 429, while other addresses still get 401', async () => {
+  it('repeated auth failures from one address: its wrong tokens get 429 (401 at the e-stop), its right token still passes, other addresses get 401', async () => {
     const addr = '192.0.2.7';
-    for (let i = 0; i < 3; i++) expect((await inject({ method: 'POST', url: '/api/robots/sim/estop', remoteAddress: addr })).statusCode).toBe(401);
-    const limited = await inject({ method: 'POST', url: '/api/robots/sim/estop', headers: auth, remoteAddress: addr });
+    const stop = (headers?: Record<string, string>) => inject({ method: 'POST', url: '/api/runs/nope/stop', headers, remoteAddress: addr });
+    for (let i = 0; i < 3; i++) expect((await stop()).statusCode).toBe(401);
+    const limited = await stop({ authorization: 'Bearer wrong' });
     expect(limited.statusCode).toBe(429);
     expect(limited.json().code).toBe('WMRL_RATE_LIMITED');
+    // The right token is never refused for the address's failures: it reaches the route (no such run).
+    expect((await stop(auth)).json().code).toBe('WMRL_RUN_NOT_FOUND');
+    expect((await inject({ method: 'POST', url: '/api/robots/sim/estop', headers: { authorization: 'Bearer wrong' }, remoteAddress: addr })).statusCode).toBe(401);
     expect((await inject({ method: 'POST', url: '/api/robots/sim/estop' })).statusCode).toBe(401);
   });
 });

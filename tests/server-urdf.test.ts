@@ -97,7 +97,7 @@ describe('the service serves a robot URDF', () => {
     expect(missing.statusCode).toBe(404);
     expect(missing.json()).toMatchObject({ code: 'WMRL_NOT_FOUND', message: "robot 'arm' has no URDF file 'meshes/nope.stl'" });
     expect((await get('/api/robots/arm/urdf/notes.txt')).json().message).toMatch(/'notes\.txt' is not a model file/);
-    expect((await get('/api/robots/arm/urdf/package/other_pkg/meshes/tip.stl')).json().message).toBe("robot 'arm': no folder 'other_pkg' above its URDF for package://other_pkg/");
+    expect((await get('/api/robots/arm/urdf/package/other_pkg/meshes/tip.stl')).json().message).toBe("robot 'arm': package://other_pkg/ is neither declared for it (none declared) nor its URDF's own package (the URDF's folder or the one above it, named 'other_pkg')");
     expect((await get('/api/robots/plain/urdf/robot.urdf')).json()).toMatchObject({ code: 'WMRL_NOT_FOUND', message: "robot 'plain' declares no URDF" });
     expect((await get('/api/robots/r2d2/urdf/robot.urdf')).json().code).toBe('WMRL_ROBOT_NOT_FOUND');
   });

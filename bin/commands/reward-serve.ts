@@ -1,6 +1,7 @@
 // `wmrl reward-serve`: the reward API for external RL trainers (OpenRLHF, verl) on its own port,
 // over a built-in research task, its sandbox pool and the WMRL correction core.
-import { serveRewardApi } from '../../autoresearch/reward-api.js';
+import { isIP } from 'node:net';
+import { newRewardToken, serveRewardApi } from '../../autoresearch/reward-api.js';
 import { RewardService } from '../../autoresearch/reward-service.js';
 import { SandboxPool } from '../../autoresearch/sandbox.js';
 import { RESEARCH_TASKS } from '../../autoresearch/tasks/index.js';
@@ -13,21 +14,31 @@ export interface RewardServeOptions {
   deadlineMs: number;
   anchorFraction: number;
   invalidReward: number;
+  /** The access token: given, or made here (undefined), or none (false: loopback only). */
+  token?: string | false;
+  allowedHost?: string[];
 }
+
+const isLoopback = (host: string) => host === 'localhost' || (isIP(host) === 4 && host.startsWith('127.')) || host === '::1';
 
 export async function rewardServe(o: RewardServeOptions): Promise<void> {
   const task = RESEARCH_TASKS.get(o.task);
   if (!task) throw new Error(`--task ${o.task}: not a built-in research task (${[...RESEARCH_TASKS.keys()].join(', ')})`);
+  // Without a token, anyone who reaches the port runs code in the sandbox: never beyond this machine.
+  if (o.token === false && !isLoopback(o.host)) throw new Error(`--no-token with --host ${o.host}: without a token anyone on the network could run proposals in the sandbox; keep a token, or listen on 127.0.0.1`);
+  const token = o.token === false ? undefined : (o.token ?? newRewardToken());
   const pool = SandboxPool.create({ slots: o.slots });
   const service = new RewardService({
     task, executor: pool, deadlineMs: o.deadlineMs, invalidReward: o.invalidReward,
     corrector: { anchors: { fraction: o.anchorFraction } },
     onError: (e) => console.error(`wmrl reward-serve: ${e.message}`),
   });
-  const server = await serveRewardApi(service, { host: o.host, port: o.port });
+  const server = await serveRewardApi(service, { host: o.host, port: o.port, token, allowedHosts: o.allowedHost });
   const iso = pool.isolation;
   console.log(`reward API on ${server.url} (task ${task.name}: ${task.metric})`);
-  console.log(`  OpenRLHF: --remote_rm_url ${server.url}/get_reward    grade: POST ${server.url}/grade    health: GET ${server.url}/health`);
+  const q = token ? `?token=${token}` : '';
+  console.log(token ? `  access token: ${token} (Authorization: Bearer <token>, or ?token=<token> for trainers that send no headers)` : '  access token: none (--no-token; loopback only)');
+  console.log(`  OpenRLHF: --remote_rm_url ${server.url}/get_reward${q}    grade: POST ${server.url}/grade${q}    health: GET ${server.url}/health`);
   console.log(`  sandbox: ${pool.capacity} slots; network ${iso.network ? 'isolated' : 'NOT isolated (unshare refused)'}, pid namespace ${iso.pidNamespace ? 'on' : 'off'}, rlimits ${iso.rlimits ? 'on' : 'off'}${iso.droppedToUid !== null ? `, runs as uid ${iso.droppedToUid}` : ''}`);
   await new Promise<void>((resolve) => {
     process.once('SIGINT', () => resolve());
