@@ -1,13 +1,17 @@
 // The service a user runs: the episode store, the robots, the run manager, the HTTP/WebSocket API with
 // the viewer, the Foxglove endpoint and the embedded MQTT broker, started and stopped together.
-import { mkdirSync, readFileSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Counter, Gauge, Registry, collectDefaultMetrics } from 'prom-client';
+import { loadOrCreateMqttCredentials } from '../bridge/mqtt/auth.js';
 import { startEmbeddedBroker, type EmbeddedBroker } from '../bridge/mqtt/broker.js';
 import { EpisodeStore } from '../episodes/store/store.js';
 import { buildApp, type App, type AppContext, type AppOptions } from './app.js';
 import { Auth, loadOrCreateToken, type AuthOptions } from './auth.js';
+import { EPISODES_DB, preparePrivateDataDir } from './data-dir.js';
+import { latchFile } from './estop-latch.js';
 import { startFoxglove, type FoxgloveEndpoint } from './foxglove.js';
+import { HostPolicy, type HostPolicyOptions } from '../common/host-policy.js';
 import { expertSession, policyRun } from './jobs.js';
 import { PolicyLibrary } from './policy-library.js';
 import { RobotHost } from './robot-host.js';
@@ -26,7 +30,7 @@ export interface ServiceOptions {
   /** Embedded MQTT broker port; null = no broker. */
   mqttPort?: number | null;
   /** Sim robots: a task under a hardware profile; `urdf`: the robot's URDF, which the viewer then draws it from. */
-  robots?: Array<{ id: string; task: string; profile: string; seed?: number; urdf?: string; commandHistory?: number }>;
+  robots?: Array<{ id: string; task: string; profile: string; seed?: number; urdf?: string; commandHistory?: number; /** ROS packages of its URDF: name → folder (`package://name/...`). */ packages?: Record<string, string> }>;
   /** Extra job kinds, beside the built-in ones (wmrl-train, expert-session, policy). */
   jobs?: JobDefinition[];
   viewerDir?: string;
@@ -40,6 +44,12 @@ export interface ServiceOptions {
   onError?: (e: Error) => void;
   /** The reward API's service (autoresearch/), served under /reward; its owner closes it. */
   reward?: AppOptions['reward'];
+  /** False: /reward takes requests without the access token (default: it needs it). */
+  rewardAuth?: boolean;
+  /** Host names the API and the Foxglove endpoint answer to besides loopback, their addresses and the bound host. */
+  allowedHosts?: HostPolicyOptions['allowedHosts'];
+  /** Browser origins besides the service's own that may open its WebSockets (/api/stream, Foxglove). */
+  allowedOrigins?: HostPolicyOptions['allowedOrigins'];
 }
 
 export interface Service {
@@ -50,6 +60,8 @@ export interface Service {
   token: string;
   foxglove: FoxgloveEndpoint | null;
   broker: EmbeddedBroker | null;
+  /** The broker's logins (service, worker, robot key; mode 0600), null without a broker. */
+  mqttCredentialsFile: string | null;
   /** Stops runs (checkpointed, the episode being recorded finished), then the endpoints, then the store. */
   close(): Promise<void>;
 }
@@ -58,9 +70,9 @@ const VERSION = (JSON.parse(readFileSync(new URL('../package.json', import.meta.
 
 export async function startService(o: ServiceOptions): Promise<Service> {
   const onError = o.onError ?? ((e: Error) => console.error(`wmrl: ${e.message}`));
-  mkdirSync(o.dataDir, { recursive: true });
+  preparePrivateDataDir(o.dataDir);
   const tok = loadOrCreateToken(o.dataDir);
-  const store = EpisodeStore.open(join(o.dataDir, 'episodes.db'));
+  const store = EpisodeStore.open(join(o.dataDir, EPISODES_DB));
   const cleanup: Array<() => Promise<void> | void> = [() => store.close()];
   const undo = async () => {
     for (const f of cleanup.reverse()) await f();
@@ -68,7 +80,7 @@ export async function startService(o: ServiceOptions): Promise<Service> {
   try {
     const robots = new Map<string, RobotHost>();
     for (const r of o.robots ?? [{ id: 'sim', task: 'reach', profile: 'gap' }]) {
-      const host = await RobotHost.create({ ...r, watchdog: o.watchdog });
+      const host = await RobotHost.create({ ...r, watchdog: o.watchdog, latch: { file: latchFile(o.dataDir, r.id), onError } });
       robots.set(r.id, host);
       cleanup.push(() => host.dispose());
     }
@@ -103,15 +115,20 @@ export async function startService(o: ServiceOptions): Promise<Service> {
       }
     });
 
+    const hosts = new HostPolicy({ bind: o.host ?? '127.0.0.1', allowedHosts: o.allowedHosts, allowedOrigins: o.allowedOrigins });
     let foxglove: FoxgloveEndpoint | null = null;
     if (o.foxglovePort !== null && o.foxglovePort !== undefined) {
-      foxglove = await startFoxglove({ host: o.host ?? '127.0.0.1', port: o.foxglovePort, robots: [...robots.values()], runs, onError });
+      foxglove = await startFoxglove({ host: o.host ?? '127.0.0.1', port: o.foxglovePort, robots: [...robots.values()], runs, onError, hosts });
       const fx = foxglove;
       cleanup.push(() => fx.close());
     }
     let broker: EmbeddedBroker | null = null;
+    let mqttCredentialsFile: string | null = null;
     if (o.mqttPort !== null && o.mqttPort !== undefined) {
-      broker = await startEmbeddedBroker({ host: o.host ?? '127.0.0.1', port: o.mqttPort, onError });
+      // Closed: clients log in with the credentials kept beside the token (roles in bridge/mqtt/auth.ts).
+      const creds = loadOrCreateMqttCredentials(o.dataDir);
+      mqttCredentialsFile = creds.file;
+      broker = await startEmbeddedBroker({ host: o.host ?? '127.0.0.1', port: o.mqttPort, auth: creds.credentials, onError });
       const b = broker;
       cleanup.push(() => b.close());
     }
@@ -129,7 +146,7 @@ export async function startService(o: ServiceOptions): Promise<Service> {
       endpoints: () => ({ foxglove: foxglove?.url ?? null, mqtt: broker?.url ?? null }),
       onError,
     };
-    const app = await buildApp(ctx, { viewerDir: o.viewerDir, logger: o.logger, policyBodyLimit: o.policyBodyLimit, reward: o.reward });
+    const app = await buildApp(ctx, { viewerDir: o.viewerDir, logger: o.logger, policyBodyLimit: o.policyBodyLimit, reward: o.reward, rewardAuth: o.rewardAuth, hosts, urdfPackages: Object.fromEntries((o.robots ?? []).filter((r) => r.packages).map((r) => [r.id, r.packages!])) });
     cleanup.push(async () => {
       hub.closeAll();
       await app.close();
@@ -137,6 +154,7 @@ export async function startService(o: ServiceOptions): Promise<Service> {
     const port = o.port ?? 8080;
     const host = o.host ?? '127.0.0.1';
     const address = await app.listen({ host, port });
+    hosts.addOwnPort(Number(new URL(address).port));
     return {
       app,
       ctx,
@@ -145,6 +163,7 @@ export async function startService(o: ServiceOptions): Promise<Service> {
       token: tok.token,
       foxglove,
       broker,
+      mqttCredentialsFile,
       close: async () => {
         // Runs first (they use the robots and the store), then endpoints, robots, the store.
         await runs.stopAll();

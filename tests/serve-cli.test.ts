@@ -79,6 +79,29 @@ describe('wmrl serve', () => {
     }
   });
 
+  it('a robot e-stopped before a restart stays stopped: no default job, and how to reset it is printed', async () => {
+    const data = join(dir, 'data-latched');
+    const before = await startService({ dataDir: data, port: 0, foxglovePort: null, mqttPort: null });
+    await before.ctx.robots.get('sim')!.estop('gripper jammed');
+    await before.close();
+    const p = spawn(process.execPath, ['--import', 'tsx', 'bin/wmrl.ts', 'serve', '--port', '0', '--foxglove-port', '0', '--no-mqtt', '--data', data, '--job', 'expert-session', '--episodes', '5'], { stdio: ['ignore', 'pipe', 'pipe'] });
+    let out = '';
+    p.stdout.on('data', (d) => (out += d));
+    p.stderr.on('data', (d) => (out += d));
+    const exited = new Promise<number | null>((resolve) => p.once('exit', resolve));
+    const t0 = Date.now();
+    while (!/Ctrl-C stops/.test(out) && Date.now() - t0 < 60_000 && p.exitCode === null) await new Promise((r) => setTimeout(r, 100));
+    expect(out).toContain('robot sim is E-STOPPED (gripper jammed); the default job is not started');
+    const url = /serving on (http:\/\/127\.0\.0\.1:\d+)/.exec(out)![1]!;
+    expect(out).toContain(`curl -X POST -H "Authorization: Bearer $(cat ${join(data, 'token')})" ${url}/api/robots/sim/reset`);
+    expect(out).toContain("the viewer's reset button");
+    expect(out).not.toMatch(/default job: +run/);
+    const robots = (await (await fetch(`${url}/api/robots`)).json()) as Array<{ state: string; run: string | null; stepsApplied: number }>;
+    expect(robots[0]).toMatchObject({ state: 'estopped', run: null, stepsApplied: 0 });
+    p.kill('SIGINT');
+    expect(await exited).toBe(0);
+  });
+
   it('--help on every command; bad options are errors naming the option', () => {
     for (const c of ['serve', 'drive', 'episodes', 'export', 'deploy', 'bench', 'sim-robot', 'inspect', 'demo']) {
       const h = wmrl(c, '--help');

@@ -26,6 +26,10 @@ export interface ServeOptions {
   job: string | false;
   mqtt: boolean;
   mqttPort: number;
+  allowedHost?: string[];
+  allowedOrigin?: string[];
+  /** --urdf-package NAME=DIR, repeatable. */
+  urdfPackage?: Record<string, string>;
 }
 
 export async function serve(o: ServeOptions): Promise<void> {
@@ -36,8 +40,10 @@ export async function serve(o: ServeOptions): Promise<void> {
     port: o.port,
     foxglovePort: o.foxglovePort,
     mqttPort: o.mqtt ? o.mqttPort : null,
-    robots: [{ id: 'sim', task: o.task, profile: o.profile, ...(o.urdf ? { urdf: o.urdf } : {}), ...(o.commandHistory ? { commandHistory: o.commandHistory } : {}) }],
+    robots: [{ id: 'sim', task: o.task, profile: o.profile, ...(o.urdf ? { urdf: o.urdf } : {}), ...(o.commandHistory ? { commandHistory: o.commandHistory } : {}), ...(o.urdfPackage && Object.keys(o.urdfPackage).length ? { packages: o.urdfPackage } : {}) }],
     viewerDir,
+    allowedHosts: o.allowedHost,
+    allowedOrigins: o.allowedOrigin,
   }).catch((e: NodeJS.ErrnoException) => {
     if (e.code === 'EADDRINUSE') throw new Error(`${e.message}: is another service running? Choose other ports (--port, --foxglove-port, --mqtt-port; 0 = any free port) or --no-mqtt`, { cause: e });
     throw e;
@@ -48,9 +54,15 @@ export async function serve(o: ServeOptions): Promise<void> {
   console.log(`  access token: ${svc.tokenFile} (mode 0600; send it as "Authorization: Bearer <token>")`);
   console.log(`  API docs:     ${url}/docs    metrics: ${url}/metrics`);
   if (svc.foxglove) console.log(`  Foxglove:     ${svc.foxglove.url} (Open connection → Foxglove WebSocket)`);
-  if (svc.broker) console.log(`  MQTT broker:  ${svc.broker.url}`);
+  if (svc.broker) console.log(`  MQTT broker:  ${svc.broker.url} (logins in ${svc.mqttCredentialsFile}, mode 0600: service, worker, robot:<id>)`);
   console.log(`  robot:        sim (${o.task}, profile ${o.profile}${o.commandHistory ? `, reporting its last ${o.commandHistory} commands` : ''}${o.urdf ? `, drawn from ${o.urdf}` : ''}); episodes in ${join(o.data, 'episodes.db')}`);
-  if (o.job) {
+  const robot = svc.ctx.robots.get('sim')!;
+  // A latch kept from before the restart holds: no job drives the robot until the operator resets it.
+  if (o.job && robot.safety.isEstopped) {
+    const why = robot.restoredLatch?.reason ?? 'e-stopped';
+    console.log(`  robot sim is E-STOPPED (${why}); the default job is not started.`);
+    console.log(`  reset it when it is safe:  curl -X POST -H "Authorization: Bearer $(cat ${svc.tokenFile})" ${url}/api/robots/sim/reset   (or the viewer's reset button), then start a run from the viewer or the API`);
+  } else if (o.job) {
     const run = startDefaultJob(svc, o);
     const bar = progressBar();
     let shown = '';
