@@ -22,6 +22,8 @@ export interface RobotConfig {
   url: string;
   /** MQTT: the robot's id in wmrl/robots/{id}/…, the broker's MQTT protocol version, credentials and TLS. */
   mqtt?: MqttRobotConfig;
+  /** rosbridge: the environment variable holding the shared secret for the `auth` op (never the secret itself). */
+  rosbridge?: { secretEnv: string };
   command: RosCommandConfig;
   stateTopic: string;
   featuresTopic?: string;
@@ -83,6 +85,9 @@ const RobotFile = Type.Object(
       ca_file: Type.Optional(Type.String()),
       cert_file: Type.Optional(Type.String()),
       key_file: Type.Optional(Type.String()),
+    }),
+    rosbridge: Section({
+      secret_env: Type.String({ pattern: '^[A-Za-z_][A-Za-z0-9_]*$', errorMessage: 'must name an environment variable (the secret itself never goes in the file)' }),
     }),
     joints: Type.Array(Type.String(), { minItems: 1, errorMessage: 'must name at least one joint' }),
     joint_units: Type.Optional(Type.Array(OneOf('rad', 'm'), { errorMessage: "must be a list of 'rad' or 'm', one per joint" })),
@@ -156,6 +161,7 @@ export function parseRobotConfig(text: string, file = '<robot.yaml>'): RobotConf
     }
   } else if (transport === 'mqtt') fail(['mqtt'], 'missing (transport mqtt needs robot_id)');
 
+  if (y.rosbridge && transport !== 'rosbridge') fail(['rosbridge'], `is for transport rosbridge, not ${transport}`);
   // rosbridge: a WebSocket (default the local rosbridge_server); MQTT: the broker, always stated.
   if (y.url === undefined && transport === 'mqtt') fail(['url'], 'missing (transport mqtt needs the broker URL)');
   const url = y.url ?? 'ws://127.0.0.1:9090';
@@ -195,6 +201,7 @@ export function parseRobotConfig(text: string, file = '<robot.yaml>'): RobotConf
     },
     transport,
     ...(mqtt ? { mqtt } : {}),
+    ...(y.rosbridge ? { rosbridge: { secretEnv: y.rosbridge.secret_env } } : {}),
     url,
     command,
     stateTopic: y.state_topic ?? '/joint_states',

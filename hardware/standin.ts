@@ -1,7 +1,10 @@
 // The hardware stand-in: a sim robot with a hardware profile, stepped in real time at its control
 // rate and served over rosbridge v2 exactly as a ros2_control robot behind rosbridge_server would be.
 // Run it as its own process: `npm start -- sim-robot --task reach --profile gap --port 9090`.
-import { encodePng } from '../sim/index.js';
+// Like a real robot it trusts no client: whatever arrives on its command topics passes its own
+// length, finiteness, range, rate, per-step change, velocity and position limits, and its e-stop
+// is cleared only by the operator on the stand-in itself (clearEstop(), the sim-robot terminal).
+import { encodePng, MjEnv } from '../sim/index.js';
 import { fromRosTime, toRosTime } from '../bridge/ros/msgs.js';
 import { RosbridgeServer } from '../bridge/rosbridge/server.js';
 import { SimRobot, type SimRobotOptions } from './robots/sim.js';
@@ -34,6 +37,12 @@ export interface StandInOptions extends SimRobotOptions {
   commandTimeoutMs?: number;
   /** A trajectory command stamped longer ago than this is refused as stale. */
   maxCommandAgeMs?: number;
+  /** Largest change of any actuator command per control step (default: DEFAULT_SAFETY.maxDelta). */
+  maxDelta?: number;
+  /** Commands accepted in a burst above the control rate; beyond it, at most one per control period on average. */
+  commandBurst?: number;
+  /** Shared secret for rosbridge's auth op; required to listen on anything but loopback. */
+  secret?: string;
 }
 
 /** The robot config of a stand-in serving `spec` at `url`: the topics and services above, the safety defaults. */
@@ -55,8 +64,45 @@ export interface StandIn {
   server: RosbridgeServer;
   robot: SimRobot;
   port: number;
-  counters: { steps: number; commands: number; refusedStale: number; refusedStopped: number; resets: number };
+  counters: StandInCounters;
+  /** The e-stop latch: set by /wmrl/estop, cleared only by clearEstop(). */
+  readonly isEstopped: boolean;
+  /** The operator's explicit action on the stand-in itself: releases the latch; /wmrl/reset then starts a new episode. */
+  clearEstop(): void;
   stop(): Promise<void>;
+}
+
+export interface StandInCounters {
+  steps: number;
+  commands: number;
+  refusedStale: number;
+  refusedStopped: number;
+  /** Wrong length or a non-finite value. */
+  refusedInvalid: number;
+  /** Above the command rate. */
+  refusedRate: number;
+  /** Control steps where a velocity or position limit zeroed an actuator's effort. */
+  limited: number;
+  resets: number;
+}
+
+/**
+ * Per actuator, the joint (index into spec.joints) it drives with a plain torque or force (no bias, a symmetric
+ * control range, so command 0 is no effort) and the sign of its gear; null for servos and anything else, whose
+ * own dynamics bound them.
+ */
+function effortActuators(robot: SimRobot): Array<{ joint: number; sign: number } | null> {
+  const env = robot.env;
+  if (!(env instanceof MjEnv)) return robot.spec.action.names.map(() => null);
+  const m = env.model, raw = m.raw;
+  const trntype = raw.actuator_trntype as Int32Array, biastype = raw.actuator_biastype as Int32Array, trnid = raw.actuator_trnid as Int32Array;
+  const gear = raw.actuator_gear as Float64Array, range = raw.actuator_ctrlrange as Float64Array;
+  return env.spec.actuatorNames.map((name) => {
+    const id = m.id('mjOBJ_ACTUATOR', name);
+    if (trntype[id] !== 0 || biastype[id] !== 0 || range[2 * id] !== -range[2 * id + 1]!) return null;
+    const joint = robot.spec.joints.indexOf(m.name('mjOBJ_JOINT', trnid[2 * id]!));
+    return joint < 0 || !gear[6 * id] ? null : { joint, sign: Math.sign(gear[6 * id]!) };
+  });
 }
 
 export async function startStandIn(o: StandInOptions): Promise<StandIn> {
@@ -64,9 +110,9 @@ export async function startStandIn(o: StandInOptions): Promise<StandIn> {
   const robot = await SimRobot.create({ ...o, image: undefined });
   const spec = robot.spec;
   const n = spec.action.names.length;
-  const server = new RosbridgeServer({ host: o.host, port: o.port ?? 9090 });
-  const port = await server.listen();
-  const counters = { steps: 0, commands: 0, refusedStale: 0, refusedStopped: 0, resets: 0 };
+  // Everything is served before the socket opens: no client can claim a name first.
+  const server = new RosbridgeServer({ host: o.host, port: o.port ?? 9090, secret: o.secret });
+  const counters: StandInCounters = { steps: 0, commands: 0, refusedStale: 0, refusedStopped: 0, refusedInvalid: 0, refusedRate: 0, limited: 0, resets: 0 };
   const now = () => Date.now() / 1000;
 
   const pubJoints = server.advertise(STANDIN.jointStates, 'sensor_msgs/msg/JointState');
@@ -79,19 +125,62 @@ export async function startStandIn(o: StandInOptions): Promise<StandIn> {
   let command = new Float32Array(n);
   let commandAt = -Infinity;
   let expert: { remaining: number; policy: ReturnType<typeof robot.env.expert> } | null = null;
+  let estopped = false;
+  const maxDelta = o.maxDelta ?? DEFAULT_SAFETY.maxDelta;
+  /** What the actuators got on the last control step: the change cap is measured from it. */
+  let lastApplied: Float32Array = new Float32Array(n);
+  let lastObs = await robot.observe();
+  const efforts = effortActuators(robot);
+  // Token bucket: refilled at the control rate, so a 1 kHz stream moves the robot no faster than a 50 Hz one.
+  const burst = o.commandBurst ?? 5;
+  let tokens = burst;
+  let tokensAt = performance.now();
+  const clamp = (v: number, lo: number, hi: number) => (v < lo ? lo : v > hi ? hi : v);
+  const capChange = (v: number, i: number) => clamp(v, lastApplied[i]! - maxDelta, lastApplied[i]! + maxDelta);
 
-  const accept = (values: ArrayLike<number>) => {
-    if (robot.isStopped) {
+  const accept = (values: unknown) => {
+    if (estopped || robot.isStopped) {
       counters.refusedStopped++;
       return;
     }
-    // The robot's own controller clips to its actuator range; echo exactly what it will apply.
-    command = Float32Array.from({ length: n }, (_, i) => Math.min(spec.action.high[i]!, Math.max(spec.action.low[i]!, Number(values[i] ?? 0) || 0)));
+    const t = performance.now();
+    tokens = Math.min(burst, tokens + ((t - tokensAt) / 1000) * spec.controlHz);
+    tokensAt = t;
+    if (tokens < 1) {
+      counters.refusedRate++;
+      return;
+    }
+    tokens--;
+    const v = values as ArrayLike<unknown> | undefined;
+    if (!v || v.length !== n || !Array.from(v).every((x) => typeof x === 'number' && Number.isFinite(x))) {
+      counters.refusedInvalid++;
+      return;
+    }
+    // The robot's own controller clips to its actuator range and caps the change per step; echo what it will apply.
+    command = Float32Array.from({ length: n }, (_, i) => capChange(clamp(v[i] as number, spec.action.low[i]!, spec.action.high[i]!), i));
     commandAt = performance.now();
     counters.commands++;
     pubApplied({ layout: { dim: [], data_offset: 0 }, data: Array.from(command) });
   };
-  server.subscribe(STANDIN.forwardCommand, 'std_msgs/msg/Float64MultiArray', (m) => accept(m.data as number[]));
+  /** The last word before the actuators, every step: change cap, then no effort past a velocity or position limit. */
+  const limitStep = (a: Float32Array): Float32Array => {
+    const out = Float32Array.from(a, (v, i) => (v === 0 ? 0 : capChange(clamp(v, spec.action.low[i]!, spec.action.high[i]!), i)));
+    let limited = false;
+    efforts.forEach((e, i) => {
+      if (!e || out[i] === 0) return;
+      const dir = Math.sign(out[i]!) * e.sign;
+      const q = lastObs.position[e.joint]!, qd = lastObs.velocity[e.joint]!;
+      const [lo, hi] = spec.positionLimits[e.joint] ?? [-Infinity, Infinity];
+      const vmax = spec.velocityLimits[e.joint] ?? Infinity;
+      if ((Math.abs(qd) >= vmax && Math.sign(qd) === dir) || (q >= hi && dir > 0) || (q <= lo && dir < 0)) {
+        out[i] = 0;
+        limited = true;
+      }
+    });
+    if (limited) counters.limited++;
+    return out;
+  };
+  server.subscribe(STANDIN.forwardCommand, 'std_msgs/msg/Float64MultiArray', (m) => accept(m.data));
   server.subscribe(STANDIN.trajectory, 'trajectory_msgs/msg/JointTrajectory', (m) => {
     const stamp = fromRosTime((m.header as { stamp: { sec: number; nanosec: number } }).stamp);
     if (stamp > 0 && (now() - stamp) * 1000 > (o.maxCommandAgeMs ?? 200)) {
@@ -100,6 +189,7 @@ export async function startStandIn(o: StandInOptions): Promise<StandIn> {
     }
     const p = (m.points as Array<{ effort: number[]; velocities: number[] }>)[0];
     if (p) accept(p.effort.length ? p.effort : p.velocities);
+    else counters.refusedInvalid++;
   });
 
   const publishInstruction = () => pubInstr({ data: robot.lastObs.instruction });
@@ -108,21 +198,27 @@ export async function startStandIn(o: StandInOptions): Promise<StandIn> {
   let seed: number | undefined;
   server.subscribe(STANDIN.resetSeed, 'std_msgs/msg/UInt32', (m) => (seed = Number(m.data)));
   server.advertiseService(STANDIN.reset, 'std_srvs/srv/Trigger', async () => {
+    if (estopped) return { success: false, message: 'e-stopped: reset does not clear the stop; the operator clears it on the stand-in (type "clear" in the sim-robot terminal)' };
     const s = seed;
     seed = undefined;
     await robot.reset(s === undefined ? undefined : { seed: s });
     command = new Float32Array(n);
     commandAt = -Infinity;
+    lastApplied = new Float32Array(n);
+    lastObs = await robot.observe();
     counters.resets++;
     publishInstruction();
     return { success: true, message: `reset${s === undefined ? '' : ` (seed ${s})`}: ${robot.lastObs.instruction}` };
   });
   server.advertiseService(STANDIN.estop, 'std_srvs/srv/Trigger', async () => {
+    estopped = true;
+    expert = null;
     await robot.estop();
     command = new Float32Array(n);
-    return { success: true, message: 'stopped; reset to resume' };
+    return { success: true, message: 'stopped; the operator clears the stop on the stand-in, then reset to resume' };
   });
   server.advertiseAction(STANDIN.runExpert, 'wmrl_msgs/action/RunExpert', async (goal, ctx) => {
+    if (estopped || robot.isStopped) throw new Error('e-stopped: the expert does not run on a stopped robot');
     const steps = Number(goal.max_steps ?? robot.env.horizon);
     expert = { remaining: steps, policy: robot.env.expert() };
     const startSteps = counters.steps;
@@ -148,9 +244,12 @@ export async function startStandIn(o: StandInOptions): Promise<StandIn> {
       a = expert.policy.act(robot.lastObs);
       expert.remaining--;
     }
+    a = limitStep(a);
+    lastApplied = a;
     await robot.act(a);
     counters.steps++;
     const ro = await robot.observe();
+    lastObs = ro;
     const stamp = toRosTime(now());
     pubJoints({ header: { stamp, frame_id: '' }, name: spec.joints, position: Array.from(ro.position), velocity: Array.from(ro.velocity), effort: Array.from(a) });
     pubTask({ layout: { dim: [], data_offset: 0 }, data: Array.from(ro.features ?? []) });
@@ -165,6 +264,10 @@ export async function startStandIn(o: StandInOptions): Promise<StandIn> {
     tick++;
     timer = setTimeout(() => void step().catch((e) => server.emit('error', e)), Math.max(0, t0 + tick * period - performance.now()));
   };
+  const port = await server.listen().catch(async (e: unknown) => {
+    await robot[Symbol.asyncDispose]();
+    throw e;
+  });
   timer = setTimeout(() => void step(), period);
 
   return {
@@ -172,6 +275,12 @@ export async function startStandIn(o: StandInOptions): Promise<StandIn> {
     robot,
     port,
     counters,
+    get isEstopped() {
+      return estopped;
+    },
+    clearEstop() {
+      estopped = false;
+    },
     async stop() {
       running = false;
       clearTimeout(timer);

@@ -293,6 +293,15 @@ describe('rosbridge protocol: every op, well-formed and malformed, over a real W
         expect(await p.settle()).toEqual([]);
       },
     },
+    auth: {
+      malformed: { op: 'auth', client: 'c', dest: 'd', rand: 'r', t: 1, level: 'user', end: 2 },
+      error: "auth: missing field 'mac'",
+      async works(p) {
+        // A server without a secret has nothing to check: a client configured with one still connects.
+        p.send({ op: 'auth', mac: 'ab', client: 'c', dest: 'd', rand: 'r', t: 1, level: 'user', end: 2 });
+        expect(await p.settle()).toEqual([]);
+      },
+    },
     status: {
       malformed: { op: 'status', level: 'info', msg: 3 },
       error: "status: field 'msg' must be a string",

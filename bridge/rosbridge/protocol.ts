@@ -43,13 +43,15 @@ const ActionResultSchema = op('action_result', { id: Str, action: Str, values: T
 /** One piece of a larger frame; `num` < `total` is checked after the schema (validate). */
 const FragmentSchema = op('fragment', { id: Str, data: Str, num: Int({ minimum: 0 }), total: Int({ minimum: 1 }) });
 const SetLevelSchema = op('set_level', { id: Opt(Str), level: Type.Union([Type.Literal('info'), Type.Literal('warning'), Type.Literal('error'), Type.Literal('none')]) });
+/** rosbridge v2 auth (rosauth): `mac` = sha512 hex of secret + client + dest + rand + t + level + end; t and end in seconds. */
+const AuthSchema = op('auth', { mac: Str, client: Str, dest: Str, rand: Str, t: Type.Number(), level: Str, end: Type.Number() });
 const StatusSchema = op('status', { id: Opt(Str), level: Type.Union([Type.Literal('info'), Type.Literal('warning'), Type.Literal('error')]), msg: Str });
 
 const SCHEMAS = [
   AdvertiseSchema, UnadvertiseSchema, PublishSchema, SubscribeSchema, UnsubscribeSchema,
   CallServiceSchema, ServiceResponseSchema, AdvertiseServiceSchema, UnadvertiseServiceSchema,
   AdvertiseActionSchema, UnadvertiseActionSchema, SendActionGoalSchema, CancelActionGoalSchema, ActionFeedbackSchema, ActionResultSchema,
-  FragmentSchema, SetLevelSchema, StatusSchema,
+  FragmentSchema, SetLevelSchema, StatusSchema, AuthSchema,
 ] as const;
 
 export type Advertise = Static<typeof AdvertiseSchema>;
@@ -70,6 +72,7 @@ export type ActionResult = Static<typeof ActionResultSchema>;
 export type Fragment = Static<typeof FragmentSchema>;
 export type SetLevel = Static<typeof SetLevelSchema>;
 export type Status = Static<typeof StatusSchema>;
+export type Auth = Static<typeof AuthSchema>;
 
 /** Any rosbridge message, in either direction; narrowed by `switch (m.op)`. */
 export type RosbridgeMessage = Static<(typeof SCHEMAS)[number]>;

@@ -1,11 +1,14 @@
 // A rosbridge v2 server over WebSocket: the in-process robot stand-in publishes, subscribes and
 // serves services and actions on it, and any rosbridge client (roslib, Foxglove, ROS web tools)
 // connects as it would to rosbridge_server. Clients can also advertise topics, services and
-// actions to each other; ids are remapped per client so two clients never collide.
+// actions to each other; ids are remapped per client so two clients never collide. A client can
+// never take over a topic, service or action this process provides, and a server listening beyond
+// loopback requires rosbridge's `auth` op with a shared secret before anything else.
 import { EventEmitter } from 'node:events';
 import type { AddressInfo } from 'node:net';
 import { WebSocketServer, type WebSocket } from 'ws';
 import { conform, conformService, knownMessageType, normalizeType } from '../ros/msgs.js';
+import { AuthChecker, isLoopback } from './auth.js';
 import { DEFAULT_FRAGMENT_LIMITS, FragmentBuffer, fragment, type FragmentLimits } from './fragments.js';
 import { DEFAULT_LIMITS, GoalStatus, parseFrame, type ParseLimits, type RosbridgeMessage, type SendActionGoal, type Status } from './protocol.js';
 
@@ -17,7 +20,19 @@ export interface RosbridgeServerOptions {
   fragments?: Partial<FragmentLimits>;
   /** Messages to a client are dropped (and counted) while its socket buffers more than this. */
   maxBufferedBytes?: number;
+  /**
+   * Shared secret for rosbridge's `auth` op (rosauth's MAC): with it, a client's first op must be a valid
+   * `auth`, or the client is refused and disconnected. Required to listen on anything but loopback.
+   */
+  secret?: string;
+  /** Largest clock difference accepted in an auth op, s (default 30). */
+  authWindowS?: number;
+  /** An unauthenticated client is disconnected after this long, ms (default 10 000). */
+  authTimeoutMs?: number;
 }
+
+/** Smallest fragment_size served: smaller requests are raised to it (one frame per character is a flood). */
+export const MIN_FRAGMENT_SIZE = 1024;
 
 export type ServiceHandler = (args: Record<string, unknown>) => Promise<Record<string, unknown>> | Record<string, unknown>;
 export interface ActionContext {
@@ -36,11 +51,15 @@ interface Client {
   services: Set<string>;
   actions: Set<string>;
   goals: Map<string, AbortController>;
+  authenticated: boolean;
+  authTimer?: NodeJS.Timeout;
 }
 
 interface TopicInfo {
   type: string;
   local: Set<(msg: Record<string, unknown>) => void>;
+  /** This process publishes it: clients may subscribe, never publish. */
+  localPublisher?: boolean;
   latched?: Record<string, unknown>;
 }
 
@@ -76,16 +95,25 @@ export class RosbridgeServer extends EventEmitter {
   private readonly fragLimits: FragmentLimits;
   private nextClient = 1;
   private nextId = 1;
+  private readonly auth?: AuthChecker;
   readonly stats: ServerStats = { clients: 0, framesIn: 0, errors: 0, dropped: 0, fragmentsEvicted: 0 };
 
   constructor(private readonly opts: RosbridgeServerOptions = {}) {
     super();
     this.limits = { ...DEFAULT_LIMITS, ...opts.limits };
     this.fragLimits = { ...DEFAULT_FRAGMENT_LIMITS, ...opts.fragments };
+    if (opts.secret !== undefined) this.auth = new AuthChecker(opts.secret, opts.authWindowS);
   }
 
   async listen(): Promise<number> {
-    const wss = new WebSocketServer({ host: this.opts.host ?? '127.0.0.1', port: this.opts.port ?? 9090, maxPayload: this.limits.maxFrameLength * 2 });
+    const host = this.opts.host ?? '127.0.0.1';
+    if (!this.auth && !isLoopback(host)) {
+      throw new Error(
+        `rosbridge: refusing to listen on '${host}' without a shared secret: anyone who can reach it could command the robot; ` +
+          'set a secret (sim-robot --secret-env VAR) or listen on 127.0.0.1',
+      );
+    }
+    const wss = new WebSocketServer({ host, port: this.opts.port ?? 9090, maxPayload: this.limits.maxFrameLength * 2 });
     this.wss = wss;
     await new Promise<void>((resolve, reject) => {
       wss.once('listening', resolve);
@@ -110,6 +138,7 @@ export class RosbridgeServer extends EventEmitter {
   /** Declares a topic this process publishes; returns the publish function. */
   advertise(topic: string, type: string, opts: { latch?: boolean } = {}): (msg: Record<string, unknown>) => void {
     const info = this.topic(topic, type);
+    info.localPublisher = true;
     return (msg) => {
       if (opts.latch) info.latched = msg;
       this.deliver(topic, info, msg, null);
@@ -157,7 +186,12 @@ export class RosbridgeServer extends EventEmitter {
       services: new Set(),
       actions: new Set(),
       goals: new Map(),
+      authenticated: !this.auth,
     };
+    if (!c.authenticated) {
+      c.authTimer = setTimeout(() => this.refuse(c, `not authenticated within ${this.opts.authTimeoutMs ?? 10_000} ms; send the auth op first`), this.opts.authTimeoutMs ?? 10_000);
+      c.authTimer.unref();
+    }
     this.clients.add(c);
     this.stats.clients = this.clients.size;
     ws.on('message', (data, isBinary) => {
@@ -171,6 +205,7 @@ export class RosbridgeServer extends EventEmitter {
 
   private drop(c: Client): void {
     if (!this.clients.delete(c)) return;
+    clearTimeout(c.authTimer);
     this.stats.clients = this.clients.size;
     for (const g of c.goals.values()) g.abort();
     for (const s of c.services) if ((this.services.get(s) as { client?: Client } | undefined)?.client === c) this.services.delete(s);
@@ -184,7 +219,17 @@ export class RosbridgeServer extends EventEmitter {
   /** Entry point for one text frame from a client (also used directly by the fuzz tests). */
   handleText(c: Client, text: string, depth = 0): void {
     this.stats.framesIn++;
+    if (!this.clients.has(c)) return; // frames already in flight from a refused client
     const r = parseFrame(text, this.limits);
+    if (!c.authenticated) {
+      if (!r.ok) return this.refuse(c, `not authenticated: ${r.error}; the first op must be auth`);
+      if (r.msg.op !== 'auth') return this.refuse(c, `not authenticated: op '${r.msg.op}' refused; the first op must be auth`);
+      const why = this.auth!.check(r.msg);
+      if (why) return this.refuse(c, why);
+      c.authenticated = true;
+      clearTimeout(c.authTimer);
+      return;
+    }
     if (!r.ok) return this.status(c, 'error', r.error, r.id);
     const m = r.msg;
     if (m.op === 'fragment') {
@@ -205,6 +250,7 @@ export class RosbridgeServer extends EventEmitter {
   private dispatch(c: Client, m: RosbridgeMessage): void {
     switch (m.op) {
       case 'advertise': {
+        if (this.topics.get(m.topic)?.localPublisher) return this.status(c, 'error', `advertise: ${m.topic} is published by this server; a client cannot publish on it`, m.id);
         this.topic(m.topic, m.type);
         c.advertised.add(m.topic);
         return;
@@ -215,6 +261,7 @@ export class RosbridgeServer extends EventEmitter {
       case 'publish': {
         const info = this.topics.get(m.topic);
         if (!info) return this.status(c, 'error', `publish: topic ${m.topic} is not advertised; advertise it first`, m.id);
+        if (info.localPublisher) return this.status(c, 'error', `publish: ${m.topic} is published by this server; a client cannot publish on it`, m.id);
         const v = knownMessageType(info.type) ? conform(info.type, m.msg) : { ok: true as const, value: m.msg };
         if (!v.ok) return this.status(c, 'error', `publish on ${m.topic}: ${v.error}`, m.id);
         this.deliver(m.topic, info, v.value, c);
@@ -225,7 +272,12 @@ export class RosbridgeServer extends EventEmitter {
         if (!existing && !m.type) return this.status(c, 'error', `subscribe: topic ${m.topic} is unknown; give its type`, m.id);
         if (!existing) this.topic(m.topic, m.type!);
         else if (m.type && normalizeType(m.type) !== normalizeType(existing.type)) return this.status(c, 'error', `subscribe: ${m.topic} has type ${existing.type}, not ${m.type}`, m.id);
-        c.subs.set(m.topic, { throttleMs: m.throttle_rate ?? 0, last: 0, fragmentSize: m.fragment_size ?? undefined });
+        let fragmentSize = m.fragment_size ?? undefined;
+        if (fragmentSize !== undefined && fragmentSize < MIN_FRAGMENT_SIZE) {
+          this.status(c, 'warning', `subscribe ${m.topic}: fragment_size ${fragmentSize} raised to the minimum ${MIN_FRAGMENT_SIZE}`, m.id);
+          fragmentSize = MIN_FRAGMENT_SIZE;
+        }
+        c.subs.set(m.topic, { throttleMs: m.throttle_rate ?? 0, last: 0, fragmentSize });
         const latched = this.topics.get(m.topic)!.latched;
         if (latched) this.send(c, { op: 'publish', topic: m.topic, msg: latched });
         return;
@@ -243,6 +295,7 @@ export class RosbridgeServer extends EventEmitter {
         return;
       }
       case 'advertise_service':
+        if (this.services.get(m.service) && 'local' in this.services.get(m.service)!) return this.status(c, 'error', `advertise_service: ${m.service} is provided by this server; a client cannot replace it`);
         this.services.set(m.service, { client: c, type: m.type });
         c.services.add(m.service);
         return;
@@ -251,6 +304,7 @@ export class RosbridgeServer extends EventEmitter {
         c.services.delete(m.service);
         return;
       case 'advertise_action':
+        if (this.actions.get(m.action) && 'local' in this.actions.get(m.action)!) return this.status(c, 'error', `advertise_action: ${m.action} is provided by this server; a client cannot replace it`);
         this.actions.set(m.action, { client: c, type: m.type });
         c.actions.add(m.action);
         return;
@@ -278,6 +332,9 @@ export class RosbridgeServer extends EventEmitter {
       }
       case 'set_level':
       case 'status':
+        return;
+      case 'auth':
+        // Already authenticated, or a server without a secret: nothing to check.
         return;
     }
   }
@@ -377,6 +434,14 @@ export class RosbridgeServer extends EventEmitter {
     if (fragmentSize && text.length > fragmentSize) {
       for (const f of fragment(`frag${this.nextId++}`, text, fragmentSize)) c.ws.send(JSON.stringify(f));
     } else c.ws.send(text);
+  }
+
+  /** Refuses an unauthenticated client: an error status naming why, then the socket closes (policy violation). */
+  private refuse(c: Client, why: string): void {
+    this.status(c, 'error', why);
+    this.emit('auth_failed', c.no, why);
+    this.drop(c);
+    c.ws.close(1008, 'authentication required');
   }
 
   private status(c: Client, level: Status['level'], msg: string, id?: string | null): void {

@@ -7,6 +7,7 @@ import type { ITransportFactory } from 'roslib';
 import type { RobotConfig } from '../config.js';
 import type { Image, RobotObservation, RobotDeclaration } from '../../common/robot.js';
 import { checkObservation, layoutOf, type ObservationLayout } from '../../common/layout.js';
+import { authOp } from '../../bridge/rosbridge/auth.js';
 import { resetSeed, UnseededResetError, type ResetOptions, type Robot } from '../types.js';
 import { commandMessage, commandType, JointStateReader, type JointStateMsg } from './ros-messages.js';
 
@@ -55,9 +56,16 @@ export class RosRobot implements Robot {
   /** The observation layout of the config's spec: every observation is checked against it. */
   readonly layout: ObservationLayout;
   private seedTopic?: Topic;
+  /** The rosbridge shared secret, read once from the environment variable the config names. */
+  private readonly secret?: string;
 
   private constructor(readonly config: RobotConfig, private readonly opts: RosRobotOptions) {
     this.spec = config.spec;
+    const env = config.rosbridge?.secretEnv;
+    if (env !== undefined) {
+      this.secret = process.env[env];
+      if (!this.secret) throw new Error(`${config.spec.name}: rosbridge.secret_env names ${env}, which is not set or empty`);
+    }
     this.layout = layoutOf(config.spec);
     this.jointReader = new JointStateReader(config.spec.joints);
     this.backoff = opts.reconnectMinMs ?? 100;
@@ -83,6 +91,11 @@ export class RosRobot implements Robot {
   }
 
   private onConnect(): void {
+    // Before anything else on the socket: a server that requires auth refuses any other first op.
+    if (this.secret) {
+      const a = authOp(this.secret, { dest: this.config.url });
+      this.ros.authenticate(a.mac, a.client, a.dest, a.rand, a.t, a.level, a.end);
+    }
     this.connected = true;
     this.connections++;
     this.backoff = this.opts.reconnectMinMs ?? 100;

@@ -1,0 +1,299 @@
+// The stand-in trusts no rosbridge client, over real WebSockets: a client cannot take over the services
+// it provides, a hostile command stream stays inside its own limits, /wmrl/reset does not clear its
+// e-stop (the operator does), and beyond loopback it requires rosbridge's auth op with a shared secret.
+import { Ros, Service } from 'roslib';
+import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import WebSocket from 'ws';
+import { authOp, rosauthMac } from '../bridge/rosbridge/auth.js';
+import { RosbridgeServer } from '../bridge/rosbridge/server.js';
+import { parseRobotConfig } from '../hardware/config.js';
+import { RosRobot } from '../hardware/robots/ros.js';
+import { standInConfig, startStandIn, STANDIN, type StandIn } from '../hardware/standin.js';
+import { spawnStandIn } from './helpers/standin-process.js';
+
+type Frame = Record<string, unknown>;
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+/** `p`, or a rejection naming `what` after `ms`. */
+function within<T>(p: Promise<T>, ms: number, what: string): Promise<T> {
+  let t: NodeJS.Timeout | undefined;
+  return Promise.race([p, new Promise<never>((_, j) => (t = setTimeout(() => j(new Error(`${what}: nothing within ${ms} ms`)), ms)))]).finally(() => clearTimeout(t));
+}
+async function until(cond: () => boolean, ms = 5000, what = 'condition'): Promise<void> {
+  const end = Date.now() + ms;
+  while (!cond()) {
+    if (Date.now() > end) throw new Error(`${what} not reached in ${ms} ms`);
+    await sleep(5);
+  }
+}
+
+/** A raw rosbridge client; everything it receives lands in `inbox`. */
+async function raw(port: number): Promise<{ ws: WebSocket; inbox: Frame[]; send(f: Frame | string): void; closed: Promise<number> }> {
+  const ws = new WebSocket(`ws://127.0.0.1:${port}`);
+  const inbox: Frame[] = [];
+  ws.on('message', (d) => inbox.push(JSON.parse(d.toString()) as Frame));
+  const closed = within(new Promise<number>((r) => ws.once('close', (code) => r(code))), 5000, 'socket close');
+  closed.catch(() => undefined); // awaited by the tests that expect it
+  await new Promise((r, j) => ws.once('open', r).once('error', j));
+  return { ws, inbox, send: (f) => ws.send(typeof f === 'string' ? f : JSON.stringify(f)), closed };
+}
+
+async function rosClient(port: number, secret?: string): Promise<Ros> {
+  const ros = new Ros({});
+  const up = new Promise<void>((r) => ros.once('connection', () => r()));
+  await ros.connect(`ws://127.0.0.1:${port}`);
+  await up;
+  if (secret) {
+    const a = authOp(secret, { dest: `ws://127.0.0.1:${port}` });
+    ros.authenticate(a.mac, a.client, a.dest, a.rand, a.t, a.level, a.end);
+  }
+  return ros;
+}
+
+const trigger = (ros: Ros, name: string) =>
+  within(
+    new Promise<{ success: boolean; message: string }>((resolve, reject) =>
+      new Service<Record<string, never>, { success: boolean; message: string }>({ ros, name, serviceType: 'std_srvs/srv/Trigger' }).callService({}, resolve, (e) => reject(new Error(e))),
+    ),
+    5000,
+    `${name} answer`,
+  );
+
+describe('the stand-in against hostile rosbridge clients', () => {
+  // A fresh stand-in per test: what one attack leaves behind must not decide the next test.
+  let standIn: StandIn;
+  beforeEach(async () => {
+    // A low declared joint speed, so a full-effort stream would exceed it without enforcement (≈ 6 rad/s).
+    standIn = await startStandIn({ task: 'reach', port: 0, velocityLimit: 2 });
+  });
+  afterEach(() => standIn?.stop());
+
+  it('a client cannot advertise the services, actions or topics the stand-in provides; the e-stop works after it leaves', async () => {
+    const attacker = await raw(standIn.port);
+    attacker.send({ op: 'advertise_service', service: STANDIN.estop, type: 'std_srvs/srv/Trigger' });
+    attacker.send({ op: 'advertise_service', service: STANDIN.reset, type: 'std_srvs/srv/Trigger' });
+    attacker.send({ op: 'advertise_action', action: STANDIN.runExpert, type: 'wmrl_msgs/action/RunExpert' });
+    attacker.send({ op: 'advertise', id: 'a1', topic: STANDIN.jointStates, type: 'sensor_msgs/msg/JointState' });
+    await until(() => attacker.inbox.length >= 4, 3000, 'four refusals').finally(() => attacker.inbox.length < 4 && attacker.ws.close());
+    expect(attacker.inbox.map((m) => [m.level, m.msg])).toEqual([
+      ['error', `advertise_service: ${STANDIN.estop} is provided by this server; a client cannot replace it`],
+      ['error', `advertise_service: ${STANDIN.reset} is provided by this server; a client cannot replace it`],
+      ['error', `advertise_action: ${STANDIN.runExpert} is provided by this server; a client cannot replace it`],
+      ['error', `advertise: ${STANDIN.jointStates} is published by this server; a client cannot publish on it`],
+    ]);
+    const operator = await rosClient(standIn.port);
+    try {
+      // The call reaches the stand-in's own handler, not the attacker.
+      await expect(trigger(operator, STANDIN.estop)).resolves.toMatchObject({ success: true, message: expect.stringMatching(/^stopped/) });
+      expect(attacker.inbox.filter((m) => m.op === 'call_service')).toEqual([]);
+      expect(standIn.isEstopped).toBe(true);
+      attacker.ws.close();
+      await attacker.closed;
+      await sleep(50);
+      await expect(trigger(operator, STANDIN.estop)).resolves.toMatchObject({ success: true });
+      expect(standIn.isEstopped).toBe(true);
+    } finally {
+      operator.close();
+      attacker.ws.close();
+      standIn.clearEstop();
+    }
+  });
+
+  it('/wmrl/reset does not clear the e-stop; only the operator does, then reset resumes', async () => {
+    const ros = await rosClient(standIn.port);
+    const attacker = await raw(standIn.port);
+    attacker.send({ op: 'advertise', topic: STANDIN.forwardCommand, type: 'std_msgs/msg/Float64MultiArray' });
+    const publish = (data: number[]) => attacker.send({ op: 'publish', topic: STANDIN.forwardCommand, msg: { data } });
+    try {
+      await trigger(ros, STANDIN.estop);
+      const r = await trigger(ros, STANDIN.reset);
+      expect(r).toMatchObject({ success: false, message: expect.stringMatching(/e-stopped: reset does not clear the stop; the operator clears it/) });
+      expect(standIn.isEstopped).toBe(true);
+      expect(standIn.robot.isStopped).toBe(true);
+      const commands = standIn.counters.commands, refused = standIn.counters.refusedStopped;
+      publish([0.5, 0.5]);
+      await until(() => standIn.counters.refusedStopped > refused, 3000, 'the command refused');
+      expect(standIn.counters.commands).toBe(commands);
+      standIn.clearEstop();
+      expect(standIn.isEstopped).toBe(false);
+      await expect(trigger(ros, STANDIN.reset)).resolves.toMatchObject({ success: true });
+      expect(standIn.robot.isStopped).toBe(false);
+      publish([0.3, 0.3]);
+      await until(() => standIn.counters.commands > commands, 3000, 'the command accepted');
+    } finally {
+      ros.close();
+      attacker.ws.close();
+    }
+  });
+
+  it('a hostile command stream (huge, non-finite, wrong lengths, 1 kHz, big jumps) keeps the robot inside its own limits', async () => {
+    const ros = await rosClient(standIn.port);
+    await trigger(ros, STANDIN.reset);
+    const spec = standIn.robot.spec;
+    const monitor = await raw(standIn.port);
+    monitor.send({ op: 'subscribe', topic: STANDIN.jointStates });
+    monitor.send({ op: 'subscribe', topic: STANDIN.appliedCommand });
+    const attacker = await raw(standIn.port);
+    attacker.send({ op: 'advertise', topic: STANDIN.forwardCommand, type: 'std_msgs/msg/Float64MultiArray' });
+    attacker.send({ op: 'advertise', topic: STANDIN.trajectory, type: 'trajectory_msgs/msg/JointTrajectory' });
+    const fwd = (data: string) => attacker.send(`{"op":"publish","topic":"${STANDIN.forwardCommand}","msg":{"data":${data}}}`);
+    const traj = (effort: number[]) => attacker.send({ op: 'publish', topic: STANDIN.trajectory, msg: { joint_names: spec.joints, points: [{ effort, time_from_start: { sec: 0, nanosec: 0 } }] } });
+    await sleep(50);
+    const c0 = { ...standIn.counters };
+    const t0 = performance.now();
+    let sent = 0;
+    // 1 kHz for 3 s: first full effort one way (huge values), then big jumps, with garbage throughout.
+    while (performance.now() - t0 < 3000) {
+      for (; sent < performance.now() - t0; sent++) {
+        const phase = performance.now() - t0 < 1500;
+        const s = sent % 2 ? 1 : -1;
+        switch (sent % 7) {
+          case 0: fwd('[1e999, -1e999]'); break; // parses to ±Infinity
+          case 1: fwd('[1, 1, 1]'); break;
+          case 2: fwd('[]'); break;
+          case 3: traj([1e6 * s, -1e6 * s]); break;
+          default: fwd(phase ? '[1e308, 1e308]' : JSON.stringify([s * 50, -s * 50]));
+        }
+      }
+      await sleep(5);
+    }
+    const elapsedS = (performance.now() - t0) / 1000;
+    await sleep(200);
+    const c = standIn.counters;
+    const accepted = c.commands - c0.commands;
+    expect(sent).toBeGreaterThan(2900);
+    // At most one command per control period on average (plus the burst), whatever the rate sent.
+    expect(accepted).toBeLessThanOrEqual(spec.controlHz * elapsedS + 10);
+    expect(c.refusedRate - c0.refusedRate).toBeGreaterThan(sent / 2);
+    expect(c.refusedInvalid - c0.refusedInvalid).toBeGreaterThan(0);
+
+    const applied = monitor.inbox.filter((m) => m.topic === STANDIN.appliedCommand).map((m) => (m.msg as { data: number[] }).data);
+    const states = monitor.inbox.filter((m) => m.topic === STANDIN.jointStates).map((m) => m.msg as { position: number[]; velocity: number[]; effort: number[] });
+    expect(applied.length).toBe(accepted);
+    expect(states.length).toBeGreaterThan(100);
+    const inRange = (a: number[]) => a.length === spec.action.names.length && a.every((v, i) => Number.isFinite(v) && v >= spec.action.low[i]! && v <= spec.action.high[i]!);
+    expect(applied.every(inRange)).toBe(true);
+    // Rate limit: what the actuators get changes by at most max_delta (0.5) per control step, except to zero
+    // effort (the hold); an accepted command is within max_delta of what they got on the step before it.
+    let lastEffort: number[] | undefined;
+    for (const m of monitor.inbox) {
+      if (m.topic === STANDIN.jointStates) lastEffort = (m.msg as { effort: number[] }).effort;
+      else if (m.topic === STANDIN.appliedCommand && lastEffort) {
+        const a = (m.msg as { data: number[] }).data;
+        for (let i = 0; i < 2; i++) expect(Math.abs(a[i]! - lastEffort[i]!)).toBeLessThanOrEqual(0.5 + 1e-6);
+      }
+    }
+    for (let k = 1; k < states.length; k++) {
+      const [a, b] = [states[k - 1]!.effort, states[k]!.effort];
+      expect(inRange(b)).toBe(true);
+      for (let i = 0; i < 2; i++) if (b[i] !== 0) expect(Math.abs(b[i]! - a[i]!)).toBeLessThanOrEqual(0.5 + 1e-6);
+    }
+    // Velocity and position limits: the declared 2 rad/s, overshot by at most one control step of full effort.
+    const vmax = Math.max(...states.flatMap((s) => s.velocity.map(Math.abs)));
+    expect(vmax).toBeLessThan(spec.velocityLimits[0]! + 1);
+    expect(c.limited - c0.limited).toBeGreaterThan(0);
+    const [lo, hi] = spec.positionLimits[1]!;
+    const elbow = states.map((s) => s.position[1]!);
+    expect(Math.min(...elbow)).toBeGreaterThanOrEqual(lo - 0.05);
+    expect(Math.max(...elbow)).toBeLessThanOrEqual(hi + 0.05);
+    ros.close();
+    monitor.ws.close();
+    attacker.ws.close();
+  }, 30_000);
+});
+
+describe('authentication beyond loopback', () => {
+  const secret = 'correct horse battery staple 42';
+
+  it('a server bound to a non-loopback host without a secret refuses to start, naming the problem', async () => {
+    await expect(new RosbridgeServer({ host: '0.0.0.0', port: 0 }).listen()).rejects.toThrow(/refusing to listen on '0\.0\.0\.0' without a shared secret/);
+    await expect(startStandIn({ task: 'reach', host: '0.0.0.0', port: 0 })).rejects.toThrow(/without a shared secret/);
+    await expect(spawnStandIn(['--host', '0.0.0.0']).then(async (p) => (await p.stop(), p))).rejects.toThrow(/refusing to listen on '0\.0\.0\.0' without a shared secret/);
+    expect(() => new RosbridgeServer({ secret: 'short' })).toThrow(/shared secret has 5 characters; use at least 16/);
+  }, 90_000);
+
+  describe('with a secret', () => {
+    const server = new RosbridgeServer({ host: '0.0.0.0', port: 0, secret, authTimeoutMs: 300 });
+    let port = 0;
+    let publish: (m: Frame) => void;
+    beforeAll(async () => {
+      port = await server.listen();
+      publish = server.advertise('/chatter', 'std_msgs/msg/String');
+      server.advertiseService('/ping', 'std_srvs/srv/Trigger', () => ({ success: true, message: 'pong' }));
+    });
+    afterAll(() => server.close());
+
+    it('a client whose first op is not auth is refused and disconnected; it receives nothing', async () => {
+      const c = await raw(port);
+      c.send({ op: 'subscribe', topic: '/chatter' });
+      c.send({ op: 'call_service', id: 'x', service: '/ping' });
+      expect(await c.closed).toBe(1008);
+      publish({ data: 'secret plans' });
+      expect(c.inbox).toEqual([{ op: 'status', level: 'error', msg: "not authenticated: op 'subscribe' refused; the first op must be auth" }]);
+    });
+
+    it('a wrong MAC, a stale time and a replayed auth op are refused', async () => {
+      const bad = authOp('not the secret at all!!', { dest: 'x' });
+      const stale = authOp(secret, { nowS: Date.now() / 1000 - 3600 });
+      for (const [op, why] of [[bad, /MAC does not match/], [stale, /more than 30 s from the server's clock/]] as const) {
+        const c = await raw(port);
+        c.send(op);
+        expect(await c.closed).toBe(1008);
+        expect(c.inbox[0]).toMatchObject({ op: 'status', level: 'error', msg: expect.stringMatching(why) });
+      }
+      const good = authOp(secret);
+      const first = await raw(port);
+      first.send(good);
+      first.send({ op: 'call_service', id: 'p', service: '/ping' });
+      await until(() => first.inbox.length > 0);
+      expect(first.inbox[0]).toMatchObject({ op: 'service_response', id: 'p', result: true });
+      const replay = await raw(port);
+      replay.send(good);
+      expect(await replay.closed).toBe(1008);
+      expect(replay.inbox[0]).toMatchObject({ msg: expect.stringMatching(/already used/) });
+      first.ws.close();
+    });
+
+    it('a client that never authenticates is disconnected after the auth timeout', async () => {
+      const c = await raw(port);
+      expect(await c.closed).toBe(1008);
+      expect(c.inbox[0]).toMatchObject({ msg: expect.stringMatching(/not authenticated within 300 ms/) });
+    });
+
+    it("roslib's ros.authenticate() with rosauth's MAC is accepted: subscribe and call work", async () => {
+      expect(rosauthMac('s', { client: 'c', dest: 'd', rand: 'r', t: 10.7, level: 'user', end: 20 })).toMatch(/^[0-9a-f]{128}$/);
+      const ros = await rosClient(port, secret);
+      await expect(trigger(ros, '/ping')).resolves.toEqual({ success: true, message: 'pong' });
+      ros.close();
+    });
+  });
+
+  it('robot YAML: rosbridge.secret_env names the variable, never the secret', () => {
+    const base = 'name: a\njoints: [j]\nposition_limits: [[-1, 1]]\nvelocity_limits: [1]\ncontrol_hz: 50\naction: {kind: joint_velocity, low: [-1], high: [1]}\ncommand: {mode: forward_command, topic: /c}\n';
+    expect(parseRobotConfig(`${base}rosbridge: {secret_env: WMRL_ROSBRIDGE_SECRET}\n`, 'r.yaml').rosbridge).toEqual({ secretEnv: 'WMRL_ROSBRIDGE_SECRET' });
+    expect(() => parseRobotConfig(`${base}rosbridge: {secret_env: 'hunter2 is my secret'}\n`, 'r.yaml')).toThrow(/r\.yaml:8: key 'rosbridge\.secret_env': must name an environment variable/);
+  });
+
+  it("the project's rosbridge robot sends the secret named by its config (rosbridge.secret_env) and drives an authenticated stand-in", async () => {
+    const standIn = await startStandIn({ task: 'reach', port: 0, host: '0.0.0.0', secret });
+    process.env.WMRL_TEST_ROSBRIDGE_SECRET = secret;
+    try {
+      const cfg = { ...standInConfig(standIn.robot.spec, `ws://127.0.0.1:${standIn.port}`), rosbridge: { secretEnv: 'WMRL_TEST_ROSBRIDGE_SECRET' } };
+      const robot = await RosRobot.connect(cfg);
+      try {
+        await robot.reset();
+        const before = standIn.counters.commands;
+        await robot.act(Float32Array.of(0.2, -0.2));
+        await until(() => standIn.counters.commands > before, 3000, 'the command applied');
+      } finally {
+        await robot[Symbol.asyncDispose]();
+      }
+      // Without the secret the same robot config gets nothing.
+      await expect(RosRobot.connect({ ...cfg, rosbridge: undefined }, { timeoutMs: 1000 })).rejects.toThrow(/no joint states/);
+      delete process.env.WMRL_TEST_ROSBRIDGE_SECRET;
+      await expect(RosRobot.connect(cfg)).rejects.toThrow(/rosbridge\.secret_env names WMRL_TEST_ROSBRIDGE_SECRET, which is not set/);
+    } finally {
+      delete process.env.WMRL_TEST_ROSBRIDGE_SECRET;
+      await standIn.stop();
+    }
+  }, 30_000);
+});
