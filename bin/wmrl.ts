@@ -21,6 +21,15 @@ const num = (flag: string, ok: (v: number) => boolean, what: string) => (s: stri
   return v;
 };
 
+/** A repeatable option's values, in order. */
+const collect = (v: string, all: string[]) => [...all, v];
+/** `--urdf-package NAME=DIR`, repeatable: a ROS package of the robot's URDF. */
+const urdfPackage = (v: string, all: Record<string, string>) => {
+  const m = /^([A-Za-z0-9._-]+)=(.+)$/.exec(v);
+  if (!m) throw new InvalidArgumentError(`--urdf-package must be NAME=DIR (package://NAME/... resolves in DIR), got '${v}'`);
+  return { ...all, [m[1]!]: m[2]! };
+};
+
 const program = new Command('wmrl')
   .description('WMRL Bridge: post-train robot policies with World Model RL, deploy them as ONNX, watch real and imagined rollouts')
   .showHelpAfterError(false)
@@ -46,6 +55,9 @@ program
   .option('--no-job', 'start no job; runs are started through the API')
   .option('--no-mqtt', 'do not start the embedded MQTT broker')
   .option('--mqtt-port <N>', 'embedded MQTT broker port (0 = any free port)', port('--mqtt-port'), 1883)
+  .option('--allowed-host <H>', 'answer requests whose Host header names H, besides loopback, IP addresses and --host (a DNS name the service is reached by); repeatable', collect, [])
+  .option('--allowed-origin <O>', 'browser pages of origin O may open /api/stream and the Foxglove endpoint (e.g. https://app.foxglove.dev); repeatable', collect, [])
+  .option('--urdf-package <NAME=DIR>', "package://NAME/... of --urdf resolves in DIR (default: only the URDF's own package, its folder or the one above named NAME); repeatable", urdfPackage, {})
   .action(async (o) => (await import('./commands/serve.js')).serve(o));
 
 program
@@ -176,7 +188,7 @@ program
 program
   .command('reward-serve')
   .summary('serve the reward API for external RL trainers (OpenRLHF /get_reward, /grade, /health) over a research task')
-  .usage('[--task classifier|controller] [--host H] [--port 8090] [--slots N] [--deadline-ms MS] [--anchor-fraction F] [--invalid-reward R]')
+  .usage('[--task classifier|controller] [--host H] [--port 8090] [--slots N] [--deadline-ms MS] [--anchor-fraction F] [--invalid-reward R] [--token T | --no-token] [--allowed-host H] [--unsafe-no-sandbox]')
   .option('--task <T>', 'built-in research task: classifier or controller', 'classifier')
   .option('--host <H>', 'interface to listen on', '127.0.0.1')
   .option('--port <N>', 'port (0 = any free port)', port('--port'), 8090)
@@ -184,12 +196,16 @@ program
   .option('--deadline-ms <MS>', 'per request: items not executed by then are answered from the calibrated world model', positive('--deadline-ms'), 30_000)
   .option('--anchor-fraction <F>', 'share of GRPO groups executed for real (at least one per request)', num('--anchor-fraction', (v) => v >= 0 && v <= 1, 'in [0, 1]'), 0.1)
   .option('--invalid-reward <R>', 'reward of a response that is not a valid proposal', num('--invalid-reward', () => true, 'a number'), 0)
+  .option('--token <T>', '/get_reward and /grade need this bearer token (default: a new one, printed at start)')
+  .option('--no-token', 'no token (refused unless --host is loopback)')
+  .option('--allowed-host <H>', 'answer requests whose Host header names H (besides loopback, IP addresses and --host); repeatable', collect, [])
+  .option('--unsafe-no-sandbox', "run proposals WITHOUT the bubblewrap sandbox (this machine's network, files and processes open to them); only where bwrap cannot run, never for untrusted proposals", false)
   .action(async (o) => (await import('./commands/reward-serve.js')).rewardServe(o));
 
 program
   .command('sim-robot')
   .summary('run the sim robot with a hardware profile as a rosbridge v2 server (the hardware stand-in)')
-  .usage('[--task reach|push|pick] [--profile nominal|gap|FILE.yaml] [--host H] [--port 9090] [--camera-hz F] [--image PX] [--seed S]')
+  .usage('[--task reach|push|pick] [--profile nominal|gap|FILE.yaml] [--host H] [--port 9090] [--camera-hz F] [--image PX] [--seed S] [--secret-env VAR]')
   .option('--task <T>', 'reach, push or pick', 'reach')
   .option('--profile <P>', 'nominal, gap or a profile YAML', 'nominal')
   .option('--host <H>', 'interface to listen on', '127.0.0.1')
@@ -197,6 +213,7 @@ program
   .option('--seed <S>', 'seed', anyInt('--seed'), 0)
   .option('--camera-hz <F>', 'camera frames per second (0 = none)', num('--camera-hz', (v) => v >= 0 && v <= 60, 'in [0, 60]'), 0)
   .option('--image <PX>', 'camera image side, px', int('--image', (v) => v >= 8 && v <= 512, 'an integer in [8, 512]'), 64)
+  .option('--secret-env <VAR>', 'environment variable holding the rosbridge shared secret (clients must send the auth op); required with a --host other than loopback')
   .action(async (o) => (await import('./commands/sim-robot.js')).simRobot(o));
 
 program

@@ -25,6 +25,12 @@ function hostnameOf(host: string): string | null {
   }
 }
 
+/** Whether a listen host reaches only this machine (what every listener may bind without authentication). */
+export function isLoopback(host: string): boolean {
+  const h = host.toLowerCase().replace(/^\[|\]$/g, '');
+  return h === 'localhost' || h === '::1' || /^127\.\d+\.\d+\.\d+$/.test(h) || /^::ffff:127\.\d+\.\d+\.\d+$/.test(h);
+}
+
 export class HostPolicy {
   private readonly names: Set<string>;
   private readonly any: boolean;

@@ -122,6 +122,7 @@ export async function startService(o: ServiceOptions): Promise<Service> {
       const fx = foxglove;
       cleanup.push(() => fx.close());
     }
+    new Gauge({ name: 'wmrl_foxglove_frames_dropped', help: 'frames not sent to Foxglove clients that fell behind', registers: [registry], collect() { this.set(foxglove?.dropped() ?? 0); } });
     let broker: EmbeddedBroker | null = null;
     let mqttCredentialsFile: string | null = null;
     if (o.mqttPort !== null && o.mqttPort !== undefined) {

@@ -241,7 +241,7 @@ describe('wmrl reward-serve', () => {
     const post = (headers: Record<string, string>) => fetch(`${url}/grade`, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body: '{}' });
     expect((await post({})).status).toBe(401);
     expect((await post({ authorization: `Bearer ${token}` })).status).toBe(400);
-    expect(out).toMatch(/sandbox: 1 slots; network isolated/);
+    expect(out).toMatch(/sandbox: 1 slots; network isolated, files and processes too \(bubblewrap\)/);
     expect(await (await fetch(`${url}/health`)).json()).toMatchObject({ status: 'ok', capacity: 1 });
     p.kill('SIGINT');
     expect(await new Promise((r) => p.once('exit', r))).toBe(0);

@@ -12,8 +12,9 @@
 // topics. The one way to let anonymous clients in is INSECURE_ANONYMOUS, and only on loopback.
 
 import { EventEmitter } from 'node:events';
-import { createServer, isIP, type AddressInfo, type Server } from 'node:net';
+import { createServer, type AddressInfo, type Server } from 'node:net';
 import { Aedes, type AedesPublishPacket, type Client, type PublishPacket, type Subscription } from 'aedes';
+import { isLoopback } from '../../common/host-policy.js';
 import { identify, mayPublish, maySubscribe, type MqttCredentials, type MqttIdentity } from './auth.js';
 
 /** Lets any client in with every right. Tests and local experiments only; refused off loopback. */
@@ -49,10 +50,6 @@ interface AedesClientInternals {
 
 const SHARE_RE = /^\$share\/([^/+#]+)\/(.+)$/;
 
-export function isLoopback(host: string): boolean {
-  if (host === 'localhost' || host === '::1') return true;
-  return isIP(host) === 4 && host.startsWith('127.');
-}
 
 class AuthError extends Error {
   readonly returnCode: number;

@@ -47,8 +47,3 @@ export class AuthChecker {
   }
 }
 
-/** Whether a listen host reaches only this machine. */
-export function isLoopback(host: string): boolean {
-  const h = host.toLowerCase().replace(/^\[|\]$/g, '');
-  return h === 'localhost' || h === '::1' || /^127\.\d+\.\d+\.\d+$/.test(h) || /^::ffff:127\.\d+\.\d+\.\d+$/.test(h);
-}

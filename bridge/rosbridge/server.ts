@@ -8,7 +8,8 @@ import { EventEmitter } from 'node:events';
 import type { AddressInfo } from 'node:net';
 import { WebSocketServer, type WebSocket } from 'ws';
 import { conform, conformService, knownMessageType, normalizeType } from '../ros/msgs.js';
-import { AuthChecker, isLoopback } from './auth.js';
+import { isLoopback } from '../../common/host-policy.js';
+import { AuthChecker } from './auth.js';
 import { DEFAULT_FRAGMENT_LIMITS, FragmentBuffer, fragment, type FragmentLimits } from './fragments.js';
 import { DEFAULT_LIMITS, GoalStatus, parseFrame, type ParseLimits, type RosbridgeMessage, type SendActionGoal, type Status } from './protocol.js';
 
