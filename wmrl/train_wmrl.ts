@@ -37,7 +37,7 @@ export interface WmrlConfig {
   corrector: CorrectorConfig | false;
   /**
    * Imagined steps per rollout from the prompt's start: the task's horizon, or fewer (the anchors' replays then cover
-   * the same first steps; on bench vla's reach, 30 of 100 steps ranked better and trained worse).
+   * the same first steps); fewer steps can rank a group better and still train the policy worse.
    */
   horizon: number;
   /**
@@ -56,9 +56,8 @@ export interface WmrlConfig {
   /**
    * A refit keeps the multi-step fit pretraining gave the dynamics (worldmodel/multistep.ts): the reward and success
    * heads refit one step, the dynamics through open-loop rollouts of this many steps, `refitRolloutWindows` windows
-   * per member and pass (0 steps: the whole model refits one step). A one-step refit undoes the multi-step fit: on
-   * push, two one-step passes over the pretraining data took the robust demonstrator's imagined success (the cube on
-   * the pad) from 69% to 6% (scratch, the vla bench's model).
+   * per member and pass (0 steps: the whole model refits one step), because a one-step refit undoes the multi-step
+   * fit and imagined rollouts drift again.
    */
   refitRolloutSteps: number;
   refitRolloutWindows: number;
@@ -82,15 +81,8 @@ export interface WmrlConfig {
    *              context), over the steps a replay covers: a dense score of what really happened, for a robot that
    *              measures only success. The robot still decides where the episode ends (its success ends it), and the
    *              reward-hacking alarm still compares with its measured success. Its error is the reward head's on real
-   *              states, one step each, not imagination's compounding one: on bench vla's push (the clone's groups of 8
-   *              on the gap robot, 24 starts) it ranks each group's episodes as their true dense return does (mean
-   *              within-group Spearman 0.98, scratch), where the VLA imagined on the twin from the same starts under the
-   *              same noise ranks them against the robot's at 0.07 (bench/results/vla-push.md). What it does not do
-   *              alone: bench vla's push WMRL with relabeled anchors (β 0, RL log-std -1.6, 2 anchor groups an update)
-   *              held 36/39/36/38% of held-out states at updates 40/80/120/160, the clone's 38%, while standard GRPO
-   *              on 2 robot groups an update scored by their true dense return rose to 40/38/47/48% (by their sparse
-   *              success: 39/39/32/39%; scratch runs from the cached setup, RL seed 0): the 16 imagined groups an
-   *              update, which rank at about 0, drown the anchors' signal.
+   *              states, one step each, not imagination's compounding one. It corrects the anchors' scores only:
+   *              imagined groups that rank badly still drown their signal (see `imaginedGate`).
    */
   anchorScore: 'robot' | 'relabel';
   /**
@@ -102,13 +94,9 @@ export interface WmrlConfig {
    * averaged; a group whose real or imagined scores are all equal, or with fewer than 3 complete episodes, measures
    * nothing) is what the imagined groups' ranking is worth on the robot; the mean of the latest `window` agreements,
    * clipped to [0, 1], is the share of the imagined groups the update keeps once `minGroups` are measured (until then
-   * all of them; the rest are dropped: a lower loss weight would not shrink the update under Adam, see the update). The Corrector's open-loop replays do not measure this: a replay feeds the real episode's
-   * own actions, so it misses the error a reactive policy suffers when it reacts to imagined states. On bench vla's
-   * push the replays ranked the anchors as their relabels did at 0.41-0.68 while the VLA imagined on the twin ranks
-   * the clone's groups against the robot at about 0.07 (bench/results/vla-push.md); on reach the closed-loop agreement
-   * ran at about 0.1-0.2 and WMRL gated by it reached 36/33/37% of held-out states at updates 100/200/300, against
-   * 26/32/32% ungated (scratch runs from the cached setup, RL seed 0, ties ranked in index order, the gate scaling the
-   * imagined groups' loss weight instead of keeping a share of them).
+   * all of them; the rest are dropped: a lower loss weight would not shrink the update under Adam, see the update).
+   * The Corrector's open-loop replays do not measure this: a replay feeds the real episode's own actions, so it misses
+   * the error a reactive policy suffers when it reacts to imagined states.
    */
   imaginedGate: { window: number; minGroups: number } | false;
   /**
@@ -529,9 +517,8 @@ export async function trainWmrl(run: WmrlRun): Promise<RunState> {
     // The imagined gate: the imagined groups count as much as their closed-loop ranking agrees with the robot's. The
     // update keeps that share of them (stochastic rounding), not all of them at a lower loss weight: under Adam a
     // weight turns the update's direction, not its size, so every down-weighted group would still add its minibatches,
-    // each an optimizer step driven by the anchors (on bench vla's push, 16 imagined groups of 300 steps put about 330
-    // steps an update on 2 anchor groups' 16 episodes, 8 times standard GRPO's, and took the clone's 38% of held-out
-    // states to 26% by update 40). Kept: the first of the imagined groups, whose prompts are drawn in no order.
+    // each an optimizer step driven by the anchors. Kept: the first of the imagined groups, whose prompts are drawn in
+    // no order.
     let imaginedWeight = 1;
     const dropped = new Set<number>();
     if (c.imaginedGate && agreements.length >= c.imaginedGate.minGroups) {

@@ -24,7 +24,7 @@ export interface ContextSearch {
    *   A wrong mass or gain compounds over steps, sensor noise does not;
    * - 'mse': the one-step squared error in normalized delta units;
    * - 'nll': the one-step Gaussian NLL.
-   * One-step errors on a noisy robot are mostly its sensor noise: measured on reach/gap they barely change
+   * One-step errors on a noisy robot are mostly its sensor noise, which no context explains, so they barely change
    * with the context.
    */
   objective?: 'rollout' | 'mse' | 'nll';

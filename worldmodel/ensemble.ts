@@ -177,7 +177,7 @@ export class EnsembleModel {
   readonly net: nn.EnsembleMLP;
   /**
    * Reward and success logit per member: a network apart from the dynamics, whose precision-weighted NLL
-   * gradients would otherwise swamp a shared trunk (measured: the reward head then learned almost nothing).
+   * gradients would otherwise swamp a shared trunk and leave the reward head almost untrained.
    */
   readonly rewardNet: nn.EnsembleMLP;
   private normalized = false;

@@ -20,18 +20,14 @@ export interface RolloutFitOptions {
   /** Adam's learning rate (default 3e-4). */
   lr?: number;
   /**
-   * Weight of the rollout error against the one-step NLL (default 50). Push's model, K 16, lr 3e-4 (scratch runs):
-   * at weight 1 the rollout error hardly moved (0.081 to 0.080 in two passes, K 8, lr 1e-4); at 50 the robust
-   * demonstrator driving the model put the cube on the pad in 69% of imagined episodes after four passes (0% after
-   * the one-step fit; 94% on the robot). Measured before windows started at every row and members resampled episodes
-   * (a395d9c: K-step windows only, every member on all of them).
+   * Weight of the rollout error against the one-step NLL (default 50): large, because at a weight near 1 the one-step
+   * NLL dominates the gradient and the rollout error hardly moves.
    */
   rolloutWeight?: number;
   /**
    * Each member trains on its own bootstrap resample of the episodes (runBootstrap), drawn once, as fit() resamples
-   * rows (default false: every member on every window). On tests/worldmodel-multistep.test.ts's double integrator
-   * (60 episodes of 40 steps, 2 members, K 10) the resample tripled the members' mean open-loop error after the
-   * multi-step fit (0.0021 against 0.00065); the members still differ by their one-step fit's resamples.
+   * rows (default false: every member on every window). Off by default because fewer episodes per member raise each
+   * member's open-loop error; the members still differ by their one-step fit's resamples.
    */
   bootstrap?: boolean;
   /** Seed of the resamples and the windows' order (default 0). */
