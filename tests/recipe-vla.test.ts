@@ -1,0 +1,63 @@
+// The VLA recipe (recipes/vla.ts): its config is checked against one schema with every bad field named, and filled
+// with the task's own defaults; a tiny-budget run goes clone → world model → WMRL → evaluation → an ONNX artifact that
+// the robot's runtime loads and runs.
+import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import { SimRobot } from '../hardware/robots/sim.js';
+import { OnnxPolicy } from '../policies/onnx-policy.js';
+import { ANCHORS, UPDATES, VLA_CLONE, gapRobot, runVla, vlaRecipe } from '../recipes/vla.js';
+
+const dir = mkdtempSync(join(tmpdir(), 'recipe-vla-'));
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+describe('vlaRecipe', () => {
+  it('fills in each task\'s own defaults', () => {
+    const push = vlaRecipe({ task: 'push' });
+    expect(push).toMatchObject({ seed: 0, quick: false, hidden: [128, 128], updates: UPDATES.push, clone: VLA_CLONE.full.push, logStd: -1.6, prompts: 16, groupSize: 8 });
+    expect(push.wmrl.anchorScore).toBe(ANCHORS.push.score);
+    const reach = vlaRecipe({ task: 'reach', quick: true, seed: 3 });
+    expect(reach).toMatchObject({ seed: 3, quick: true, hidden: [64, 64], updates: 2, clone: VLA_CLONE.quick.reach, logStd: null });
+    expect(reach.wmrl.anchorScore).toBe('robot');
+    expect(reach.pg.klCoef).toBeUndefined();
+  });
+
+  it('takes the user\'s settings over the defaults', () => {
+    const r = vlaRecipe({ task: 'reach', updates: 7, hidden: [32], rl: { klBeta: 0.5, logStd: -2, imagine: 'face' }, clone: { demos: 10, daggerRounds: 1, daggerEpisodes: 2, bcEpochs: 4 } });
+    expect(r).toMatchObject({ updates: 7, hidden: [32], logStd: -2, imagine: 'face', clone: { demos: 10, daggerRounds: 1, daggerEpisodes: 2, bcEpochs: 4 } });
+    expect(r.pg.klCoef).toBe(0.5);
+  });
+
+  it('refuses bad input, naming the field', () => {
+    expect(() => vlaRecipe({ task: 'lift' })).toThrow(/task must be 'reach' or 'push'/);
+    expect(() => vlaRecipe({ task: 'reach', groupSize: 1 })).toThrow(/groupSize must be >= 2, got 1/);
+    expect(() => vlaRecipe({ task: 'reach', rl: { klBeta: -1 } })).toThrow(/rl\.klBeta must be >= 0/);
+    expect(() => vlaRecipe({ task: 'reach', lr: 1 })).toThrow(/lr unknown key/);
+    expect(() => vlaRecipe({ seed: 0 })).toThrow(/task missing/);
+    expect(() => vlaRecipe({ task: 'reach', clone: { demos: 2, daggerRounds: 1, daggerEpisodes: 2, bcEpochs: 1 } })).toThrow(/clone\.demos \(2\) must exceed/);
+  });
+});
+
+describe('runVla', () => {
+  it('post-trains a VLA at a tiny budget and exports an artifact the robot runs', async () => {
+    const out = join(dir, 'run');
+    const r = await runVla({ task: 'reach', quick: true, updates: 1 }, out);
+    expect(r.rows).toHaveLength(1);
+    // quick: one anchor group of 2 a update on the robot.
+    expect(r.robotEpisodes).toBe(2);
+    expect(r.clone.heldOutStates.episodes).toBe(5);
+    expect(r.wmrl.heldOutCombinations.episodes).toBe(5);
+    expect(r.policyPath).toBe(join(out, 'policy.onnx'));
+    expect(existsSync(join(out, 'episodes.db'))).toBe(true);
+    const robot = await SimRobot.create({ ...gapRobot('reach'), seed: 0 });
+    try {
+      const deployed = await OnnxPolicy.load(r.policyPath, robot.spec);
+      const a = await deployed.act(await robot.reset({ seed: 9_000_000 }));
+      expect(a).toHaveLength(robot.spec.action.names.length);
+      expect(a.every(Number.isFinite)).toBe(true);
+    } finally {
+      await robot[Symbol.asyncDispose]();
+    }
+  }, 300_000);
+});
