@@ -1,6 +1,7 @@
 // The wmrl command line (commander). `npm start` runs `wmrl` with no arguments: `serve`, the service.
 // Each action loads its own modules, so a quick verb does not start MuJoCo, ONNX Runtime or fastify.
 import { Command, CommanderError, InvalidArgumentError, Option } from 'commander';
+import { readFileSync } from 'node:fs';
 import { benchNames } from '../bench/lib/names.js';
 
 /** Option parsers: bad values fail with a message naming the option and the value. */
@@ -30,8 +31,12 @@ const urdfPackage = (v: string, all: Record<string, string>) => {
   return { ...all, [m[1]!]: m[2]! };
 };
 
+/** package.json's version, for `wmrl --version`. */
+const { version } = JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as { version: string };
+
 const program = new Command('wmrl')
   .description('WMRL Bridge: post-train robot policies with World Model RL, deploy them as ONNX, watch real and imagined rollouts')
+  .version(version, '-V, --version', 'print the version of wmrl-bridge')
   .showHelpAfterError(false)
   .exitOverride()
   // Lower-case "usage:" as every other message of this CLI.

@@ -23,7 +23,8 @@ describe('launch/wmrl_bridge.launch.xml', () => {
     const cmd = /<executable cmd="([^"]+)"/.exec(xml)![1]!;
     const values: Record<string, string> = { robot_config: 'sim:reach', policy: 'hold', episodes: '1', steps: '5', store: join(dir, 'ep.db') };
     const argv = cmd.replace(/\$\(var (\w+)\)/g, (_, k: string) => values[k] ?? `<${k}>`).split(/\s+/);
-    expect(argv.slice(0, 4)).toEqual(['node', '--import', 'tsx', 'bin/wmrl.ts']);
+    // package.json's bin entry: plain node, no tsx on the command line.
+    expect(argv.slice(0, 2)).toEqual(['node', 'bin/wmrl.mjs']);
     expect(argv.filter((a) => a.startsWith('<'))).toEqual([]);
     const r = spawnSync(process.execPath, argv.slice(1), { encoding: 'utf8', timeout: 60_000 });
     expect(r.status, r.stderr).toBe(0);
