@@ -1,4 +1,5 @@
 // Parameter values live here, outside any graph; graphs refer to them by name.
+import { randomBytes } from 'node:crypto';
 import { closeSync, fsyncSync, openSync, readFileSync, renameSync, rmSync, writeSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { Rng } from './rng.js';
@@ -86,8 +87,6 @@ export class ParamStore {
   }
 }
 
-let tmpSerial = 0;
-
 /**
  * Writes a file then renames it into place, so a crash never leaves a half-written file: a temp file in
  * the same folder, fsynced, renamed over the target, the folder fsynced. The file is created with
@@ -95,9 +94,18 @@ let tmpSerial = 0;
  * previous file as it was and removes its temp file.
  */
 export function writeFileAtomic(path: string, chunks: ReadonlyArray<Uint8Array | string>, mode = 0o600): void {
-  // Unique per call: two writers of one path in this process never share a temp file.
-  const tmp = `${path}.${process.pid}.${++tmpSerial}.tmp`;
-  const fd = openSync(tmp, 'wx', mode);
+  // A random name: a pid (reused across restarts in containers) and a counter could name a temp
+  // file a crashed earlier process left behind, and `wx` would then refuse every write.
+  let tmp = '';
+  let fd = -1;
+  for (let attempt = 0; fd < 0; attempt++) {
+    tmp = `${path}.${randomBytes(8).toString('hex')}.tmp`;
+    try {
+      fd = openSync(tmp, 'wx', mode);
+    } catch (e) {
+      if ((e as NodeJS.ErrnoException).code !== 'EEXIST' || attempt >= 4) throw e;
+    }
+  }
   try {
     try {
       for (const c of chunks) {

@@ -111,6 +111,18 @@ describe('state files are replaced atomically', () => {
     expect(JSON.parse(readFileSync(file, 'utf8'))).toEqual({ updates: 3 });
     expect(readdirSync(dir)).toEqual(['checkpoint.json']);
   });
+
+  it('temp files a crashed earlier process left (same pid, pid reuse) do not block the write', () => {
+    const dir = join(root, 'leftovers');
+    mkdirSync(dir);
+    const file = join(dir, 'latch.json');
+    // Names of the old pid + counter scheme, as a crashed process with this pid would have left them.
+    const left = Array.from({ length: 200 }, (_, i) => `latch.json.${process.pid}.${i + 1}.tmp`);
+    for (const f of left) writeFileSync(join(dir, f), 'left by a crashed run');
+    writeFileAtomic(file, ['{"latched": true}']);
+    expect(JSON.parse(readFileSync(file, 'utf8'))).toEqual({ latched: true });
+    expect(readdirSync(dir).sort()).toEqual(['latch.json', ...left].sort());
+  });
 });
 
 describe('the policy list does not re-read unchanged files', () => {
