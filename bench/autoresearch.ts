@@ -11,74 +11,23 @@
 // repeated execution replays the measured outcome *and is charged its measured slot time again*,
 // exactly as if it had run; only the bench's wall clock is spared. Evaluations of the greedy
 // proposal (the score curves) are measurements and are not charged to any arm.
-import { SandboxPool, type Executor, type SandboxJob, type SandboxOutcome } from '../autoresearch/sandbox.js';
+import { SandboxPool } from '../autoresearch/sandbox.js';
 import { classifierTask } from '../autoresearch/tasks/classifier.js';
-import { execute, type Proposal } from '../autoresearch/task.js';
-import { trainStandard, type ResearchStepLog } from '../autoresearch/train_standard.js';
-import { trainWmrl } from '../autoresearch/train_wmrl.js';
-import type { CorrectorOverrides } from '../wmrl/corrector.js';
+import { RESEARCH_OUTCOME, RESEARCH_SIZES, RESEARCH_WMRL, ReplayExecutor, runResearch, type ResearchRow } from '../recipes/autoresearch.js';
 import { fmt, median, type BenchOptions, type BenchReport } from './lib/report.js';
-
-/** Replays an identical job's measured outcome (see the header: its slot time is charged again). */
-class ReplayExecutor implements Executor {
-  readonly memo = new Map<string, Promise<SandboxOutcome>>();
-  executed = 0;
-  constructor(private readonly pool: SandboxPool) {}
-  get capacity() { return this.pool.capacity; }
-  get queueLength() { return this.pool.queueLength; }
-  get busy() { return this.pool.busy; }
-  run(job: SandboxJob): Promise<SandboxOutcome> {
-    const key = JSON.stringify(job.input);
-    let p = this.memo.get(key);
-    if (!p) {
-      this.executed++;
-      p = this.pool.run(job);
-      this.memo.set(key, p);
-    }
-    return p;
-  }
-}
 
 type ArmKey = 'standard' | 'wmrl' | 'pure';
 const ARM_NAMES: Record<ArmKey, string> = { standard: 'standard GRPO (all executed)', wmrl: 'full WMRL', pure: 'pure world model' };
 
-interface Sizes {
-  seeds: number[];
-  groupsPerStep: number;
-  groupSize: number;
-  standardSteps: number;
-  wmSteps: number;
-  warmup: number;
-  evalSeeds: number;
-}
-
 // WMRL's steps are cheap (world-model scored) and its slot time goes to anchors and the warm-up, so
 // it takes more steps than standard GRPO; both arms are charged every execution they ask for.
-// 12 seeds, not the issue's minimum of 3: the per-seed ratio ranges from about 1 (standard GRPO finds its
-// final proposal in its first step) to about 30, so a 3-seed median is one borderline seed's ratio (two full
-// 3-seed runs of the same code gave 2.42 and 3.12).
-const FULL: Sizes = { seeds: [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11], groupsPerStep: 4, groupSize: 8, standardSteps: 16, wmSteps: 192, warmup: 8, evalSeeds: 3 };
-const QUICK: Sizes = { seeds: [0], groupsPerStep: 3, groupSize: 4, standardSteps: 4, wmSteps: 16, warmup: 4, evalSeeds: 1 };
+// 12 seeds: the per-seed ratio ranges from about 1 (standard GRPO finds its final proposal in its first
+// step) to about 30, so a 3-seed median is one borderline seed's ratio.
+const FULL = { seeds: [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11], ...RESEARCH_SIZES.full };
+const QUICK = { seeds: [0], ...RESEARCH_SIZES.quick };
 const LR = 1;
-/**
- * The correction core for this task. Anchors: one group in 32 (no per-step floor), so the policy
- * takes about 8 world-model steps per anchor group of real executions; the outcome model learns
- * from every anchor. Active selection: a step's anchor is drawn with probability growing with the
- * outcome model's variance over the group (its inclusion probability weights the corrections).
- * The map is fitted from 48 anchor pairs (6 groups), refitted every 16.
- */
-const WMRL_ANCHOR_FRACTION = 1 / 32;
-const WMRL: CorrectorOverrides = { anchors: { fraction: WMRL_ANCHOR_FRACTION, floor: 0, mode: 'active' }, debias: { minPairs: 48, refitEvery: 16 }, denoise: { warmupGroups: 8 } };
-const PURE: CorrectorOverrides = { anchors: { fraction: 0, floor: 0 }, debias: false, denoise: false };
-/**
- * The outcome world model of both world-model arms: a Gaussian process (additive + pairwise
- * kernel over one-hot + thermometer features), each step's scores one joint posterior draw
- * (Thompson sampling). Chosen in a scratch sweep over seeds 0-11 against the MLP ensemble, the GP
- * scored by its mean, upper confidence bounds, other features, kernels, warm-ups and anchor rates
- * (per-seed numbers in the commit that set it): the draws keep the policy from collapsing onto the
- * warm-up's argmax, the ensemble's failure mode (a run that never reaches standard's final score).
- */
-const OUTCOME = { outcomeModel: 'gp', features: 'ordinal', thompson: true } as const;
+const WMRL_ANCHOR_FRACTION = RESEARCH_WMRL.anchors!.fraction!;
+const OUTCOME = RESEARCH_OUTCOME;
 
 interface Curve {
   /** (slot seconds spent, greedy proposal's real score) after each step. */
@@ -87,7 +36,7 @@ interface Curve {
   slotSeconds: number;
   executions: number;
   failed: number;
-  lastLog: ResearchStepLog | null;
+  lastLog: ResearchRow | null;
 }
 
 export async function run(opts: BenchOptions): Promise<BenchReport> {
@@ -95,12 +44,7 @@ export async function run(opts: BenchOptions): Promise<BenchReport> {
   const pool = SandboxPool.create({ slots: 2 });
   const ex = new ReplayExecutor(pool);
   const task = classifierTask;
-  const evaluate = async (p: Proposal): Promise<number> => {
-    const rs = await Promise.all(Array.from({ length: sz.evalSeeds }, (_, s) => execute(ex, task, p, s)));
-    const ok = rs.filter((r) => r.score !== null).map((r) => r.score!);
-    return ok.length ? ok.reduce((a, b) => a + b, 0) / ok.length : Number.NaN;
-  };
-  const totalSteps = sz.seeds.length * (sz.standardSteps + 2 * sz.wmSteps);
+  const totalSteps = sz.seeds.length * (sz.standardSteps + 2 * sz.wmrlSteps);
   let done = 0;
   const started = performance.now();
   const curves: Record<ArmKey, Curve[]> = { standard: [], wmrl: [], pure: [] };
@@ -108,15 +52,14 @@ export async function run(opts: BenchOptions): Promise<BenchReport> {
     for (const seed of sz.seeds) {
       for (const arm of ['standard', 'wmrl', 'pure'] as ArmKey[]) {
         const c: Curve = { points: [], final: Number.NaN, slotSeconds: 0, executions: 0, failed: 0, lastLog: null };
-        const onStep = async (l: ResearchStepLog) => {
-          const score = await evaluate(l.greedy);
-          c.points.push([l.slotSeconds, score]);
+        const onStep = (l: ResearchRow) => {
+          c.points.push([l.slotSeconds, l.score]);
           c.lastLog = l;
-          opts.progress(++done, totalSteps, `seed ${seed} ${arm} step ${l.step} greedy ${fmt(score)} slot ${fmt(l.slotSeconds)} s`);
+          opts.progress(++done, totalSteps, `seed ${seed} ${arm} step ${l.step} greedy ${fmt(l.score)} slot ${fmt(l.slotSeconds)} s`);
         };
-        const common = { task, executor: ex, groupsPerStep: sz.groupsPerStep, groupSize: sz.groupSize, lr: LR, seed, onStep };
-        if (arm === 'standard') await trainStandard({ ...common, steps: sz.standardSteps });
-        else await trainWmrl({ ...common, ...OUTCOME, steps: sz.wmSteps, warmup: sz.warmup, corrector: arm === 'wmrl' ? WMRL : PURE });
+        const common = { task: 'classifier' as const, groupsPerStep: sz.groupsPerStep, groupSize: sz.groupSize, evalSeeds: sz.evalSeeds, lr: LR, slots: pool.capacity, seed, quick: false };
+        if (arm === 'standard') await runResearch({ ...common, algo: 'standard', pureWm: false, steps: sz.standardSteps }, { executor: ex, onStep });
+        else await runResearch({ ...common, algo: 'wmrl', pureWm: arm === 'pure', steps: sz.wmrlSteps, warmup: sz.warmup }, { executor: ex, onStep });
         const last = c.lastLog!;
         c.final = c.points[c.points.length - 1]![1];
         c.slotSeconds = last.slotSeconds;
@@ -162,7 +105,7 @@ export async function run(opts: BenchOptions): Promise<BenchReport> {
   const holds = (ok: boolean) => (ok ? 'holds' : 'does not hold');
   const summary = [
     `Task: ${task.name} (${task.metric}); the agent's policy is one softmax per field over ${task.fields.map((f) => `${f.name} (${f.choices.length})`).join(', ')}.`,
-    `Same agent in every arm: ${sz.groupsPerStep} groups of ${sz.groupSize} proposals per step, learning rate ${LR}; standard GRPO ${sz.standardSteps} steps, WMRL and pure world model ${sz.wmSteps} steps after ${sz.warmup} random warm-up executions; WMRL executes ${fmt(WMRL_ANCHOR_FRACTION)} of its groups as anchors (no per-step floor; chosen by the outcome model's variance), standard GRPO all of them; the world-model arms score proposals with a Gaussian-process outcome model (${OUTCOME.features} features), each step one Thompson draw from its posterior.`,
+    `Same agent in every arm: ${sz.groupsPerStep} groups of ${sz.groupSize} proposals per step, learning rate ${LR}; standard GRPO ${sz.standardSteps} steps, WMRL and pure world model ${sz.wmrlSteps} steps after ${sz.warmup} random warm-up executions; WMRL executes ${fmt(WMRL_ANCHOR_FRACTION)} of its groups as anchors (no per-step floor; chosen by the outcome model's variance), standard GRPO all of them; the world-model arms score proposals with a Gaussian-process outcome model (${OUTCOME.features} features), each step one Thompson draw from its posterior.`,
     `Seeds ${sz.seeds.join(', ')}; medians over seeds; sandbox pool of ${pool.capacity} slots (network isolation ${pool.isolation.network ? 'on' : 'OFF'}); ${ex.executed} distinct executions ran, ${fmt(wallS)} s wall.`,
     `Slot time from which the greedy proposal stays at or above standard GRPO's final score: WMRL ${fmt(speedup)}x less than standard (target >= 3x: ${holds(speedup >= 3)}; counting the first time it gets there, ${fmt(firstSpeedup)}x). Final score: WMRL ${fmt(final.wmrl)} vs standard ${fmt(final.standard)} (WMRL >= standard: ${holds(final.wmrl >= final.standard)}); pure world model ${fmt(final.pure)}.`,
   ].join('\n');

@@ -1,8 +1,12 @@
 // The wmrl command line (commander). `npm start` runs `wmrl` with no arguments: `serve`, the service.
 // Each action loads its own modules, so a quick verb does not start MuJoCo, ONNX Runtime or fastify.
 import { Command, CommanderError, InvalidArgumentError, Option } from 'commander';
-import { readFileSync } from 'node:fs';
-import { benchNames } from '../bench/lib/names.js';
+import { readdirSync, readFileSync } from 'node:fs';
+import { ResearchOptions } from '../recipes/options.js';
+import { addSchemaFlags } from './schema-flags.js';
+
+/** The benchmarks there are, read from the bench folder (the CLI runs them in a child process and imports nothing of bench/). */
+const benchNames = () => readdirSync(new URL('../bench', import.meta.url)).filter((f) => f.endsWith('.ts') && f !== 'run.ts').map((f) => f.slice(0, -3)).sort();
 
 /** Option parsers: bad values fail with a message naming the option and the value. */
 const int = (flag: string, ok: (v: number) => boolean, what: string) => (s: string) => {
@@ -177,6 +181,20 @@ program
     if (args.includes('--help') || args.includes('-h')) console.log(`usage: wmrl ${TRAIN_USAGE}\n\n${TRAIN_SUMMARY}`);
     else await (await import('./commands/train.js')).train(args);
   });
+
+const research = program
+  .command('research')
+  .summary('post-train an AutoResearch agent on a built-in task with WMRL (or the standard-GRPO baseline), proposals executed in the sandbox')
+  .usage('[--task classifier|controller] [--algo wmrl|standard] [--quick] [--out DIR] [--resume] [options]')
+  .option('--out <DIR>', 'the run folder: config.json, executions.jsonl (the checkpoint), steps.json, policy.json (default runs/research-ALGO-TIME)')
+  .option('--resume', 'continue the run in --out as it was started (journaled executions are not run again)', false)
+  .option('--unsafe-no-sandbox', "run proposals WITHOUT the bubblewrap sandbox (this machine's network, files and processes open to them); only where bwrap cannot run", false);
+const researchKeys = addSchemaFlags(research, ResearchOptions);
+research.action(async (o: Record<string, unknown>, cmd: typeof research) => {
+  // Flags given on the command line (not defaults), which --resume refuses.
+  const given = researchKeys.filter((k) => cmd.getOptionValueSource(k) === 'cli').map((k) => `--${k.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`)}`);
+  await (await import('./commands/research.js')).research(o as Parameters<typeof import('./commands/research.js').research>[0], researchKeys, given);
+});
 
 program
   .command('bench')

@@ -17,6 +17,7 @@ import { PolicyLibrary } from './policy-library.js';
 import { RobotHost } from './robot-host.js';
 import { RunManager, type JobDefinition } from './runs.js';
 import { wmrlTrain } from './wmrl-train.js';
+import { researchJob } from './research-job.js';
 import { StreamHub } from './stream-hub.js';
 
 export interface ServiceOptions {
@@ -31,7 +32,7 @@ export interface ServiceOptions {
   mqttPort?: number | null;
   /** Sim robots: a task under a hardware profile; `urdf`: the robot's URDF, which the viewer then draws it from. */
   robots?: Array<{ id: string; task: string; profile: string; seed?: number; urdf?: string; commandHistory?: number; /** ROS packages of its URDF: name → folder (`package://name/...`). */ packages?: Record<string, string> }>;
-  /** Extra job kinds, beside the built-in ones (wmrl-train, expert-session, policy). */
+  /** Extra job kinds, beside the built-in ones (wmrl-train, expert-session, policy, research). */
   jobs?: JobDefinition[];
   viewerDir?: string;
   logger?: boolean;
@@ -86,7 +87,7 @@ export async function startService(o: ServiceOptions): Promise<Service> {
     }
     const policies = new PolicyLibrary(join(o.dataDir, 'policies'));
     const runs = new RunManager({ store, robots, dataDir: o.dataDir, policyPath: (id) => policies.path(id), onError });
-    for (const j of [wmrlTrain, expertSession, policyRun, ...(o.jobs ?? [])] as JobDefinition[]) runs.register(j);
+    for (const j of [wmrlTrain, expertSession, policyRun, researchJob, ...(o.jobs ?? [])] as JobDefinition[]) runs.register(j);
     cleanup.push(() => runs.stopAll());
 
     const hub = new StreamHub();
