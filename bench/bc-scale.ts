@@ -1,6 +1,6 @@
 // bc-scale: how many demonstrations a behaviour clone needs on the gap robot before it does what its demonstrator
 // does. Per task (reach, push), the robust demonstrator (Env.demonstrator) records noise-injected demonstrations
-// on the gap robot and labels DAgger rounds, exactly as bench vla clones its VLA (bench/vla.ts cloneVla, the same
+// on the gap robot and labels DAgger rounds, exactly as bench vla clones its VLA (policies/dagger.ts cloneWithDagger, the same
 // split, rounds, episodes per round and epochs), for a growing number of demonstration episodes; the policy is the
 // embodied trainers' Gaussian MLP over the state alone (bench/vla.ts benchMlp), which clones in a small fraction of
 // the VLA's time. Success of the clone's mean action on the split's 100 held-out start states and 100 held-out
@@ -10,10 +10,12 @@
 // Beside each clone, its sibling over the state and the last LATENCY commands sent (sim/env.ts commandHistory):
 // the demonstrator compensates the latency from the commands it sent; a policy over the state alone cannot see
 // the commands still in flight.
+import { cloneWithDagger } from '../policies/dagger.js';
 import { evaluateHeldOut } from '../policies/demos.js';
+import { LATENCY, vlaSplit } from '../recipes/vla.js';
 import { makeEnv } from '../sim/index.js';
 import { fmt, type BenchOptions, type BenchReport, type Series } from './lib/report.js';
-import { CLONE, LATENCY, TASKS, benchMlp, cloneVla, expertOn, vlaSplit } from './vla.js';
+import { CLONE, TASKS, benchMlp, expertOn } from './vla.js';
 
 export const tasks = TASKS;
 /** Demonstration episodes per clone (DAgger's included, as CLONE counts them). */
@@ -63,10 +65,10 @@ export async function run(o: BenchOptions): Promise<BenchReport> {
           // the DAgger rounds of bench vla, fewer when there are too few demonstrations to keep a round-0 episode
           const rounds = Math.min(c.daggerRounds, Math.floor((demos - 1) / c.daggerEpisodes));
           const t0 = performance.now();
-          const clone = await cloneVla(benchMlp(env), env, LATENCY, split.train.slice(0, demos), rounds, c.daggerEpisodes, c.bcEpochs, () => {});
+          const clone = await cloneWithDagger(benchMlp(env), env, LATENCY, split.train.slice(0, demos), rounds, c.daggerEpisodes, c.bcEpochs, () => {});
           const seconds = (performance.now() - t0) / 1000;
-          const ev = await evaluateHeldOut(env, clone.vla, split);
-          await clone.vla.release();
+          const ev = await evaluateHeldOut(env, clone.policy, split);
+          await clone.policy.release();
           rows.push({ task, variant: v.key, demos, steps: clone.steps, loss: clone.loss, heldOutStates: ev.heldOutStates.success, heldOutCombinations: ev.heldOutCombinations.success, seconds });
           o.progress(++done, total, `${task}: ${v.label}, ${demos} demonstrations`);
         }

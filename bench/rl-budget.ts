@@ -1,7 +1,7 @@
 // rl-budget: how many robot episodes RL needs to lift bench vla's clone on reach, with which signal. vla-ceiling
 // found that 24 updates of the GRPO the trainers use barely move the clone even under the robot's dense reward (an
 // oracle). Here, with a policy cheap enough to run for hundreds of updates — the Gaussian MLP over the state that
-// vla-ceiling clones from the same demonstrations (bench/vla.ts cloneOnGap at CLONE's scale, the
+// vla-ceiling clones from the same demonstrations (recipes/vla.ts cloneOnGap at CLONE's scale, the
 // state alone) — four learners start from the same
 // clone, with the same clipped policy gradient (every parameter, lr 3e-4) and groups of the split's training seeds:
 //   grpo:        the robot's dense reward (the oracle) on every group; each episode's return standardized within
@@ -35,7 +35,8 @@ import { DEFAULT_PRETRAIN, SimPrompts, pretrainWorldModel, simRobotTarget } from
 import { trainStandard } from '../wmrl/train_standard.js';
 import { DEFAULT_WMRL, trainWmrl } from '../wmrl/train_wmrl.js';
 import { fmt, type BenchOptions, type BenchReport } from './lib/report.js';
-import { CLONE, SplitPrompts, benchMlp, cloneOnGap, sparse, vlaSplit } from './vla.js';
+import { SplitPrompts, cloneOnGap, sparse, vlaSplit } from '../recipes/vla.js';
+import { CLONE, benchMlp } from './vla.js';
 
 const TASK = 'reach';
 const ROWS = ['grpo', 'ppo_gae', 'wmrl', 'sparse_only'] as const;
@@ -166,7 +167,7 @@ export async function run(o: BenchOptions): Promise<BenchReport> {
   o.progress(done, total, `${TASK}: split, behaviour cloning`);
   const split = await vlaSplit(TASK, q);
   const clone = await cloneOnGap(TASK, split, CLONE[q ? 'quick' : 'full'][TASK], benchMlp, () => {});
-  const policy = clone.vla;
+  const policy = clone.policy;
   const G = P.groupSize;
   const robot = await makeEnv({ task: TASK, profile: 'gap' });
   const envs: Env[] = [];

@@ -1,6 +1,6 @@
 // vla-ceiling: how far RL can lift bench vla's behaviour-cloned VLA at all, with signals bench vla's rows do not
 // have. On reach with the gap robot, from a clone made as bench vla made its clone before
-// its robot reported its commands (bench/vla.ts cloneOnGap at CLONE's scale: the state alone, the same split, 300
+// its robot reported its commands (recipes/vla.ts cloneOnGap at CLONE's scale: the state alone, the same split, 300
 // demonstrations and fit) and the same policy gradient (vlaPgConfig: the head only; here at lr 3e-4, the rate its
 // report ran at, where bench vla's rows now run at 1e-4), each row runs the same number of updates of the same
 // groups (prompts x rollouts from the split's training seeds):
@@ -26,7 +26,8 @@ import { DEFAULT_PRETRAIN, POST_TRAIN_PG, SimPrompts, pretrainWorldModel, simRob
 import { trainStandard } from '../wmrl/train_standard.js';
 import { DEFAULT_WMRL, trainWmrl } from '../wmrl/train_wmrl.js';
 import { fmt, type BenchOptions, type BenchReport } from './lib/report.js';
-import { CLONE, CONTEXT_TRUTH, LATENCY, S, SplitPrompts, benchMlp, benchVla, cloneOnGap, sparse, vlaPgConfig, vlaSplit } from './vla.js';
+import { LATENCY, S, SplitPrompts, cloneOnGap, makeVla, sparse, vlaPgConfig, vlaSplit } from '../recipes/vla.js';
+import { CLONE, CONTEXT_TRUTH, benchMlp } from './vla.js';
 
 const TASK = 'reach';
 const ROWS = ['robot_dense', 'robot_sparse', 'imagined_true', 'imagined_nominal', 'mlp_robot_dense'] as const;
@@ -55,12 +56,12 @@ export async function run(o: BenchOptions): Promise<BenchReport> {
   let done = 0;
   o.progress(done, total, `${TASK}: split, behaviour cloning`);
   const split: EvaluationSplit = await vlaSplit(TASK, q);
-  const clone = await cloneOnGap(TASK, split, CLONE[q ? 'quick' : 'full'][TASK], benchVla, (k) => o.progress(done, total, `${TASK}: behaviour cloning, round ${k + 1}`));
-  const vla = clone.vla;
+  const clone = await cloneOnGap(TASK, split, CLONE[q ? 'quick' : 'full'][TASK], makeVla, (k) => o.progress(done, total, `${TASK}: behaviour cloning, round ${k + 1}`));
+  const vla = clone.policy;
   o.progress(done, total, `${TASK}: behaviour cloning a Gaussian MLP`);
   // The embodied trainers' policy: a Gaussian MLP over the state alone (128x128, log-std -1).
   const mlpClone = await cloneOnGap(TASK, split, CLONE[q ? 'quick' : 'full'][TASK], benchMlp, () => {});
-  const mlp = mlpClone.vla;
+  const mlp = mlpClone.policy;
   o.progress(++done, total, `${TASK}: behaviour cloning a Gaussian MLP`);
   o.progress(++done, total, `${TASK}: world model`);
   const { model, simData } = await pretrainWorldModel({ ...DEFAULT_PRETRAIN, ...pre, task: TASK, seed: 0, onProgress: (what, k, n) => o.progress(done, total, `${TASK}: ${what} ${k}/${n}`) });

@@ -11,7 +11,7 @@ import type { VlaPolicy } from '../policies/vla.js';
 import { makeEnv } from '../sim/index.js';
 import { withoutEncoderSplit } from '../tests/helpers/policies.js';
 import { fmt, median, type BenchOptions, type BenchReport } from './lib/report.js';
-import { S, TASKS, VLA_HIDDEN, benchVla, gapRobot, vlaPgConfig } from './vla.js';
+import { S, VLA_HIDDEN, VLA_TASKS as TASKS, gapRobot, makeVla, vlaPgConfig } from '../recipes/vla.js';
 
 const VARIANTS = [
   { name: 'through_encoder', label: 'through the encoder (every minibatch)' },
@@ -64,7 +64,7 @@ export async function run(o: BenchOptions): Promise<BenchReport> {
     o.progress(done, total, `${task}: batch`);
     const probe = await makeEnv(gapRobot(task));
     const D = probe.observationSpace.state.shape[0];
-    const vla = benchVla(probe, VLA_HIDDEN[task])(new Array<number>(D).fill(0), new Array<number>(D).fill(1));
+    const vla = makeVla(probe, VLA_HIDDEN[task])(new Array<number>(D).fill(0), new Array<number>(D).fill(1));
     probe.dispose();
     try {
       const { batch, steps } = await updateBatch(task, vla, rollouts, horizon, new Rng(3));

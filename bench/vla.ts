@@ -1,6 +1,8 @@
 // vla: post-training a behaviour-cloned VLA on the `gap` robot (the sim under the gap hardware profile),
-// the published recipe's four rows at CPU scale. Per task (reach, push): a small VLA (conv image encoder +
-// instruction embedding + proprioception, which ends with the robot's last LATENCY commands: those still in flight)
+// the published recipe's four rows at CPU scale, built and trained by the VLA recipe's pieces (recipes/vla.ts: its
+// per-task settings, clone, prompts, face, RL runs and export); this file caches the setup and measures.
+// Per task (reach, push): a small VLA (conv image encoder + instruction embedding + proprioception, which ends with
+// the robot's last LATENCY commands: those still in flight)
 // behaviour-cloned from camera demonstrations recorded on the gap robot itself, as teleoperated demonstrations
 // are, by the task's robust demonstrator (Env.demonstrator: the expert with latency prediction and identified-gain
 // compensation), from the training seeds of an
@@ -37,33 +39,28 @@ import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { SimRobot } from '../hardware/robots/sim.js';
-import { exportPolicyArtifact } from '../policies/artifact.js';
-import { behaviourClone } from '../policies/bc.js';
+import { cloneWithDagger } from '../policies/dagger.js';
 import { contextOf, evaluateHeldOut, evaluateOn, type EvalResult } from '../policies/demos.js';
 import { GaussianPolicy } from '../policies/gaussian.js';
 import { OnnxPolicy } from '../policies/onnx-policy.js';
-import { ClippedPolicyGradient, DEFAULT_PG_CONFIG, type PgConfig } from '../policies/pg.js';
 import type { Policy } from '../policies/types.js';
-import { VlaPolicy } from '../policies/vla.js';
+import type { VlaPolicy } from '../policies/vla.js';
 import { LatentVla, type LatentDistillReport } from '../policies/latent-vla.js';
 import { Rng } from '../nn/index.js';
-import { CONTEXT_PARAMS, MjEnv, SceneTwin, combinationSplit, loadProfile, makeEnv, type Env, type EvaluationSplit } from '../sim/index.js';
+import {
+  ANCHORS, COMMAND_HISTORY, IMAGINE, KL_BETA, LATENCY, RL_LOG_STD, S, SplitPrompts, UPDATES, VLA_CLONE, VLA_HIDDEN, VLA_TASKS, cloneOnGap, distillFace, distillStates,
+  evalEpisodes, exportVla, gapRobot, makeVla, sparse, trainVlaRl, vlaPgConfig, vlaPrompts, vlaRecipe, vlaScale, vlaSplit, wmrlScale, type CloneScale,
+} from '../recipes/vla.js';
+import { CONTEXT_PARAMS, MjEnv, SceneTwin, loadProfile, makeEnv, type Env, type EvaluationSplit } from '../sim/index.js';
 import { EnsembleModel, ModelEnv, repeatRows, type Transitions } from '../worldmodel/index.js';
-import { correctorConfig, type CorrectorConfig } from '../wmrl/corrector.js';
-import type { ClosableTarget, Prompt, PromptSource } from '../wmrl/embodied.js';
 import { imaginePolicy } from '../wmrl/imagine-policy.js';
-import { DEFAULT_PRETRAIN, SimPrompts, pretrainWorldModel, simRobotTarget } from '../wmrl/sim-setup.js';
-import { trainStandard } from '../wmrl/train_standard.js';
-import { DEFAULT_WMRL, rankAgreement, trainWmrl } from '../wmrl/train_wmrl.js';
+import { DEFAULT_PRETRAIN, SimPrompts, pretrainWorldModel } from '../wmrl/sim-setup.js';
+import { rankAgreement } from '../wmrl/train_wmrl.js';
 import { RESULTS_DIR, fmt, median, quantile, type BenchOptions, type BenchReport } from './lib/report.js';
 
-export const S = 32;
-/** The gap robot's actuation latency as its profile declares it, what the demonstrator is told. */
-const GAP = loadProfile('gap');
-export const LATENCY = GAP.action_latency_steps;
 /** The gap robot's true context, in the order the world model's context is declared (sim/profiles.ts CONTEXT_PARAMS). */
-export const CONTEXT_TRUTH = CONTEXT_PARAMS.map((k) => GAP[k]);
-export const TASKS = ['reach', 'push'] as const;
+export const CONTEXT_TRUTH = CONTEXT_PARAMS.map((k) => loadProfile('gap')[k]);
+export const TASKS = VLA_TASKS;
 /** `--task NAME` runs one of them (its report: bench/results/vla-NAME.md); by default both, as the acceptance asks. */
 export const tasks = TASKS;
 /**
@@ -73,29 +70,13 @@ export const tasks = TASKS;
  */
 export const seeded = 'the RL rows\' seed';
 /**
- * Behaviour cloning per task (expert episodes, of which the last rounds x episodes are DAgger's; epochs of the
- * first fit) for a clone over the state alone, as vla-ceiling and rl-budget clone: reach's hold-within-3-cm success
- * needs the longer fit; push's 300-step episodes give more steps each. bench bc-scale measures the clone against
- * the number of demonstrations.
+ * Behaviour cloning per task for the benches' clone over the state alone (vla-ceiling, rl-budget, bc-scale): reach's
+ * hold-within-3-cm success needs the longer fit; push's 300-step episodes give more steps each. bench bc-scale measures
+ * the clone against the number of demonstrations. The VLA's own clone sizes are the recipe's (recipes/vla.ts VLA_CLONE).
  */
-export const CLONE = {
+export const CLONE: Record<'full' | 'quick', Record<(typeof TASKS)[number], CloneScale>> = {
   full: { reach: { demos: 300, daggerRounds: 2, daggerEpisodes: 15, bcEpochs: 60 }, push: { demos: 40, daggerRounds: 2, daggerEpisodes: 8, bcEpochs: 30 } },
-  quick: { reach: { demos: 4, daggerRounds: 1, daggerEpisodes: 1, bcEpochs: 3 }, push: { demos: 4, daggerRounds: 1, daggerEpisodes: 1, bcEpochs: 3 } },
-};
-export type CloneScale = (typeof CLONE)['full']['reach'];
-/**
- * This bench's robot reports its last LATENCY commands (sim/env.ts commandHistory): the commands still in flight,
- * which the demonstrator compensates from and a policy over the state alone cannot see. Its clone sizes put the
- * clone about halfway to the demonstrator, as the recipe's clones are: bench bc-scale's MLP over the same
- * observation reaches 55% of reach's held-out states from 160 demonstrations (100% from 320) and 57% of push's
- * from 1000 (bench/results/bc-scale.md).
- */
-export const COMMAND_HISTORY = LATENCY;
-/** The robot every row runs on: the task under the gap profile, its S x S camera, its last COMMAND_HISTORY commands in its observation. */
-export const gapRobot = (task: (typeof TASKS)[number]) => ({ task, profile: 'gap', image: S, commandHistory: COMMAND_HISTORY });
-export const VLA_CLONE = {
-  full: { reach: { ...CLONE.full.reach, demos: 160 }, push: { ...CLONE.full.push, demos: 1000 } },
-  quick: CLONE.quick,
+  quick: VLA_CLONE.quick,
 };
 const ROWS = ['bc', 'sparse_only', 'dense_only', 'wmrl'] as const;
 type Row = (typeof ROWS)[number];
@@ -107,252 +88,11 @@ const LABEL: Record<Row, string> = {
   wmrl: '+ WMRL (both corrections)',
 };
 
-/** Held-out episodes per evaluation set. */
-function evalEpisodes(quick: boolean): number {
-  return quick ? 5 : 100;
-}
-
-/** The task's (instruction, target region) split: training seeds for demonstrations and prompts, the held-out sets for evaluation. */
-export function vlaSplit(task: string, quick: boolean): Promise<EvaluationSplit> {
-  return combinationSplit(task, { train: { seed0: 0, scan: quick ? 300 : 3000 }, eval: { seed0: 9_000_000, episodes: evalEpisodes(quick) } });
-}
-
-/**
- * β of GRPO's KL penalty to the behaviour-cloned VLA (pg.ts klCoef), per task and the same for every RL row of it
- * (0: none). Push had it at 0.5 until its WMRL scored its anchors densely: without it WMRL drove push's clone (38%) to 4% of held-out states in 150 updates; at
- * β 0.5 it held 35/37/31% at updates 50/100/150, at β 0.1 34/24% at 50/100 (scratch runs from a cached clone, RL
- * seed 0, lr 3e-4); sparse only at β 0.5 and lr 1e-4 gave 39/41/43/35% every 75 of its 300 updates. Reach goes without:
- * at β 0.5 and lr 3e-4 WMRL ended at 19% against 28% without, while sparse only rose to 20% from 11% (`npm run bench --
- * vla --task reach`, RL seed 0). What push's clone can gain with a signal that ranks its groups: trained on the
- * robot's own dense reward on 16 groups of 8 an update (an oracle, 128 robot episodes an update), lr 1e-4, it held
- * 41/28/38/43% of held-out states at updates 20/40/60/80 under β 0.5, rose to 48/41/46% at 20/40/60 without the
- * penalty, and to 46/51/49% without it at an RL log-std of -1.6 (the clone's -1). Through the twin at those settings
- * (β 0, log-std -1.6, lr 1e-4) WMRL held 37/38% at updates 20/40 and dense only 39/31/33% at 20/40/60 (scratch runs
- * from the cached setup, RL seed 0, stopped there): the imagined signal, not the penalty, is what push lacks. So push
- * now goes without it too, at log-std -1.6 (RL_LOG_STD), its WMRL scoring its anchors densely (ANCHORS) and weighing its
- * imagined groups by what they are worth on the robot (wmrlScale's imagined gate).
- */
-export const KL_BETA: Record<(typeof TASKS)[number], number> = { reach: 0, push: 0 };
-
-/**
- * The VLA's log-std under RL per task, set on the clone before every RL row (null: the clone's, -1). Push's clone
- * gained from a dense signal on the robot at -1.6 (KL_BETA) and not at -1; reach's WMRL did worse at -1.6 (20/27% of
- * held-out states at updates 100/200 against 26/32%; scratch, RL seed 0).
- */
-export const RL_LOG_STD: Record<(typeof TASKS)[number], number | null> = { reach: null, push: -1.6 };
-
-/**
- * WMRL's anchors per task: groups an update on average (sparse only spends the same robot episodes), and what scores
- * them (WmrlConfig.anchorScore). Reach: one group every other update, scored by the robot's success (its dense reward
- * does not carry reach's success, hold within 3 cm: the dense oracle did worse than WMRL and relabeled anchors hurt,
- * 19/27% at updates 100/200). Push: its only informative model signal is the reward head on the robot's own states
- * (the relabel; 0.98 against the true dense return within the clone's groups, where imagination ranks them at about
- * 0.07), and a dense score lifts push's clone at a budget of 2 groups an update: standard GRPO on 2 robot groups an
- * update scored by their true dense return reached 40/38/47/48% of held-out states at updates 40/80/120/160, by their
- * sparse success 39/39/32/39% (β 0, log-std -1.6; scratch runs from the cached setup, RL seed 0).
- *
- * `gate`: whether the anchors gate the imagined groups (WmrlConfig.imaginedGate: the share kept is the closed-loop rank
- * agreement of the anchors' imagined with their real scores). Push: window 16 (without it 16 imagined groups an update
- * drowned its 2 anchor groups: 38% at update 40, and 36-39% to update 160 with the imagined groups weighted by the
- * open-loop replays' agreement; gated, 47% at 160, bench/results/vla-push.md). Reach: none. Its anchors are
- * scored by the robot's success, 8 binary outcomes a group that rank imagination coarsely (0.12-0.21), and gated, its
- * WMRL ended at 18% of held-out states (27/33/30/18% at updates 150/300/450/600, e4002d0's run of `--task reach`)
- * where ungated it held 35-39% from update 500 to 900; a choice made after seeing both held-out runs (RL seed 0).
- * runKey hashes each task's own entry, so a change to one task's leaves the other's results valid.
- */
-export const ANCHORS: Record<(typeof TASKS)[number], { perUpdate: number; score: 'robot' | 'relabel'; gate: { window: number; minGroups: number } | false }> = {
-  reach: { perUpdate: 0.5, score: 'robot', gate: false },
-  push: { perUpdate: 2, score: 'relabel', gate: { window: 16, minGroups: 2 } },
-};
-
-/**
- * What dense only and WMRL imagine the VLA through, per task (the same for both rows of it):
- *   'twin': the VLA itself on the digital twin's render of every predicted state (wmrl/imagine-policy.ts): the
- *           policy that acts on the robot, exactly, at a render and a conv per imagined step;
- *   'face': its latent face (policies/latent-vla.ts): a map from the state to the encoder's features, no render.
- * On reach's clone the face's mean action is 0.27 per entry from the VLA's on the robot's states against 0.09 for the
- * VLA on the twin's render, and the face run on the robot ranks a group against the VLA at -0.10 (bench/results/
- * vla-reach.md, d8ffe79): through the face even a perfect world model gives WMRL no ranking. Measured on 32bc7ba
- * (`--task reach`, RL seed 0, progress of one run stopped before its report, dense only in a second process from the
- * same setup): WMRL 28/32/36/39% of held-out states at updates 150/300/450/600 through the twin, against 34/26/34/33%
- * through the face (d8ffe79); dense only 17/22/19/22% against 18/26/15/18%; sparse only 27% in both, BC 23%. The
- * twin costs reach's WMRL about 11 s an update against about 2.7 s through the face (dense only about 5.5 s). Push
- * imagines through the twin too, so both tasks imagine the policy that acts on the robot; it gains nothing measurable
- * there over the face: through the face (3086044, 300 updates, progress of a run stopped before sparse only) WMRL
- * 34/43/36/33% of held-out states every 75 updates and dense only 41/37/37/40%, through the twin (bench/results/
- * vla-push.md, 160 updates) WMRL 37/39/35/37% and dense only 35/33/39/40%, against the clone's 38%. Its 300-step
- * rollouts render 38 400 images an update: push's WMRL takes about 25 s an update through the twin (dense only about
- * 21 s) beside the other row, against about 9 s through the face. Those times are from before the head's update ran on
- * the frozen encoder's cached features (51fbd0a, bench vla-update: the same head, 3.1x / 3.5x faster updates): since,
- * a WMRL update through the twin takes about 4-5 s on reach and about 14 s on push, most of it the imagination's
- * renders (scratch timings on 9223b05 with another run on the other core). β (KL_BETA) and the learning rate were
- * chosen while reach imagined through the face, and are not re-swept for the twin.
- */
-export const IMAGINE: Record<(typeof TASKS)[number], 'twin' | 'face'> = { reach: 'twin', push: 'twin' };
-
-/**
- * Updates of dense only and WMRL per task (sparse only: WMRL's anchor episodes / the group size). Push ran 300: its
- * 600 took about 4 h of one core (300-step rollouts, 1000 demonstrations to clone from), more than a working session,
- * and no row rose beyond the noise (two standard errors about 13 points at 100 episodes) after its first half there:
- * WMRL 39/42/41/31% of held-out states at updates 150/300/450/600 and sparse only 33/36/39/34% at 77/154/231/308
- * (a395d9c; progress of an unfinished run), at lr 1e-4 sparse only 39/41/43/35% every 75 of its 300 updates
- * (scratch); through the face at 300 updates (3086044) WMRL peaked at 43% at update 150 and ended at 33%. Through the
- * twin (IMAGINE) push runs 160, which its WMRL takes about 70 min of a core for beside dense only (300 would take about
- * 2 h 10 min, and sparse only after it). Sparse only, which spends WMRL's anchor episodes, runs half as many updates with it.
- */
-export const UPDATES: Record<(typeof TASKS)[number], number> = { reach: 600, push: 160 };
-
-/**
- * The policy gradient every RL row uses: the VLA's head only (the encoder BC trained stays frozen), lr 1e-4, with the
- * task's KL penalty to the clone. Adam takes a full step whatever the gradient's size, and an update takes one step per
- * minibatch and epoch: sparse only's update is one group of 8 episodes (one minibatch: 4 steps on one group's sparse
- * advantages), dense only's and WMRL's 16 imagined groups (and WMRL's anchors: about 25 minibatches). At lr 3e-4 sparse
- * only drove reach's clone from 23% of held-out states to 5% within 77 updates (its sampled success from 24% to 7%)
- * and ended at 11%, dense only at 9%, WMRL at 26%; at 1e-4 sparse only rose to 27% (17/19/24/27% every quarter;
- * at RL seed 1 it fell to 8%: 24/18/9/8%, against 9% at 3e-4), dense only ended at 13%, WMRL at 36%
- * (25/22/16/24/26/20/27/36% every 75 updates): no row did worse at 1e-4 (scratch runs from the bench's clone, world
- * model and face, RL seed 0 unless stated). At 1e-3, scratch probes on
- * reach moved the head by an approximate KL of up to 0.9 per update and lowered success.
- */
-export function vlaPgConfig(quick: boolean, task?: (typeof TASKS)[number]): PgConfig {
-  const beta = task ? KL_BETA[task] : 0;
-  return { ...DEFAULT_PG_CONFIG, optimizer: { lr: 1e-4, clipNorm: 0.5 }, epochs: quick ? 1 : 4, minibatch: 512, ...(beta > 0 ? { klCoef: beta } : {}) };
-}
-
-/** The bench's VLA for `env`'s layout, camera and instructions: conv 8-16, 32 image features, 16-d word embeddings, a fusion MLP of `hidden`, log-std -1. */
-export const benchVla = (env: Env, hidden: number[] = [64, 64]) => (obsMean: number[], obsStd: number[]) => new VlaPolicy({
-  layout: env.layout, actDim: env.actionSpace.shape[0], image: { height: S, width: S }, instructions: env.observationSpace.instructions,
-  convChannels: [8, 16], imageFeatures: 32, embedDim: 16, hidden, initLogStd: -1, obsMean, obsStd, seed: 0,
-});
-
-/**
- * The VLA's fusion MLP per task. Push's policy (get behind the cube on the pad's line, then push along it) needs
- * the wider one: cloned as this bench clones, from push's 1000 demonstrations, the VLA reached 10% of held-out
- * states at 64x64 and 38% at 128x128; a Gaussian MLP over the same observation 23% at 64x64, 57% at 128x128 and
- * 49% at 256x256 (scratch clones, one seed; bench bc-scale's MLP is the 128x128 one).
- */
-export const VLA_HIDDEN: Record<(typeof TASKS)[number], number[]> = { reach: [64, 64], push: [128, 128] };
-
 /** The embodied trainers' policy for `env`'s layout, as vla-ceiling and rl-budget clone it: a Gaussian MLP over the state alone, 128x128, log-std -1. */
 export const benchMlp = (env: Env) => (obsMean: number[], obsStd: number[]) => new GaussianPolicy({
   obsDim: env.observationSpace.state.shape[0], actDim: env.actionSpace.shape[0], hidden: [128, 128], initLogStd: -1, obsMean, obsStd, seed: 0,
 });
 
-/**
- * A policy (`make`, given the recording env: `benchVla` for the bench's) behaviour-cloned on the gap robot from the
- * task's robust demonstrator (`cloneVla`, at scale `C`), from the first training seeds of `split`; `commandHistory`:
- * the robot's observation ends with its last this many commands.
- */
-export async function cloneOnGap<P extends Policy>(task: (typeof TASKS)[number], split: EvaluationSplit, C: CloneScale, make: (env: Env) => (obsMean: number[], obsStd: number[]) => P, onRound: (round: number) => void, commandHistory = 0): Promise<{ vla: P; loss: number; steps: number; demoSuccess: number }> {
-  const recording = await makeEnv({ ...gapRobot(task), commandHistory });
-  try {
-    return await cloneVla(make(recording), recording, LATENCY, split.train.slice(0, C.demos), C.daggerRounds, C.daggerEpisodes, C.bcEpochs, onRound);
-  } finally {
-    recording.dispose();
-  }
-}
-
-/**
- * Prompt k of a run = the k-th training seed of the split (never a held-out combination, never an evaluation seed);
- * `wrap`: past the last seed, start over from the first (runs of more prompts than the split has training seeds).
- */
-export class SplitPrompts implements PromptSource {
-  constructor(private readonly sim: SimPrompts, private readonly seeds: readonly number[], private readonly k0: number, private readonly wrap = false) {}
-
-  get(k: number): Prompt {
-    const seed = this.seeds[this.wrap ? (k - this.k0) % this.seeds.length : k - this.k0];
-    if (seed === undefined) throw new Error(`vla bench: prompt ${k} is past the ${this.seeds.length} training seeds left for prompts`);
-    return this.sim.get(seed);
-  }
-}
-
-/** The robot as the recipe has it: its only score is sparse success (reward 1 on the step that succeeds, else 0). */
-export function sparse(t: ClosableTarget): ClosableTarget {
-  return { ...t, outcome: async () => { const s = await t.outcome(); return { ...s, reward: s.success ? 1 : 0 }; } };
-}
-
-/**
- * Behaviour cloning from demonstrations recorded on the robot (`env`, the gap robot) by its robust demonstrator,
- * as wmrl/sim-setup.ts pretrains the Gaussian MLP: round 0 executes the demonstrator with noise injected (the
- * clone sees recovery states), later rounds (DAgger) execute the clone's mean plus the same noise; every visited
- * step is labelled with the demonstrator's action (told what was executed instead, so its latency prediction
- * follows the robot), bounded to the action range the VLA's mean lives in, with the camera image and
- * instruction it was taken on (an env made without a camera records none: for a policy over the state alone).
- * Also counts how many round-0 demonstrations succeeded.
- */
-export async function cloneVla<P extends Policy>(make: (obsMean: number[], obsStd: number[]) => P, env: Env, latencySteps: number, seeds: readonly number[], rounds: number, episodesPerRound: number, epochs: number, onRound: (round: number) => void): Promise<{ vla: P; loss: number; steps: number; demoSuccess: number }> {
-  const rng = new Rng(17);
-  const bound = (v: number) => Math.max(-1, Math.min(1, v));
-  const obs: number[] = [], action: number[] = [], instructions: string[] = [], images: Uint8Array[] = [];
-  const D = env.observationSpace.state.shape[0], zeros = new Float32Array(env.actionSpace.shape[0]);
-  const camera = env.observationSpace.image !== undefined;
-  let vla: P | null = null;
-  let loss = NaN, next = 0, demoOk = 0, demoN = 0;
-  for (let round = 0; round <= rounds; round++) {
-    for (let ep = 0; ep < (round === 0 ? seeds.length - rounds * episodesPerRound : episodesPerRound); ep++) {
-      let ob = env.reset(seeds[next++]!);
-      const expert = env.demonstrator({ latencySteps });
-      for (;;) {
-        const a = expert.act(ob).map(bound);
-        obs.push(...ob.state);
-        action.push(...a);
-        instructions.push(ob.instruction);
-        if (camera) images.push(ob.image!);
-        const base = vla ? (await vla.act(ob.state, zeros, contextOf(ob))).mean : a;
-        const executed = base.map((v) => bound(v + 0.3 * rng.normal()));
-        expert.executed(executed);
-        const r = env.step(executed);
-        ob = r.obs;
-        if (r.terminated || r.truncated) {
-          if (round === 0) {
-            demoN++;
-            if (r.info.success) demoOk++;
-          }
-          break;
-        }
-      }
-    }
-    if (!vla) {
-      // The observation normalization from the first demonstrations (entries that never vary keep std 1).
-      const M = obs.length / D, mean = new Array<number>(D).fill(0), sd = new Array<number>(D).fill(0);
-      for (let i = 0; i < M; i++) for (let j = 0; j < D; j++) mean[j]! += obs[i * D + j]! / M;
-      for (let i = 0; i < M; i++) for (let j = 0; j < D; j++) sd[j]! += (obs[i * D + j]! - mean[j]!) ** 2 / M;
-      vla = make(mean, sd.map((v) => (v > 1e-8 ? Math.sqrt(v) : 1)));
-    }
-    const px = camera ? images[0]!.length : 0, all = camera ? new Uint8Array(images.length * px) : undefined;
-    images.forEach((im, i) => all!.set(im, i * px));
-    loss = await behaviourClone(vla, { obs: Float32Array.from(obs), action: Float32Array.from(action), ...(all ? { images: all } : {}), instructions }, { epochs: round === 0 ? epochs : Math.ceil(epochs / 2), batchSize: 128, seed: round });
-    onRound(round);
-  }
-  return { vla: vla!, loss, steps: instructions.length, demoSuccess: demoOk / demoN };
-}
-
-/**
- * The states the latent face's map is distilled on: `simStates` of the world model's pretraining observations
- * (evenly strided; the task's first instruction) and every step of `episodes` of the clone itself on the robot
- * (`env`, its camera; sampled actions), from prompts' start states, with their instructions.
- */
-async function distillStates(vla: VlaPolicy, env: Env, simObs: Float32Array, simStates: number, prompts: PromptSource, k0: number, episodes: number): Promise<{ states: Float32Array; instructions: string[] }> {
-  const D = vla.obsDim, A = vla.actDim, n = simObs.length / D, stride = Math.max(1, Math.floor(n / simStates));
-  const states: number[] = [], instructions: string[] = [];
-  for (let i = 0; i < n && states.length < simStates * D; i += stride) {
-    states.push(...simObs.subarray(i * D, (i + 1) * D));
-    instructions.push(env.observationSpace.instructions[0]!);
-  }
-  const rng = new Rng(23), lo = env.actionSpace.low, hi = env.actionSpace.high;
-  for (let ep = 0; ep < episodes; ep++) {
-    let ob = env.reset(prompts.get(k0 + ep).seed);
-    for (;;) {
-      states.push(...ob.state);
-      instructions.push(ob.instruction);
-      const a = await vla.act(ob.state, Float32Array.from({ length: A }, () => rng.normal()), contextOf(ob));
-      const r = env.step(a.action.map((v, j) => Math.max(lo[j]!, Math.min(hi[j]!, v))));
-      ob = r.obs;
-      if (r.terminated || r.truncated) break;
-    }
-  }
-  return { states: Float32Array.from(states), instructions };
-}
 
 /** Success of the scripted expert, or of the robust demonstrator, itself on the gap robot, on the split's two held-out sets. */
 export async function expertOn(task: string, split: EvaluationSplit, who: 'expert' | 'demonstrator', latencySteps: number): Promise<{ heldOutStates: number; heldOutCombinations: number }> {
@@ -603,42 +343,17 @@ export interface TaskResult {
 
 /** The bench's scale, quick or full. */
 function benchScale(q: boolean) {
+  const { wm, promptSeed0, ...recipe } = vlaScale(q);
   const P = {
-    evalEpisodes: evalEpisodes(q),
-
-    /** Updates of dense only and WMRL for a task. */
-    updates: (task: (typeof TASKS)[number]) => (q ? 2 : UPDATES[task]),
-    /** Imagined groups per update (dense_only, wmrl); sparse_only runs 1 group per update on the robot. */
-    prompts: q ? 2 : 16,
-    groupSize: q ? 2 : 8,
-    /** WMRL refits the world model on the robot's recorded episodes every this many updates. */
-    refitEvery: q ? 2 : 30,
-    /** Latent face: states the map is distilled on, from the model's pretraining data and from the clone's own episodes; map epochs. */
-    distill: { simStates: q ? 300 : 30_000, cloneEpisodes: q ? 2 : 100, epochs: q ? 2 : 60, hidden: [128, 128] },
+    ...recipe,
     /** Rank agreement: start states x rollouts. */
     agreementGroups: q ? 2 : 16,
     /** Held-out start states whose clone episodes (mean action, on the robot) measure imagination's action gaps. */
     gapEpisodes: q ? 2 : 10,
     latencyCalls: q ? 200 : 3000,
   };
-  // The world model the product pretrains (randomized profiles, context-conditioned), on 1500 exploratory episodes; quick: a small one.
-  const wm = { ...DEFAULT_PRETRAIN, ...(q ? { wmEpisodes: 12, wmEpochs: 2, wmHidden: [64, 64], wmMembers: 3 } : { wmEpisodes: 1500 }) };
   const pgConfig = vlaPgConfig(q);
-  const promptSeed0 = 1_000_000;
   return { P, wm, pgConfig, promptSeed0 };
-}
-
-/**
- * WMRL's robot side per task, what its rows' setup does not depend on (runKey hashes it): anchor groups an update (the
- * quick run: 1), what scores an anchor episode (WmrlConfig.anchorScore), its Corrector, and the imagined gate
- * (WmrlConfig.imaginedGate), each task's as ANCHORS declares. An anchor group of G per update gives few pairs, so the map
- * starts at 16 pairs and the anchor weight after 2 groups.
- */
-export function wmrlScale(task: (typeof TASKS)[number], q: boolean) {
-  const { P } = benchScale(q);
-  const anchorsPerUpdate = q ? 1 : ANCHORS[task].perUpdate;
-  const corrector = correctorConfig({ anchors: { fraction: anchorsPerUpdate / P.prompts, floor: 0 }, debias: { minPairs: q ? 2 : 16, refitEvery: q ? 2 : 8 }, denoise: { warmupGroups: 2 } }, DEFAULT_WMRL.corrector as CorrectorConfig);
-  return { anchorsPerUpdate, corrector, anchorScore: ANCHORS[task].score, imaginedGate: ANCHORS[task].gate };
 }
 
 /** The RL rows in the order a task's run trains them: WMRL first, so sparse only can spend exactly its anchor episodes. */
@@ -689,8 +404,8 @@ export const setupCacheRoot = () => process.env.VLA_SETUP_CACHE || fileURLToPath
 
 /**
  * What a task's setup depends on, hashed: every file under common/, nn/, sim/, policies/ and worldmodel/,
- * wmrl/sim-setup.ts and wmrl/embodied.ts, package-lock.json, the source of this file's functions that build it and the
- * constants they read, and the Node version and CPU architecture. A change to any of them is a new key; a change to the
+ * wmrl/sim-setup.ts and wmrl/embodied.ts, package-lock.json, the source of the functions (this file's and
+ * recipes/vla.ts's) that build it and the constants they read, and the Node version and CPU architecture. A change to any of them is a new key; a change to the
  * RL rows alone (their trainers, β, updates) is not. Hashed once per process, at its first call for the task and scale:
  * the code that runs is the code loaded then, whatever is edited on disk while it runs.
  */
@@ -700,7 +415,7 @@ export function setupKey(task: (typeof TASKS)[number], q: boolean): string {
   if (known) return known;
   const h = createHash('sha256');
   hashSources(h, ['common', 'nn', 'sim', 'policies', 'worldmodel'], ['wmrl/sim-setup.ts', 'wmrl/embodied.ts', 'package-lock.json']);
-  for (const fn of [taskSetup, clonePart, modelPart, cloneOnGap, gapRobot, cloneVla, benchVla, distillStates, expertOn, imaginationGaps, vlaSplit, SplitPrompts, benchScale, evalEpisodes]) h.update(fn.toString());
+  for (const fn of [taskSetup, clonePart, modelPart, cloneOnGap, gapRobot, cloneWithDagger, makeVla, distillStates, distillFace, expertOn, imaginationGaps, vlaSplit, SplitPrompts, vlaPrompts, vlaRecipe, vlaScale, benchScale, evalEpisodes]) h.update(fn.toString());
   h.update(JSON.stringify({ task, q, S, LATENCY, COMMAND_HISTORY, VLA_CLONE, VLA_HIDDEN, DEFAULT_PRETRAIN, node: process.version, arch: process.arch }));
   const key = h.digest('hex').slice(0, 24);
   setupKeys.set(id, key);
@@ -717,15 +432,15 @@ function hashSources(h: ReturnType<typeof createHash>, dirs: readonly string[], 
 
 /**
  * What a task's results depend on, hashed: its setup's key (setupKey), every file under wmrl/, hardware/, bridge/ and
- * episodes/ (the trainers, the robot they run on, the store its episodes are recorded in), the source of this file's
- * functions that run and measure the RL rows, and the task's own RL constants (β, imagination, updates; the other
+ * episodes/ (the trainers, the robot they run on, the store its episodes are recorded in), the source of the
+ * functions (this file's and recipes/vla.ts's) that run and measure the RL rows, and the task's own RL constants (β, imagination, updates; the other
  * task's are not hashed). Two results of a task under one run key were run by the same code, whatever else of this
  * file (its report's wording) changed since: `--combine` puts only such results into a report.
  */
 export function runKey(task: (typeof TASKS)[number], q: boolean): string {
   const h = createHash('sha256').update(setupKey(task, q));
   hashSources(h, ['wmrl', 'hardware', 'bridge', 'episodes'], []);
-  for (const fn of [runTask, sparse, robotReturns, agreementGroups, withinGroup, imaginedAgreement, faceOnRobotAgreement, repeatability, vlaPgConfig, merge, wmrlScale]) h.update(fn.toString());
+  for (const fn of [runTask, trainVlaRl, exportVla, sparse, robotReturns, agreementGroups, withinGroup, imaginedAgreement, faceOnRobotAgreement, repeatability, vlaPgConfig, merge, wmrlScale]) h.update(fn.toString());
   h.update(JSON.stringify({ beta: KL_BETA[task], imagine: IMAGINE[task], updates: UPDATES[task], logStd: RL_LOG_STD[task], anchors: ANCHORS[task] }));
   return h.digest('hex').slice(0, 24);
 }
@@ -848,12 +563,13 @@ interface CloneMeasured {
 
 /** The task's behaviour-cloned VLA: read from its cached part, or cloned on the gap robot (and cached). */
 async function clonePart(task: (typeof TASKS)[number], q: boolean, split: EvaluationSplit, progress: (label: string) => void): Promise<{ vla: VlaPolicy; loss: number; steps: number; demoSuccess: number }> {
+  const R = vlaRecipe({ task, quick: q });
   const dir = setupDir(task, q, 'clone');
   const saved = readJson<CloneMeasured>(join(dir, 'clone.json'));
   if (saved) {
     const layout = await makeEnv(gapRobot(task));
     try {
-      const vla = benchVla(layout, VLA_HIDDEN[task])(saved.obsMean, saved.obsStd);
+      const vla = makeVla(layout, R.hidden)(saved.obsMean, saved.obsStd);
       loadCached(join(dir, 'vla.safetensors'), (f) => vla.store.load(f));
       progress(`${task}: the clone read from ${dir}`);
       return { vla, loss: saved.loss, steps: saved.steps, demoSuccess: saved.demoSuccess };
@@ -862,13 +578,13 @@ async function clonePart(task: (typeof TASKS)[number], q: boolean, split: Evalua
     }
   }
   // The demonstrations are recorded on the robot (the gap profile), its declared latency told to the demonstrator.
-  const C = VLA_CLONE[q ? 'quick' : 'full'][task];
-  const clone = await cloneOnGap(task, split, C, (env) => benchVla(env, VLA_HIDDEN[task]), (k) => progress(`${task}: behaviour cloning, round ${k + 1}/${C.daggerRounds + 1}`), COMMAND_HISTORY);
+  const C = R.clone;
+  const { policy: vla, ...clone } = await cloneOnGap(task, split, C, (env) => makeVla(env, R.hidden), (k) => progress(`${task}: behaviour cloning, round ${k + 1}/${C.daggerRounds + 1}`), COMMAND_HISTORY);
   writeCached(dir, 'clone.json', (part) => {
-    clone.vla.store.save(join(part, 'vla.safetensors'));
-    writeFileSync(join(part, 'clone.json'), toJson({ obsMean: [...clone.vla.config.obsMean], obsStd: [...clone.vla.config.obsStd], loss: clone.loss, steps: clone.steps, demoSuccess: clone.demoSuccess } satisfies CloneMeasured));
+    vla.store.save(join(part, 'vla.safetensors'));
+    writeFileSync(join(part, 'clone.json'), toJson({ obsMean: [...vla.config.obsMean], obsStd: [...vla.config.obsStd], loss: clone.loss, steps: clone.steps, demoSuccess: clone.demoSuccess } satisfies CloneMeasured));
   });
-  return clone;
+  return { vla, ...clone };
 }
 
 /**
@@ -876,7 +592,7 @@ async function clonePart(task: (typeof TASKS)[number], q: boolean, split: Evalua
  * cached part (the episodes drawn again, nothing fitted), or pretrained (and cached).
  */
 async function modelPart(task: (typeof TASKS)[number], q: boolean, progress: (label: string) => void): Promise<{ model: EnsembleModel; simData: Transitions; wmValLoss: number }> {
-  const { wm } = benchScale(q);
+  const { wm } = vlaRecipe({ task, quick: q });
   const dir = setupDir(task, q, 'model');
   const saved = readJson<{ wmValLoss: number }>(join(dir, 'model.json'));
   const pre = await pretrainWorldModel({ ...wm, task, seed: 0, commandHistory: COMMAND_HISTORY, ...(saved ? { fit: false } : {}), onProgress: (what, k, n) => progress(`${task}: ${what} ${k}/${n}`) });
@@ -919,12 +635,12 @@ export const setupCached = (task: (typeof TASKS)[number], q: boolean) => existsS
  * run can build those side by side. A cached setup gives the rows exactly what a built one gives.
  */
 async function taskSetup(task: (typeof TASKS)[number], q: boolean, progress: (done: number, label: string) => void): Promise<TaskSetup> {
-  const { P, promptSeed0 } = benchScale(q);
+  const { P } = benchScale(q);
+  const R = vlaRecipe({ task, quick: q });
   const dir = setupDir(task, q);
   const saved = readJson<SetupMeasured>(join(dir, 'measured.json'));
   progress(0, `${task}: split, demonstrations`);
   const split = await vlaSplit(task, q);
-  const C = VLA_CLONE[q ? 'quick' : 'full'][task];
   const clone = saved ? null : await clonePart(task, q, split, (label) => progress(0, label));
   progress(1, `${task}: world model`);
   // The model's part, cached or fitted (a cached one draws the exploratory episodes again, simData: what WMRL's refits and imagination's starts read, and fits nothing).
@@ -933,15 +649,13 @@ async function taskSetup(task: (typeof TASKS)[number], q: boolean, progress: (do
   const robotEnv = await makeEnv(gapRobot(task));
   const twin = await SceneTwin.create(task, S, { commandHistory: COMMAND_HISTORY });
   const sim = await SimPrompts.create(task, 'nominal', { commandHistory: COMMAND_HISTORY });
-  // The rank agreement's start states: training seeds no demonstration and no prompt uses. The prompts take the
-  // training seeds between, over again once every one has been a prompt.
-  if (split.train.length < C.demos + P.prompts + P.agreementGroups) throw new Error(`vla bench: the split has ${split.train.length} training seeds, fewer than demonstrations, one update's prompts and the rank agreement's groups need`);
+  // The rank agreement's start states: the last training seeds, which no demonstration and no prompt uses.
+  const prompts = vlaPrompts(R, split, sim, P.agreementGroups);
   const agreementSeeds = split.train.slice(-P.agreementGroups);
-  const prompts = new SplitPrompts(sim, split.train.slice(C.demos, -P.agreementGroups), promptSeed0, true);
   const common = { split, simData: pre.simData, robotEnv, twin, sim, prompts, agreementSeeds };
   if (saved) {
-    const vla = benchVla(robotEnv, VLA_HIDDEN[task])(saved.obsMean, saved.obsStd);
-    const face = LatentVla.declare(vla, P.distill.hidden);
+    const vla = makeVla(robotEnv, R.hidden)(saved.obsMean, saved.obsStd);
+    const face = LatentVla.declare(vla, R.distill.hidden);
     loadCached(join(dir, 'vla.safetensors'), (f) => vla.store.load(f));
     progress(3, `${task}: setup read from ${dir} (the clone: ${Math.round(100 * saved.bc.heldOutStates.success)}% of held-out states)`);
     return { ...common, vla, face, model: pre.model, measured: saved };
@@ -953,8 +667,7 @@ async function taskSetup(task: (typeof TASKS)[number], q: boolean, progress: (do
   // The VLA's latent face, what dense_only and WMRL imagine through where IMAGINE says 'face' (its diagnostics are
   // reported for every task): a map from the state to the frozen encoder's
   // features of the twin's render, distilled on the model's pretraining states and the clone's own episodes.
-  const distillOn = await distillStates(vla, robotEnv, pre.simData.obs, P.distill.simStates, prompts, promptSeed0, P.distill.cloneEpisodes);
-  const { policy: face, report: latent } = await LatentVla.distill(vla, twin, distillOn.states, distillOn.instructions, { epochs: P.distill.epochs, hidden: P.distill.hidden, seed: 0, onEpoch: (e, n) => progress(3, `${task}: latent face, epoch ${e}/${n}`) });
+  const { face, report: latent } = await distillFace(R, vla, robotEnv, twin, pre.simData.obs, prompts, (e, n) => progress(3, `${task}: latent face, epoch ${e}/${n}`));
   const gaps = await imaginationGaps(vla, face, twin, robotEnv, split.heldOutStates.slice(0, P.gapEpisodes));
   const measured: SetupMeasured = { obsMean: [...vla.config.obsMean], obsStd: [...vla.config.obsStd], bc, expert, demonstrator, demoSuccess: clone!.demoSuccess, bcLoss: clone!.loss, demoSteps: clone!.steps, wmValLoss: pre.wmValLoss, latent, gaps };
   writeCached(dir, 'measured.json', (part) => {
@@ -972,8 +685,8 @@ async function taskSetup(task: (typeof TASKS)[number], q: boolean, progress: (do
  */
 export async function runTask(task: (typeof TASKS)[number], q: boolean, progress: (done: number, label: string) => void, seed = 0, rows: readonly RlRow[] = RL_ROWS, onSetup?: (print: SetupPrint) => void): Promise<TaskResult> {
   if (rows.includes('sparse_only') && !rows.includes('wmrl')) throw new Error('vla bench: sparse only spends WMRL\'s anchor episodes, so it runs with WMRL');
-  const { P, promptSeed0 } = benchScale(q);
-  const W = wmrlScale(task, q);
+  const { P } = benchScale(q);
+  const R = vlaRecipe({ task, quick: q, seed });
   let done = 0;
   const tmp = mkdtempSync(join(tmpdir(), `bench-vla-${task}-`));
   try {
@@ -987,44 +700,30 @@ export async function runTask(task: (typeof TASKS)[number], q: boolean, progress
     };
     onSetup?.(setupPrint(r));
     progress(++done, `${task}: RL`);
-    const logStd = RL_LOG_STD[task];
-    if (logStd !== null) vla.setLogStd(logStd);
+    if (R.logStd !== null) vla.setLogStd(R.logStd);
     const policy0 = vla.paramNames().map((n) => Float32Array.from(vla.store.get(n).data));
     const model0 = model.store.names().map((n) => Float32Array.from(model.store.get(n).data));
     // WMRL first: sparse_only then gets exactly its anchor episodes.
     for (const row of RL_ROWS.filter((x) => rows.includes(x))) {
       vla.paramNames().forEach((n, i) => vla.store.set(n, policy0[i]!));
       model.store.names().forEach((n, i) => model.store.set(n, model0[i]!));
-      // WMRL's robot episodes are recorded: its refits learn the robot's dynamics from them.
-      const target = sparse(await simRobotTarget({ ...gapRobot(task), robots: 1, resetSeconds: 5, seed, ...(row === 'wmrl' ? { store: join(tmp, `${task}-wmrl.sqlite`) } : {}) }));
-      // sparse_only trains the VLA on its camera; the imagining rows train the VLA on the twin's renders or its
-      // latent face (the same head), as IMAGINE declares for the task.
-      const viaTwin = IMAGINE[task] === 'twin';
-      const pg = await ClippedPolicyGradient.create(row === 'sparse_only' || viaTwin ? vla : face, vlaPgConfig(q, task), { trainable: vla.headParamNames() });
-      const common = { prompts: P.prompts, groupSize: P.groupSize, evalEvery: Math.max(1, P.updates(task) / 4), promptSeed0, seed };
       // Held-out start states every quarter of the row's updates: whether it was still rising when it stopped.
       // The last one (every trainer evaluates after its final update) is the row's held-out-state result.
       let last: EvalResult | null = null;
       const evaluate = async () => { last = await evaluateOn(robotEnv, vla, split.heldOutStates); return { success: last.success, meanReturn: last.return, episodes: last.episodes }; };
       // The label carries the latest held-out success, so a long run shows where each row stands as it goes.
       let seen = '';
-      // sparse only runs one group per update for WMRL's anchor episodes: that many updates, not P.updates.
-      const updates = row === 'sparse_only' ? r.robotEpisodes.wmrl / P.groupSize : P.updates(task);
+      // sparse only runs one group per update for WMRL's anchor episodes: that many updates, not R.updates.
+      const updates = row === 'sparse_only' ? r.robotEpisodes.wmrl / R.groupSize : R.updates;
       const onUpdate = (u: { update: number; evalSuccess?: number }) => {
         if (u.evalSuccess !== undefined) seen = `, held-out ${Math.round(100 * u.evalSuccess)}% at update ${u.update}`;
         progress(done, `${task}: ${row} update ${u.update}/${updates}${seen}`);
       };
-      // WMRL refits every few updates; the robot's recorded rewards are its sparse success, so the refits teach the
-      // dynamics and the success head and leave the dense reward head as the sim taught it.
-      const wmrl = { ...DEFAULT_WMRL, ...common, updates: P.updates(task), horizon: target.maxSteps, refitEvery: row === 'wmrl' ? P.refitEvery : 0, robotRewards: 'success' as const };
-      let st;
-      if (row === 'sparse_only') {
-        const anchors = r.robotEpisodes.wmrl;
-        if (anchors % P.groupSize) throw new Error(`vla bench: WMRL ran ${anchors} anchor episodes, not whole groups of ${P.groupSize}`);
-        st = await trainStandard({ config: { ...common, prompts: 1, updates: anchors / P.groupSize, evalEvery: Math.max(1, Math.round(anchors / P.groupSize / 4)) }, policy: vla, pg, target, prompts, hooks: { onUpdate }, evaluate });
-      } else {
-        st = await trainWmrl({ config: { ...wmrl, corrector: row === 'wmrl' ? { ...W.corrector, seed } : false, ...(row === 'wmrl' ? { anchorScore: W.anchorScore, imaginedGate: W.imaginedGate } : {}) }, policy: vla, ...(viaTwin ? { twin } : { face }), pg, model, simData, target, prompts, hooks: { onUpdate }, warn: () => {}, evaluate });
-      }
+      // WMRL's robot episodes are recorded: its refits learn the robot's dynamics from them.
+      const st = await trainVlaRl(R, row, {
+        vla, face, model, simData, twin, prompts, evaluate, onUpdate,
+        ...(row === 'wmrl' ? { store: join(tmp, `${task}-wmrl.sqlite`) } : {}), ...(row === 'sparse_only' ? { robotEpisodes: r.robotEpisodes.wmrl } : {}),
+      });
       if (row === 'wmrl') {
         r.anchorGroups = st.rows.reduce((a, x) => a + x.realGroups, 0);
         const br = st.rows.map((x) => x.biasReduction).filter((x): x is number => typeof x === 'number');
@@ -1037,10 +736,10 @@ export async function runTask(task: (typeof TASKS)[number], q: boolean, progress
         vla.paramNames().forEach((n, i) => vla.store.set(n, policy0[i]!));
         r.identified = { context: Array.from(model.context), delay: st.rows.at(-1)!.actionDelay ?? 0 };
         progress(done, `${task}: rank agreement of imagined with robot returns`);
-        const groups = await agreementGroups(vla, robotEnv, agreementSeeds, P.groupSize, target.maxSteps, 7);
-        const identified = await imaginedAgreement(groups, vla, model, twin, robotEnv, r.identified.delay, wmrl.successThreshold, 7);
+        const groups = await agreementGroups(vla, robotEnv, agreementSeeds, R.groupSize, st.maxSteps, 7);
+        const identified = await imaginedAgreement(groups, vla, model, twin, robotEnv, r.identified.delay, st.successThreshold, 7);
         model.store.names().forEach((n, i) => model.store.set(n, model0[i]!));
-        const nominal = await imaginedAgreement(groups, vla, model, twin, robotEnv, 0, wmrl.successThreshold, 7);
+        const nominal = await imaginedAgreement(groups, vla, model, twin, robotEnv, 0, st.successThreshold, 7);
         r.agreement.identified = identified.whole;
         r.agreement.nominal = nominal.whole;
         r.agreement.firstSteps = { steps: AGREEMENT_STEPS.filter((K) => K < groups.H), nominal: nominal.firstSteps, identified: identified.firstSteps };
@@ -1049,12 +748,10 @@ export async function runTask(task: (typeof TASKS)[number], q: boolean, progress
         vla.paramNames().forEach((n, i) => vla.store.set(n, policyNow[i]!));
       }
       r.curve[row] = st.rows.filter((x) => x.evalSuccess !== undefined).map((x) => ({ update: x.update, success: x.evalSuccess! }));
-      r.robotEpisodes[row] = target.clock.episodes;
-      r.robotSuccesses[row] = st.rows.reduce((a, x) => a + Math.round((x.trainSuccess ?? 0) * x.realGroups * P.groupSize), 0);
-      r.robotHours[row] = target.clock.robotSeconds / 3600;
+      r.robotEpisodes[row] = st.robotEpisodes;
+      r.robotSuccesses[row] = st.rows.reduce((a, x) => a + Math.round((x.trainSuccess ?? 0) * x.realGroups * R.groupSize), 0);
+      r.robotHours[row] = st.robotSeconds / 3600;
       r.computeSeconds[row] = st.rows.at(-1)?.computeSeconds ?? 0;
-      await pg.release();
-      await target.close();
       progress(done, `${task}: ${row}: evaluating`);
       if (!last) throw new Error(`vla bench: ${row} ended without evaluating after its last update`);
       r.eval[row] = { heldOutStates: last, heldOutCombinations: await evaluateOn(robotEnv, vla, split.heldOutCombinations) };
@@ -1063,9 +760,9 @@ export async function runTask(task: (typeof TASKS)[number], q: boolean, progress
 
     // The deployed artifact at batch 1, as a robot runs it (onnxruntime-node, the robot's camera and instruction).
     {
-      const robot = await SimRobot.create({ ...gapRobot(task), seed: 0 });
       const path = join(tmp, `${task}-vla.onnx`);
-      exportPolicyArtifact(vla, path, { layout: robot.env.layout, action: robot.spec.action, controlHz: robot.spec.controlHz, policyVersion: 'bench-vla', runId: 'bench' });
+      await exportVla(task, vla, path, { policyVersion: 'bench-vla', runId: 'bench' });
+      const robot = await SimRobot.create({ ...gapRobot(task), seed: 0 });
       const deployed = await OnnxPolicy.load(path, robot.spec);
       const obs = await robot.reset({ seed: 9_000_000 });
       for (let i = 0; i < 50; i++) await deployed.act(obs);

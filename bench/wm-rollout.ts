@@ -14,7 +14,8 @@ import { makeEnv, exploratoryEpisodes, type Obs } from '../sim/index.js';
 import { DEFAULT_PRETRAIN, pretrainWorldModel } from '../wmrl/sim-setup.js';
 import { EnsembleModel, ModelEnv, TransitionBuffer, fitRollout } from '../worldmodel/index.js';
 import { fmt, type BenchOptions, type BenchReport, type Series } from './lib/report.js';
-import { COMMAND_HISTORY, CONTEXT_TRUTH, LATENCY } from './vla.js';
+import { COMMAND_HISTORY, LATENCY } from '../recipes/vla.js';
+import { CONTEXT_TRUTH } from './vla.js';
 
 export const tasks = ['reach', 'push'] as const;
 /** The open-loop horizons: these fractions of the median length of the robot's episodes (reach's end at success). */

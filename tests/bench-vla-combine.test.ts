@@ -8,7 +8,8 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { ANCHORS, TASKS, readTaskRecords, resultFile, runKey, taskRecordJson, vlaReport, type TaskRecord, type TaskResult } from '../bench/vla.js';
+import { TASKS, readTaskRecords, resultFile, runKey, taskRecordJson, vlaReport, type TaskRecord, type TaskResult } from '../bench/vla.js';
+import { ANCHORS } from '../recipes/vla.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'vla-combine-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
