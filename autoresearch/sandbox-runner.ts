@@ -6,7 +6,7 @@
 // private /tmp. Having answered it waits to be killed, so that the pool sees what the program left
 // running at that moment.
 import { randomUUID } from 'node:crypto';
-import { rmSync, writeFileSync, writeSync } from 'node:fs';
+import { closeSync, readFileSync, readdirSync, rmSync, writeFileSync, writeSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
@@ -53,7 +53,31 @@ async function load(p: SandboxProgram): Promise<(input: unknown) => unknown> {
   return fn as (input: unknown) => unknown;
 }
 
+/**
+ * Closes the descriptors this process inherited beyond stdio and the result pipe: bwrap passes on
+ * whatever the pool's process held without close-on-exec (a pipe from its parent shell, ...).
+ * Node's own descriptors all have close-on-exec, so they are left alone.
+ */
+function closeInheritedFds(): void {
+  const O_CLOEXEC = 0o2000000;
+  for (const name of readdirSync('/proc/self/fdinfo')) {
+    const fd = Number(name);
+    if (fd <= RESULT_FD) continue;
+    let info: string;
+    try {
+      info = readFileSync(`/proc/self/fdinfo/${name}`, 'utf8');
+    } catch (e) {
+      if ((e as NodeJS.ErrnoException).code === 'ENOENT') continue; // the listing's own descriptor, closed since
+      throw e;
+    }
+    const flags = /^flags:\s+([0-7]+)$/m.exec(info);
+    if (!flags) throw new Error(`sandbox runner: /proc/self/fdinfo/${name} has no flags line`);
+    if ((parseInt(flags[1]!, 8) & O_CLOEXEC) === 0) closeSync(fd);
+  }
+}
+
 try {
+  closeInheritedFds();
   const job = JSON.parse(await readStdin()) as RunnerJob;
   const fn = await load(job.program);
   const value = await fn(job.input);

@@ -15,6 +15,11 @@
 // |              | /tmp (HOME, TMPDIR, cwd) of a quarter of the memory limit                                |
 // | uid          | as root: bwrap keeps only CAP_SETUID/SETGID, and setpriv drops to uid/gid 65534 with     |
 // |              | no-new-privs; otherwise a user namespace (nested ones disabled)                          |
+// | user ns      | a seccomp filter (bwrap `--seccomp`): unshare/clone with CLONE_NEWUSER → EPERM, clone3   |
+// |              | → ENOSYS (libc falls back to clone), other ABIs (i386, x32) killed; x64 and arm64 only   |
+// |              | (as root elsewhere `create` throws); not root: also bwrap `--disable-userns`             |
+// | open fds     | only 0-2 and the result pipe (3): bwrap's init closes the rest, the runner closes those  |
+// |              | it inherited without close-on-exec before it reads its job                               |
 // | processes    | bwrap `--unshare-pid --die-with-parent`: when the runner answers or is killed the        |
 // |              | namespace's init dies and takes every process with it (`setsid` included); one that      |
 // |              | left its tree (setsid, orphaned) when the runner answered fails the run (`procs`); the   |
@@ -25,8 +30,8 @@
 // | time         | wall-clock timer in this process: SIGKILL to the tree (→ `timeout`)                      |
 // | error text   | `detail` is cut to DETAIL_MAX_BYTES (2 KiB) of UTF-8                                     |
 //
-// It fails closed: without a working bwrap (Debian's `bubblewrap`), prlimit, or (as root) setpriv,
-// `create` throws. `unsafeNoIsolation: true` (CLI `--unsafe-no-sandbox`) runs proposals as plain
+// It fails closed: without a working bwrap (Debian's `bubblewrap`), prlimit, or (as root) setpriv
+// and a seccomp table for this CPU, `create` throws. `unsafeNoIsolation: true` (CLI `--unsafe-no-sandbox`) runs proposals as plain
 // child processes instead, with this machine's network and files, and says so loudly.
 // A proposal runs in the same process as the program that scores it, so *code* proposals could
 // tamper with their own reported score; the built-in tasks' proposals are data (structured fields)
@@ -34,6 +39,7 @@
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { existsSync, readFileSync, readdirSync, realpathSync, rmSync } from 'node:fs';
 import { createRequire } from 'node:module';
+import { endianness } from 'node:os';
 import { dirname, join, relative, sep } from 'node:path';
 import type { Readable, Writable } from 'node:stream';
 import { fileURLToPath, pathToFileURL } from 'node:url';
@@ -98,6 +104,8 @@ export interface Isolation {
   filesystem: boolean;
   /** RLIMIT_NPROC and RLIMIT_DATA set with prlimit. */
   rlimits: boolean;
+  /** The run cannot make user namespaces (seccomp filter, and bwrap --disable-userns when not root). */
+  noUserNamespaces: boolean;
   /** The uid the run executes as when the service runs as root (dropped with setpriv); null otherwise. */
   droppedToUid: number | null;
   /** The launcher and its fixed arguments, for the record (each run adds its /tmp and limits). */
@@ -143,16 +151,18 @@ interface Launch {
   isolation: Isolation;
   /** bwrap's outer process and the namespace's init (2), or none (0: the spawned process is node). */
   depth: number;
-  /** Builds one run's command line around `node`. */
-  command(node: string[], limits: SandboxLimits, program: SandboxProgram): string[];
+  /** Builds one run's command line around `node`; bwrap reads `filter` from fd `filterFd`. */
+  command(node: string[], limits: SandboxLimits, program: SandboxProgram, filterFd: number): string[];
   env: NodeJS.ProcessEnv;
+  /** The seccomp program the command reads, or null (no bwrap, or an architecture without a table). */
+  filter: Buffer | null;
 }
 
 const OPT_OUT = 'pass unsafeNoIsolation: true to SandboxPool.create (CLI: --unsafe-no-sandbox) to run proposals WITHOUT isolation, with this machine\'s network and files';
 
-/** Runs `cmd` once; the failure's text, or null when it exited 0. */
-function failure(cmd: string[]): string | null {
-  const r = spawnSync(cmd[0]!, cmd.slice(1), { stdio: ['ignore', 'ignore', 'pipe'], timeout: 10_000 });
+/** Runs `cmd` once (`input` on its stdin); the failure's text, or null when it exited 0. */
+function failure(cmd: string[], input: Buffer | null = null): string | null {
+  const r = spawnSync(cmd[0]!, cmd.slice(1), { stdio: [input ? 'pipe' : 'ignore', 'ignore', 'pipe'], input: input ?? undefined, timeout: 10_000 });
   if (r.error) return r.error.message;
   if (r.status === 0) return null;
   const err = r.stderr.toString('utf8').trim();
@@ -188,6 +198,50 @@ function systemView(): string[] {
   return args;
 }
 
+// The seccomp filter (classic BPF over struct seccomp_data: nr at 0, arch at 4, args[0] at 16).
+const SECCOMP_ARCH: Partial<Record<NodeJS.Architecture, { audit: number; clone: number; unshare: number; clone3: number }>> = {
+  x64: { audit: 0xc000003e, clone: 56, unshare: 272, clone3: 435 },
+  arm64: { audit: 0xc00000b7, clone: 220, unshare: 97, clone3: 435 },
+};
+const CLONE_NEWUSER = 0x10000000;
+
+/**
+ * The filter bwrap loads before it runs the command: unshare and clone with CLONE_NEWUSER fail
+ * with EPERM, clone3 with ENOSYS (its flags sit in memory a filter cannot read; libc then falls back
+ * to clone), and a syscall of another ABI (i386 `int 0x80`, x32) kills the process, since its
+ * numbers differ. Null where this architecture has no table.
+ */
+export function userNamespaceFilter(arch: NodeJS.Architecture = process.arch): Buffer | null {
+  const a = SECCOMP_ARCH[arch];
+  if (!a || endianness() !== 'LE') return null;
+  const LD_ABS = 0x20, JEQ = 0x15, JGE = 0x35, JSET = 0x45, RET = 0x06;
+  const ALLOW = 0x7fff0000, ERRNO = 0x00050000, KILL_PROCESS = 0x80000000, EPERM = 1, ENOSYS = 38;
+  // [code, jt, jf, k]; a jump skips jt/jf instructions.
+  const prog: [number, number, number, number][] = [
+    [LD_ABS, 0, 0, 4], //             0: arch
+    [JEQ, 0, 10, a.audit], //         1: another ABI → 12
+    [LD_ABS, 0, 0, 0], //             2: syscall number
+    [JGE, 8, 0, 0x40000000], //       3: x32 → 12
+    [JEQ, 6, 0, a.clone3], //         4: → 11
+    [JEQ, 1, 0, a.unshare], //        5: → 7
+    [JEQ, 0, 2, a.clone], //          6: neither → 9
+    [LD_ABS, 0, 0, 16], //            7: flags (args[0], low half)
+    [JSET, 1, 0, CLONE_NEWUSER], //   8: → 10
+    [RET, 0, 0, ALLOW], //            9
+    [RET, 0, 0, ERRNO | EPERM], //    10
+    [RET, 0, 0, ERRNO | ENOSYS], //   11
+    [RET, 0, 0, KILL_PROCESS], //     12
+  ];
+  const b = Buffer.alloc(prog.length * 8);
+  prog.forEach(([code, jt, jf, k], i) => {
+    b.writeUInt16LE(code, i * 8);
+    b.writeUInt8(jt, i * 8 + 2);
+    b.writeUInt8(jf, i * 8 + 3);
+    b.writeUInt32LE(k, i * 8 + 4);
+  });
+  return b;
+}
+
 /**
  * The launcher for this machine. Throws, naming the missing tool and the opt-out, when the
  * isolation cannot be set up (unless `unsafeNoIsolation`).
@@ -206,8 +260,9 @@ function launcher(o: PoolOptions): Launch {
         `${root && !drop ? ' and AS ROOT' : ''}, and processes they detach outlive them. Never run untrusted proposals like this.`,
     );
     return {
-      isolation: { network: false, pidNamespace: false, filesystem: false, rlimits: rl, droppedToUid: drop ? NOBODY : null, prefix },
+      isolation: { network: false, pidNamespace: false, filesystem: false, rlimits: rl, noUserNamespaces: false, droppedToUid: drop ? NOBODY : null, prefix },
       depth: 0,
+      filter: null,
       command: (node, limits) => [...prefix, ...(rl ? rlimits(limits, o.slots, drop || !root) : []), ...node],
       env: { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: '/tmp', TMPDIR: '/tmp', LANG: 'C.UTF-8' },
     };
@@ -221,6 +276,9 @@ function launcher(o: PoolOptions): Launch {
     const noSetpriv = failure(['setpriv', '--version']);
     if (noSetpriv !== null) throw need('setpriv', 'util-linux', 'to run proposals as nobody rather than root', noSetpriv);
   }
+  // Without it, as root, nobody could make a user namespace and be root (mount, ...) inside it.
+  const filter = userNamespaceFilter();
+  if (root && !filter) throw new Error(`sandbox: no seccomp filter for ${process.arch} (${endianness()}), which stops proposals run from root from making user namespaces; ${OPT_OUT}`);
   // As root bwrap makes the namespaces itself and keeps only what setpriv needs to drop to nobody
   // (a user namespace would map nobody to uid 0 outside); otherwise a user namespace is required.
   const namespaces = root
@@ -230,18 +288,19 @@ function launcher(o: PoolOptions): Launch {
   const repo = ['--tmpfs', ROOT, ...view.flatMap((e) => ['--ro-bind', join(ROOT, e), join(ROOT, e)]), '--remount-ro', ROOT];
   const prefix = [bwrap, ...namespaces, '--die-with-parent', '--new-session', ...systemView(), '--dev', '/dev', '--proc', '/proc'];
   const inner = root ? dropArgs : [];
-  const command = (node: string[], limits: SandboxLimits, program: SandboxProgram) => {
+  const command = (node: string[], limits: SandboxLimits, program: SandboxProgram, filterFd: number) => {
     const extra = program.kind === 'module' ? moduleView(program.path, view) : [];
     const tmpBytes = Math.max(16, Math.floor(limits.memoryMb / 4)) * 1024 * 1024;
     // /tmp first: a repository below /tmp is bound on top of it.
-    return [...prefix, '--size', String(tmpBytes), '--perms', '1777', '--tmpfs', '/tmp', ...repo, ...extra, '--chdir', '/tmp', '--', ...inner, ...rlimits(limits, o.slots, true), ...node];
+    return [...prefix, '--size', String(tmpBytes), '--perms', '1777', '--tmpfs', '/tmp', ...repo, ...extra, '--chdir', '/tmp', ...(filter ? ['--seccomp', String(filterFd)] : []), '--', ...inner, ...rlimits(limits, o.slots, true), ...node];
   };
-  const probe = failure(command([process.execPath, '--version'], DEFAULT_LIMITS, { kind: 'source', code: '' }));
+  const probe = failure(command([process.execPath, '--version'], DEFAULT_LIMITS, { kind: 'source', code: '' }, 0), filter);
   if (probe !== null) throw need(`bubblewrap (${bwrap})`, 'bubblewrap', 'for the network, PID and mount namespaces, and could not set up the sandbox', probe);
   return {
-    isolation: { network: true, pidNamespace: true, filesystem: true, rlimits: true, droppedToUid: root ? NOBODY : null, prefix },
+    isolation: { network: true, pidNamespace: true, filesystem: true, rlimits: true, noUserNamespaces: true, droppedToUid: root ? NOBODY : null, prefix },
     depth: 2,
     command,
+    filter,
     env: { PATH: '/usr/local/bin:/usr/bin:/bin', HOME: '/tmp', TMPDIR: '/tmp', LANG: 'C.UTF-8' },
   };
 }
@@ -468,8 +527,9 @@ export class SandboxPool implements Executor {
     const limits = p.job.limits as SandboxLimits;
     const { depth } = this.launch;
     const node = [process.execPath, `--max-old-space-size=${Math.max(16, Math.floor(limits.memoryMb * 0.75))}`, ...runner];
-    const cmd = this.launch.command(node, limits, program);
-    const child = spawn(cmd[0]!, cmd.slice(1), { cwd: '/tmp', detached: true, stdio: ['pipe', 'pipe', 'pipe', 'pipe'], env: this.launch.env });
+    const { filter } = this.launch;
+    const cmd = this.launch.command(node, limits, program, 4);
+    const child = spawn(cmd[0]!, cmd.slice(1), { cwd: '/tmp', detached: true, stdio: ['pipe', 'pipe', 'pipe', 'pipe', filter ? 'pipe' : 'ignore'], env: this.launch.env });
     this.running.add(child);
     let killedFor: { reason: FailReason; detail: string } | null = null;
     const kill = (reason: FailReason, detail: string) => {
@@ -487,6 +547,11 @@ export class SandboxPool implements Executor {
     const stdin = child.stdin as Writable;
     stdin.on('error', () => {}); // a child that died before reading its job: its exit is the outcome
     stdin.end(JSON.stringify({ program, input: p.job.input }));
+    if (filter) {
+      const f = child.stdio[4] as Writable;
+      f.on('error', () => {}); // bwrap died before reading it: its exit is the outcome
+      f.end(filter);
+    }
 
     const timer = setTimeout(() => kill('timeout', `no result within ${limits.timeoutMs} ms`), limits.timeoutMs);
     const watchdog = setInterval(() => {

@@ -4,6 +4,7 @@
 // queue length and capacity are reported. Without bubblewrap it refuses to start unless told, in
 // so many words, to run unisolated. These run the real bwrap.
 import { randomUUID } from 'node:crypto';
+import { spawnSync } from 'node:child_process';
 import { chmodSync, existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, rmdirSync, writeFileSync } from 'node:fs';
 import { createServer, type AddressInfo, type Server } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -11,7 +12,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { execute, type ResearchTask } from '../autoresearch/task.js';
-import { DETAIL_MAX_BYTES, SandboxPool, boundDetail, type SandboxJob } from '../autoresearch/sandbox.js';
+import { DETAIL_MAX_BYTES, SandboxPool, boundDetail, userNamespaceFilter, type SandboxJob } from '../autoresearch/sandbox.js';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 
@@ -197,6 +198,72 @@ describe('sandbox pool', () => {
     const ok = await execute(pool, task('export default (i) => ({ score: 0.25 + i.seed })'), {}, 1);
     expect(ok).toMatchObject({ score: 1.25, reason: null });
   }, 30_000);
+
+  it('a proposal cannot make a user namespace (as root or not), and otherwise runs as before', async () => {
+    expect(pool.isolation.noUserNamespaces).toBe(true);
+    const o = await pool.run(src(`const { spawnSync } = await import('node:child_process');
+      const tries = [['unshare', '-U', 'true'], ['unshare', '-Urm', 'sh', '-c', 'mount -t tmpfs x /tmp']];
+      const out = tries.map((c) => { const r = spawnSync(c[0], c.slice(1), { encoding: 'utf8' }); return { status: r.status, stderr: r.stderr }; });
+      // Processes and threads still start (clone without CLONE_NEWUSER; clone3 falls back to clone).
+      const echo = spawnSync('sh', ['-c', 'echo $((6 * 7))'], { encoding: 'utf8' }).stdout.trim();
+      return { out, echo };`));
+    expect(o).toMatchObject({ ok: true, value: { echo: '42' } });
+    const v = (o.ok ? o.value : null) as { out: { status: number; stderr: string }[] };
+    for (const r of v.out) {
+      expect(r.status).not.toBe(0);
+      expect(r.stderr).toMatch(/unshare failed: Operation not permitted/);
+    }
+  }, 20_000);
+
+  it('the filter answers EPERM for unshare/clone with CLONE_NEWUSER and ENOSYS for clone3; none for an unknown CPU', () => {
+    const f = userNamespaceFilter('x64')!;
+    expect(f.length).toBe(13 * 8);
+    // Return values of the last four instructions: allow, EPERM, ENOSYS, kill the process.
+    expect([9, 10, 11, 12].map((i) => f.readUInt32LE(i * 8 + 4))).toEqual([0x7fff0000, 0x50001, 0x50026, 0x80000000]);
+    expect(userNamespaceFilter('arm64')).not.toBeNull();
+    expect(userNamespaceFilter('riscv64')).toBeNull();
+  });
+
+  it('descriptors the pool\'s process inherited do not reach the proposal', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'sandbox-fds-'));
+    try {
+      const secret = join(dir, 'inherited-secret');
+      writeFileSync(secret, `secret-${randomUUID()}`);
+      const script = join(dir, 'pool.mts');
+      // The proposal reports every descriptor it holds and what each one is, and any it can see of the namespace's other processes.
+      writeFileSync(script, `import { SandboxPool } from ${JSON.stringify(join(ROOT, 'autoresearch', 'sandbox.ts'))};
+        const pool = SandboxPool.create({ slots: 1, limits: { timeoutMs: 8000, memoryMb: 256, maxProcs: 6 } });
+        const code = \`export default async function () { const fs = await import('node:fs');
+          const held = {};
+          for (const f of fs.readdirSync('/proc/self/fd')) {
+            try { held[f] = { to: fs.readlinkSync('/proc/self/fd/' + f), flags: /flags:\\\\s+(\\\\d+)/.exec(fs.readFileSync('/proc/self/fdinfo/' + f, 'utf8'))[1] }; } catch (e) { held[f] = { to: e.code }; }
+          }
+          const others = [];
+          for (const p of fs.readdirSync('/proc').filter((d) => /^\\\\d+$/.test(d))) {
+            try { for (const f of fs.readdirSync('/proc/' + p + '/fd')) others.push(fs.readlinkSync('/proc/' + p + '/fd/' + f)); } catch (e) { others.push(p + ':' + e.code); }
+          }
+          return { held, others }; }\`;
+        const o = await pool.run({ program: { kind: 'source', code }, input: {} });
+        await pool.close();
+        process.stdout.write(JSON.stringify(o));
+      `);
+      // The pool's process holds the file at fd 40 without close-on-exec, as a shell's redirection (or a pipe from it) leaves
+      // it (Node marks some low ones close-on-exec at startup, not these).
+      const r = spawnSync('bash', ['-c', 'exec "$0" --import tsx "$1" 40<"$2"', process.execPath, script, secret], { cwd: ROOT, encoding: 'utf8', timeout: 30_000 });
+      expect(r.status, String(r.stderr)).toBe(0);
+      const o = JSON.parse(String(r.stdout)) as { ok: boolean; value: { held: Record<string, { to: string; flags?: string }>; others: string[] } };
+      expect(o.ok).toBe(true);
+      const { held, others } = o.value;
+      // Its name, not its path: a file outside the sandbox's mounts reads back relative to its own mount.
+      expect(JSON.stringify(o)).not.toContain('inherited-secret');
+      // Beyond stdio and the result pipe, only Node's own descriptors, all close-on-exec.
+      expect(held['3']).toBeDefined();
+      for (const [f, d] of Object.entries(held)) if (Number(f) > 3 && d.flags !== undefined) expect((parseInt(d.flags, 8) & 0o2000000) !== 0, `fd ${f} -> ${d.to}`).toBe(true);
+      expect(others.length).toBeGreaterThan(0);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  }, 40_000);
 
   it('a fault of the pool itself (a program that cannot be built) rejects, it is not an unscored proposal', async () => {
     await expect(pool.run({ program: { kind: 'module', path: '/nonexistent/program.ts', export: 'run', bundle: true }, input: {} })).rejects.toThrow(/could not bundle/);
