@@ -115,6 +115,51 @@ describe('the embedded broker is closed', () => {
     await expect(open({ clientId: 'svc-session', ...creds.worker, clean: false })).rejects.toThrow(/Identifier rejected/i);
   });
 
+  it('a client id is free again once its clean session ends; a live or stored session keeps it', async () => {
+    const gone = async (id: string) => {
+      await until(() => !(broker.aedes as unknown as { clients: Record<string, unknown> }).clients[id], `${id} disconnected`);
+      await sleep(20);
+    };
+    // A rogue robot grabs a guessable service id once and leaves: the service can use it afterwards.
+    const rogue = await open({ clientId: 'wmrl-arm-4242', ...robotLogin(creds, 'r3') });
+    // Live: not to be taken.
+    await expect(open({ clientId: 'wmrl-arm-4242', ...creds.service, reconnectPeriodMs: 0 })).rejects.toThrow(/Identifier rejected/i);
+    await endClient(rogue, true);
+    await gone('wmrl-arm-4242');
+    const svc = await open({ clientId: 'wmrl-arm-4242', ...creds.service });
+    expect(svc.connected).toBe(true);
+    // A persistent session stays its login's while the broker keeps it, connected or not ...
+    const kept = await open({ clientId: 'r3-kept', ...robotLogin(creds, 'r3'), clean: false });
+    await endClient(kept, true);
+    await gone('r3-kept');
+    await expect(open({ clientId: 'r3-kept', ...creds.service, reconnectPeriodMs: 0 })).rejects.toThrow(/Identifier rejected/i);
+    // ... until that login ends it with a clean session.
+    await endClient(await open({ clientId: 'r3-kept', ...robotLogin(creds, 'r3'), clean: true }), true);
+    await gone('r3-kept');
+    expect((await open({ clientId: 'r3-kept', ...creds.service })).connected).toBe(true);
+  });
+
+  it('holds at most maxClientIds ids: sessions that ended make room, stored ones do not', async () => {
+    const small = await startEmbeddedBroker({ port: 0, auth: creds, onError: (e) => brokerErrors.push(e), maxClientIds: 2 });
+    const mine: MqttClient[] = [];
+    const at = async (o: Partial<ConnectOptions> & { clientId: string }) => {
+      const c = await connect({ url: small.url, protocolVersion: 4, clean: true, connectTimeoutMs: 3000, reconnectPeriodMs: 0, onError: () => {}, ...o });
+      mine.push(c);
+      return c;
+    };
+    try {
+      for (let i = 0; i < 5; i++) await endClient(await at({ clientId: `gone-${i}`, ...robotLogin(creds, 'r3') }), true);
+      await sleep(50);
+      await endClient(await at({ clientId: 'stored-1', ...robotLogin(creds, 'r3'), clean: false }), true);
+      await at({ clientId: 'live-1', ...creds.service });
+      await expect(at({ clientId: 'one-too-many', ...creds.service })).rejects.toThrow(/Server unavailable/i);
+      await expect(startEmbeddedBroker({ port: 0, auth: creds, onError: () => {}, maxClientIds: 0 })).rejects.toThrow(/maxClientIds 0 must be a positive integer/);
+    } finally {
+      await Promise.all(mine.map((c) => endClient(c, true)));
+      await small.close();
+    }
+  });
+
   it('will not listen off loopback without authentication, nor start without an auth decision', async () => {
     await expect(startEmbeddedBroker({ host: '0.0.0.0', port: 0, auth: INSECURE_ANONYMOUS, onError: () => {} })).rejects.toThrow(
       /refusing to bind the MQTT broker to 0\.0\.0\.0 without authentication/,

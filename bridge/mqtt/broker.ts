@@ -38,10 +38,14 @@ export interface EmbeddedBrokerOptions {
   auth: MqttCredentials | typeof INSECURE_ANONYMOUS;
   /** A shared-subscription delivery or the listening socket failed. */
   onError: (err: Error) => void;
+  /** Client ids with a live or stored session (each tied to its login); a new one beyond is refused (CONNACK 3). Default 10,000. */
+  maxClientIds?: number;
 }
 
 interface AedesClientInternals {
   id: string;
+  /** The session ends with the connection (false: aedes keeps its subscriptions for the next one). */
+  clean: boolean;
   closed: boolean;
   connected: boolean;
   subscriptions: Record<string, { qos: number } | undefined>;
@@ -49,7 +53,6 @@ interface AedesClientInternals {
 }
 
 const SHARE_RE = /^\$share\/([^/+#]+)\/(.+)$/;
-
 
 class AuthError extends Error {
   readonly returnCode: number;
@@ -66,12 +69,19 @@ export async function startEmbeddedBroker(opts: EmbeddedBrokerOptions): Promise<
   if (auth === INSECURE_ANONYMOUS && !isLoopback(host)) {
     throw new Error(`refusing to bind the MQTT broker to ${host} without authentication: anyone who reaches the port could command robots and run code on sandbox workers; give it credentials (auth) or bind 127.0.0.1`);
   }
+  const maxIds = opts.maxClientIds ?? 10_000;
+  if (!(Number.isInteger(maxIds) && maxIds >= 1)) throw new Error(`startEmbeddedBroker: maxClientIds ${maxIds} must be a positive integer`);
   const events = new EventEmitter();
   const aedes = await Aedes.createBroker();
-  // Who each connected client proved to be, and which login first claimed each client id: another
-  // login taking over an id would inherit its session's subscriptions without authorizeSubscribe.
+  // Who each connected client proved to be, and which login holds each client id while its session
+  // lives (connected, or stored with clean=false): another login taking over an id would inherit the
+  // session's subscriptions without authorizeSubscribe. A clean session's id is free once it ends.
   const identities = new WeakMap<Client, MqttIdentity>();
-  const owners = new Map<string, string>();
+  const owners = new Map<string, { username: string; client: Client }>();
+  const sessionGone = (o: { client: Client }) => {
+    const c = o.client as unknown as AedesClientInternals;
+    return c.closed && c.clean;
+  };
   const ANYONE: MqttIdentity = { role: 'service' };
   const who = (client: Client | null): MqttIdentity | undefined => (auth === INSECURE_ANONYMOUS ? ANYONE : client ? identities.get(client) : undefined);
 
@@ -80,8 +90,13 @@ export async function startEmbeddedBroker(opts: EmbeddedBrokerOptions): Promise<
     const id = identify(auth, username, password);
     if (!id) return done(new AuthError(username === undefined ? 'anonymous clients are refused' : `bad username or password for ${username}`, username === undefined ? 5 : 4), false);
     const owner = owners.get(client.id);
-    if (owner !== undefined && owner !== username) return done(new AuthError(`client id ${client.id} belongs to another login`, 2), false);
-    owners.set(client.id, username!);
+    if (owner !== undefined && owner.username !== username && !sessionGone(owner)) return done(new AuthError(`client id ${client.id} belongs to another login`, 2), false);
+    if (owner === undefined && owners.size >= maxIds) {
+      // Clean sessions whose connection ended without a disconnect event (failed before it registered).
+      for (const [cid, o] of owners) if (sessionGone(o)) owners.delete(cid);
+      if (owners.size >= maxIds) return done(new AuthError(`${maxIds} client ids have live or stored sessions; refusing ${client.id}`, 3), false);
+    }
+    owners.set(client.id, { username: username!, client });
     identities.set(client, id);
     done(null, true);
   };
@@ -126,6 +141,12 @@ export async function startEmbeddedBroker(opts: EmbeddedBrokerOptions): Promise<
   // Persistent sessions restore their subscriptions without authorizeSubscribe.
   aedes.on('clientReady', (client) => {
     for (const topic of Object.keys((client as unknown as AedesClientInternals).subscriptions)) ensureShared(topic);
+  });
+  // A clean session ends with its connection: its id is free again. A persistent one stays its login's
+  // (aedes keeps the session) until that login connects with clean=true and leaves.
+  aedes.on('clientDisconnect', (client) => {
+    const o = owners.get(client.id);
+    if (o?.client === client && (client as unknown as AedesClientInternals).clean) owners.delete(client.id);
   });
   aedes.on('clientError', (client, err) => events.emit('clientError', client.id, err));
   aedes.on('connectionError', (_client, err) => events.emit('clientError', undefined, err));
