@@ -139,7 +139,7 @@ describe('the embedded broker is closed', () => {
     expect((await open({ clientId: 'r3-kept', ...creds.service })).connected).toBe(true);
   });
 
-  it('holds at most maxClientIds ids: sessions that ended make room, stored ones do not', async () => {
+  it('holds at most maxClientIds ids: clean sessions that ended make room, stored ones do not', async () => {
     const small = await startEmbeddedBroker({ port: 0, auth: creds, onError: (e) => brokerErrors.push(e), maxClientIds: 2 });
     const mine: MqttClient[] = [];
     const at = async (o: Partial<ConnectOptions> & { clientId: string }) => {

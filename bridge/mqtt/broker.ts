@@ -78,10 +78,6 @@ export async function startEmbeddedBroker(opts: EmbeddedBrokerOptions): Promise<
   // session's subscriptions without authorizeSubscribe. A clean session's id is free once it ends.
   const identities = new WeakMap<Client, MqttIdentity>();
   const owners = new Map<string, { username: string; client: Client }>();
-  const sessionGone = (o: { client: Client }) => {
-    const c = o.client as unknown as AedesClientInternals;
-    return c.closed && c.clean;
-  };
   const ANYONE: MqttIdentity = { role: 'service' };
   const who = (client: Client | null): MqttIdentity | undefined => (auth === INSECURE_ANONYMOUS ? ANYONE : client ? identities.get(client) : undefined);
 
@@ -90,12 +86,8 @@ export async function startEmbeddedBroker(opts: EmbeddedBrokerOptions): Promise<
     const id = identify(auth, username, password);
     if (!id) return done(new AuthError(username === undefined ? 'anonymous clients are refused' : `bad username or password for ${username}`, username === undefined ? 5 : 4), false);
     const owner = owners.get(client.id);
-    if (owner !== undefined && owner.username !== username && !sessionGone(owner)) return done(new AuthError(`client id ${client.id} belongs to another login`, 2), false);
-    if (owner === undefined && owners.size >= maxIds) {
-      // Clean sessions whose connection ended without a disconnect event (failed before it registered).
-      for (const [cid, o] of owners) if (sessionGone(o)) owners.delete(cid);
-      if (owners.size >= maxIds) return done(new AuthError(`${maxIds} client ids have live or stored sessions; refusing ${client.id}`, 3), false);
-    }
+    if (owner !== undefined && owner.username !== username) return done(new AuthError(`client id ${client.id} belongs to another login`, 2), false);
+    if (owner === undefined && owners.size >= maxIds) return done(new AuthError(`${maxIds} client ids have live or stored sessions; refusing ${client.id}`, 3), false);
     owners.set(client.id, { username: username!, client });
     identities.set(client, id);
     done(null, true);
@@ -142,8 +134,9 @@ export async function startEmbeddedBroker(opts: EmbeddedBrokerOptions): Promise<
   aedes.on('clientReady', (client) => {
     for (const topic of Object.keys((client as unknown as AedesClientInternals).subscriptions)) ensureShared(topic);
   });
-  // A clean session ends with its connection: its id is free again. A persistent one stays its login's
-  // (aedes keeps the session) until that login connects with clean=true and leaves.
+  // A clean session ends with its connection: its id is free again once aedes has dropped its
+  // subscriptions (it says so after). A persistent one stays its login's (aedes keeps the session)
+  // until that login connects with clean=true and leaves.
   aedes.on('clientDisconnect', (client) => {
     const o = owners.get(client.id);
     if (o?.client === client && (client as unknown as AedesClientInternals).clean) owners.delete(client.id);
