@@ -1,7 +1,9 @@
 // A remote sandbox worker process: `npx tsx autoresearch/remote-worker.ts --url mqtt://host:1883
 // [--credentials data/mqtt-credentials.json | --username wmrl-worker (password in $WMRL_MQTT_PASSWORD)]
 // [--program PATH#EXPORT]... [--max-timeout-ms N] [--max-memory-mb N] [--max-procs N]
-// [--slots N] [--group sandbox] [--id NAME] [--protocol 4|5]`. It takes sandbox jobs from the
+// [--slots N] [--group sandbox] [--id NAME] [--protocol 4|5]`. --protocol 4 (MQTT 3.1.1, the default)
+// is what the service's embedded aedes broker speaks, and Mosquitto and EMQX too; 5 only for a broker
+// that needs it. It takes sandbox jobs from the
 // broker's share group and runs them in its own sandbox pool until SIGINT/SIGTERM; prints
 // "ready <id> <slots> network=<on|off>" once subscribed. It runs the built-in research tasks'
 // programs and the --program ones, nothing else; a job's limits are cut to the --max-* values
@@ -21,7 +23,7 @@ const { values } = parseArgs({
     slots: { type: 'string', default: '1' },
     group: { type: 'string', default: 'sandbox' },
     id: { type: 'string', default: `${hostname()}-${process.pid}` },
-    protocol: { type: 'string', default: '5' },
+    protocol: { type: 'string', default: '4' },
     credentials: { type: 'string' },
     username: { type: 'string' },
     program: { type: 'string', multiple: true, default: [] },
@@ -31,6 +33,7 @@ const { values } = parseArgs({
   },
 });
 if (!values.url) throw new Error('--url mqtt://host:port is required');
+if (values.protocol !== '4' && values.protocol !== '5') throw new Error(`--protocol ${values.protocol}: expected 4 (MQTT 3.1.1, the default; the embedded broker speaks only this) or 5`);
 const protocolVersion = values.protocol === '4' ? 4 : 5;
 
 function login(): { username?: string; password?: string } {

@@ -35,7 +35,9 @@ describe('remote sandbox slots over MQTT shared subscriptions', () => {
     writeFileSync(credFile, JSON.stringify(creds), { mode: 0o600 });
     broker = await startEmbeddedBroker({ port: 0, auth: creds, onError: (e) => errors.push(e) });
     for (const id of ['wA', 'wB']) {
-      const args = ['--url', broker.url, '--credentials', credFile, '--protocol', '4', '--id', id, '--slots', '1', '--program', 'tests/fixtures/remote-toy.ts#toy', '--max-timeout-ms', '2000'];
+      // wB runs with the default protocol, which the embedded broker must accept.
+      const protocol = id === 'wA' ? ['--protocol', '4'] : [];
+      const args = ['--url', broker.url, '--credentials', credFile, ...protocol, '--id', id, '--slots', '1', '--program', 'tests/fixtures/remote-toy.ts#toy', '--max-timeout-ms', '2000'];
       const w = spawn(process.execPath, ['--import', 'tsx', 'autoresearch/remote-worker.ts', ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
       workers.push(w);
       await new Promise<void>((resolve, reject) => {
@@ -92,6 +94,15 @@ describe('remote sandbox slots over MQTT shared subscriptions', () => {
       await endClient(client);
     }
   }, 60_000);
+
+  it('a worker refuses a --protocol other than 4 or 5, naming it', async () => {
+    const w = spawn(process.execPath, ['--import', 'tsx', 'autoresearch/remote-worker.ts', '--url', broker.url, '--protocol', '3.1'], { stdio: ['ignore', 'pipe', 'pipe'] });
+    let err = '';
+    w.stderr!.on('data', (d: Buffer) => (err += d.toString()));
+    const code = await new Promise<number | null>((r) => w.once('exit', r));
+    expect(code).not.toBe(0);
+    expect(err).toMatch(/--protocol 3\.1: expected 4 \(MQTT 3\.1\.1, the default; the embedded broker speaks only this\) or 5/);
+  }, 30_000);
 
   it("capLimits: each limit is the job's ask (else the default), never above the worker's maximum", () => {
     const max = { timeoutMs: 2000, memoryMb: 256, maxProcs: 4 };
