@@ -43,7 +43,7 @@ export function addSchemaFlags(cmd: Command, schema: TObject, skip: readonly str
     const desc = (s.description as string | undefined) ?? key;
     if (s[Kind] === 'Boolean') {
       // commander's --no-NAME sets NAME false and defaults it to true.
-      cmd.addOption(new Option(s.default === true ? `--no-${flag.slice(2)}` : flag, desc));
+      cmd.addOption(s.default === true ? new Option(`--no-${flag.slice(2)}`, `turn off: ${desc}`) : new Option(flag, desc));
     } else {
       const choices = choicesOf(s);
       const opt = new Option(`${flag} <${choices ? 'C' : s[Kind] === 'Integer' ? 'N' : s[Kind] === 'Number' ? 'X' : 'S'}>`, desc);

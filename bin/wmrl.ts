@@ -2,7 +2,7 @@
 // Each action loads its own modules, so a quick verb does not start MuJoCo, ONNX Runtime or fastify.
 import { Command, CommanderError, InvalidArgumentError, Option } from 'commander';
 import { readdirSync, readFileSync } from 'node:fs';
-import { ResearchOptions } from '../recipes/options.js';
+import { EmbodiedOptions, ResearchOptions } from '../recipes/options.js';
 import { addSchemaFlags } from './schema-flags.js';
 
 /** The benchmarks there are, read from the bench folder (the CLI runs them in a child process and imports nothing of bench/). */
@@ -166,21 +166,19 @@ program
   .option('--command-history <K>', COMMAND_HISTORY_HELP, steps('--command-history'))
   .action(async (o) => (await import('./commands/bc.js')).bc(o));
 
-// `train` parses its own options (bin/commands/train.ts); commander passes them through untouched.
-const TRAIN_USAGE = 'train [--algo wmrl|standard] [--robot sim:TASK[:PROFILE]|ROBOT.yaml --task TASK] [--no-debias] [--no-denoise] [--pure-wm] [--anchors random|active] [--updates N] [--prompts B] [--group G] [--imagine K] [--anchor-groups A] [--robots N] [--reset-seconds S] [--seed S] [--command-history K] [--out DIR] [--resume] [--quick]';
-const TRAIN_SUMMARY = 'post-train a policy on a robot with WMRL (or the standard-GRPO baseline), export it as .onnx';
-program
+// `train`'s flags are the embodied recipe's options (recipes/options.ts EmbodiedOptions).
+const train = program
   .command('train')
-  .summary(TRAIN_SUMMARY)
-  .usage(TRAIN_USAGE.slice('train '.length))
-  .helpOption(false)
-  .allowUnknownOption()
-  .allowExcessArguments()
-  .argument('[options...]')
-  .action(async (args: string[]) => {
-    if (args.includes('--help') || args.includes('-h')) console.log(`usage: wmrl ${TRAIN_USAGE}\n\n${TRAIN_SUMMARY}`);
-    else await (await import('./commands/train.js')).train(args);
-  });
+  .summary('post-train a policy on a robot with WMRL (or the standard-GRPO baseline), export it as .onnx')
+  .usage('[--algo wmrl|standard] [--robot sim:TASK[:PROFILE]|ROBOT.yaml --task TASK] [--quick] [--out DIR] [--resume] [options]')
+  .option('--out <DIR>', 'the run folder: config.json, the checkpoint, episodes.db, history.json, policy.onnx (default runs/ALGO-TIME)')
+  .option('--resume', 'continue the run in --out as it was started (only --updates may change, to extend it)', false)
+  .option('--command-history <K>', COMMAND_HISTORY_HELP, steps('--command-history'));
+const trainKeys = [...addSchemaFlags(train, EmbodiedOptions, ['commandHistory']), 'commandHistory'];
+train.action(async (o: Record<string, unknown>, cmd: typeof train) => {
+  const given = trainKeys.filter((k) => cmd.getOptionValueSource(k) === 'cli');
+  await (await import('./commands/train.js')).train(o as Parameters<typeof import('./commands/train.js').train>[0], trainKeys, given);
+});
 
 const research = program
   .command('research')

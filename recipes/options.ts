@@ -3,6 +3,61 @@
 // MuJoCo or ONNX Runtime start.
 import { Type, type Static } from '@sinclair/typebox';
 
+// ── The embodied policy (recipes/embodied.ts) ──────────────────────────────────────────────────
+/**
+ * The WMRL trainer's options: `wmrl train`'s flags of the same names (kebab-case; `debias` and `denoise` as
+ * `--no-debias`, `--no-denoise`) and the keys of the service's `wmrl-train` job.
+ */
+export const TrainerOptions = {
+  updates: Type.Integer({ minimum: 1, maximum: 100000, default: 20, description: 'policy updates' }),
+  prompts: Type.Integer({ minimum: 1, maximum: 1024, default: 8, description: 'prompts (groups) per update, B' }),
+  group: Type.Integer({ minimum: 2, maximum: 256, default: 8, description: 'rollouts per prompt, G' }),
+  imagine: Type.Integer({ minimum: 1, maximum: 64, default: 4, description: 'WMRL: groups imagined per update, as a multiple of prompts (the groups standard GRPO executes): imagination costs compute, not robot time (bench embodied measures 4 against standard GRPO)' }),
+  anchorGroups: Type.Number({ minimum: 0, maximum: 1024, default: 0.5, description: 'WMRL: anchor groups run on the robot per update, on average (a fraction is rounded stochastically: 0.5 = one every other update, as bench embodied measures; at least one every update from 1 on)' }),
+  debias: Type.Boolean({ default: true, description: 'Online Debiasing (the isotonic map from world-model to real scores)' }),
+  denoise: Type.Boolean({ default: true, description: 'Inverse-Variance Denoising (the anchor weight)' }),
+  pureWm: Type.Boolean({ default: false, description: 'pure world model: no anchors, nothing runs on the robot (the ablation)' }),
+  anchors: Type.Union([Type.Literal('random'), Type.Literal('active')], { default: 'random', description: 'anchor selection: random, or active (where the ensemble disagrees most)' }),
+  klCoef: Type.Number({ minimum: 0, maximum: 100, default: 0, description: "β of GRPO's KL penalty to the policy as post-training found it (policies/pg.ts klCoef; the k3 estimate per step): it pulls back a policy that noisy advantages drift from its clone. 0: none" }),
+  resetSeconds: Type.Number({ minimum: 0, maximum: 3600, default: 5, description: 'robot time charged per episode for its reset, s (robot-hours accounting)' }),
+  seed: Type.Integer({ minimum: 0, maximum: 2 ** 31 - 1, default: 0 }),
+  quick: Type.Boolean({ default: false, description: 'small pretraining, for a smoke run (recipes/embodied.ts QUICK_PRETRAIN)' }),
+};
+
+/** Pretraining sizes; each one left out keeps the trainer's default (wmrl/sim-setup.ts DEFAULT_PRETRAIN). */
+export const PretrainSizes = Type.Object(
+  {
+    bcEpisodes: Type.Optional(Type.Integer({ minimum: 1, maximum: 10000, description: 'expert demonstrations (nominal sim) for behaviour cloning' })),
+    bcEpochs: Type.Optional(Type.Integer({ minimum: 1, maximum: 10000 })),
+    daggerRounds: Type.Optional(Type.Integer({ minimum: 0, maximum: 100, description: 'DAgger rounds after behaviour cloning: the policy drives, the expert labels' })),
+    daggerEpisodes: Type.Optional(Type.Integer({ minimum: 1, maximum: 10000, description: 'episodes per DAgger round' })),
+    daggerEpochs: Type.Optional(Type.Integer({ minimum: 1, maximum: 10000 })),
+    wmEpisodes: Type.Optional(Type.Integer({ minimum: 1, maximum: 10000, description: 'exploratory sim episodes the world model is pretrained on' })),
+    wmRandomize: Type.Optional(Type.Number({ minimum: 0, maximum: 100, description: 'domain randomization of the world model\'s data: mass, friction, damping and actuator gain scales drawn in [1/spread, spread] per episode, the model conditioned on them and the robot\'s identified from its anchors (0: nominal sim only)' })),
+    wmEpochs: Type.Optional(Type.Integer({ minimum: 1, maximum: 10000 })),
+    wmRolloutEpochs: Type.Optional(Type.Integer({ minimum: 0, maximum: 1000, description: 'passes of multi-step fitting after the one-step fit: each member trained through its own open-loop rollouts along the sim episodes (0: none)' })),
+    wmRolloutSteps: Type.Optional(Type.Integer({ minimum: 1, maximum: 256, description: 'length of those rollouts, control steps' })),
+    wmMembers: Type.Optional(Type.Integer({ minimum: 2, maximum: 32, description: 'ensemble members' })),
+    wmHidden: Type.Optional(Type.Array(Type.Integer({ minimum: 1, maximum: 4096 }), { minItems: 1, maxItems: 8, description: 'hidden layer widths of the world model' })),
+  },
+  { additionalProperties: false },
+);
+
+
+/** `wmrl train`'s run: the trainer's options and the robot it trains on (the service's job trains on its own robot). */
+export const EmbodiedOptions = Type.Object(
+  {
+    algo: Type.Union([Type.Literal('wmrl'), Type.Literal('standard')], { default: 'wmrl', description: 'wmrl (imagined groups + anchors on the robot) or standard (GRPO, every group on the robot)' }),
+    robot: Type.String({ minLength: 1, default: 'sim:reach:gap', description: 'a robot YAML file, or sim:TASK[:PROFILE] for the in-process sim' }),
+    task: Type.Optional(Type.String({ minLength: 1, description: "a robot YAML's sim task: its expert and world model the run starts from, its seeded resets the prompts (sim:TASK names it already)" })),
+    robots: Type.Integer({ minimum: 1, maximum: 64, default: 1, description: 'robots running episodes at once' }),
+    commandHistory: Type.Optional(Type.Integer({ minimum: 0, maximum: 64, description: "sim robot: its observation also reports the last K commands sent (a robot YAML sets command_history)" })),
+    ...TrainerOptions,
+  },
+  { additionalProperties: false },
+);
+export type EmbodiedOptions = Static<typeof EmbodiedOptions>;
+
 // ── AutoResearch (recipes/autoresearch.ts) ──────────────────────────────────────────────────────
 /** The built-in research tasks (autoresearch/tasks/index.ts; recipes/autoresearch.ts checks the two agree). */
 export const RESEARCH_TASK_NAMES: readonly string[] = ['classifier', 'controller'];

@@ -1,4 +1,4 @@
-// The WMRL trainer as a service job, `wmrl-train` (the default job of `npm start`): pretraining — behaviour
+// The embodied recipe (recipes/embodied.ts) as a service job, `wmrl-train` (the default job of `npm start`): pretraining — behaviour
 // cloning of the task's scripted expert and the world model, both on the nominal sim — then WMRL post-training
 // (wmrl/train_wmrl.ts) whose anchor episodes run on the service's own robot, through its safety layer (so the
 // viewer's e-stop stops them), recorded in the service's store. Each anchor episode streams as real frames and,
@@ -7,57 +7,25 @@
 // into the run folder every update; the policy goes into the policy library, ready to deploy.
 import { join } from 'node:path';
 import { writeFileAtomic } from '../nn/index.js';
-import { OBSERVATION_LAYOUT_KEY, buildObservation, layoutEntries, layoutOf, layoutToJson, splitObservation, type ObservationLayout } from '../common/layout.js';
+import { buildObservation, layoutOf, splitObservation, type ObservationLayout } from '../common/layout.js';
 import type { RobotObservation } from '../common/robot.js';
 import type { EpisodeMeta } from '../episodes/types.js';
 import type { EpisodeStore } from '../episodes/store/store.js';
 import type { ActOptions, SafetyLayer } from '../hardware/safety.js';
 import type { ResetOptions } from '../hardware/types.js';
-import { exportPolicy, type GaussianPolicy } from '../policies/gaussian.js';
+import type { GaussianPolicy } from '../policies/gaussian.js';
 import { ClippedPolicyGradient } from '../policies/pg.js';
 import { MjEnv, makeEnv, type EnvState } from '../sim/index.js';
-import { correctorConfig, type CorrectorConfig } from '../wmrl/corrector.js';
 import { RobotClock, type RobotEpisode, type RobotTarget } from '../wmrl/embodied.js';
 import type { RunRow } from '../wmrl/run-state.js';
-import { DEFAULT_PRETRAIN, SimPrompts, postTrainPg, heldOutEvaluation, pretrain, type PretrainOptions, type Pretrained } from '../wmrl/sim-setup.js';
+import { SimPrompts, postTrainPg, heldOutEvaluation, type Pretrained } from '../wmrl/sim-setup.js';
 import { DEFAULT_WMRL, trainWmrl } from '../wmrl/train_wmrl.js';
 import { ModelEnv, repeatRows, type EnsembleModel } from '../worldmodel/index.js';
+import { anchorGroupsProblem, embodiedPretrain, exportEmbodiedPolicy, trainerCorrector } from '../recipes/embodied.js';
 import { sleep, wilson } from './jobs.js';
 import type { RobotHost } from './robot-host.js';
 import type { JobContext, JobDefinition } from './runs.js';
 import { WmrlTrainOptions, type MetricsPoint } from './schemas.js';
-
-// ── The recipe `wmrl train` and this job share ──────────────────────────────────────────────────
-/** `quick`: pretraining sizes of a smoke run. */
-export const QUICK_PRETRAIN: Partial<PretrainOptions> = { bcEpisodes: 10, bcEpochs: 20, daggerRounds: 1, daggerEpisodes: 5, daggerEpochs: 10, wmEpisodes: 12, wmEpochs: 3, wmRolloutEpochs: 1, wmHidden: [64, 64], wmMembers: 3 };
-
-
-/** What is wrong with a run's anchor groups per update against the groups it imagines, or null; names the option as the flag and as the job's key. */
-export function anchorGroupsProblem(o: { pureWm: boolean; prompts: number; imagine: number; anchorGroups: number }): string | null {
-  const groups = o.prompts * o.imagine;
-  return !o.pureWm && o.anchorGroups > groups ? `anchor groups per update (--anchor-groups, anchorGroups) ${o.anchorGroups}: more than the ${groups} groups an update imagines (prompts ${o.prompts} x imagine ${o.imagine})` : null;
-}
-
-/**
- * The Corrector as the trainer's options configure it (false: pure world model). `maxInFlight`: anchor groups
- * executed at once — one per robot (the episodes of one robot take turns in any case:
- * wmrl/embodied.ts robotEpisode).
- */
-export function trainerCorrector(o: { pureWm: boolean; debias: boolean; denoise: boolean; anchors: 'random' | 'active'; seed: number; prompts: number; imagine: number; anchorGroups: number }, maxInFlight?: number): CorrectorConfig | false {
-  if (o.pureWm) return false;
-  const problem = anchorGroupsProblem(o);
-  if (problem) throw new Error(problem);
-  const groups = o.prompts * o.imagine;
-  return correctorConfig(
-    {
-      ...(o.debias ? {} : { debias: false }), ...(o.denoise ? {} : { denoise: false }),
-      // anchorGroups of the update's groups on average; at least one every update where that is one or more.
-      anchors: { mode: o.anchors, fraction: o.anchorGroups / groups, floor: o.anchorGroups >= 1 ? 1 : 0, ...(maxInFlight ? { maxInFlight } : {}) },
-      seed: o.seed,
-    },
-    DEFAULT_WMRL.corrector || undefined,
-  );
-}
 
 const round = (x: number) => Math.round(x * 1e5) / 1e5;
 
@@ -281,8 +249,8 @@ export const wmrlTrain: JobDefinition<typeof WmrlTrainOptions> = {
     // 1. Pretraining: a stop ends it at the next progress report.
     let pre: Pretrained;
     try {
-      pre = await pretrain({
-        ...DEFAULT_PRETRAIN, ...(o.quick ? QUICK_PRETRAIN : {}), ...o.pretrain, task, seed: o.seed, commandHistory: host.commandHistory,
+      pre = await embodiedPretrain({
+        task, seed: o.seed, quick: o.quick, commandHistory: host.commandHistory, ...(o.pretrain ? { sizes: o.pretrain } : {}),
         onProgress: (what, done, total) => {
           ctx.signal.throwIfAborted();
           ctx.progress(done, total, `pretraining: ${what}`);
@@ -357,14 +325,7 @@ export const wmrlTrain: JobDefinition<typeof WmrlTrainOptions> = {
     // 3. The policy, deployable on this robot (its observation layout inside).
     const id = ctx.runId;
     const updates = rows.at(-1)?.update ?? 0;
-    exportPolicy(pre.policy, ctx.policyPath(id), {
-      observationNames: layoutEntries(layout).map((e) => e.label),
-      actionNames: spec.action.names,
-      controlHz: spec.controlHz,
-      policyVersion: id,
-      runId: ctx.runId,
-      extra: { [OBSERVATION_LAYOUT_KEY]: layoutToJson(layout), source: 'wmrl', task, updates: String(updates) },
-    });
+    exportEmbodiedPolicy(pre.policy, spec, ctx.policyPath(id), { policyVersion: id, runId: ctx.runId, extra: { source: 'wmrl', task, updates: String(updates) } });
     return checkpoint({ episodes: anchors?.ids ?? [], policy: { id, updates }, stoppedDuring: ctx.signal.aborted ? 'training' : null });
   },
 };

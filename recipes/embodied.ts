@@ -1,0 +1,192 @@
+// The embodied recipe: one validated config → a post-training run of the Gaussian-MLP policy on a robot.
+// Pretraining on the nominal sim (behaviour cloning of the task's scripted expert + DAgger, and the world model),
+// then the trainer — train_wmrl (imagined groups corrected by anchor episodes on the robot) or train_standard (every
+// group on the robot) — checkpointing into the run folder every update, held-out evaluation where the robot has a
+// sim twin, and the policy exported as a deployable .onnx with its observation layout inside. `wmrl train` runs it;
+// the service's `wmrl-train` job shares its pretraining, corrector and export (server/wmrl-train.ts).
+import { existsSync, mkdirSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { Value } from '@sinclair/typebox/value';
+import { OBSERVATION_LAYOUT_KEY, layoutEntries, layoutOf, layoutToJson } from '../common/layout.js';
+import type { RobotDeclaration } from '../common/robot.js';
+import { loadRobotConfig } from '../hardware/config.js';
+import { writeFileAtomic } from '../nn/index.js';
+import { exportPolicy, type GaussianPolicy } from '../policies/gaussian.js';
+import { ClippedPolicyGradient } from '../policies/pg.js';
+import { correctorConfig, type CorrectorConfig } from '../wmrl/corrector.js';
+import { yamlRobotTarget } from '../wmrl/robot-target.js';
+import type { RunRow } from '../wmrl/run-state.js';
+import { DEFAULT_PRETRAIN, SimPrompts, heldOutEvaluation, postTrainPg, pretrain, simRobotTarget, type PretrainOptions, type Pretrained } from '../wmrl/sim-setup.js';
+import { trainStandard } from '../wmrl/train_standard.js';
+import { DEFAULT_WMRL, trainWmrl } from '../wmrl/train_wmrl.js';
+import { EmbodiedOptions } from './options.js';
+
+export { EmbodiedOptions };
+
+// ── Pieces the service's job shares ─────────────────────────────────────────────────────────────
+/** `quick`: pretraining sizes of a smoke run. */
+export const QUICK_PRETRAIN: Partial<PretrainOptions> = { bcEpisodes: 10, bcEpochs: 20, daggerRounds: 1, daggerEpisodes: 5, daggerEpochs: 10, wmEpisodes: 12, wmEpochs: 3, wmRolloutEpochs: 1, wmHidden: [64, 64], wmMembers: 3 };
+
+/** What is wrong with a run's anchor groups per update against the groups it imagines, or null; names the option as the flag and as the job's key. */
+export function anchorGroupsProblem(o: { pureWm: boolean; prompts: number; imagine: number; anchorGroups: number }): string | null {
+  const groups = o.prompts * o.imagine;
+  return !o.pureWm && o.anchorGroups > groups ? `anchor groups per update (--anchor-groups, anchorGroups) ${o.anchorGroups}: more than the ${groups} groups an update imagines (prompts ${o.prompts} x imagine ${o.imagine})` : null;
+}
+
+/**
+ * The Corrector as the trainer's options configure it (false: pure world model). `maxInFlight`: anchor groups
+ * executed at once — one per robot (the episodes of one robot take turns in any case:
+ * wmrl/embodied.ts robotEpisode).
+ */
+export function trainerCorrector(o: { pureWm: boolean; debias: boolean; denoise: boolean; anchors: 'random' | 'active'; seed: number; prompts: number; imagine: number; anchorGroups: number }, maxInFlight?: number): CorrectorConfig | false {
+  if (o.pureWm) return false;
+  const problem = anchorGroupsProblem(o);
+  if (problem) throw new Error(problem);
+  const groups = o.prompts * o.imagine;
+  return correctorConfig(
+    {
+      ...(o.debias ? {} : { debias: false }), ...(o.denoise ? {} : { denoise: false }),
+      // anchorGroups of the update's groups on average; at least one every update where that is one or more.
+      anchors: { mode: o.anchors, fraction: o.anchorGroups / groups, floor: o.anchorGroups >= 1 ? 1 : 0, ...(maxInFlight ? { maxInFlight } : {}) },
+      seed: o.seed,
+    },
+    DEFAULT_WMRL.corrector || undefined,
+  );
+}
+
+/** Pretraining of a run: the default sizes, `quick`'s, then any given; `fit: false` loads the run's world model instead (resume). */
+export function embodiedPretrain(o: { task: string; seed: number; quick: boolean; commandHistory: number; sizes?: Partial<PretrainOptions>; fit?: boolean; onProgress?: PretrainOptions['onProgress'] }): Promise<Pretrained> {
+  return pretrain({
+    ...DEFAULT_PRETRAIN, ...(o.quick ? QUICK_PRETRAIN : {}), ...o.sizes, task: o.task, seed: o.seed, commandHistory: o.commandHistory,
+    ...(o.fit === undefined ? {} : { fit: o.fit }),
+    ...(o.onProgress ? { onProgress: o.onProgress } : {}),
+  });
+}
+
+/** The policy as a deployable .onnx for the robot of `spec`, its observation layout inside. */
+export function exportEmbodiedPolicy(policy: GaussianPolicy, spec: RobotDeclaration, path: string, meta: { policyVersion: string; runId: string; extra?: Record<string, string> }): void {
+  const layout = layoutOf(spec);
+  exportPolicy(policy, path, {
+    observationNames: layoutEntries(layout).map((e) => e.label),
+    actionNames: spec.action.names, controlHz: spec.controlHz, policyVersion: meta.policyVersion, runId: meta.runId,
+    extra: { [OBSERVATION_LAYOUT_KEY]: layoutToJson(layout), ...meta.extra },
+  });
+}
+
+// ── The run ─────────────────────────────────────────────────────────────────────────────────────
+/** Everything a run was started with, resolved; saved as OUT/config.json so a resume continues the same run. */
+export interface EmbodiedRunConfig {
+  algo: 'wmrl' | 'standard';
+  robot: string;
+  task: string;
+  profile: string;
+  debias: boolean;
+  denoise: boolean;
+  pureWm: boolean;
+  anchors: 'random' | 'active';
+  updates: number;
+  prompts: number;
+  group: number;
+  imagine: number;
+  anchorGroups: number;
+  /** β of GRPO's KL penalty to the pretrained policy (0: none). Absent in runs from before it: 0. */
+  klCoef: number;
+  robots: number;
+  resetSeconds: number;
+  seed: number;
+  quick: boolean;
+  /** The robot's observation reports its last this many commands (sim: commandHistory; a robot YAML: its command_history). Absent in runs from before it: 0. */
+  commandHistory?: number;
+}
+
+/** The options checked across fields and the robot resolved (sim task and profile, or the YAML's command history); a problem names the flag. */
+export function embodiedConfig(o: EmbodiedOptions): EmbodiedRunConfig {
+  const bad = [...Value.Errors(EmbodiedOptions, o)].map((e) => `${e.path.slice(1)}: ${e.message}`);
+  if (bad.length) throw new Error(bad.join('; '));
+  const sim = o.robot.startsWith('sim:');
+  const [, simTask = '', profile = sim ? 'nominal' : 'real'] = sim ? o.robot.split(':') : [];
+  const task = sim ? simTask : o.task;
+  if (!task) throw new Error(sim ? '--robot sim:TASK[:PROFILE] needs a task' : `--robot ${o.robot}: a robot YAML needs --task TASK, the sim task whose expert and world model the run starts from and whose seeded resets give the prompts`);
+  if (sim && o.task && o.task !== task) throw new Error(`--task ${o.task} contradicts --robot ${o.robot}`);
+  if (o.commandHistory !== undefined && !sim) throw new Error(`--command-history is the sim robot's; robot ${o.robot} sets command_history in its YAML`);
+  const problem = o.algo === 'wmrl' ? anchorGroupsProblem(o) : null;
+  if (problem) throw new Error(problem);
+  const commandHistory = sim ? o.commandHistory ?? 0 : loadRobotConfig(o.robot).commandHistory ?? 0;
+  const { algo, robot, robots, debias, denoise, pureWm, anchors, updates, prompts, group, imagine, anchorGroups, klCoef, resetSeconds, seed, quick } = o;
+  return { algo, robot, task, profile, robots, debias, denoise, pureWm, anchors, updates, prompts, group, imagine, anchorGroups, klCoef, resetSeconds, seed, quick, commandHistory };
+}
+
+export interface EmbodiedIo {
+  /** The run folder: config.json, the trainer's checkpoint (state.json, …), episodes.db, history.json, policy.onnx. */
+  out: string;
+  /** Continue the run in `out` as it was started (its config.json). */
+  resume?: boolean;
+  /** With `resume`: the run's new update count (to extend a finished run). */
+  resumeUpdates?: number;
+  onProgress?: PretrainOptions['onProgress'];
+  onUpdate?: (row: RunRow, updates: number) => void;
+  /** Safety events of a robot YAML's robot. */
+  log?: (e: { kind: string; detail: string }) => void;
+}
+
+export interface EmbodiedRun {
+  config: EmbodiedRunConfig;
+  rows: RunRow[];
+  policyPath: string;
+}
+
+export async function runEmbodied(given: EmbodiedRunConfig | null, io: EmbodiedIo): Promise<EmbodiedRun> {
+  // ── config: the run's own, or the one it was started with ──
+  const { out, resume = false } = io;
+  const cfgFile = join(out, 'config.json');
+  let a: EmbodiedRunConfig;
+  if (resume) {
+    if (!existsSync(cfgFile)) throw new Error(`--resume: ${out} has no config.json (not a run folder)`);
+    // A run folder from before --imagine, --anchor-groups and --kl-coef: one imagined group per prompt, one anchor group per update, no KL penalty.
+    a = { imagine: 1, anchorGroups: 1, klCoef: 0, ...(JSON.parse(readFileSync(cfgFile, 'utf8')) as Omit<EmbodiedRunConfig, 'imagine' | 'anchorGroups' | 'klCoef'> & Partial<EmbodiedRunConfig>), ...(io.resumeUpdates !== undefined ? { updates: io.resumeUpdates } : {}) };
+  } else {
+    if (!given) throw new Error('a new run needs its config');
+    if (existsSync(join(out, 'state.json'))) throw new Error(`${out} already holds a run: pass --resume to continue it, or another --out`);
+    mkdirSync(out, { recursive: true });
+    a = given;
+  }
+  writeFileAtomic(cfgFile, [JSON.stringify(a, null, 1)]);
+  const commandHistory = a.commandHistory ?? 0;
+
+  // ── pretraining: behaviour cloning + DAgger, the world model (a resume loads the run's) ──
+  const pre = await embodiedPretrain({ task: a.task, seed: a.seed, quick: a.quick, commandHistory, fit: !resume, ...(io.onProgress ? { onProgress: io.onProgress } : {}) });
+
+  // ── the robot, the prompts, the evaluation ──
+  const store = join(out, 'episodes.db');
+  const horizon = await SimPrompts.horizon(a.task);
+  const target = a.robot.startsWith('sim:')
+    ? await simRobotTarget({ task: a.task, profile: a.profile, store, robots: a.robots, resetSeconds: a.resetSeconds, seed: a.seed, commandHistory })
+    : await yamlRobotTarget({ config: a.robot, maxSteps: horizon, store, robots: a.robots, resetSeconds: a.resetSeconds, task: a.task, log: io.log ?? ((e) => console.error(`safety: ${e.kind}: ${e.detail}`)) });
+  using prompts = await SimPrompts.create(a.task, 'nominal', { commandHistory });
+  const pg = await ClippedPolicyGradient.create(pre.policy, postTrainPg(a.klCoef));
+  // Held-out success is measured where the robot has a sim twin under its profile; a robot YAML's own episodes are its measure.
+  const evaluate = a.robot.startsWith('sim:') ? heldOutEvaluation(a.task, a.profile, a.quick ? 10 : 100, { commandHistory }) : undefined;
+
+  // ── the trainer ──
+  const common = { updates: a.updates, prompts: a.prompts, groupSize: a.group, evalEvery: Math.max(1, Math.floor(a.updates / 5)), promptSeed0: 1_000_000, seed: a.seed };
+  const hooks = { onUpdate: (r: RunRow) => io.onUpdate?.(r, a.updates) };
+  let rows: RunRow[];
+  try {
+    if (a.algo === 'standard') {
+      rows = (await trainStandard({ config: common, policy: pre.policy, pg, target, prompts, evaluate, outDir: out, resume, hooks })).rows;
+    } else {
+      rows = (await trainWmrl({
+        config: { ...DEFAULT_WMRL, ...common, prompts: a.prompts * a.imagine, corrector: trainerCorrector(a), horizon: target.maxSteps },
+        policy: pre.policy, pg, model: pre.model, simData: pre.simData, target, prompts, evaluate, outDir: out, resume, hooks,
+      })).rows;
+    }
+  } finally {
+    await pg.release();
+    await target.close();
+  }
+
+  // ── the artifact ──
+  const policyPath = join(out, 'policy.onnx');
+  exportEmbodiedPolicy(pre.policy, target.robot.spec, policyPath, { policyVersion: `${a.algo}-${rows.length}`, runId: out });
+  return { config: a, rows, policyPath };
+}
