@@ -226,7 +226,7 @@ program
 program
   .command('sim-robot')
   .summary('run the sim robot with a hardware profile as a rosbridge v2 server (the hardware stand-in)')
-  .usage('[--task reach|push|pick] [--profile nominal|gap|FILE.yaml] [--host H] [--port 9090] [--camera-hz F] [--image PX] [--seed S] [--secret-env VAR]')
+  .usage('[--task reach|push|pick] [--profile nominal|gap|FILE.yaml] [--host H] [--port 9090] [--camera-hz F] [--image PX] [--seed S] [--secret-env VAR] [--allowed-host H] [--allowed-origin O]')
   .option('--task <T>', 'reach, push or pick', 'reach')
   .option('--profile <P>', 'nominal, gap or a profile YAML', 'nominal')
   .option('--host <H>', 'interface to listen on', '127.0.0.1')
@@ -235,6 +235,8 @@ program
   .option('--camera-hz <F>', 'camera frames per second (0 = none)', num('--camera-hz', (v) => v >= 0 && v <= 60, 'in [0, 60]'), 0)
   .option('--image <PX>', 'camera image side, px', int('--image', (v) => v >= 8 && v <= 512, 'an integer in [8, 512]'), 64)
   .option('--secret-env <VAR>', 'environment variable holding the rosbridge shared secret (clients must send the auth op); required with a --host other than loopback')
+  .option('--allowed-host <H>', 'accept connections whose Host header names H, besides loopback, IP addresses and --host (a DNS name or proxy the robot is reached by); repeatable', collect, [])
+  .option('--allowed-origin <O>', 'browser pages of origin O may connect (e.g. https://app.foxglove.dev); other web pages are refused; repeatable', collect, [])
   .action(async (o) => (await import('./commands/sim-robot.js')).simRobot(o));
 
 program

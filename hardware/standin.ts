@@ -35,7 +35,7 @@ export interface StandInOptions extends SimRobotOptions {
   cameraHz?: number;
   /** Like a ros2_control command timeout: with no command this recent, the arm gets zero effort. */
   commandTimeoutMs?: number;
-  /** A trajectory command stamped longer ago than this is refused as stale. */
+  /** A trajectory command stamped longer ago (or further ahead) than this, or not stamped, is refused as stale. */
   maxCommandAgeMs?: number;
   /** Largest change of any actuator command per control step (default: DEFAULT_SAFETY.maxDelta). */
   maxDelta?: number;
@@ -43,6 +43,10 @@ export interface StandInOptions extends SimRobotOptions {
   commandBurst?: number;
   /** Shared secret for rosbridge's auth op; required to listen on anything but loopback. */
   secret?: string;
+  /** Host names clients reach the stand-in by, besides loopback, IP addresses and `host` (see RosbridgeServerOptions). */
+  allowedHosts?: readonly string[];
+  /** Browser origins that may connect, e.g. https://app.foxglove.dev; other web pages are refused. */
+  allowedOrigins?: readonly string[];
 }
 
 /** The robot config of a stand-in serving `spec` at `url`: the topics and services above, the safety defaults. */
@@ -75,6 +79,7 @@ export interface StandIn {
 export interface StandInCounters {
   steps: number;
   commands: number;
+  /** A trajectory stamped 0, in the future, or longer ago than maxCommandAgeMs. */
   refusedStale: number;
   refusedStopped: number;
   /** Wrong length or a non-finite value. */
@@ -106,12 +111,13 @@ function effortActuators(robot: SimRobot): Array<{ joint: number; sign: number }
 }
 
 export async function startStandIn(o: StandInOptions): Promise<StandIn> {
+  // Built first: bad options (secret, allowed hosts or origins) fail before the sim is loaded.
+  // Everything is served before the socket opens: no client can claim a name first.
+  const server = new RosbridgeServer({ host: o.host, port: o.port ?? 9090, secret: o.secret, allowedHosts: o.allowedHosts, allowedOrigins: o.allowedOrigins });
   // Frames are rendered at the camera rate below, not on every physics step.
   const robot = await SimRobot.create({ ...o, image: undefined });
   const spec = robot.spec;
   const n = spec.action.names.length;
-  // Everything is served before the socket opens: no client can claim a name first.
-  const server = new RosbridgeServer({ host: o.host, port: o.port ?? 9090, secret: o.secret });
   const counters: StandInCounters = { steps: 0, commands: 0, refusedStale: 0, refusedStopped: 0, refusedInvalid: 0, refusedRate: 0, limited: 0, resets: 0 };
   const now = () => Date.now() / 1000;
 
@@ -143,6 +149,12 @@ export async function startStandIn(o: StandInOptions): Promise<StandIn> {
       counters.refusedStopped++;
       return;
     }
+    // Validated before a token is taken: garbage from one client must not use up another's command rate.
+    const v = values as ArrayLike<unknown> | undefined;
+    if (!v || v.length !== n || !Array.from(v).every((x) => typeof x === 'number' && Number.isFinite(x))) {
+      counters.refusedInvalid++;
+      return;
+    }
     const t = performance.now();
     tokens = Math.min(burst, tokens + ((t - tokensAt) / 1000) * spec.controlHz);
     tokensAt = t;
@@ -151,11 +163,6 @@ export async function startStandIn(o: StandInOptions): Promise<StandIn> {
       return;
     }
     tokens--;
-    const v = values as ArrayLike<unknown> | undefined;
-    if (!v || v.length !== n || !Array.from(v).every((x) => typeof x === 'number' && Number.isFinite(x))) {
-      counters.refusedInvalid++;
-      return;
-    }
     // The robot's own controller clips to its actuator range and caps the change per step; echo what it will apply.
     command = Float32Array.from({ length: n }, (_, i) => capChange(clamp(v[i] as number, spec.action.low[i]!, spec.action.high[i]!), i));
     commandAt = performance.now();
@@ -183,7 +190,8 @@ export async function startStandIn(o: StandInOptions): Promise<StandIn> {
   server.subscribe(STANDIN.forwardCommand, 'std_msgs/msg/Float64MultiArray', (m) => accept(m.data));
   server.subscribe(STANDIN.trajectory, 'trajectory_msgs/msg/JointTrajectory', (m) => {
     const stamp = fromRosTime((m.header as { stamp: { sec: number; nanosec: number } }).stamp);
-    if (stamp > 0 && (now() - stamp) * 1000 > (o.maxCommandAgeMs ?? 200)) {
+    // Unstamped (0) or stamped in the future would stay "fresh" forever when replayed.
+    if (!(stamp > 0) || Math.abs(now() - stamp) * 1000 > (o.maxCommandAgeMs ?? 200)) {
       counters.refusedStale++;
       return;
     }
@@ -219,7 +227,10 @@ export async function startStandIn(o: StandInOptions): Promise<StandIn> {
   });
   server.advertiseAction(STANDIN.runExpert, 'wmrl_msgs/action/RunExpert', async (goal, ctx) => {
     if (estopped || robot.isStopped) throw new Error('e-stopped: the expert does not run on a stopped robot');
-    const steps = Number(goal.max_steps ?? robot.env.horizon);
+    const asked = Number(goal.max_steps ?? robot.env.horizon);
+    if (!Number.isFinite(asked)) throw new Error(`max_steps ${String(goal.max_steps)} is not a finite number of steps (1 to ${robot.env.horizon})`);
+    // An episode is at most the horizon: a larger goal would keep the expert driving indefinitely.
+    const steps = clamp(Math.floor(asked), 1, robot.env.horizon);
     expert = { remaining: steps, policy: robot.env.expert() };
     const startSteps = counters.steps;
     while (expert && expert.remaining > 0 && !ctx.signal.aborted) {

@@ -222,6 +222,68 @@ describe('rosbridge v2 server with roslib', () => {
   }, 120_000);
 });
 
+describe('clients serving each other', () => {
+  type Frame = Record<string, unknown>;
+  async function raw(port: number): Promise<{ ws: WebSocket; inbox: Frame[]; send(f: Frame): void }> {
+    const ws = new WebSocket(`ws://127.0.0.1:${port}`);
+    const inbox: Frame[] = [];
+    ws.on('message', (d) => inbox.push(JSON.parse(d.toString()) as Frame));
+    await new Promise((r, j) => ws.once('open', r).once('error', j));
+    return { ws, inbox, send: (f) => ws.send(JSON.stringify(f)) };
+  }
+
+  it("only the client a forwarded call went to may answer it; a live client's service or action cannot be taken over", async () => {
+    const server = new RosbridgeServer({ port: 0 });
+    const port = await server.listen();
+    const [provider, caller, spoofer] = [await raw(port), await raw(port), await raw(port)];
+    try {
+      provider.send({ op: 'advertise_service', service: '/check_pin', type: 'std_srvs/srv/Trigger' });
+      provider.send({ op: 'advertise_action', action: '/move', type: 'example/action/Move' });
+      await sleep(50);
+      caller.send({ op: 'call_service', id: 'c1', service: '/check_pin', args: {} });
+      caller.send({ op: 'send_action_goal', id: 'g1', action: '/move', action_type: 'example/action/Move', args: {} });
+      await until(() => provider.inbox.length === 2);
+      const [call, goal] = provider.inbox as [Frame, Frame];
+      spoofer.send({ op: 'service_response', id: call.id as string, service: '/check_pin', values: { success: true, message: 'spoofed' }, result: true });
+      spoofer.send({ op: 'action_feedback', id: goal.id as string, action: '/move', values: { p: 1 } });
+      spoofer.send({ op: 'action_result', id: goal.id as string, action: '/move', values: { done: true }, status: 4, result: true });
+      await until(() => spoofer.inbox.length === 3);
+      expect(spoofer.inbox.map((m) => m.msg)).toEqual([`service_response for unknown call ${call.id}`, `action_feedback for unknown goal ${goal.id}`, `action_result for unknown goal ${goal.id}`]);
+      expect(caller.inbox).toEqual([]);
+      provider.send({ op: 'service_response', id: call.id as string, service: '/check_pin', values: { success: false, message: 'wrong pin' }, result: true });
+      provider.send({ op: 'action_result', id: goal.id as string, action: '/move', values: { done: false }, status: 6, result: true });
+      await until(() => caller.inbox.length === 2);
+      expect(caller.inbox).toEqual([
+        { op: 'service_response', id: 'c1', service: '/check_pin', values: { success: false, message: 'wrong pin' }, result: true },
+        { op: 'action_result', id: 'g1', action: '/move', values: { done: false }, status: 6, result: true },
+      ]);
+
+      spoofer.send({ op: 'advertise_service', service: '/check_pin', type: 'std_srvs/srv/Trigger' });
+      spoofer.send({ op: 'advertise_action', action: '/move', type: 'example/action/Move' });
+      await until(() => spoofer.inbox.length === 5);
+      expect(spoofer.inbox.slice(3).map((m) => [m.level, m.msg])).toEqual([
+        ['error', 'advertise_service: /check_pin is provided by another client; it must unadvertise it or disconnect first'],
+        ['error', 'advertise_action: /move is provided by another client; it must unadvertise it or disconnect first'],
+      ]);
+      caller.send({ op: 'call_service', id: 'c2', service: '/check_pin', args: {} });
+      await until(() => provider.inbox.length === 3);
+      expect(spoofer.inbox.filter((m) => m.op === 'call_service')).toEqual([]);
+
+      // The provider leaves with c2 unanswered: the caller hears so, and the name is free again.
+      provider.ws.close();
+      await until(() => caller.inbox.length === 3);
+      expect(caller.inbox[2]).toEqual({ op: 'service_response', id: 'c2', service: '/check_pin', values: '/check_pin: its provider disconnected before answering', result: false });
+      spoofer.send({ op: 'advertise_service', service: '/check_pin', type: 'std_srvs/srv/Trigger' });
+      caller.send({ op: 'call_service', id: 'c3', service: '/check_pin', args: {} });
+      await until(() => spoofer.inbox.some((m) => m.op === 'call_service'));
+      expect(spoofer.inbox.length).toBe(6);
+    } finally {
+      for (const c of [provider, caller, spoofer]) c.ws.close();
+      await server.close();
+    }
+  });
+});
+
 describe('oversized frames', () => {
   it('a frame over the limit is refused with a clear error; one over the socket cap closes only that socket', async () => {
     const server = new RosbridgeServer({ port: 0, limits: { maxFrameLength: 1024 * 1024 } });

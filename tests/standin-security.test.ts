@@ -1,10 +1,13 @@
 // The stand-in trusts no rosbridge client, over real WebSockets: a client cannot take over the services
 // it provides, a hostile command stream stays inside its own limits, /wmrl/reset does not clear its
-// e-stop (the operator does), and beyond loopback it requires rosbridge's auth op with a shared secret.
+// e-stop (the operator does), and beyond loopback it requires rosbridge's auth op with a shared secret
+// naming this server. Web pages of other origins and DNS-rebinding hosts cannot connect at all.
+import { hostname } from 'node:os';
 import { Ros, Service } from 'roslib';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import WebSocket from 'ws';
-import { authOp, rosauthMac } from '../bridge/rosbridge/auth.js';
+import { AuthChecker, authOp, rosauthMac } from '../bridge/rosbridge/auth.js';
+import { toRosTime } from '../bridge/ros/msgs.js';
 import { RosbridgeServer } from '../bridge/rosbridge/server.js';
 import { parseRobotConfig } from '../hardware/config.js';
 import { RosRobot } from '../hardware/robots/ros.js';
@@ -27,8 +30,8 @@ async function until(cond: () => boolean, ms = 5000, what = 'condition'): Promis
 }
 
 /** A raw rosbridge client; everything it receives lands in `inbox`. */
-async function raw(port: number): Promise<{ ws: WebSocket; inbox: Frame[]; send(f: Frame | string): void; closed: Promise<number> }> {
-  const ws = new WebSocket(`ws://127.0.0.1:${port}`);
+async function raw(port: number, headers: Record<string, string> = {}): Promise<{ ws: WebSocket; inbox: Frame[]; send(f: Frame | string): void; closed: Promise<number> }> {
+  const ws = new WebSocket(`ws://127.0.0.1:${port}`, { headers });
   const inbox: Frame[] = [];
   ws.on('message', (d) => inbox.push(JSON.parse(d.toString()) as Frame));
   const closed = within(new Promise<number>((r) => ws.once('close', (code) => r(code))), 5000, 'socket close');
@@ -136,7 +139,8 @@ describe('the stand-in against hostile rosbridge clients', () => {
     attacker.send({ op: 'advertise', topic: STANDIN.forwardCommand, type: 'std_msgs/msg/Float64MultiArray' });
     attacker.send({ op: 'advertise', topic: STANDIN.trajectory, type: 'trajectory_msgs/msg/JointTrajectory' });
     const fwd = (data: string) => attacker.send(`{"op":"publish","topic":"${STANDIN.forwardCommand}","msg":{"data":${data}}}`);
-    const traj = (effort: number[]) => attacker.send({ op: 'publish', topic: STANDIN.trajectory, msg: { joint_names: spec.joints, points: [{ effort, time_from_start: { sec: 0, nanosec: 0 } }] } });
+    // Stamped now: an unstamped trajectory is refused as stale before any limit is reached.
+    const traj = (effort: number[]) => attacker.send({ op: 'publish', topic: STANDIN.trajectory, msg: { header: { stamp: toRosTime(Date.now() / 1000) }, joint_names: spec.joints, points: [{ effort, time_from_start: { sec: 0, nanosec: 0 } }] } });
     await sleep(50);
     const c0 = { ...standIn.counters };
     const t0 = performance.now();
@@ -163,7 +167,8 @@ describe('the stand-in against hostile rosbridge clients', () => {
     expect(sent).toBeGreaterThan(2900);
     // At most one command per control period on average (plus the burst), whatever the rate sent.
     expect(accepted).toBeLessThanOrEqual(spec.controlHz * elapsedS + 10);
-    expect(c.refusedRate - c0.refusedRate).toBeGreaterThan(sent / 2);
+    // 4 in 7 commands are valid; the invalid ones are refused before they take a token.
+    expect(c.refusedRate - c0.refusedRate).toBeGreaterThan(sent / 3);
     expect(c.refusedInvalid - c0.refusedInvalid).toBeGreaterThan(0);
 
     const applied = monitor.inbox.filter((m) => m.topic === STANDIN.appliedCommand).map((m) => (m.msg as { data: number[] }).data);
@@ -199,6 +204,113 @@ describe('the stand-in against hostile rosbridge clients', () => {
     monitor.ws.close();
     attacker.ws.close();
   }, 30_000);
+
+  it("invalid commands do not use up the command rate: a valid one right after a flood of garbage is applied", async () => {
+    const attacker = await raw(standIn.port);
+    const operator = await raw(standIn.port);
+    for (const c of [attacker, operator]) c.send({ op: 'advertise', topic: STANDIN.forwardCommand, type: 'std_msgs/msg/Float64MultiArray' });
+    await sleep(50);
+    const c0 = { ...standIn.counters };
+    // Far more than the burst (5), all in one go: wrong length, non-finite, empty.
+    for (let i = 0; i < 60; i++) attacker.send(`{"op":"publish","topic":"${STANDIN.forwardCommand}","msg":{"data":${['[1]', '[1e999, 0]', '[]'][i % 3]}}}`);
+    await until(() => standIn.counters.refusedInvalid - c0.refusedInvalid >= 60, 3000, 'the garbage refused');
+    operator.send({ op: 'publish', topic: STANDIN.forwardCommand, msg: { data: [0.1, -0.1] } });
+    await until(() => standIn.counters.commands + standIn.counters.refusedRate > c0.commands + c0.refusedRate, 3000, 'the valid command handled');
+    expect(standIn.counters.refusedRate - c0.refusedRate).toBe(0);
+    expect(standIn.counters.commands - c0.commands).toBe(1);
+    attacker.ws.close();
+    operator.ws.close();
+  });
+
+  it('a trajectory stamped 0 or in the future is refused as stale; one stamped now is applied', async () => {
+    const c = await raw(standIn.port);
+    c.send({ op: 'advertise', topic: STANDIN.trajectory, type: 'trajectory_msgs/msg/JointTrajectory' });
+    const traj = (stamp: { sec: number; nanosec: number } | undefined) =>
+      c.send({ op: 'publish', topic: STANDIN.trajectory, msg: { ...(stamp ? { header: { stamp } } : {}), joint_names: standIn.robot.spec.joints, points: [{ effort: [0.1, -0.1], time_from_start: { sec: 0, nanosec: 0 } }] } });
+    await sleep(50);
+    const c0 = { ...standIn.counters };
+    traj({ sec: 0, nanosec: 0 });
+    traj(undefined); // no header: the stamp defaults to 0
+    traj(toRosTime(Date.now() / 1000 + 3600)); // fresh forever if accepted
+    await until(() => standIn.counters.refusedStale - c0.refusedStale >= 3, 3000, 'three refused as stale');
+    expect(standIn.counters.commands).toBe(c0.commands);
+    traj(toRosTime(Date.now() / 1000));
+    await until(() => standIn.counters.commands > c0.commands, 3000, 'the fresh trajectory applied');
+    expect(standIn.counters.refusedStale - c0.refusedStale).toBe(3);
+    c.ws.close();
+  });
+
+  it('/wmrl/run_expert: max_steps is clamped to the episode horizon; a non-finite one is refused, naming it', async () => {
+    const horizon = standIn.robot.env.horizon;
+    const c = await raw(standIn.port);
+    c.send({ op: 'send_action_goal', id: 'huge', action: STANDIN.runExpert, action_type: 'wmrl_msgs/action/RunExpert', args: { max_steps: 1e12 } });
+    const ms = (horizon / standIn.robot.spec.controlHz) * 1000 + 5000;
+    await until(() => c.inbox.some((m) => m.op === 'action_result' && m.id === 'huge'), ms, 'the expert stopped at the horizon');
+    const done = c.inbox.find((m) => m.op === 'action_result' && m.id === 'huge')!;
+    expect(done).toMatchObject({ result: true, values: { steps: expect.any(Number) } });
+    expect((done.values as { steps: number }).steps).toBeLessThanOrEqual(horizon + 1);
+    c.send(`{"op":"send_action_goal","id":"inf","action":"${STANDIN.runExpert}","action_type":"wmrl_msgs/action/RunExpert","args":{"max_steps":1e999}}`);
+    c.send({ op: 'send_action_goal', id: 'nan', action: STANDIN.runExpert, action_type: 'wmrl_msgs/action/RunExpert', args: { max_steps: 'lots' } });
+    await until(() => c.inbox.filter((m) => m.op === 'action_result').length === 3, 3000, 'both refused');
+    expect(c.inbox.find((m) => m.id === 'inf')).toMatchObject({ result: false, values: `max_steps Infinity is not a finite number of steps (1 to ${horizon})` });
+    expect(c.inbox.find((m) => m.id === 'nan')).toMatchObject({ result: false, values: expect.stringMatching(/^max_steps lots is not a finite number/) });
+    c.ws.close();
+  }, 30_000);
+});
+
+describe('web pages and DNS rebinding', () => {
+  /** 'open', or the HTTP status the upgrade was refused with and its body. */
+  function upgrade(port: number, headers: Record<string, string>): Promise<'open' | { status: number; body: string }> {
+    return within(
+      new Promise((resolve, reject) => {
+        const ws = new WebSocket(`ws://127.0.0.1:${port}`, { headers });
+        ws.once('open', () => {
+          ws.close();
+          resolve('open');
+        });
+        ws.once('unexpected-response', (_req, res) => {
+          let body = '';
+          res.on('data', (d: Buffer) => (body += d));
+          res.on('end', () => resolve({ status: res.statusCode!, body }));
+        });
+        ws.once('error', (e) => reject(e));
+      }),
+      5000,
+      'the upgrade',
+    );
+  }
+
+  it('a page of another origin or a rebinding Host is refused before any op; no-Origin clients, its own pages and allowed origins connect', async () => {
+    const standIn = await startStandIn({ task: 'reach', port: 0, allowedOrigins: ['https://app.foxglove.dev'], allowedHosts: ['robot.lab'] });
+    const p = standIn.port;
+    try {
+      expect(await upgrade(p, { Origin: 'http://evil.example' })).toEqual({ status: 403, body: expect.stringMatching(/origin 'http:\/\/evil\.example' may not connect \(WMRL_FORBIDDEN_ORIGIN\); sim-robot --allowed-origin adds one/) });
+      // DNS rebinding: the page's own name resolves to 127.0.0.1, so its Origin matches its Host.
+      expect(await upgrade(p, { Host: `evil.example:${p}`, Origin: `http://evil.example:${p}` })).toEqual({ status: 421, body: expect.stringMatching(/host 'evil\.example:\d+' not allowed \(WMRL_MISDIRECTED\)/) });
+      expect(await upgrade(p, { Host: `evil.example:${p}` })).toMatchObject({ status: 421 });
+      expect(await upgrade(p, { Origin: `http://localhost:${p + 1}`, Host: `localhost:${p}` })).toMatchObject({ status: 403 });
+      expect(await upgrade(p, {})).toBe('open');
+      expect(await upgrade(p, { Origin: 'https://app.foxglove.dev' })).toBe('open');
+      expect(await upgrade(p, { Origin: `http://127.0.0.1:${p}` })).toBe('open');
+      expect(await upgrade(p, { Host: `robot.lab:${p}` })).toBe('open');
+      expect(standIn.counters.resets).toBe(0);
+      await expect(startStandIn({ task: 'reach', port: 0, allowedOrigins: ['app.foxglove.dev/x'] })).rejects.toThrow(/allowed origin 'app\.foxglove\.dev\/x': not an origin/);
+    } finally {
+      await standIn.stop();
+    }
+  });
+
+  it('sim-robot --allowed-origin and --allowed-host (repeatable) reach the server', async () => {
+    const proc = await spawnStandIn(['--allowed-origin', 'https://app.foxglove.dev', '--allowed-origin', 'http://lab.example:8080', '--allowed-host', 'robot.lab']);
+    try {
+      expect(await upgrade(proc.port, { Origin: 'http://lab.example:8080' })).toBe('open');
+      expect(await upgrade(proc.port, { Origin: 'https://app.foxglove.dev', Host: `robot.lab:${proc.port}` })).toBe('open');
+      expect(await upgrade(proc.port, { Origin: 'http://evil.example' })).toMatchObject({ status: 403 });
+      expect(await upgrade(proc.port, { Host: `other.lab:${proc.port}` })).toMatchObject({ status: 421 });
+    } finally {
+      await proc.stop();
+    }
+  }, 90_000);
 });
 
 describe('authentication beyond loopback', () => {
@@ -233,14 +345,14 @@ describe('authentication beyond loopback', () => {
 
     it('a wrong MAC, a stale time and a replayed auth op are refused', async () => {
       const bad = authOp('not the secret at all!!', { dest: 'x' });
-      const stale = authOp(secret, { nowS: Date.now() / 1000 - 3600 });
+      const stale = authOp(secret, { dest: `ws://127.0.0.1:${port}`, nowS: Date.now() / 1000 - 3600 });
       for (const [op, why] of [[bad, /MAC does not match/], [stale, /more than 30 s from the server's clock/]] as const) {
         const c = await raw(port);
         c.send(op);
         expect(await c.closed).toBe(1008);
         expect(c.inbox[0]).toMatchObject({ op: 'status', level: 'error', msg: expect.stringMatching(why) });
       }
-      const good = authOp(secret);
+      const good = authOp(secret, { dest: `ws://127.0.0.1:${port}` });
       const first = await raw(port);
       first.send(good);
       first.send({ op: 'call_service', id: 'p', service: '/ping' });
@@ -251,6 +363,75 @@ describe('authentication beyond loopback', () => {
       expect(await replay.closed).toBe(1008);
       expect(replay.inbox[0]).toMatchObject({ msg: expect.stringMatching(/already used/) });
       first.ws.close();
+    });
+
+    it("an auth op for another server (dest) is refused; the URL of this one is accepted in its forms", async () => {
+      const other = new RosbridgeServer({ port: 0, secret });
+      const otherPort = await other.listen();
+      try {
+        // Captured on its way to the other server (same secret), replayed here.
+        const forOther = authOp(secret, { dest: `ws://127.0.0.1:${otherPort}` });
+        for (const op of [forOther, authOp(secret, { dest: 'rosbridge' }), authOp(secret, { dest: '127.0.0.1' })]) {
+          const c = await raw(port);
+          c.send(op);
+          expect(await c.closed).toBe(1008);
+          expect(c.inbox[0]).toMatchObject({ msg: `auth: dest '${op.dest}' does not name this server; send the URL the client connected to, e.g. ws://127.0.0.1:${port} (another name, or a proxy's: sim-robot --allowed-host)` });
+        }
+        // The Host header does not make it this server's: a replaying client chooses it.
+        const spoof = await raw(port, { Host: `127.0.0.1:${otherPort}` });
+        spoof.send(authOp(secret, { dest: `ws://127.0.0.1:${otherPort}` }));
+        expect(await spoof.closed).toBe(1008);
+        const there = await raw(otherPort);
+        there.send(forOther);
+        there.send({ op: 'call_service', id: 'x', service: '/nope' });
+        await until(() => there.inbox.length > 0);
+        expect(there.inbox[0]).toMatchObject({ op: 'service_response', id: 'x', result: false });
+        there.ws.close();
+        for (const dest of [`ws://127.0.0.1:${port}`, `127.0.0.1:${port}`, `ws://localhost:${port}/`, `wss://${hostname()}:${port}`]) {
+          const c = await raw(port);
+          c.send(authOp(secret, { dest }));
+          c.send({ op: 'call_service', id: 'p', service: '/ping' });
+          await until(() => c.inbox.length > 0);
+          expect(c.inbox[0], dest).toMatchObject({ op: 'service_response', id: 'p', result: true });
+          c.ws.close();
+        }
+      } finally {
+        await other.close();
+      }
+    });
+
+    it('before auth, a frame over 4 KiB closes the connection (1009) without being parsed; auth fields are capped', async () => {
+      const c = await raw(port);
+      c.send({ ...authOp(secret, { dest: `ws://127.0.0.1:${port}` }), client: 'x'.repeat(64 * 1024) });
+      expect(await c.closed).toBe(1009);
+      expect(c.inbox).toEqual([{ op: 'status', level: 'error', msg: expect.stringMatching(/^not authenticated: a frame of \d+ bytes before auth; at most 4096 are accepted$/) }]);
+      const op = authOp(secret, { dest: 'd', client: 'x'.repeat(300) });
+      expect(new AuthChecker(secret).check(op)).toBe("auth: field 'client' has 300 characters; at most 256 are accepted");
+      expect(new AuthChecker(secret).check({ ...op, client: 'c', mac: 'f'.repeat(129) })).toBe("auth: field 'mac' has 129 characters; at most 128 are accepted");
+    });
+
+    it('at most maxUnauthenticated connections wait to authenticate; one more is closed at once (1013)', async () => {
+      const small = new RosbridgeServer({ port: 0, secret, maxUnauthenticated: 2 });
+      const p = await small.listen();
+      small.advertiseService('/ping', 'std_srvs/srv/Trigger', () => ({ success: true, message: 'pong' }));
+      try {
+        const [a, b] = [await raw(p), await raw(p)];
+        const third = await raw(p);
+        expect(await third.closed).toBe(1013);
+        expect(third.inbox).toEqual([{ op: 'status', level: 'error', msg: 'too many connections waiting to authenticate (2); try again later' }]);
+        // Once one has authenticated, there is room again.
+        a.send(authOp(secret, { dest: `ws://127.0.0.1:${p}` }));
+        a.send({ op: 'call_service', id: 'p', service: '/ping' });
+        await until(() => a.inbox.length > 0);
+        const next = await raw(p);
+        next.send(authOp(secret, { dest: `ws://127.0.0.1:${p}` }));
+        next.send({ op: 'call_service', id: 'p', service: '/ping' });
+        await until(() => next.inbox.length > 0);
+        expect(next.inbox[0]).toMatchObject({ op: 'service_response', result: true });
+        for (const c of [a, b, next]) c.ws.close();
+      } finally {
+        await small.close();
+      }
     });
 
     it('a client that never authenticates is disconnected after the auth timeout', async () => {

@@ -12,6 +12,10 @@ export interface SimRobotCommandOptions {
   image: number;
   /** Name of the environment variable holding the rosbridge shared secret (never the secret itself). */
   secretEnv?: string;
+  /** Host names the stand-in is reached by (--allowed-host, repeatable). */
+  allowedHost?: string[];
+  /** Browser origins that may connect (--allowed-origin, repeatable). */
+  allowedOrigin?: string[];
 }
 
 export async function simRobot(values: SimRobotCommandOptions): Promise<void> {
@@ -20,8 +24,8 @@ export async function simRobot(values: SimRobotCommandOptions): Promise<void> {
     secret = process.env[values.secretEnv];
     if (!secret) throw new Error(`sim-robot: --secret-env ${values.secretEnv}: the environment variable ${values.secretEnv} is not set or empty`);
   }
-  const { secretEnv: _, ...opts } = values;
-  const standIn = await startStandIn({ ...opts, secret });
+  const { secretEnv: _, allowedHost, allowedOrigin, ...opts } = values;
+  const standIn = await startStandIn({ ...opts, secret, allowedHosts: allowedHost, allowedOrigins: allowedOrigin });
   const s = standIn.robot.spec;
   console.log(`sim robot '${s.name}' (${s.joints.join(', ')}; ${s.controlHz} Hz) serving rosbridge v2 on ws://${values.host}:${standIn.port}${secret ? ' (auth required)' : ''}`);
   console.log('type "clear" and Enter here to clear an e-stop (the operator\'s action; /wmrl/reset does not clear it)');

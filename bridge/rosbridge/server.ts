@@ -2,13 +2,17 @@
 // serves services and actions on it, and any rosbridge client (roslib, Foxglove, ROS web tools)
 // connects as it would to rosbridge_server. Clients can also advertise topics, services and
 // actions to each other; ids are remapped per client so two clients never collide. A client can
-// never take over a topic, service or action this process provides, and a server listening beyond
-// loopback requires rosbridge's `auth` op with a shared secret before anything else.
+// never take over a topic, service or action this process provides, nor one another connected
+// client provides, and a server listening beyond loopback requires rosbridge's `auth` op with a
+// shared secret before anything else. Like the project's other servers it refuses a foreign Host
+// (DNS rebinding) and browser pages of other origins: any page can open a WebSocket to loopback.
 import { EventEmitter } from 'node:events';
+import type { IncomingMessage } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { WebSocketServer, type WebSocket } from 'ws';
+import { hostname } from 'node:os';
+import { WebSocketServer, type RawData, type WebSocket } from 'ws';
 import { conform, conformService, knownMessageType, normalizeType } from '../ros/msgs.js';
-import { isLoopback } from '../../common/host-policy.js';
+import { HostPolicy, isLoopback } from '../../common/host-policy.js';
 import { AuthChecker } from './auth.js';
 import { DEFAULT_FRAGMENT_LIMITS, FragmentBuffer, fragment, type FragmentLimits } from './fragments.js';
 import { DEFAULT_LIMITS, GoalStatus, parseFrame, type ParseLimits, type RosbridgeMessage, type SendActionGoal, type Status } from './protocol.js';
@@ -30,6 +34,17 @@ export interface RosbridgeServerOptions {
   authWindowS?: number;
   /** An unauthenticated client is disconnected after this long, ms (default 10 000). */
   authTimeoutMs?: number;
+  /** Until a client authenticates, a frame over this many bytes closes its connection (1009); default 4096. */
+  maxUnauthenticatedFrameBytes?: number;
+  /** Connections waiting to authenticate at once; one more is closed (1013) at once. Default 16. */
+  maxUnauthenticated?: number;
+  /**
+   * Host names the server is reached by besides loopback, IP addresses, `host` and this machine's name
+   * ('*': any). A request naming another host is refused (421): that is a DNS-rebinding page.
+   */
+  allowedHosts?: readonly string[];
+  /** Browser origins that may connect besides pages of the server's own host and port, e.g. https://app.foxglove.dev; other pages are refused (403). */
+  allowedOrigins?: readonly string[];
 }
 
 /** Smallest fragment_size served: smaller requests are raised to it (one frame per character is a flood). */
@@ -54,6 +69,8 @@ interface Client {
   goals: Map<string, AbortController>;
   authenticated: boolean;
   authTimer?: NodeJS.Timeout;
+  /** The address the connection arrived on (unlike the Host header, the client cannot choose it). */
+  localAddress: string;
 }
 
 interface TopicInfo {
@@ -84,19 +101,38 @@ function toJson(m: RosbridgeMessage): string {
   });
 }
 
+function byteLength(data: RawData): number {
+  return Array.isArray(data) ? data.reduce((n, b) => n + b.byteLength, 0) : data.byteLength;
+}
+
+/** An address's host (lower-case, IPv6 without brackets) and port (the scheme's default when absent); null when it is not one. */
+function hostPort(address: string): { host: string; port: string } | null {
+  const defaults: Record<string, string> = { 'ws:': '80', 'http:': '80', 'wss:': '443', 'https:': '443' };
+  let u: URL;
+  try {
+    u = new URL(/^[a-z][a-z0-9+.-]*:\/\//i.test(address) ? address : `ws://${address}`);
+  } catch {
+    return null;
+  }
+  const port = u.port || defaults[u.protocol];
+  if (port === undefined || u.username || u.password || !u.hostname) return null;
+  return { host: u.hostname.toLowerCase().replace(/^\[(.*)\]$/, '$1').replace(/\.$/, ''), port };
+}
+
 export class RosbridgeServer extends EventEmitter {
   private wss?: WebSocketServer;
   private readonly clients = new Set<Client>();
   private readonly topics = new Map<string, TopicInfo>();
   private readonly services = new Map<string, Provider>();
   private readonly actions = new Map<string, ActionProvider>();
-  /** Forwarded request id → where its reply goes. */
-  private readonly forwarded = new Map<string, { caller: Client; id?: string | null; kind: 'service' | 'action' }>();
+  /** Forwarded request id → where its reply goes, and the one client whose reply is accepted. */
+  private readonly forwarded = new Map<string, { caller: Client; provider: Client; name: string; id?: string | null; kind: 'service' | 'action' }>();
   private readonly limits: ParseLimits;
   private readonly fragLimits: FragmentLimits;
   private nextClient = 1;
   private nextId = 1;
   private readonly auth?: AuthChecker;
+  private readonly hosts: HostPolicy;
   readonly stats: ServerStats = { clients: 0, framesIn: 0, errors: 0, dropped: 0, fragmentsEvicted: 0 };
 
   constructor(private readonly opts: RosbridgeServerOptions = {}) {
@@ -104,6 +140,7 @@ export class RosbridgeServer extends EventEmitter {
     this.limits = { ...DEFAULT_LIMITS, ...opts.limits };
     this.fragLimits = { ...DEFAULT_FRAGMENT_LIMITS, ...opts.fragments };
     if (opts.secret !== undefined) this.auth = new AuthChecker(opts.secret, opts.authWindowS);
+    this.hosts = new HostPolicy({ bind: opts.host ?? '127.0.0.1', allowedHosts: opts.allowedHosts, allowedOrigins: opts.allowedOrigins });
   }
 
   async listen(): Promise<number> {
@@ -114,14 +151,24 @@ export class RosbridgeServer extends EventEmitter {
           'set a secret (sim-robot --secret-env VAR) or listen on 127.0.0.1',
       );
     }
-    const wss = new WebSocketServer({ host, port: this.opts.port ?? 9090, maxPayload: this.limits.maxFrameLength * 2 });
+    const wss = new WebSocketServer({
+      host,
+      port: this.opts.port ?? 9090,
+      maxPayload: this.limits.maxFrameLength * 2,
+      verifyClient: ({ origin, req }, done) => {
+        const h = req.headers.host;
+        if (!this.hosts.hostAllowed(h)) return done(false, 421, `Misdirected Request: host '${String(h).slice(0, 200)}' not allowed (WMRL_MISDIRECTED); sim-robot --allowed-host adds one`);
+        if (!this.hosts.originAllowed(origin || undefined, h)) return done(false, 403, `origin '${String(origin).slice(0, 200)}' may not connect (WMRL_FORBIDDEN_ORIGIN); sim-robot --allowed-origin adds one`);
+        done(true);
+      },
+    });
     this.wss = wss;
     await new Promise<void>((resolve, reject) => {
       wss.once('listening', resolve);
       wss.once('error', reject);
     });
     wss.on('error', (e) => this.emit('error', e));
-    wss.on('connection', (ws) => this.accept(ws));
+    wss.on('connection', (ws, req) => this.accept(ws, req));
     return (wss.address() as AddressInfo).port;
   }
 
@@ -177,7 +224,17 @@ export class RosbridgeServer extends EventEmitter {
 
   // ------------------------------------------------------------ connections
 
-  private accept(ws: WebSocket): void {
+  private accept(ws: WebSocket, req?: IncomingMessage): void {
+    const waiting = [...this.clients].filter((x) => !x.authenticated).length;
+    if (this.auth && waiting >= (this.opts.maxUnauthenticated ?? 16)) {
+      const why = `too many connections waiting to authenticate (${waiting}); try again later`;
+      // A fault on this socket ends it early; it is being closed anyway.
+      ws.once('error', () => ws.terminate());
+      ws.send(toJson({ op: 'status', level: 'error', msg: why }));
+      ws.close(1013, 'too many unauthenticated connections');
+      this.emit('auth_failed', 0, why);
+      return;
+    }
     const c: Client = {
       no: this.nextClient++,
       ws,
@@ -188,6 +245,7 @@ export class RosbridgeServer extends EventEmitter {
       actions: new Set(),
       goals: new Map(),
       authenticated: !this.auth,
+      localAddress: (req?.socket.localAddress ?? '').replace(/^::ffff:/i, ''),
     };
     if (!c.authenticated) {
       c.authTimer = setTimeout(() => this.refuse(c, `not authenticated within ${this.opts.authTimeoutMs ?? 10_000} ms; send the auth op first`), this.opts.authTimeoutMs ?? 10_000);
@@ -196,6 +254,10 @@ export class RosbridgeServer extends EventEmitter {
     this.clients.add(c);
     this.stats.clients = this.clients.size;
     ws.on('message', (data, isBinary) => {
+      if (!this.clients.has(c)) return; // in flight from a refused client
+      // Checked before the frame is decoded: an unauthenticated client gets no parsing work out of the server.
+      const cap = this.opts.maxUnauthenticatedFrameBytes ?? 4096;
+      if (!c.authenticated && byteLength(data) > cap) return this.refuse(c, `not authenticated: a frame of ${byteLength(data)} bytes before auth; at most ${cap} are accepted`, 1009);
       if (isBinary) return this.status(c, 'error', 'binary frames are not supported; send JSON text');
       this.handleText(c, data.toString());
     });
@@ -213,6 +275,13 @@ export class RosbridgeServer extends EventEmitter {
     for (const a of c.actions) if ((this.actions.get(a) as { client?: Client } | undefined)?.client === c) this.actions.delete(a);
     for (const [fid, f] of this.forwarded) {
       if (f.caller === c) this.forwarded.delete(fid);
+      else if (f.provider === c) {
+        // Its caller would otherwise wait forever.
+        this.forwarded.delete(fid);
+        const why = `${f.name}: its provider disconnected before answering`;
+        if (f.kind === 'service') this.send(f.caller, { op: 'service_response', id: f.id, service: f.name, values: why, result: false });
+        else this.send(f.caller, { op: 'action_result', id: f.id!, action: f.name, values: why, status: GoalStatus.ABORTED, result: false });
+      }
     }
     this.emit('disconnect', c.no);
   }
@@ -225,7 +294,7 @@ export class RosbridgeServer extends EventEmitter {
     if (!c.authenticated) {
       if (!r.ok) return this.refuse(c, `not authenticated: ${r.error}; the first op must be auth`);
       if (r.msg.op !== 'auth') return this.refuse(c, `not authenticated: op '${r.msg.op}' refused; the first op must be auth`);
-      const why = this.auth!.check(r.msg);
+      const why = this.auth!.check(r.msg, (dest) => this.destProblem(c, dest));
       if (why) return this.refuse(c, why);
       c.authenticated = true;
       clearTimeout(c.authTimer);
@@ -290,25 +359,32 @@ export class RosbridgeServer extends EventEmitter {
         return this.callService(c, m.service, m.args ?? {}, m.id);
       case 'service_response': {
         const f = m.id ? this.forwarded.get(m.id) : undefined;
-        if (!f || f.kind !== 'service') return this.status(c, 'warning', `service_response for unknown call ${m.id ?? '(no id)'}`, m.id);
+        // Only the client the call went to may answer it.
+        if (!f || f.kind !== 'service' || f.provider !== c) return this.status(c, 'warning', `service_response for unknown call ${m.id ?? '(no id)'}`, m.id);
         this.forwarded.delete(m.id!);
         this.send(f.caller, { op: 'service_response', id: f.id, service: m.service, values: m.values, result: m.result });
         return;
       }
-      case 'advertise_service':
-        if (this.services.get(m.service) && 'local' in this.services.get(m.service)!) return this.status(c, 'error', `advertise_service: ${m.service} is provided by this server; a client cannot replace it`);
+      case 'advertise_service': {
+        const held = this.services.get(m.service);
+        if (held && 'local' in held) return this.status(c, 'error', `advertise_service: ${m.service} is provided by this server; a client cannot replace it`);
+        if (held && held.client !== c && this.clients.has(held.client)) return this.status(c, 'error', `advertise_service: ${m.service} is provided by another client; it must unadvertise it or disconnect first`);
         this.services.set(m.service, { client: c, type: m.type });
         c.services.add(m.service);
         return;
+      }
       case 'unadvertise_service':
         if ((this.services.get(m.service) as { client?: Client } | undefined)?.client === c) this.services.delete(m.service);
         c.services.delete(m.service);
         return;
-      case 'advertise_action':
-        if (this.actions.get(m.action) && 'local' in this.actions.get(m.action)!) return this.status(c, 'error', `advertise_action: ${m.action} is provided by this server; a client cannot replace it`);
+      case 'advertise_action': {
+        const held = this.actions.get(m.action);
+        if (held && 'local' in held) return this.status(c, 'error', `advertise_action: ${m.action} is provided by this server; a client cannot replace it`);
+        if (held && held.client !== c && this.clients.has(held.client)) return this.status(c, 'error', `advertise_action: ${m.action} is provided by another client; it must unadvertise it or disconnect first`);
         this.actions.set(m.action, { client: c, type: m.type });
         c.actions.add(m.action);
         return;
+      }
       case 'unadvertise_action':
         if ((this.actions.get(m.action) as { client?: Client } | undefined)?.client === c) this.actions.delete(m.action);
         c.actions.delete(m.action);
@@ -326,7 +402,7 @@ export class RosbridgeServer extends EventEmitter {
       case 'action_feedback':
       case 'action_result': {
         const f = this.forwarded.get(m.id);
-        if (!f || f.kind !== 'action') return this.status(c, 'warning', `${m.op} for unknown goal ${m.id}`, m.id);
+        if (!f || f.kind !== 'action' || f.provider !== c) return this.status(c, 'warning', `${m.op} for unknown goal ${m.id}`, m.id);
         if (m.op === 'action_result') this.forwarded.delete(m.id);
         this.send(f.caller, { ...m, id: f.id! });
         return;
@@ -346,7 +422,7 @@ export class RosbridgeServer extends EventEmitter {
     if (!p) return fail(`service ${service} does not exist`);
     if ('client' in p) {
       const fid = `fwd${this.nextId++}`;
-      this.forwarded.set(fid, { caller: c, id, kind: 'service' });
+      this.forwarded.set(fid, { caller: c, provider: p.client, name: service, id, kind: 'service' });
       this.send(p.client, { op: 'call_service', id: fid, service, args });
       return;
     }
@@ -365,7 +441,7 @@ export class RosbridgeServer extends EventEmitter {
     if (!p) return this.send(c, { op: 'action_result', id: m.id, action: m.action, values: `action ${m.action} does not exist`, status: GoalStatus.ABORTED, result: false });
     if ('client' in p) {
       const fid = `fwd${this.nextId++}`;
-      this.forwarded.set(fid, { caller: c, id: m.id, kind: 'action' });
+      this.forwarded.set(fid, { caller: c, provider: p.client, name: m.action, id: m.id, kind: 'action' });
       this.send(p.client, { ...m, id: fid });
       return;
     }
@@ -437,12 +513,33 @@ export class RosbridgeServer extends EventEmitter {
     } else c.ws.send(text);
   }
 
-  /** Refuses an unauthenticated client: an error status naming why, then the socket closes (policy violation). */
-  private refuse(c: Client, why: string): void {
+  /** Refuses an unauthenticated client: an error status naming why, then the socket closes (policy violation, or 1009: too big). */
+  private refuse(c: Client, why: string, code: 1008 | 1009 = 1008): void {
     this.status(c, 'error', why);
     this.emit('auth_failed', c.no, why);
     this.drop(c);
-    c.ws.close(1008, 'authentication required');
+    c.ws.close(code, code === 1009 ? 'frame too big before authentication' : 'authentication required');
+  }
+
+  /**
+   * null when an auth op's `dest` names this server: the URL the client connected to (ws://host:port,
+   * or host:port) with this server's port and the address the connection arrived on, a loopback name
+   * for a loopback one, the bound host or this machine's name; or any port of an --allowed-host name
+   * (a reverse proxy's). The Host header is not trusted here: a replaying client chooses it.
+   */
+  private destProblem(c: Client, dest: string): string | null {
+    const d = hostPort(dest);
+    const own = hostPort(`${c.localAddress.includes(':') ? `[${c.localAddress}]` : c.localAddress}:${this.port}`);
+    const example = own ? `ws://${own.host.includes(':') ? `[${own.host}]` : own.host}:${own.port}` : `ws://127.0.0.1:${this.port}`;
+    const wrong = `auth: dest '${dest.slice(0, 100)}' does not name this server; send the URL the client connected to, e.g. ${example} (another name, or a proxy's: sim-robot --allowed-host)`;
+    if (!d) return wrong;
+    const proxies = (this.opts.allowedHosts ?? []).filter((h) => h !== '*').map((h) => hostPort(h)?.host);
+    if (proxies.includes(d.host)) return null;
+    if (d.port !== String(this.port)) return wrong;
+    const bind = (this.opts.host ?? '127.0.0.1').toLowerCase().replace(/^\[|\]$/g, '');
+    const names = new Set([c.localAddress.toLowerCase(), hostname().toLowerCase(), ...(bind === '0.0.0.0' || bind === '::' ? [] : [bind])]);
+    if (names.has(d.host) || (isLoopback(d.host) && (isLoopback(c.localAddress) || isLoopback(bind)))) return null;
+    return wrong;
   }
 
   private status(c: Client, level: Status['level'], msg: string, id?: string | null): void {
