@@ -29,13 +29,13 @@ import { Rng } from '../nn/index.js';
 import { makeEnv, type Env, type EvaluationSplit } from '../sim/index.js';
 import { groupAdvantage } from '../wmrl/advantages.js';
 import { correctorConfig, type CorrectorConfig } from '../wmrl/corrector.js';
-import type { Evaluation } from '../wmrl/embodied.js';
+import { SplitPrompts, type Evaluation } from '../wmrl/embodied.js';
 import type { RunRow } from '../wmrl/run-state.js';
 import { DEFAULT_PRETRAIN, SimPrompts, pretrainWorldModel, simRobotTarget } from '../wmrl/sim-setup.js';
 import { trainStandard } from '../wmrl/train_standard.js';
 import { DEFAULT_WMRL, trainWmrl } from '../wmrl/train_wmrl.js';
 import { fmt, type BenchOptions, type BenchReport } from './lib/report.js';
-import { SplitPrompts, cloneOnGap, sparse, vlaSplit } from '../recipes/vla.js';
+import { cloneOnGap, sparse, vlaSplit } from '../recipes/vla.js';
 import { CLONE, benchMlp } from './vla.js';
 
 const TASK = 'reach';

@@ -21,12 +21,12 @@ import { ClippedPolicyGradient, type PgConfig } from '../policies/pg.js';
 import type { Policy } from '../policies/types.js';
 import { SceneTwin, makeEnv } from '../sim/index.js';
 import type { EvaluationSplit } from '../sim/index.js';
-import type { ClosableTarget } from '../wmrl/embodied.js';
+import { SplitPrompts, type ClosableTarget } from '../wmrl/embodied.js';
 import { DEFAULT_PRETRAIN, POST_TRAIN_PG, SimPrompts, pretrainWorldModel, simRobotTarget } from '../wmrl/sim-setup.js';
 import { trainStandard } from '../wmrl/train_standard.js';
 import { DEFAULT_WMRL, trainWmrl } from '../wmrl/train_wmrl.js';
 import { fmt, type BenchOptions, type BenchReport } from './lib/report.js';
-import { LATENCY, S, SplitPrompts, cloneOnGap, makeVla, sparse, vlaPgConfig, vlaSplit } from '../recipes/vla.js';
+import { LATENCY, S, cloneOnGap, makeVla, sparse, vlaPgConfig, vlaSplit } from '../recipes/vla.js';
 import { CLONE, CONTEXT_TRUTH, benchMlp } from './vla.js';
 
 const TASK = 'reach';

@@ -48,12 +48,13 @@ import type { VlaPolicy } from '../policies/vla.js';
 import { LatentVla, type LatentDistillReport } from '../policies/latent-vla.js';
 import { Rng } from '../nn/index.js';
 import {
-  ANCHORS, COMMAND_HISTORY, IMAGINE, KL_BETA, LATENCY, RL_LOG_STD, S, SplitPrompts, UPDATES, VLA_CLONE, VLA_HIDDEN, VLA_TASKS, cloneOnGap, distillFace, distillStates,
+  ANCHORS, COMMAND_HISTORY, IMAGINE, KL_BETA, LATENCY, RL_LOG_STD, S, UPDATES, VLA_CLONE, VLA_HIDDEN, VLA_TASKS, cloneOnGap, distillFace, distillStates,
   evalEpisodes, exportVla, gapRobot, makeVla, sparse, trainVlaRl, vlaPgConfig, vlaPrompts, vlaRecipe, vlaScale, vlaSplit, wmrlScale, type CloneScale,
 } from '../recipes/vla.js';
 import { CONTEXT_PARAMS, MjEnv, SceneTwin, loadProfile, makeEnv, type Env, type EvaluationSplit } from '../sim/index.js';
 import { EnsembleModel, ModelEnv, repeatRows, type Transitions } from '../worldmodel/index.js';
 import { imaginePolicy } from '../wmrl/imagine-policy.js';
+import { SplitPrompts } from '../wmrl/embodied.js';
 import { DEFAULT_PRETRAIN, SimPrompts, pretrainWorldModel } from '../wmrl/sim-setup.js';
 import { rankAgreement } from '../wmrl/train_wmrl.js';
 import { RESULTS_DIR, fmt, median, quantile, type BenchOptions, type BenchReport } from './lib/report.js';

@@ -21,7 +21,7 @@ import { VlaPolicy } from '../policies/vla.js';
 import { SceneTwin, combinationSplit, loadProfile, makeEnv, type Env, type EvaluationSplit } from '../sim/index.js';
 import type { EnsembleModel, Transitions } from '../worldmodel/index.js';
 import { correctorConfig, type CorrectorConfig } from '../wmrl/corrector.js';
-import type { ClosableTarget, Prompt, PromptSource } from '../wmrl/embodied.js';
+import { SplitPrompts, type ClosableTarget, type PromptSource } from '../wmrl/embodied.js';
 import type { RunHooks, RunRow } from '../wmrl/run-state.js';
 import { DEFAULT_PRETRAIN, SimPrompts, pretrainWorldModel, simRobotTarget } from '../wmrl/sim-setup.js';
 import { trainStandard } from '../wmrl/train_standard.js';
@@ -204,20 +204,6 @@ export async function cloneOnGap<P extends Policy>(task: VlaTask, split: Evaluat
     return await cloneWithDagger(make(recording), recording, LATENCY, split.train.slice(0, C.demos), C.daggerRounds, C.daggerEpisodes, C.bcEpochs, onRound);
   } finally {
     recording.dispose();
-  }
-}
-
-/**
- * Prompt k of a run = the k-th training seed of the split (never a held-out combination, never an evaluation seed);
- * `wrap`: past the last seed, start over from the first (runs of more prompts than the split has training seeds).
- */
-export class SplitPrompts implements PromptSource {
-  constructor(private readonly sim: SimPrompts, private readonly seeds: readonly number[], private readonly k0: number, private readonly wrap = false) {}
-
-  get(k: number): Prompt {
-    const seed = this.seeds[this.wrap ? (k - this.k0) % this.seeds.length : k - this.k0];
-    if (seed === undefined) throw new Error(`vla recipe: prompt ${k} is past the ${this.seeds.length} training seeds left for prompts`);
-    return this.sim.get(seed);
   }
 }
 

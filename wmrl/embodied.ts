@@ -59,6 +59,20 @@ export class SimPrompts implements Disposable, PromptSource {
 }
 
 /**
+ * Prompt k of a run = seed k - k0 of `seeds` (a split's training seeds: never a held-out combination, never an
+ * evaluation seed); `wrap`: past the last seed, start over from the first.
+ */
+export class SplitPrompts implements PromptSource {
+  constructor(private readonly sim: SimPrompts, private readonly seeds: readonly number[], private readonly k0: number, private readonly wrap = false) {}
+
+  get(k: number): Prompt {
+    const seed = this.seeds[this.wrap ? (k - this.k0) % this.seeds.length : k - this.k0];
+    if (seed === undefined) throw new Error(`prompt ${k} is past the ${this.seeds.length} training seeds left for prompts`);
+    return this.sim.get(seed);
+  }
+}
+
+/**
  * Robot time. Every robot episode costs its steps × control period plus the reset; robots are
  * exclusive, so an episode goes to the robot that frees up first. `robotSeconds` is the total
  * robot time spent (the budget a lab pays); `wallSeconds` the time until the last robot is done.
