@@ -1,7 +1,7 @@
 // A robot's e-stop latch, kept on disk (data/estop/<robot>.json) so that a restart does not release it:
 // a robot that was e-stopped stays stopped until the operator resets it. The file exists while the
 // latch is set; the reset removes it.
-import { existsSync, mkdirSync, readFileSync, rmSync } from 'node:fs';
+import { lstatSync, mkdirSync, readFileSync, rmSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { Type, type Static } from '@sinclair/typebox';
 import { Value } from '@sinclair/typebox/value';
@@ -33,10 +33,17 @@ export class EstopLatch {
 
   /** A file that cannot be parsed keeps the robot latched: only the operator's reset releases it. */
   read(): LatchState {
-    if (!existsSync(this.file)) return { latched: false };
+    // lstat, not exists: a dangling symlink in its place is there, unreadable, and so latched.
+    if (!lstatSync(this.file, { throwIfNoEntry: false })) return { latched: false };
+    let text: string;
+    try {
+      text = readFileSync(this.file, 'utf8');
+    } catch (e) {
+      return this.unreadable(`it cannot be read (${(e as Error).message})`);
+    }
     let v: unknown;
     try {
-      v = JSON.parse(readFileSync(this.file, 'utf8'));
+      v = JSON.parse(text);
     } catch (e) {
       return this.unreadable(`it is not JSON (${(e as Error).message})`);
     }

@@ -1,7 +1,7 @@
 // The e-stop latch survives a restart: a service started again on the same data folder finds its robot
 // e-stopped, refuses runs and deployments on it (409) until the operator's reset, and that reset is kept
 // too. A latch file that cannot be read keeps the robot stopped and says why.
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { existsSync, lstatSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
@@ -93,5 +93,16 @@ describe('the e-stop latch across restarts', () => {
       expect((await call(svc, 'POST', '/api/robots/sim/reset')).json<RobotStatus>().estopped).toBe(false);
       expect(existsSync(latchFile(data, 'sim'))).toBe(false);
     }
+  });
+
+  it('a dangling symlink in place of the latch file is there, unreadable, and so keeps the robot e-stopped', async () => {
+    const data = join(root, 'dangling');
+    mkdirSync(join(data, 'estop'), { recursive: true });
+    symlinkSync(join(data, 'nowhere.json'), latchFile(data, 'sim'));
+    const svc = await start(data);
+    expect(await status(svc)).toMatchObject({ state: 'estopped', estopped: true });
+    expect(svc.ctx.robots.get('sim')!.restoredLatch!.reason).toMatch(/cannot be read \(ENOENT/);
+    expect((await call(svc, 'POST', '/api/robots/sim/reset')).json<RobotStatus>().estopped).toBe(false);
+    expect(lstatSync(latchFile(data, 'sim'), { throwIfNoEntry: false })).toBeUndefined();
   });
 });
