@@ -1,4 +1,4 @@
-// The benchmarks there are: every bench/<name>.ts but the harness (run.ts). The harness and `wmrl bench` list them from here.
+// The benchmarks there are: every bench/<name>.ts but the harness (run.ts). The harness lists them from here (`wmrl bench` reads the folder itself: nothing imports bench/).
 import { readdirSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 
