@@ -46,7 +46,7 @@ const PURE_WM: CorrectorOverrides = { anchors: { fraction: 0, floor: 0 }, debias
 /**
  * The outcome world model: a Gaussian process over one-hot + thermometer features, each step's scores one joint
  * posterior draw (Thompson sampling), which keeps the agent from collapsing onto the warm-up's argmax
- * (docs/decisions.md has the sweep it was chosen on).
+ * (an MLP ensemble scored by its mean does).
  */
 export const RESEARCH_OUTCOME = { outcomeModel: 'gp', features: 'ordinal', thompson: true } as const;
 
@@ -72,8 +72,6 @@ export class ReplayExecutor implements Executor {
   private readonly memo = new Map<string, Promise<SandboxOutcome>>();
   /** Jobs this executor passed on to the pool. */
   executed = 0;
-  /** Outcomes loaded from the journal. */
-  readonly journaled: number = 0;
 
   constructor(private readonly inner: Executor, private readonly journal?: string) {
     if (journal && existsSync(journal)) {
@@ -90,7 +88,6 @@ export class ReplayExecutor implements Executor {
         }
         this.memo.set(entry.key, Promise.resolve(entry.outcome));
       });
-      this.journaled = this.memo.size;
     }
   }
 
