@@ -405,6 +405,19 @@ describe('authentication beyond loopback', () => {
       c.send({ ...authOp(secret, { dest: `ws://127.0.0.1:${port}` }), client: 'x'.repeat(64 * 1024) });
       expect(await c.closed).toBe(1009);
       expect(c.inbox).toEqual([{ op: 'status', level: 'error', msg: expect.stringMatching(/^not authenticated: a frame of \d+ bytes before auth; at most 4096 are accepted$/) }]);
+      // A frame bigger than the byte budget is cut off as it arrives, before ws has assembled it. (Its own
+      // server: building and sending 20 MiB here can outlast the 300 ms auth timeout of the one above.)
+      const roomy = new RosbridgeServer({ port: 0, secret });
+      const p = await roomy.listen();
+      try {
+        const frame = JSON.stringify({ ...authOp(secret, { dest: `ws://127.0.0.1:${p}` }), client: 'x'.repeat(20 * 1024 * 1024) });
+        const big = await raw(p);
+        big.send(frame);
+        expect(await big.closed).toBe(1009);
+        expect(big.inbox).toEqual([{ op: 'status', level: 'error', msg: expect.stringMatching(/^not authenticated: \d+ bytes received before auth; at most 262144 are accepted$/) }]);
+      } finally {
+        await roomy.close();
+      }
       const op = authOp(secret, { dest: 'd', client: 'x'.repeat(300) });
       expect(new AuthChecker(secret).check(op)).toBe("auth: field 'client' has 300 characters; at most 256 are accepted");
       expect(new AuthChecker(secret).check({ ...op, client: 'c', mac: 'f'.repeat(129) })).toBe("auth: field 'mac' has 129 characters; at most 128 are accepted");

@@ -8,7 +8,7 @@
 // (DNS rebinding) and browser pages of other origins: any page can open a WebSocket to loopback.
 import { EventEmitter } from 'node:events';
 import type { IncomingMessage } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import type { AddressInfo, Socket } from 'node:net';
 import { hostname } from 'node:os';
 import { WebSocketServer, type RawData, type WebSocket } from 'ws';
 import { conform, conformService, knownMessageType, normalizeType } from '../ros/msgs.js';
@@ -36,6 +36,8 @@ export interface RosbridgeServerOptions {
   authTimeoutMs?: number;
   /** Until a client authenticates, a frame over this many bytes closes its connection (1009); default 4096. */
   maxUnauthenticatedFrameBytes?: number;
+  /** Until a client authenticates, more raw bytes than this from it close its connection (1009) as they arrive; default 256 KiB. */
+  maxUnauthenticatedBytes?: number;
   /** Connections waiting to authenticate at once; one more is closed (1013) at once. Default 16. */
   maxUnauthenticated?: number;
   /**
@@ -263,6 +265,7 @@ export class RosbridgeServer extends EventEmitter {
     });
     ws.on('close', () => this.drop(c));
     ws.on('error', () => this.drop(c));
+    if (!c.authenticated && req) this.limitUnauthenticated(c, req.socket);
     this.emit('connection', c.no);
   }
 
@@ -511,6 +514,28 @@ export class RosbridgeServer extends EventEmitter {
     if (fragmentSize && text.length > fragmentSize) {
       for (const f of fragment(`frag${this.nextId++}`, text, fragmentSize)) c.ws.send(JSON.stringify(f));
     } else c.ws.send(text);
+  }
+
+  /**
+   * ws assembles a whole message (up to maxPayload) before 'message' fires, so the frame cap alone
+   * still lets an unauthenticated client make the server buffer megabytes: its raw bytes are counted
+   * as they arrive, and past the budget the socket stops being read and is closed.
+   */
+  private limitUnauthenticated(c: Client, socket: Socket): void {
+    const budget = this.opts.maxUnauthenticatedBytes ?? 256 * 1024;
+    let received = 0;
+    const onData = (chunk: Buffer) => {
+      if (c.authenticated || !this.clients.has(c)) return void socket.off('data', onData);
+      received += chunk.length;
+      if (received <= budget) return;
+      socket.off('data', onData);
+      socket.pause(); // the unread rest is never buffered
+      this.refuse(c, `not authenticated: ${received} bytes received before auth; at most ${budget} are accepted`, 1009);
+      // The client cannot finish the close handshake behind its unsent frame: its socket is cut after
+      // a grace period in which the status and close frame reach it (not ws's 30 s close timeout).
+      setTimeout(() => socket.destroy(), 1000).unref();
+    };
+    socket.prependListener('data', onData);
   }
 
   /** Refuses an unauthenticated client: an error status naming why, then the socket closes (policy violation, or 1009: too big). */
