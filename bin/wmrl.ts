@@ -170,13 +170,15 @@ program
 const train = program
   .command('train')
   .summary('post-train a policy on a robot with WMRL (or the standard-GRPO baseline), export it as .onnx')
-  .usage('[--algo wmrl|standard] [--robot sim:TASK[:PROFILE]|ROBOT.yaml --task TASK] [--quick] [--out DIR] [--resume] [options]')
+  .usage('[--policy gaussian|vla] [--algo wmrl|standard] [--robot sim:TASK[:PROFILE]|ROBOT.yaml --task TASK] [--quick] [--out DIR] [--resume] [options]')
   .option('--out <DIR>', 'the run folder: config.json, the checkpoint, episodes.db, history.json, policy.onnx (default runs/ALGO-TIME)')
   .option('--resume', 'continue the run in --out as it was started (only --updates may change, to extend it)', false)
-  .option('--command-history <K>', COMMAND_HISTORY_HELP, steps('--command-history'));
+  .option('--command-history <K>', COMMAND_HISTORY_HELP, steps('--command-history'))
+  .addOption(new Option('--policy <kind>', 'the policy post-trained: the Gaussian MLP, or the VLA (recipes/vla.ts: cloned on the gap robot, then WMRL; takes --robot sim:TASK:gap, --quick, --seed, --updates, --kl-coef, --out)').choices(['gaussian', 'vla']).default('gaussian'));
 const trainKeys = [...addSchemaFlags(train, EmbodiedOptions, ['commandHistory']), 'commandHistory'];
 train.action(async (o: Record<string, unknown>, cmd: typeof train) => {
   const given = trainKeys.filter((k) => cmd.getOptionValueSource(k) === 'cli');
+  if (o.policy === 'vla') return (await import('./commands/train-vla.js')).trainVla(o as unknown as Parameters<typeof import('./commands/train-vla.js').trainVla>[0], given);
   await (await import('./commands/train.js')).train(o as Parameters<typeof import('./commands/train.js').train>[0], trainKeys, given);
 });
 
