@@ -13,12 +13,13 @@ import { Rng } from '../nn/index.js';
 import { ClippedPolicyGradient, type PgConfig } from '../policies/pg.js';
 import { correctorConfig, type CorrectorConfig } from '../wmrl/corrector.js';
 import type { RunRow } from '../wmrl/run-state.js';
-import { DEFAULT_PRETRAIN, POST_TRAIN_PG, SimPrompts, heldOutEvaluation, pretrain, simRobotTarget, type Pretrained } from '../wmrl/sim-setup.js';
+import { DEFAULT_PRETRAIN, POST_TRAIN_PG, SimPrompts, heldOutEvaluation, simRobotTarget, type Pretrained } from '../wmrl/sim-setup.js';
 import { trainStandard } from '../wmrl/train_standard.js';
 import { DEFAULT_WMRL, trainWmrl } from '../wmrl/train_wmrl.js';
 import { fmt, median, type BenchOptions, type BenchReport, type Series } from './lib/report.js';
 import { rawSimSps } from './worldmodel.js';
 import { ModelEnv } from '../worldmodel/index.js';
+import { embodiedPretrain } from '../recipes/embodied.js';
 
 /**
  * WMRL imagines IMAGINED times the groups standard GRPO executes per update: imagination costs compute, not
@@ -112,7 +113,7 @@ async function runTask(task: string, o: BenchOptions, step: (label: string, adva
   try {
     for (const seed of seeds) {
       step(`${task}, seed ${seed}: pretraining (behaviour cloning, world model)`);
-      const p: Pretrained = await pretrain({ ...DEFAULT_PRETRAIN, ...pre, task, seed });
+      const p: Pretrained = await embodiedPretrain({ task, seed, quick: false, commandHistory: 0, sizes: pre });
       last = p;
       step(`${task}, seed ${seed}: pretrained`, true);
       const policy0 = p.policy.paramNames().map((n) => Float32Array.from(p.policy.store.get(n).data));
