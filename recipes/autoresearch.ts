@@ -82,8 +82,11 @@ export class ReplayExecutor implements Executor {
         try {
           entry = JSON.parse(line) as typeof entry;
         } catch (e) {
-          // Only the last line can be torn (a run killed while appending it); that execution runs again.
-          if (i >= lines.length - 2) return;
+          // Only the last line can be torn (a run killed while appending it): dropped, so appends start on a line of their own; that execution runs again.
+          if (i >= lines.length - 2) {
+            writeFileAtomic(journal, [lines.slice(0, i).map((l) => `${l}\n`).join('')]);
+            return;
+          }
           throw new Error(`${journal}:${i + 1}: not an execution record (${(e as Error).message})`, { cause: e });
         }
         this.memo.set(entry.key, Promise.resolve(entry.outcome));
