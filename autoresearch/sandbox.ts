@@ -539,8 +539,10 @@ export class SandboxPool implements Executor {
     const stderrTail: string[] = [];
     let resultText = '';
     let answered = false;
-    (child.stderr as Readable).on('data', (d: Buffer) => {
-      stderrTail.push(d.toString('utf8'));
+    // Decoded across chunks: a character split between two reads stays whole.
+    (child.stderr as Readable).setEncoding('utf8');
+    (child.stderr as Readable).on('data', (d: string) => {
+      stderrTail.push(d);
       if (stderrTail.length > 20) stderrTail.shift();
     });
     (child.stdout as Readable).resume();
@@ -607,7 +609,7 @@ export class SandboxPool implements Executor {
           const detail = String(msg.error);
           return fail(MEMORY_TEXT.test(detail) ? 'memory' : 'error', detail);
         }
-        const err = stderrTail.join('').slice(-2000);
+        const err = stderrTail.join('').slice(-2000).replace(/^[\uDC00-\uDFFF]/, ''); // no half of a surrogate pair
         const how = sig ? `signal ${sig}` : `exit code ${code}`;
         return fail(MEMORY_TEXT.test(err) ? 'memory' : 'crash', `died without a result (${how}): ${err.trim().split('\n').slice(-3).join(' | ')}`);
       };
