@@ -2,9 +2,9 @@
 // start and kept in the data folder, readable by its owner only (0600). Repeated failures from one
 // address are rate-limited, so the token cannot be guessed at network speed.
 import { randomBytes } from 'node:crypto';
-import { chmodSync, existsSync, mkdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { AuthError, BearerAuth } from '../common/bearer-auth.js';
+import { loadOrCreateSecretFile } from '../common/secret-file.js';
 import { ApiError } from './errors.js';
 
 export type { AuthOptions } from '../common/bearer-auth.js';
@@ -17,17 +17,10 @@ export interface TokenFile {
 
 export function loadOrCreateToken(dataDir: string): TokenFile {
   const file = join(dataDir, 'token');
-  mkdirSync(dataDir, { recursive: true });
-  if (existsSync(file)) {
-    const mode = statSync(file).mode & 0o777;
-    if (mode & 0o077) chmodSync(file, 0o600); // never left readable by others
-    const token = readFileSync(file, 'utf8').trim();
-    if (!/^[0-9a-f]{64}$/.test(token)) throw new Error(`${file}: not an access token made by this service (64 hex digits); delete it to make a new one`);
-    return { token, file, created: false };
-  }
-  const token = randomBytes(32).toString('hex');
-  writeFileSync(file, token + '\n', { mode: 0o600, flag: 'wx' });
-  return { token, file, created: true };
+  const { text, created } = loadOrCreateSecretFile(file, () => randomBytes(32).toString('hex') + '\n');
+  const token = text.trim();
+  if (!/^[0-9a-f]{64}$/.test(token)) throw new Error(`${file}: not an access token made by this service (64 hex digits); delete it to make a new one`);
+  return { token, file, created };
 }
 
 /** The service's token check (common/bearer-auth.ts), refusing with the service's ApiError. */

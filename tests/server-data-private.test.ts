@@ -11,6 +11,7 @@ import { PolicyLibrary } from '../server/policy-library.js';
 import type { RunStatus } from '../server/schemas.js';
 import { startService } from '../server/service.js';
 import { policyOnnx } from './helpers/policy-onnx.js';
+import { until as untilValue } from './helpers/until.js';
 
 const root = mkdtempSync(join(tmpdir(), 'wmrl-private-'));
 afterAll(() => rmSync(root, { recursive: true, force: true }));
@@ -26,15 +27,7 @@ function loose(dir: string): string[] {
   return out;
 }
 
-async function until<T>(f: () => T | undefined, ms = 60_000): Promise<T> {
-  const t0 = Date.now();
-  for (;;) {
-    const v = f();
-    if (v !== undefined) return v;
-    if (Date.now() - t0 > ms) throw new Error('timed out');
-    await new Promise((r) => setTimeout(r, 50));
-  }
-}
+const until = <T>(f: () => T | undefined, ms = 60_000) => untilValue(f, ms);
 
 describe('the data folder is private', () => {
   it('a new folder is 0700; the episode database, its WAL, checkpoints, policies and the latch are 0600', async () => {

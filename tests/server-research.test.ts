@@ -9,6 +9,7 @@ import { loadResearchArtifact, type ResearchRow } from '../recipes/autoresearch.
 import type { ResearchCheckpoint } from '../server/research-job.js';
 import type { RunStatus } from '../server/schemas.js';
 import { startService, type Service } from '../server/service.js';
+import { until as untilValue } from './helpers/until.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'wmrl-research-job-'));
 let svc: Service;
@@ -25,15 +26,7 @@ afterAll(async () => {
 });
 
 const inject = (o: { method?: 'GET' | 'POST'; url: string; payload?: unknown }) => svc.app.inject({ method: o.method ?? 'GET', url: o.url, headers: auth, payload: o.payload as string });
-async function until<T>(f: () => T | undefined, ms = 180_000): Promise<T> {
-  const t0 = Date.now();
-  for (;;) {
-    const v = f();
-    if (v !== undefined) return v;
-    if (Date.now() - t0 > ms) throw new Error('timed out');
-    await new Promise((r) => setTimeout(r, 50));
-  }
-}
+const until = <T>(f: () => T | undefined, ms = 180_000) => untilValue(f, ms);
 const ended = (id: string) => until(() => {
   const s = svc.ctx.runs.get(id).status;
   return s.state === 'running' || s.state === 'stopping' ? undefined : s;

@@ -6,8 +6,8 @@
 // owner only (0600). A robot's password is derived from `robotKey` (HMAC-SHA256 of its id), so any
 // robot id has one without editing the file: `printf %s ID | openssl dgst -sha256 -hmac ROBOTKEY`.
 import { createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
-import { chmodSync, existsSync, mkdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { loadOrCreateSecretFile } from '../../common/secret-file.js';
 import { JOBS_TOPIC, RESULTS_TOPIC, ROOT, checkRobotId } from './topics.js';
 
 export interface MqttLogin {
@@ -50,24 +50,20 @@ export interface CredentialsFile {
 /** `{dataDir}/mqtt-credentials.json`: read it, or make it (mode 0600, never overwriting one made meanwhile). */
 export function loadOrCreateMqttCredentials(dataDir: string): CredentialsFile {
   const file = join(dataDir, 'mqtt-credentials.json');
-  mkdirSync(dataDir, { recursive: true });
-  if (existsSync(file)) {
-    if (statSync(file).mode & 0o077) chmodSync(file, 0o600);
-    let parsed: unknown;
-    try {
-      parsed = JSON.parse(readFileSync(file, 'utf8'));
-    } catch (e) {
-      throw new Error(`${file}: not valid JSON (${(e as Error).message}); delete it to make new MQTT credentials`);
-    }
-    return { credentials: checkCredentials(parsed, file), file, created: false };
+  const { text, created } = loadOrCreateSecretFile(file, () => {
+    const doc = {
+      ...generateMqttCredentials(),
+      robots: 'robot {id}: username "robot:{id}", password = hex HMAC-SHA256(robotKey, id): printf %s ID | openssl dgst -sha256 -hmac ROBOTKEY',
+    };
+    return JSON.stringify(doc, null, 2) + '\n';
+  });
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(text);
+  } catch (e) {
+    throw new Error(`${file}: not valid JSON (${(e as Error).message}); delete it to make new MQTT credentials`);
   }
-  const credentials = generateMqttCredentials();
-  const doc = {
-    ...credentials,
-    robots: 'robot {id}: username "robot:{id}", password = hex HMAC-SHA256(robotKey, id): printf %s ID | openssl dgst -sha256 -hmac ROBOTKEY',
-  };
-  writeFileSync(file, JSON.stringify(doc, null, 2) + '\n', { mode: 0o600, flag: 'wx' });
-  return { credentials, file, created: true };
+  return { credentials: checkCredentials(parsed, file), file, created };
 }
 
 function checkCredentials(v: unknown, file: string): MqttCredentials {
