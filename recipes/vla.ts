@@ -135,7 +135,7 @@ const Count = (minimum: number) => Type.Integer({ minimum });
 /** What a user may set; everything left out takes the task's default (VLA_CLONE, VLA_HIDDEN, UPDATES, KL_BETA, ...). */
 export const VlaRecipeInput = Type.Object({
   task: Type.Union(VLA_TASKS.map((t) => Type.Literal(t))),
-  /** The RL seed (policy noise, groups, anchors, the robot's noise); the clone and the world model do not depend on it. */
+  /** Seed of the post-training phase (policy noise, groups, anchors, the robot's noise); the clone and the world model do not depend on it. */
   seed: Type.Optional(Count(0)),
   /** The tiny sizes a smoke run takes. */
   quick: Type.Optional(Type.Boolean()),
