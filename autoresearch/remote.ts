@@ -6,15 +6,14 @@
 // A job names its program; a worker runs only programs it was started with (the built-in tasks',
 // and module paths given to it), never code carried by the message, and caps the job's limits at
 // its own maxima. The broker's logins (README, MQTT security) keep others off the jobs topic.
-import { isAbsolute, join, relative, resolve } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { isAbsolute, relative, resolve } from 'node:path';
 import type { MqttClient } from 'mqtt';
 import type { ConnectFn } from '../bridge/mqtt/client.js';
 import { endClient } from '../bridge/mqtt/client.js';
 import { JobDispatcher, serveRolloutJobs, type RolloutWorker } from '../bridge/mqtt/jobs.js';
+import { PACKAGE_ROOT } from '../common/package-root.js';
 import type { Executor, FailReason, SandboxJob, SandboxLimits, SandboxOutcome, SandboxPool, SandboxProgram } from './sandbox.js';
 
-const ROOT = join(fileURLToPath(import.meta.url), '..', '..');
 type ModuleProgram = Extract<SandboxProgram, { kind: 'module' }>;
 
 const REASONS: readonly FailReason[] = ['timeout', 'memory', 'procs', 'crash', 'error', 'cancelled'];
@@ -136,10 +135,14 @@ function describe(p: SandboxProgram): string {
   return `a ${String((p as { kind?: unknown }).kind)} program`;
 }
 
+/** A module path without its .ts or .js: a source and its build in dist/ name the same module. */
+const stem = (path: string) => path.replace(/\.[jt]s$/, '');
+
 /**
  * The worker's own entry for the program a job names: the same export of the same file, by absolute
  * path or, inside this project, by its path from the project root (the service's checkout may live
- * elsewhere). What runs is always the worker's entry, never the message's path.
+ * elsewhere, and either of them may run the sources or the build in dist/). What runs is always the
+ * worker's entry, never the message's path.
  */
 export function knownProgram(known: readonly ModuleProgram[], asked: SandboxProgram): ModuleProgram | undefined {
   if (asked.kind !== 'module' || typeof asked.path !== 'string' || typeof asked.export !== 'string') return undefined;
@@ -148,8 +151,10 @@ export function knownProgram(known: readonly ModuleProgram[], asked: SandboxProg
     if (k.export !== asked.export) return false;
     const own = resolve(k.path);
     if (path === own) return true;
-    const rel = relative(ROOT, own);
-    return !rel.startsWith('..') && !isAbsolute(rel) && path.endsWith(`/${rel.replaceAll('\\', '/')}`);
+    const rel = relative(PACKAGE_ROOT, own);
+    if (rel.startsWith('..') || isAbsolute(rel)) return false;
+    const id = stem(rel.replaceAll('\\', '/')).replace(/^dist\//, '');
+    return stem(path).endsWith(`/${id}`);
   });
 }
 

@@ -11,8 +11,9 @@
 // | network      | bwrap `--unshare-net`: a fresh network namespace with only a down loopback (ENETUNREACH) |
 // | files        | bwrap mount namespace: read-only /usr (+ /lib*, /bin links), a few /etc files, the node  |
 // |              | binary, and of the repository only package.json, tsconfig.json, node_modules and the     |
-// |              | source folders tsconfig.json includes (never data/, runs/, .git, ...); a private tmpfs   |
-// |              | /tmp (HOME, TMPDIR, cwd) of a quarter of the memory limit                                |
+// |              | source folders tsconfig.json includes, and dist/ when the code runs from the build       |
+// |              | (never data/, runs/, .git, ...); a private tmpfs /tmp (HOME, TMPDIR, cwd) of a quarter   |
+// |              | of the memory limit                                                                      |
 // | uid          | as root: bwrap keeps only CAP_SETUID/SETGID, and setpriv drops to uid/gid 65534 with     |
 // |              | no-new-privs; otherwise a user namespace (nested ones disabled)                          |
 // | user ns      | a seccomp filter (bwrap `--seccomp`): unshare/clone with CLONE_NEWUSER → EPERM, clone3   |
@@ -40,17 +41,30 @@ import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { existsSync, readFileSync, readdirSync, realpathSync, rmSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { endianness } from 'node:os';
-import { dirname, join, relative, sep } from 'node:path';
+import { dirname, extname, join, relative, sep } from 'node:path';
 import type { Readable, Writable } from 'node:stream';
 import { fileURLToPath, pathToFileURL } from 'node:url';
+import { PACKAGE_ROOT } from '../common/package-root.js';
 
 const HERE = dirname(fileURLToPath(import.meta.url));
-const ROOT = join(HERE, '..');
-const RUNNER = join(HERE, 'sandbox-runner.ts');
+const ROOT = PACKAGE_ROOT;
+/** The runner beside this module: sandbox-runner.ts from the sources, sandbox-runner.js from the build. */
+const RUNNER = join(HERE, `sandbox-runner${extname(fileURLToPath(import.meta.url))}`);
+/** The top folder of the package this code runs from when it is not the sources' (dist/ for the build), which runs must see. */
+const CODE = relative(ROOT, dirname(HERE)).split(sep)[0] ?? '';
 /** Bundles live inside node_modules so that their bare imports (onnxruntime-node, ...) resolve. */
 const BUNDLES = join(ROOT, 'node_modules', '.cache', 'wmrl-sandbox');
+/** A TypeScript file, which node runs only under tsx's loader. */
+const TYPESCRIPT = /\.[cm]?tsx?$/;
+
 /** tsx's loader by absolute URL: the sandbox's cwd is its private /tmp, where a bare `tsx` would not resolve. */
-const TSX = pathToFileURL(createRequire(import.meta.url).resolve('tsx')).href;
+function tsxLoader(forWhat: string): string {
+  try {
+    return pathToFileURL(createRequire(import.meta.url).resolve('tsx')).href;
+  } catch (e) {
+    throw new Error(`sandbox: ${forWhat} is TypeScript, which runs under tsx, and tsx is not installed (${(e as Error).message.split('\n')[0]}); install the dev dependencies or run the build in dist/`, { cause: e });
+  }
+}
 /** The most an outcome's `detail` carries back (it may quote what the proposal printed or threw). */
 export const DETAIL_MAX_BYTES = 2048;
 
@@ -177,7 +191,8 @@ function need(tool: string, pkg: string, why: string, err: string): Error {
 function repoView(): string[] {
   const ts = JSON.parse(readFileSync(join(ROOT, 'tsconfig.json'), 'utf8')) as { include?: string[] };
   const folders = (ts.include ?? []).filter((e) => /^[\w.-]+$/.test(e) && !e.startsWith('.'));
-  return ['package.json', 'tsconfig.json', 'node_modules', ...folders].filter((e) => existsSync(join(ROOT, e)));
+  const code = CODE && !CODE.startsWith('.') && !folders.includes(CODE) ? [CODE] : [];
+  return ['package.json', 'tsconfig.json', 'node_modules', ...folders, ...code].filter((e) => existsSync(join(ROOT, e)));
 }
 
 /** bwrap's arguments for /usr, the /lib and /bin links (or folders), the /etc files node reads, and the node binary. */
@@ -513,11 +528,17 @@ export class SandboxPool implements Executor {
     return b;
   }
 
-  /** Source programs and bundled modules start in plain node with the bundled runner; other modules under tsx. */
+  /**
+   * Source programs and bundled modules start in plain node with the bundled runner; other modules with
+   * the runner beside this module, under tsx where the runner or the module is TypeScript.
+   */
   private async execute(p: Pending, slot: number): Promise<SandboxOutcome> {
     const started = performance.now();
     const prog = p.job.program;
-    if (prog.kind === 'module' && !prog.bundle) return this.spawnRun(p, slot, ['--import', TSX, RUNNER], prog, started);
+    if (prog.kind === 'module' && !prog.bundle) {
+      const ts = [RUNNER, prog.path].find((f) => TYPESCRIPT.test(f));
+      return this.spawnRun(p, slot, [...(ts ? ['--import', tsxLoader(ts)] : []), RUNNER], prog, started);
+    }
     const runner = await this.bundle(RUNNER);
     const program = prog.kind === 'module' ? { ...prog, path: await this.bundle(prog.path) } : prog;
     return this.spawnRun(p, slot, [runner], program, started);

@@ -1,10 +1,11 @@
 // Builds the viewer (web/, Three.js, bundled by Vite into dist/web) when it is missing or older than
 // its sources, so `npm start` serves it on a fresh clone.
 import { existsSync, readdirSync, statSync } from 'node:fs';
-import { join, resolve } from 'node:path';
+import { join } from 'node:path';
+import { packagePath } from '../common/package-root.js';
 
-export const WEB_SRC = resolve('web');
-export const VIEWER_DIR = resolve('dist/web');
+export const WEB_SRC = packagePath('web');
+export const VIEWER_DIR = packagePath('dist', 'web');
 
 function newest(dir: string): number {
   return Math.max(0, ...readdirSync(dir, { withFileTypes: true }).map((e) => (e.isDirectory() ? newest(join(dir, e.name)) : statSync(join(dir, e.name)).mtimeMs)));

@@ -1,12 +1,13 @@
 // The wmrl command line (commander). `npm start` runs `wmrl` with no arguments: `serve`, the service.
 // Each action loads its own modules, so a quick verb does not start MuJoCo, ONNX Runtime or fastify.
 import { Command, CommanderError, InvalidArgumentError, Option } from 'commander';
-import { readdirSync, readFileSync } from 'node:fs';
+import { readdirSync } from 'node:fs';
+import { packagePath, packageVersion } from '../common/package-root.js';
 import { EmbodiedOptions, ResearchOptions } from '../recipes/options.js';
 import { addSchemaFlags } from './schema-flags.js';
 
 /** The benchmarks there are, read from the bench folder (the CLI runs them in a child process and imports nothing of bench/). */
-const benchNames = () => readdirSync(new URL('../bench', import.meta.url)).filter((f) => f.endsWith('.ts') && f !== 'run.ts').map((f) => f.slice(0, -3)).sort();
+const benchNames = () => readdirSync(packagePath('bench')).filter((f) => f.endsWith('.ts') && f !== 'run.ts').map((f) => f.slice(0, -3)).sort();
 
 /** Option parsers: bad values fail with a message naming the option and the value. */
 const int = (flag: string, ok: (v: number) => boolean, what: string) => (s: string) => {
@@ -35,12 +36,10 @@ const urdfPackage = (v: string, all: Record<string, string>) => {
   return { ...all, [m[1]!]: m[2]! };
 };
 
-/** package.json's version, for `wmrl --version`. */
-const { version } = JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as { version: string };
 
 const program = new Command('wmrl')
   .description('WMRL Bridge: post-train robot policies with World Model RL, deploy them as ONNX, watch real and imagined rollouts')
-  .version(version, '-V, --version', 'print the version of wmrl-bridge')
+  .version(packageVersion(), '-V, --version', 'print the version of wmrl-bridge')
   .showHelpAfterError(false)
   .exitOverride()
   // Lower-case "usage:" as every other message of this CLI.

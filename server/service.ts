@@ -1,6 +1,5 @@
 // The service a user runs: the episode store, the robots, the run manager, the HTTP/WebSocket API with
 // the viewer, the Foxglove endpoint and the embedded MQTT broker, started and stopped together.
-import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Counter, Gauge, Registry, collectDefaultMetrics } from 'prom-client';
 import { loadOrCreateMqttCredentials } from '../bridge/mqtt/auth.js';
@@ -12,6 +11,7 @@ import { EPISODES_DB, preparePrivateDataDir } from './data-dir.js';
 import { latchFile } from './estop-latch.js';
 import { startFoxglove, type FoxgloveEndpoint } from './foxglove.js';
 import { HostPolicy, type HostPolicyOptions } from '../common/host-policy.js';
+import { packageVersion } from '../common/package-root.js';
 import { expertSession, policyRun } from './jobs.js';
 import { PolicyLibrary } from './policy-library.js';
 import { RobotHost } from './robot-host.js';
@@ -67,7 +67,7 @@ export interface Service {
   close(): Promise<void>;
 }
 
-const VERSION = (JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as { version: string }).version;
+const VERSION = packageVersion();
 
 export async function startService(o: ServiceOptions): Promise<Service> {
   const onError = o.onError ?? ((e: Error) => console.error(`wmrl: ${e.message}`));

@@ -1,8 +1,8 @@
 // Hardware profiles: named parameter sets that open a reality gap, loaded from YAML and validated.
-import { dirname, join } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { join } from 'node:path';
 import { Type, type Static } from '@sinclair/typebox';
 import { parseConfig, readConfigFile } from '../common/config.js';
+import { packagePath } from '../common/package-root.js';
 import type { SimModel } from './mujoco.js';
 
 const Scale = (minimum: number) => Type.Optional(Type.Number({ minimum, maximum: 100 }));
@@ -76,7 +76,7 @@ export function parseProfile(text: string, file: string): HardwareProfile {
   return { ...NOMINAL, description: '', ...parseConfig(ProfileFile, text, file, 'profile').value };
 }
 
-export const PROFILE_DIR = join(dirname(fileURLToPath(import.meta.url)), 'profiles');
+export const PROFILE_DIR = packagePath('sim', 'profiles');
 
 /** A profile by name (from sim/profiles/<name>.yaml) or by path to a .yaml file. */
 export function loadProfile(nameOrPath: string): HardwareProfile {

@@ -10,7 +10,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { generateMqttCredentials } from '../bridge/mqtt/auth.js';
 import { startEmbeddedBroker, type EmbeddedBroker } from '../bridge/mqtt/broker.js';
 import { connect, endClient } from '../bridge/mqtt/client.js';
-import { RemoteSlots, capLimits } from '../autoresearch/remote.js';
+import { RemoteSlots, capLimits, knownProgram } from '../autoresearch/remote.js';
 import { DEFAULT_LIMITS } from '../autoresearch/sandbox.js';
 import { execute, type ResearchTask } from '../autoresearch/task.js';
 
@@ -109,5 +109,20 @@ describe('remote sandbox slots over MQTT shared subscriptions', () => {
     expect(capLimits({ timeoutMs: 1e12, memoryMb: 1e9, maxProcs: 1e6 }, DEFAULT_LIMITS, max)).toEqual(max);
     expect(capLimits({ timeoutMs: 500, memoryMb: 'lots' }, DEFAULT_LIMITS, max)).toEqual({ timeoutMs: 500, memoryMb: 256, maxProcs: 4 });
     expect(capLimits(undefined, { timeoutMs: 1000, memoryMb: 128, maxProcs: 2 }, max)).toEqual({ timeoutMs: 1000, memoryMb: 128, maxProcs: 2 });
+  });
+
+  it('knownProgram: a project module by its path from the root, the source and its build in dist/ alike', () => {
+    const src = { kind: 'module' as const, path: resolve('autoresearch/tasks/controller.ts'), export: 'runController' };
+    const built = { ...src, path: resolve('dist/autoresearch/tasks/controller.js') };
+    const ask = (path: string, exp = 'runController') => ({ kind: 'module' as const, path, export: exp });
+    // Another checkout, running the build or the sources: the worker's own entry, never the job's path.
+    expect(knownProgram([src], ask('/srv/wmrl/dist/autoresearch/tasks/controller.js'))).toBe(src);
+    expect(knownProgram([built], ask('/srv/wmrl/autoresearch/tasks/controller.ts'))).toBe(built);
+    expect(knownProgram([built], ask('/srv/wmrl/dist/autoresearch/tasks/controller.js'))).toBe(built);
+    // Another export, another module, or a file merely ending in the same name is not it.
+    expect(knownProgram([src], ask('/srv/wmrl/autoresearch/tasks/controller.ts', 'other'))).toBeUndefined();
+    expect(knownProgram([src], ask('/srv/wmrl/autoresearch/tasks/classifier.ts'))).toBeUndefined();
+    expect(knownProgram([src], ask('/srv/wmrl/autoresearch/tasks/my-controller.ts'))).toBeUndefined();
+    expect(knownProgram([src], { kind: 'source', code: 'export default () => 1' })).toBeUndefined();
   });
 });

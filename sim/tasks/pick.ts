@@ -1,14 +1,14 @@
 // pick: grasp the cube with the gantry gripper and put it down on the pad of the named colour.
-import { dirname, join } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { join } from 'node:path';
 import type { SimData, SimModel } from '../mujoco.js';
 import type { Rng } from '../rng.js';
 import { defineLayout } from '../../common/layout.js';
 import { argmaxFrom, type BoundTask, type TaskDef } from '../task.js';
 import type { Obs } from '../types.js';
 import { COLOURS, spreadPoints } from './layout.js';
+import { packagePath } from '../../common/package-root.js';
 
-const ASSETS = join(dirname(fileURLToPath(import.meta.url)), '..', 'assets', 'pick');
+const ASSETS = packagePath('sim', 'assets', 'pick');
 const PAD = 0.05;
 
 // State: positions (0..4) and velocities (5..9) of the five joints, then cube (10..15), pads (16..21), goal (22..24).

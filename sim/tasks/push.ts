@@ -1,6 +1,5 @@
 // push: push the cube onto the pad of the named colour.
-import { dirname, join } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { join } from 'node:path';
 import type { SimData, SimModel } from '../mujoco.js';
 import type { Rng } from '../rng.js';
 import { argmaxFrom, type BoundTask, type TaskDef } from '../task.js';
@@ -8,8 +7,9 @@ import type { Demonstrator, Obs } from '../types.js';
 import { e, pick, sub } from '../../common/derived.js';
 import { ActuationPredictor, ARM_TIP, armLayout, armState, ik, pd, tipOf } from './arm.js';
 import { COLOURS, spreadPoints } from './layout.js';
+import { packagePath } from '../../common/package-root.js';
 
-const ASSETS = join(dirname(fileURLToPath(import.meta.url)), '..', 'assets', 'push');
+const ASSETS = packagePath('sim', 'assets', 'push');
 const PAD = 0.05; // half side of a goal pad
 const CUBE = 0.02; // half side of the cube
 const FINGER = 0.012;

@@ -1,6 +1,5 @@
 // reach: move the arm's tip onto the target of the named colour and hold it there.
-import { dirname, join } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { join } from 'node:path';
 import type { SimData, SimModel } from '../mujoco.js';
 import type { Rng } from '../rng.js';
 import { type BoundTask, type TaskDef } from '../task.js';
@@ -8,8 +7,9 @@ import type { Demonstrator, Obs } from '../types.js';
 import { e, pick, sub } from '../../common/derived.js';
 import { ActuationPredictor, ARM_TIP, armLayout, armState, dlsReach, dlsStep, tipOf, tipVelocity } from './arm.js';
 import { COLOURS, spreadPoints } from './layout.js';
+import { packagePath } from '../../common/package-root.js';
 
-const ASSETS = join(dirname(fileURLToPath(import.meta.url)), '..', 'assets', 'reach');
+const ASSETS = packagePath('sim', 'assets', 'reach');
 const RADIUS = 0.03;
 const MAX_SPEED = 0.1;
 
