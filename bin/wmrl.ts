@@ -4,6 +4,7 @@ import { Command, CommanderError, InvalidArgumentError, Option } from 'commander
 import { readdirSync } from 'node:fs';
 import { packagePath, packageVersion } from '../common/package-root.js';
 import { EmbodiedOptions, ResearchOptions } from '../recipes/options.js';
+import { JSON_HELP, routeLogsToStderr } from './json-output.js';
 import { addSchemaFlags } from './schema-flags.js';
 
 /** The benchmarks there are, read from the bench folder (the CLI runs them in a child process and imports nothing of bench/). */
@@ -43,7 +44,11 @@ const program = new Command('wmrl')
   .showHelpAfterError(false)
   .exitOverride()
   // Lower-case "usage:" as every other message of this CLI.
-  .configureHelp({ styleTitle: (s: string) => (s === 'Usage:' ? 'usage:' : s) });
+  .configureHelp({ styleTitle: (s: string) => (s === 'Usage:' ? 'usage:' : s) })
+  // A verb given --json prints only its document on stdout.
+  .hook('preAction', (_program, verb) => {
+    if (verb.opts().json === true) routeLogsToStderr();
+  });
 
 program
   .command('serve', { isDefault: true })
@@ -71,7 +76,7 @@ program
 program
   .command('drive')
   .summary('run a policy on a robot through the safety layer, recording every episode')
-  .usage('--robot YAML|sim:TASK[:PROFILE] [--policy expert|demonstrator|hold|FILE.onnx] [--episodes N] [--steps N] [--store DB] [--policy-version V] [--fast] [--command-history K]')
+  .usage('--robot YAML|sim:TASK[:PROFILE] [--policy expert|demonstrator|hold|FILE.onnx] [--episodes N] [--steps N] [--store DB] [--policy-version V] [--fast] [--command-history K] [--json]')
   .requiredOption('--robot <R>', 'a robot YAML file, or sim:TASK[:PROFILE] for the in-process sim')
   .option('--policy <P>', "expert (the sim's scripted expert), demonstrator (the expert made robust to the profile's latency and actuation), hold, or a policy .onnx", 'expert')
   .option('--episodes <N>', 'episodes to record', positive('--episodes'), 1)
@@ -80,13 +85,15 @@ program
   .option('--policy-version <V>', 'policy version recorded with each episode')
   .option('--fast', 'step the in-process sim as fast as it goes', false)
   .option('--command-history <K>', COMMAND_HISTORY_HELP, steps('--command-history'))
+  .option('--json', JSON_HELP, false)
   .action(async (o) => (await import('./commands/drive.js')).drive(o));
 
-const episodes = program.command('episodes').summary('list recorded episodes; export one to MCAP; import an MCAP bag; LeRobot v3.0 datasets').usage('list|export ID OUT.mcap [--lz4]|import IN.mcap [--store DB]|export-lerobot DB DIR [--robot sim:TASK] [--command-history K]|import-lerobot DIR DB [--robot sim:TASK] [--command-history K]');
+const episodes = program.command('episodes').summary('list recorded episodes; export one to MCAP; import an MCAP bag; LeRobot v3.0 datasets').usage('list [--json]|export ID OUT.mcap [--lz4]|import IN.mcap [--store DB]|export-lerobot DB DIR [--robot sim:TASK] [--command-history K]|import-lerobot DIR DB [--robot sim:TASK] [--command-history K]');
 episodes
   .command('list', { isDefault: true })
   .summary('list the recorded episodes')
   .option('--store <DB>', 'episode store', 'data/episodes.db')
+  .option('--json', 'print the episodes as one JSON document on stdout', false)
   .action(async (o) => (await import('./commands/episodes.js')).list(o));
 episodes
   .command('export')
@@ -126,29 +133,31 @@ episodes
 program
   .command('export')
   .summary('export recorded episodes (all, or those given) as MCAP bags into a folder, with progress')
-  .usage('[ID...] --out DIR [--store DB] [--lz4]')
+  .usage('[ID...] --out DIR [--store DB] [--lz4] [--json]')
   .argument('[ids...]', 'episode ids (default: every complete episode)')
   .requiredOption('--out <DIR>', 'output folder (one <id>.mcap per episode)')
   .option('--store <DB>', 'episode store', 'data/episodes.db')
   .option('--lz4', 'lz4-compress the chunks', false)
+  .option('--json', JSON_HELP, false)
   .action(async (ids, o) => (await import('./commands/episodes.js')).exportMany(ids, o));
 
 program
   .command('deploy')
   .summary('upload a policy .onnx to the running service and deploy it on one of its robots')
-  .usage('<policy.onnx> [--url http://127.0.0.1:8080] [--id NAME] [--robot ID] [--episodes N] [--token-file data/token]')
+  .usage('<policy.onnx> [--url http://127.0.0.1:8080] [--id NAME] [--robot ID] [--episodes N] [--token-file data/token] [--json]')
   .argument('<policy>', 'policy .onnx file (input obs, output action)')
   .option('--id <NAME>', "the policy's id on the service (default: the file name without .onnx)")
   .option('--url <URL>', 'the service', 'http://127.0.0.1:8080')
   .option('--robot <ID>', 'robot id on the service (default: its only robot)')
   .option('--episodes <N>', 'episodes to run', positive('--episodes'), 5)
   .option('--token-file <F>', 'access token file (or set WMRL_TOKEN)', 'data/token')
+  .option('--json', JSON_HELP, false)
   .action(async (file, o) => (await import('./commands/deploy.js')).deploy(file, o));
 
 program
   .command('bc')
   .summary('behaviour cloning from recorded episodes (episode store, MCAP, LeRobot v3.0), exported as a policy .onnx')
-  .usage('--from store:DB|mcap:FILE|lerobot:DIR --robot sim:TASK[:PROFILE]|ROBOT.yaml --out policy.onnx [--policy gaussian|vla] [--epochs N] [--batch N] [--lr F] [--chunk N] [--ids ID...] [--partial] [--seed S] [--command-history K]')
+  .usage('--from store:DB|mcap:FILE|lerobot:DIR --robot sim:TASK[:PROFILE]|ROBOT.yaml --out policy.onnx [--policy gaussian|vla] [--epochs N] [--batch N] [--lr F] [--chunk N] [--ids ID...] [--partial] [--seed S] [--command-history K] [--json]')
   .requiredOption('--from <SRC>', 'store:DB (complete episodes of an episode store), mcap:FILE (one recording) or lerobot:DIR (a LeRobot v3.0 dataset)')
   .requiredOption('--robot <R>', 'sim:TASK[:PROFILE] or a robot YAML: its observation layout, action spec and control rate')
   .requiredOption('--out <FILE>', 'the policy .onnx to write')
@@ -163,16 +172,18 @@ program
   .option('--policy-version <V>', 'policy version written into the artifact', 'bc-1')
   .option('--run-id <ID>', 'training run id written into the artifact', 'bc')
   .option('--command-history <K>', COMMAND_HISTORY_HELP, steps('--command-history'))
+  .option('--json', JSON_HELP, false)
   .action(async (o) => (await import('./commands/bc.js')).bc(o));
 
 // `train`'s flags are the embodied recipe's options (recipes/options.ts EmbodiedOptions).
 const train = program
   .command('train')
   .summary('post-train a policy on a robot with WMRL (or the standard-GRPO baseline), export it as .onnx')
-  .usage('[--policy gaussian|vla] [--algo wmrl|standard] [--robot sim:TASK[:PROFILE]|ROBOT.yaml --task TASK] [--quick] [--out DIR] [--resume] [options]')
+  .usage('[--policy gaussian|vla] [--algo wmrl|standard] [--robot sim:TASK[:PROFILE]|ROBOT.yaml --task TASK] [--quick] [--out DIR] [--resume] [--json] [options]')
   .option('--out <DIR>', 'the run folder: config.json, the checkpoint, episodes.db, history.json, policy.onnx (default runs/ALGO-TIME)')
   .option('--resume', 'continue the run in --out as it was started (only --updates may change, to extend it)', false)
   .option('--command-history <K>', COMMAND_HISTORY_HELP, steps('--command-history'))
+  .option('--json', JSON_HELP, false)
   .addOption(new Option('--policy <kind>', 'the policy post-trained: the Gaussian MLP, or the VLA (recipes/vla.ts: cloned on the gap robot, then WMRL; takes --robot sim:TASK:gap, --quick, --seed, --updates, --kl-coef, --out)').choices(['gaussian', 'vla']).default('gaussian'));
 const trainKeys = [...addSchemaFlags(train, EmbodiedOptions, ['commandHistory']), 'commandHistory'];
 train.action(async (o: Record<string, unknown>, cmd: typeof train) => {
@@ -184,10 +195,11 @@ train.action(async (o: Record<string, unknown>, cmd: typeof train) => {
 const research = program
   .command('research')
   .summary('post-train an AutoResearch agent on a built-in task with WMRL (or the standard-GRPO baseline), proposals executed in the sandbox')
-  .usage('[--task classifier|controller] [--algo wmrl|standard] [--quick] [--out DIR] [--resume] [options]')
+  .usage('[--task classifier|controller] [--algo wmrl|standard] [--quick] [--out DIR] [--resume] [--json] [options]')
   .option('--out <DIR>', 'the run folder: config.json, executions.jsonl (the checkpoint), steps.json, policy.json (default runs/research-ALGO-TIME)')
   .option('--resume', 'continue the run in --out as it was started (journaled executions are not run again)', false)
-  .option('--unsafe-no-sandbox', "run proposals WITHOUT the bubblewrap sandbox (this machine's network, files and processes open to them); only where bwrap cannot run", false);
+  .option('--unsafe-no-sandbox', "run proposals WITHOUT the bubblewrap sandbox (this machine's network, files and processes open to them); only where bwrap cannot run", false)
+  .option('--json', JSON_HELP, false);
 const researchKeys = addSchemaFlags(research, ResearchOptions);
 research.action(async (o: Record<string, unknown>, cmd: typeof research) => {
   // Flags given on the command line (not defaults), which --resume refuses.
@@ -243,9 +255,10 @@ program
 program
   .command('inspect')
   .summary('print the inputs, outputs and metadata of an .onnx file')
-  .usage('<model.onnx>')
+  .usage('<model.onnx> [--json]')
   .argument('<model>', '.onnx file')
-  .action(async (path) => (await import('./commands/inspect.js')).inspect(path));
+  .option('--json', 'print the inputs, outputs and metadata as one JSON document on stdout', false)
+  .action(async (path, o) => (await import('./commands/inspect.js')).inspect(path, o));
 
 program
   .command('demo')

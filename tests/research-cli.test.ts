@@ -44,13 +44,17 @@ describe('wmrl research', () => {
     expect(a.proposal).toEqual(first[0]!.greedy);
 
     expect(wmrl('research', '--out', out, '--resume', '--algo', 'wmrl').stderr).toMatch(/--resume continues the run as it was started; drop --algo/);
-    const again = wmrl('research', '--out', out, '--resume', '--steps', '2');
+    const again = wmrl('research', '--out', out, '--resume', '--steps', '2', '--json');
     expect(again.status, again.stderr).toBe(0);
     const rows = JSON.parse(readFileSync(join(out, 'steps.json'), 'utf8')) as ResearchRow[];
+    // --json: stdout is the run's one JSON document, its steps those of steps.json.
+    const doc = JSON.parse(again.stdout) as { run: string; policy: string; executed: number; steps: ResearchRow[] };
+    expect(doc).toMatchObject({ run: out, policy: join(out, 'policy.json') });
+    expect(doc.steps).toEqual(rows);
     expect(rows).toHaveLength(2);
     // Step 0 replayed from the journal: the same proposals, outcomes and slot time.
     expect(rows[0]).toEqual(first[0]);
-    const ran = Number(/\((\d+) run now\)/.exec(again.stdout)?.[1]);
+    const ran = doc.executed;
     const journal = readFileSync(join(out, 'executions.jsonl'), 'utf8').trim().split('\n');
     expect(ran).toBeLessThan(journal.length);
     expect(journal.length).toBeLessThanOrEqual(rows[1]!.executions + 2);

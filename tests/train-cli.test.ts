@@ -30,10 +30,14 @@ describe('wmrl train', () => {
 
   it('imagines --imagine x --prompts groups per update, runs --anchor-groups on the robot, penalizes the KL to the clone by --kl-coef, and exports a policy drive runs', () => {
     const out = join(dir, 'run');
-    const r = wmrl('train', '--quick', '--robot', 'sim:reach:gap', '--updates', '4', '--prompts', '2', '--group', '2', '--imagine', '3', '--anchor-groups', '0.5', '--kl-coef', '0.5', '--seed', '1', '--out', out);
+    const r = wmrl('train', '--quick', '--robot', 'sim:reach:gap', '--updates', '4', '--prompts', '2', '--group', '2', '--imagine', '3', '--anchor-groups', '0.5', '--kl-coef', '0.5', '--seed', '1', '--out', out, '--json');
     expect(r.status, r.stderr).toBe(0);
     const rows = JSON.parse(readFileSync(join(out, 'history.json'), 'utf8')) as Array<{ groups: number; realGroups: number; robotEpisodes: number; imaginedTransitions: number; refKl: number | null }>;
     expect(rows).toHaveLength(4);
+    // --json: stdout is the run's one JSON document, its updates those of history.json (the progress went to stderr).
+    const doc = JSON.parse(r.stdout) as { run: string; policy: string; history: string; config: { klCoef: number }; updates: unknown[] };
+    expect(doc).toMatchObject({ run: out, policy: join(out, 'policy.onnx'), history: join(out, 'history.json'), config: { klCoef: 0.5 } });
+    expect(doc.updates).toEqual(rows);
     for (const row of rows) {
       expect(row.groups).toBe(6);
       expect(row.imaginedTransitions).toBe(6 * 2 * 100);

@@ -16,6 +16,7 @@ import { GaussianPolicy } from '../../policies/gaussian.js';
 import type { Policy } from '../../policies/types.js';
 import { VlaPolicy } from '../../policies/vla.js';
 import { progressBar } from '../progress.js';
+import { printJson } from '../json-output.js';
 import { printTable } from '../table.js';
 
 export interface BcCliOptions {
@@ -34,6 +35,7 @@ export interface BcCliOptions {
   runId: string;
   /** Sim robot: its observation reports the last this many commands sent (a robot YAML sets command_history). */
   commandHistory?: number;
+  json?: boolean;
 }
 
 /** The robot's declaration and instructions: the sim's (camera of `image` px), or a robot YAML's spec. */
@@ -99,6 +101,7 @@ export async function bc(o: BcCliOptions): Promise<void> {
   } finally {
     await policy.release();
   }
+  if (o.json) return printJson({ from: o.from, robot: o.robot, out: o.out, policy: policy.kind, episodes: demos.episodes, steps: demos.steps, image: image ?? null, losses });
   printTable(`behaviour cloning from ${o.from}`, [{
     policy: policy.kind, episodes: demos.episodes, steps: demos.steps, images: image ? `${image.width}x${image.height}` : 'none',
     'first loss': losses[0]!, 'last loss': losses.at(-1)!, out: o.out,

@@ -3,6 +3,7 @@
 import { readFileSync } from 'node:fs';
 import { basename } from 'node:path';
 import { progressBar } from '../progress.js';
+import { printJson } from '../json-output.js';
 import { printTable } from '../table.js';
 
 interface DeployOptions {
@@ -11,6 +12,7 @@ interface DeployOptions {
   robot?: string;
   episodes: number;
   tokenFile: string;
+  json?: boolean;
 }
 
 interface RunStatusLike {
@@ -58,6 +60,7 @@ export async function deploy(file: string, o: DeployOptions): Promise<void> {
     run = await call<RunStatusLike>('GET', `/api/runs/${run.id}`);
     if (run.progress.done !== shown) bar((shown = run.progress.done), run.progress.total, `true success ${run.lastMetrics?.trueSuccess?.toFixed(2) ?? '-'}`);
   }
-  printTable('deployment', [{ run: run.id, state: run.state, episodes: `${run.progress.done}/${run.progress.total}`, 'true success': run.lastMetrics?.trueSuccess ?? undefined, interval: run.lastMetrics?.ppi?.map((x) => x.toFixed(2)).join('–') ?? '', checkpoint: run.checkpoint ?? '' }]);
+  if (o.json) printJson({ policy: info, robot, run });
+  else printTable('deployment', [{ run: run.id, state: run.state, episodes: `${run.progress.done}/${run.progress.total}`, 'true success': run.lastMetrics?.trueSuccess ?? undefined, interval: run.lastMetrics?.ppi?.map((x) => x.toFixed(2)).join('–') ?? '', checkpoint: run.checkpoint ?? '' }]);
   if (run.state === 'failed') throw new Error(`run ${run.id} failed: ${run.error}`);
 }

@@ -12,6 +12,7 @@ import { readOnnxInfo } from '../../nn/index.js';
 import { OnnxPolicy } from '../../policies/onnx-policy.js';
 import { loadProfile } from '../../sim/index.js';
 import { progressBar } from '../progress.js';
+import { printJson } from '../json-output.js';
 import { printTable } from '../table.js';
 
 export const DEFAULT_STORE = 'data/episodes.db';
@@ -26,6 +27,7 @@ export interface DriveOptions {
   fast: boolean;
   /** Sim robot: report the last this many commands sent (a robot YAML sets command_history). */
   commandHistory?: number;
+  json?: boolean;
 }
 
 /** The camera size a policy .onnx reads (its `image` input [batch, H, W, 3]), so the sim robot renders it. */
@@ -108,7 +110,7 @@ async function driveEpisodes(robot: SafetyLayer, sim: SimRobot | undefined, prof
   const store = EpisodeStore.open(values.store);
   const bar = progressBar();
   let successes = 0;
-  const rows: Array<Record<string, string | number>> = [];
+  const done: Array<{ id: string; steps: number; status: string; success: boolean | null; return: number; stoppedBy: string | null }> = [];
   try {
     for (let k = 0; k < n; k++) {
       const out = await runEpisode({
@@ -121,12 +123,14 @@ async function driveEpisodes(robot: SafetyLayer, sim: SimRobot | undefined, prof
         meta: { robot: robot.spec.name, policyVersion: values.policyVersion ?? values.policy, hardwareProfile: profile, task: sim?.env.task },
       });
       if (out.success) successes++;
-      rows.push({ episode: out.id.slice(0, 8), steps: out.steps, status: out.status, success: out.success === undefined ? '' : out.success ? 'yes' : 'no', return: out.return, stopped: out.stoppedBy ?? '' });
+      done.push({ id: out.id, steps: out.steps, status: out.status, success: out.success ?? null, return: out.return, stoppedBy: out.stoppedBy ?? null });
       bar(k + 1, n, `episode ${out.id.slice(0, 8)}: ${out.steps} steps, ${out.status}${out.success === undefined ? '' : out.success ? ', success' : ', failure'}${out.stoppedBy ? ` (stopped: ${out.stoppedBy})` : ''}`);
     }
   } finally {
     store.close();
   }
-  printTable('episodes', rows);
-  console.log(`${n} episode(s) recorded in ${values.store}${sim ? `; success ${successes}/${n}` : ''}; interventions: ${JSON.stringify(Object.fromEntries(Object.entries(robot.counts).filter(([, v]) => v > 0)))}`);
+  const interventions = Object.fromEntries(Object.entries(robot.counts).filter(([, v]) => v > 0));
+  if (values.json) return printJson({ robot: values.robot, policy: values.policy, store: values.store, episodes: done, successes: sim ? successes : null, interventions });
+  printTable('episodes', done.map((e) => ({ episode: e.id.slice(0, 8), steps: e.steps, status: e.status, success: e.success === null ? '' : e.success ? 'yes' : 'no', return: e.return, stopped: e.stoppedBy ?? '' })));
+  console.log(`${n} episode(s) recorded in ${values.store}${sim ? `; success ${successes}/${n}` : ''}; interventions: ${JSON.stringify(interventions)}`);
 }

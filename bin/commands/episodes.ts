@@ -10,6 +10,7 @@ import { importEpisode } from '../../episodes/mcap/import.js';
 import { EpisodeStore } from '../../episodes/store/store.js';
 import { makeEnv } from '../../sim/index.js';
 import { progressBar } from '../progress.js';
+import { printJson } from '../json-output.js';
 import { printTable } from '../table.js';
 
 async function withStore<T>(file: string, f: (s: EpisodeStore) => Promise<T>): Promise<T> {
@@ -21,9 +22,16 @@ async function withStore<T>(file: string, f: (s: EpisodeStore) => Promise<T>): P
   }
 }
 
-export const list = (o: { store: string }) =>
+export const list = (o: { store: string; json?: boolean }) =>
   withStore(o.store, async (store) => {
     const all = store.list();
+    // The fields of the service's GET /api/episodes.
+    if (o.json) {
+      return printJson({
+        store: o.store,
+        episodes: all.map(({ meta: m, status, steps, success }) => ({ id: m.id, robot: m.robot, policyVersion: m.policyVersion, hardwareProfile: m.hardwareProfile, task: m.task ?? null, instruction: m.instruction ?? null, startedAt: m.startedAt, status, steps, success: success ?? null })),
+      });
+    }
     if (!all.length) console.log(`no episodes in ${o.store}`);
     for (const e of all) {
       const when = new Date(e.meta.startedAt).toISOString();
@@ -46,21 +54,22 @@ export const importOne = (file: string, o: { store: string }) =>
   });
 
 /** `wmrl export`: many episodes into a folder, one bag each, with progress and a summary table. */
-export const exportMany = (ids: string[], o: { out: string; store: string; lz4: boolean }) =>
+export const exportMany = (ids: string[], o: { out: string; store: string; lz4: boolean; json?: boolean }) =>
   withStore(o.store, async (store) => {
     const chosen = ids.length ? ids : store.list({ status: 'complete' }).map((e) => e.meta.id);
     if (!chosen.length) throw new Error(`no complete episodes in ${o.store} to export`);
     mkdirSync(o.out, { recursive: true });
     const bar = progressBar();
-    const rows: Array<Record<string, string | number>> = [];
+    const done: Array<{ id: string; steps: number; status: string; robot: string; file: string }> = [];
     for (const [k, id] of chosen.entries()) {
       const e = store.get(id);
       const file = join(o.out, `${id}.mcap`);
       await exportEpisode(e, file, { compression: o.lz4 ? 'lz4' : 'none' });
-      rows.push({ episode: id.slice(0, 8), steps: e.steps.length, status: e.status, robot: e.meta.robot, file });
+      done.push({ id, steps: e.steps.length, status: e.status, robot: e.meta.robot, file });
       bar(k + 1, chosen.length, id.slice(0, 8));
     }
-    printTable(`exported ${chosen.length} episode(s) to ${o.out}`, rows);
+    if (o.json) return printJson({ out: o.out, episodes: done });
+    printTable(`exported ${chosen.length} episode(s) to ${o.out}`, done.map(({ id, ...r }) => ({ episode: id.slice(0, 8), ...r })));
   });
 
 /**

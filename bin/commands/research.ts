@@ -2,6 +2,7 @@
 // journal every execution (--resume continues exactly), export the proposal it ends on (recipes/autoresearch.ts).
 import { join } from 'node:path';
 import { ResearchOptions, runResearch } from '../../recipes/autoresearch.js';
+import { printJson } from '../json-output.js';
 import { progressBar } from '../progress.js';
 import { schemaValues } from '../schema-flags.js';
 
@@ -9,6 +10,7 @@ export interface ResearchFlags extends Record<string, unknown> {
   out?: string;
   resume: boolean;
   unsafeNoSandbox: boolean;
+  json?: boolean;
 }
 
 export async function research(flags: ResearchFlags, keys: readonly string[], given: readonly string[]): Promise<void> {
@@ -26,7 +28,9 @@ export async function research(flags: ResearchFlags, keys: readonly string[], gi
   const a = run.options;
   const first = run.rows[0], last = run.rows.at(-1);
   if (!last || !first) throw new Error(`${out}: the run took no step`);
+  const files = { policy: run.artifact, executions: join(out, 'executions.jsonl'), history: join(out, 'steps.json') };
+  if (flags.json) return printJson({ run: out, ...files, options: a, executed: run.executed, stopped: run.stopped, proposal: run.proposal, steps: run.rows });
   console.log(`\n| run | task | algo | steps | executions | failed | slot s | greedy score first → last | proposal |\n|---|---|---|---|---|---|---|---|---|`);
   console.log(`| ${out} | ${a.task} | ${a.algo}${a.pureWm ? ' (pure world model)' : ''} | ${run.rows.length} | ${last.executions} | ${last.failedExecutions} | ${last.slotSeconds.toFixed(1)} | ${first.score.toFixed(3)} → ${last.score.toFixed(3)} | ${JSON.stringify(last.greedy)} |`);
-  console.log(`\npolicy: ${run.artifact}   executions: ${join(out, 'executions.jsonl')} (${run.executed} run now)   history: ${join(out, 'steps.json')}`);
+  console.log(`\npolicy: ${files.policy}   executions: ${files.executions} (${run.executed} run now)   history: ${files.history}`);
 }

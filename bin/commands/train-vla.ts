@@ -1,6 +1,7 @@
 // `wmrl train --policy vla`: the VLA recipe (recipes/vla.ts) from the command line: clone → world model → WMRL →
 // evaluation → OUT/policy.onnx, the artifact `wmrl drive` and `wmrl deploy` run.
 import { COMMAND_HISTORY, VLA_TASKS, runVla, type VlaTask } from '../../recipes/vla.js';
+import { printJson } from '../json-output.js';
 import { flagOf } from '../schema-flags.js';
 
 /** The train flags the VLA recipe reads (the rest are the embodied recipe's). */
@@ -14,6 +15,7 @@ export interface TrainVlaFlags {
   klCoef?: unknown;
   out?: string;
   resume?: boolean;
+  json?: boolean;
 }
 
 /** `given`: the option keys the command line set; those the VLA recipe does not read are refused, naming them. */
@@ -36,6 +38,7 @@ export async function trainVla(flags: TrainVlaFlags, given: readonly string[]): 
     if (label !== shown) process.stderr.write(`\r${(shown = label).padEnd(60)}`);
   });
   process.stderr.write('\n');
+  if (flags.json) return printJson({ run: flags.out, task, policy: r.policyPath, robotEpisodes: r.robotEpisodes, robotSeconds: r.robotSeconds, clone: r.clone, wmrl: r.wmrl, updates: r.rows });
   const pct = (x: number) => `${(100 * x).toFixed(0)}%`;
   console.log(`\n| run | policy | updates | robot episodes | robot hours | held-out states: clone → WMRL | held-out combinations: clone → WMRL |\n|---|---|---|---|---|---|---|`);
   console.log(`| ${flags.out} | vla (${task}) | ${r.rows.length} | ${r.robotEpisodes} | ${(r.robotSeconds / 3600).toFixed(3)} | ${pct(r.clone.heldOutStates.success)} → ${pct(r.wmrl.heldOutStates.success)} | ${pct(r.clone.heldOutCombinations.success)} → ${pct(r.wmrl.heldOutCombinations.success)} |`);

@@ -3,6 +3,7 @@
 // options (recipes/options.ts EmbodiedOptions), added to the command in bin/wmrl.ts.
 import { join } from 'node:path';
 import { EmbodiedOptions, embodiedConfig, runEmbodied } from '../../recipes/embodied.js';
+import { printJson } from '../json-output.js';
 import { progressBar } from '../progress.js';
 import { flagOf, schemaValues } from '../schema-flags.js';
 
@@ -13,6 +14,7 @@ const asFlag = (key: string) => (key === 'debias' || key === 'denoise' ? `--no-$
 export interface TrainFlags extends Record<string, unknown> {
   out?: string;
   resume: boolean;
+  json?: boolean;
 }
 
 /** `keys`: the options that have flags; `given`: those the command line set. */
@@ -36,10 +38,12 @@ export async function train(flags: TrainFlags, keys: readonly string[], given: r
     onUpdate: (r, updates) => bar(r.update, updates, `update · robot ${(r.robotSeconds / 3600).toFixed(2)} h${r.evalSuccess !== undefined ? ` · success ${(100 * r.evalSuccess).toFixed(0)}%` : ''}`),
   });
 
+  const files = { policy: policyPath, episodes: join(out, 'episodes.db'), history: join(out, 'history.json') };
+  if (flags.json) return printJson({ run: out, ...files, config: a, updates: rows });
   const evals = rows.filter((r) => r.evalSuccess !== undefined);
   const last = rows.at(-1)!;
   console.log(`\n| run | algo | updates | robot episodes | robot hours | compute s | success first → last eval |\n|---|---|---|---|---|---|---|`);
   const successes = evals.length ? evals.map((r) => `${(100 * r.evalSuccess!).toFixed(0)}%`).join(' → ') : `robot episodes: ${rows.filter((r) => r.trainSuccess !== null).map((r) => `${(100 * r.trainSuccess!).toFixed(0)}%`).join(' → ')}`;
   console.log(`| ${out} | ${a.algo}${a.pureWm ? ' (pure world model)' : ''} | ${last.update} | ${last.robotEpisodes} | ${(last.robotSeconds / 3600).toFixed(3)} | ${last.computeSeconds.toFixed(0)} | ${successes} |`);
-  console.log(`\npolicy: ${policyPath}   episodes: ${join(out, 'episodes.db')}   history: ${join(out, 'history.json')}`);
+  console.log(`\npolicy: ${files.policy}   episodes: ${files.episodes}   history: ${files.history}`);
 }
