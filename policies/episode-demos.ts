@@ -9,7 +9,7 @@
 // layout) must name the robot's joints in order.
 import { readFileSync } from 'node:fs';
 import { buildObservation, layoutDim, LayoutError, type ObservationLayout } from '../common/layout.js';
-import { decodePng } from '../common/png.js';
+import { cameraRgb } from '../common/image.js';
 import { importLeRobot } from '../episodes/lerobot/import.js';
 import { importEpisodeBytes } from '../episodes/mcap/import.js';
 import { EpisodeStore } from '../episodes/store/store.js';
@@ -109,11 +109,7 @@ export function demonstrationsFromEpisodes(episodes: readonly Episode[], o: Epis
 
 function rgbOf(img: Episode['steps'][number]['obs']['image'], size: { height: number; width: number }, who: string): Uint8Array {
   if (!img) throw new Error(`${who}: the policy reads camera images; the step has none`);
-  let rgb = img.data, w = img.width, h = img.height;
-  if (img.encoding === 'png') ({ rgb, width: w, height: h } = decodePng(img.data, who));
-  else if (img.encoding !== 'rgb8') throw new Error(`${who}: image is ${img.encoding}; behaviour cloning reads rgb8 or png images`);
-  if (w !== size.width || h !== size.height || rgb.length !== w * h * 3) throw new Error(`${who}: image is ${w}x${h}, the policy reads ${size.width}x${size.height}`);
-  return rgb;
+  return cameraRgb(img, size, `${who}: its camera image`);
 }
 
 /** Per-entry mean and std of observation rows (std 1 where an entry never varies), for the policy's fixed normalization. */

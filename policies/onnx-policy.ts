@@ -11,7 +11,7 @@ import { InferenceSession, Tensor } from 'onnxruntime-node';
 import { readModelInfo } from '../nn/index.js';
 import { assertSameLayout, buildObservation, layoutDim, layoutFromJson, layoutOf, OBSERVATION_LAYOUT_KEY, type ObservationLayout } from '../common/layout.js';
 import type { RobotObservation, RobotDeclaration } from '../common/robot.js';
-import { decodePng } from '../common/png.js';
+import { cameraRgb } from '../common/image.js';
 import { ARTIFACT_KEYS } from './artifact.js';
 import { tokenize } from './tokenizer.js';
 
@@ -140,10 +140,7 @@ export class OnnxPolicy {
     const { height, width } = this.image!;
     const img = o.image;
     if (!img) throw new Error(`${this.path}: the policy reads the camera image; robot ${this.robot}'s observation has none`);
-    let rgb = img.data;
-    if (img.encoding === 'png') rgb = decodePng(img.data, `${this.robot} camera image`).rgb;
-    else if (img.encoding !== 'rgb8') throw new Error(`${this.path}: camera image is ${img.encoding}; this runner takes rgb8 or png`);
-    if (img.width !== width || img.height !== height || rgb.length !== width * height * 3) throw new Error(`${this.path}: camera image is ${img.width}x${img.height}, the policy reads ${width}x${height}`);
+    const rgb = cameraRgb(img, { width, height }, `${this.path}: robot ${this.robot}'s camera image`);
     const x = new Float32Array(rgb.length);
     for (let i = 0; i < rgb.length; i++) x[i] = rgb[i]! / 255;
     return x;

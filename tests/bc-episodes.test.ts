@@ -9,6 +9,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { randomUUID } from 'node:crypto';
+import { cameraRgb } from '../common/image.js';
 import type { ObservationLayout } from '../common/layout.js';
 import { exportLeRobot } from '../episodes/lerobot/export.js';
 import { exportEpisode } from '../episodes/mcap/export.js';
@@ -116,7 +117,11 @@ describe('demonstrations from recorded episodes', () => {
     expect(() => demonstrationsFromEpisodes(eps, { layout: pushLayout, actionDim: 2, source: 'store:x' }))
       .toThrow(new RegExp(`store:x episode ${eps[0]!.meta.id} step 0: observation has 13 features, the layout declares ${pushLayout.features.length} \\(tip x, tip y, cube x`));
     expect(() => demonstrationsFromEpisodes(eps, { layout, actionDim: 3, source: 's' })).toThrow(/step 0: action has 2 entries, the robot takes 3/);
-    expect(() => demonstrationsFromEpisodes(eps, { layout, actionDim: 2, image: { height: 32, width: 32 }, source: 's' })).toThrow(/step 0: image is 24x24, the policy reads 32x32/);
+    // frames of another size are brought to the policy's, as the policy runner does on the robot
+    const big = demonstrationsFromEpisodes(eps.slice(0, 1), { layout, actionDim: 2, image: { height: 32, width: 32 }, source: 's' });
+    const img0 = eps[0]!.steps[0]!.obs.image!;
+    expect(Array.from(big.images!.subarray(0, 32 * 32 * 3))).toEqual(Array.from(cameraRgb(img0, { width: 32, height: 32 }, 'frame')));
+    expect(img0.width).not.toBe(32);
     const bare: Episode = { ...eps[0]!, steps: eps[0]!.steps.map((s) => ({ ...s, obs: { ...s.obs, image: undefined, instruction: undefined } })), meta: { ...eps[0]!.meta, instruction: undefined } };
     expect(() => demonstrationsFromEpisodes([bare], { layout, actionDim: 2, image: { height: S, width: S }, source: 's' })).toThrow(/the policy reads camera images; the step has none/);
     expect(() => demonstrationsFromEpisodes([bare], { layout, actionDim: 2, instructions: true, source: 's' })).toThrow(/neither the step nor its episode has one/);

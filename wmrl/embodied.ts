@@ -6,7 +6,7 @@
 // step, and keeps them with the step for the policy gradient.
 import { Rng } from '../nn/index.js';
 import { buildObservation, layoutDim, layoutOf, type ObservationLayout } from '../common/layout.js';
-import { decodePng } from '../common/png.js';
+import { cameraRgb } from '../common/image.js';
 import type { RobotObservation } from '../common/robot.js';
 import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
@@ -177,8 +177,8 @@ export interface RobotEpisode {
 }
 
 /**
- * What `reads` asks of a robot observation besides its vector: the camera image (rgb8, or png decoded)
- * and the instruction, checked against the policy's image size. Undefined for a policy that reads neither.
+ * What `reads` asks of a robot observation besides its vector: the camera image (decoded and brought to the
+ * policy's image size, common/image.ts) and the instruction. Undefined for a policy that reads neither.
  */
 export function robotContext(reads: PolicyInputs, o: RobotObservation, robot: string): PolicyContext | undefined {
   if (!reads.image && !reads.instruction) return undefined;
@@ -187,11 +187,7 @@ export function robotContext(reads: PolicyInputs, o: RobotObservation, robot: st
     const { height, width } = reads.image;
     const img = o.image;
     if (!img) throw new Error(`robot episode: the policy reads the camera image; robot ${robot}'s observation has none`);
-    let rgb = img.data;
-    if (img.encoding === 'png') rgb = decodePng(img.data, `${robot} camera image`).rgb;
-    else if (img.encoding !== 'rgb8') throw new Error(`robot episode: robot ${robot}'s camera image is ${img.encoding}; the policy takes rgb8 or png`);
-    if (img.width !== width || img.height !== height || rgb.length !== width * height * 3) throw new Error(`robot episode: robot ${robot}'s camera image is ${img.width}x${img.height}, the policy reads ${width}x${height}`);
-    ctx.images = rgb;
+    ctx.images = cameraRgb(img, { width, height }, `robot episode: robot ${robot}'s camera image`);
   }
   if (reads.instruction) {
     if (o.instruction === undefined) throw new Error(`robot episode: the policy reads the instruction; robot ${robot}'s observation has none`);
