@@ -8,10 +8,10 @@ import { DEFAULT_SAFETY, type SafetyConfig } from './safety.js';
 import type { ActionSpec, RobotDeclaration } from '../common/robot.js';
 
 export interface RosCommandConfig {
-  /** forward_command: std_msgs/Float64MultiArray; joint_trajectory: trajectory_msgs/JointTrajectory (one point). */
+  /** forward_command: std_msgs/Float64MultiArray; joint_trajectory: trajectory_msgs/JointTrajectory (one point, hardware/robots/ros-messages.ts). */
   mode: 'forward_command' | 'joint_trajectory';
   topic: string;
-  /** For joint_trajectory: the point field that carries the action. */
+  /** For joint_trajectory: what the action is, positions or velocities (sent as the positions one period on); effort is refused at load. */
   trajectoryField: 'positions' | 'velocities' | 'effort';
 }
 
@@ -140,6 +140,11 @@ export function parseRobotConfig(text: string, file = '<robot.yaml>'): RobotConf
   const command: RosCommandConfig = y.command
     ? { mode: y.command.mode, topic: y.command.topic, trajectoryField: y.command.trajectory_field ?? 'positions' }
     : { mode: 'forward_command', topic: '', trajectoryField: 'positions' };
+  if (command.mode === 'joint_trajectory') {
+    if (command.trajectoryField === 'effort') fail(['command', 'trajectory_field'], 'effort cannot be streamed to a joint_trajectory_controller, which tracks positions: use command.mode forward_command with an effort controller (effort_controllers/JointGroupEffortController)');
+    const notJoint = names.find((n) => !joints.includes(n));
+    if (notJoint !== undefined) fail(['action', 'names'], `${notJoint} is not one of the joints, and a joint trajectory commands joints`);
+  }
 
   let mqtt: MqttRobotConfig | undefined;
   if (y.mqtt) {

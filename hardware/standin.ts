@@ -6,6 +6,7 @@
 // is cleared only by the operator on the stand-in itself (clearEstop(), the sim-robot terminal).
 import { encodePng, MjEnv } from '../sim/index.js';
 import { fromRosTime, toRosTime } from '../bridge/ros/msgs.js';
+import { trajectoryRefusal, type JointTrajectoryMsg } from '../bridge/ros/trajectory.js';
 import { RosbridgeServer } from '../bridge/rosbridge/server.js';
 import { SimRobot, type SimRobotOptions } from './robots/sim.js';
 import type { RobotConfig } from './config.js';
@@ -35,7 +36,7 @@ export interface StandInOptions extends SimRobotOptions {
   cameraHz?: number;
   /** Like a ros2_control command timeout: with no command this recent, the arm gets zero effort. */
   commandTimeoutMs?: number;
-  /** A trajectory command stamped longer ago (or further ahead) than this, or not stamped, is refused as stale. */
+  /** A trajectory command whose start is further ahead than this is refused (a controller would queue it). */
   maxCommandAgeMs?: number;
   /** Largest change of any actuator command per control step (default: DEFAULT_SAFETY.maxDelta). */
   maxDelta?: number;
@@ -79,7 +80,7 @@ export interface StandIn {
 export interface StandInCounters {
   steps: number;
   commands: number;
-  /** A trajectory stamped 0, in the future, or longer ago than maxCommandAgeMs. */
+  /** A trajectory that ends in the past, or starts more than maxCommandAgeMs ahead. */
   refusedStale: number;
   refusedStopped: number;
   /** Wrong length or a non-finite value. */
@@ -188,16 +189,28 @@ export async function startStandIn(o: StandInOptions): Promise<StandIn> {
     return out;
   };
   server.subscribe(STANDIN.forwardCommand, 'std_msgs/msg/Float64MultiArray', (m) => accept(m.data));
+  // Taken as a stock joint_trajectory_controller takes it (bridge/ros/trajectory.ts), except that a start more than
+  // maxCommandAgeMs ahead is refused rather than queued. The actuators get the point's effort, else its velocities,
+  // else the rate that reaches its positions in its time_from_start.
   server.subscribe(STANDIN.trajectory, 'trajectory_msgs/msg/JointTrajectory', (m) => {
-    const stamp = fromRosTime((m.header as { stamp: { sec: number; nanosec: number } }).stamp);
-    // Unstamped (0) or stamped in the future would stay "fresh" forever when replayed.
-    if (!(stamp > 0) || Math.abs(now() - stamp) * 1000 > (o.maxCommandAgeMs ?? 200)) {
+    const msg = m as JointTrajectoryMsg;
+    const t = now(), refusal = trajectoryRefusal(msg, { joints: spec.action.names, now: t });
+    const start = fromRosTime(msg.header?.stamp ?? { sec: 0, nanosec: 0 });
+    if (refusal?.includes('ends in the past') || (start !== 0 && (start - t) * 1000 > (o.maxCommandAgeMs ?? 200))) {
       counters.refusedStale++;
       return;
     }
-    const p = (m.points as Array<{ effort: number[]; velocities: number[] }>)[0];
-    if (p) accept(p.effort.length ? p.effort : p.velocities);
-    else counters.refusedInvalid++;
+    if (refusal) {
+      counters.refusedInvalid++;
+      return;
+    }
+    const names = msg.joint_names!, p = msg.points![0]!;
+    const inOrder = (v: ArrayLike<number>) => spec.action.names.map((a) => v[names.indexOf(a)]!);
+    if (p.effort?.length) return accept(inOrder(p.effort));
+    if (p.velocities?.length) return accept(inOrder(p.velocities));
+    const dt = Math.max(fromRosTime(p.time_from_start ?? { sec: 0, nanosec: 0 }), 1 / spec.controlHz);
+    const q = inOrder(p.positions!);
+    accept(spec.action.names.map((a, i) => (q[i]! - (lastObs.position[spec.joints.indexOf(a)] ?? q[i]!)) / dt));
   });
 
   const publishInstruction = () => pubInstr({ data: robot.lastObs.instruction });

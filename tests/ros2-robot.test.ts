@@ -7,6 +7,7 @@ import type { RclNode, Rclnodejs } from '../bridge/ros2native.js';
 import { loadRobotConfig, type RobotConfig } from '../hardware/config.js';
 import { Ros2Robot } from '../hardware/robots/ros2.js';
 import { SafetyLayer } from '../hardware/safety.js';
+import { trajectoryRefusal, type JointTrajectoryMsg } from '../bridge/ros/trajectory.js';
 
 const ENV = { ROS_DISTRO: 'jazzy', AMENT_PREFIX_PATH: '/opt/ros/jazzy' };
 
@@ -102,20 +103,25 @@ describe('Ros2Robot through the rclnodejs API', () => {
     expect(g.shutdowns).toBe(1);
   });
 
-  it('joint_trajectory mode sends one stamped point in the configured field', async () => {
+  it('joint_trajectory mode sends what a stock joint_trajectory_controller accepts under any clock skew', async () => {
     const g = new Graph();
+    const side = robotSide(g, cfg);
     const traj: RobotConfig = { ...cfg, command: { mode: 'joint_trajectory', topic: '/arm_controller/joint_trajectory', trajectoryField: 'velocities' } };
     const robot = await Ros2Robot.connect(traj, ENV, async () => g.module());
+    await expect(robot.act(Float32Array.of(0.5, 0.125))).rejects.toThrow(/needs the robot's current joint positions, and none has arrived yet/);
+    side.state();
+    await new Promise((r) => setTimeout(r, 100));
+    const q = (await robot.observe()).position;
     await robot.act(Float32Array.of(0.5, 0.125));
-    const [p] = g.published;
-    expect(p!.type).toBe('trajectory_msgs/msg/JointTrajectory');
-    const msg = p!.msg as { joint_names: string[]; header: { stamp: { sec: number } }; points: Array<{ velocities: number[]; positions: number[]; time_from_start: { nanosec: number } }> };
+    const p = g.published.filter((x) => x.topic === '/arm_controller/joint_trajectory').at(-1)!;
+    expect(p.type).toBe('trajectory_msgs/msg/JointTrajectory');
+    const msg = p.msg as JointTrajectoryMsg;
     expect(msg.joint_names).toEqual(['shoulder', 'elbow']);
-    expect(msg.points).toHaveLength(1);
-    expect(msg.points[0]!.velocities).toEqual([0.5, 0.125]);
-    expect(msg.points[0]!.positions).toEqual([]);
-    expect(msg.points[0]!.time_from_start.nanosec).toBe(20_000_000); // one 50 Hz period
-    expect(Math.abs(msg.header.stamp.sec - Date.now() / 1000)).toBeLessThan(5);
+    // the position one 50 Hz period on; no final velocity (Jazzy's default refuses one)
+    expect(Array.from(msg.points![0]!.positions!)).toEqual([q[0]! + 0.5 / 50, q[1]! + 0.125 / 50]);
+    expect(msg.points![0]!.velocities).toEqual([]);
+    expect(msg.points![0]!.time_from_start).toEqual({ sec: 0, nanosec: 20_000_000 });
+    for (const skew of [-0.5, 0, 0.5]) expect(trajectoryRefusal(msg, { joints: ['elbow', 'shoulder'], now: Date.now() / 1000 + skew })).toBeNull();
     await robot[Symbol.asyncDispose]();
   });
 

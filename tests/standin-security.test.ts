@@ -222,21 +222,29 @@ describe('the stand-in against hostile rosbridge clients', () => {
     operator.ws.close();
   });
 
-  it('a trajectory stamped 0 or in the future is refused as stale; one stamped now is applied', async () => {
+  it('trajectories are taken as a joint_trajectory_controller takes them: stamped 0 or now applied, ended or far ahead refused', async () => {
     const c = await raw(standIn.port);
     c.send({ op: 'advertise', topic: STANDIN.trajectory, type: 'trajectory_msgs/msg/JointTrajectory' });
-    const traj = (stamp: { sec: number; nanosec: number } | undefined) =>
-      c.send({ op: 'publish', topic: STANDIN.trajectory, msg: { ...(stamp ? { header: { stamp } } : {}), joint_names: standIn.robot.spec.joints, points: [{ effort: [0.1, -0.1], time_from_start: { sec: 0, nanosec: 0 } }] } });
+    const joints = standIn.robot.spec.joints;
+    const traj = (stamp: { sec: number; nanosec: number } | undefined, point: Record<string, unknown> = { positions: [0, 0], effort: [0.1, -0.1] }) =>
+      c.send({ op: 'publish', topic: STANDIN.trajectory, msg: { ...(stamp ? { header: { stamp } } : {}), joint_names: joints, points: [{ ...point, time_from_start: { sec: 0, nanosec: 20_000_000 } }] } });
     await sleep(50);
     const c0 = { ...standIn.counters };
-    traj({ sec: 0, nanosec: 0 });
-    traj(undefined); // no header: the stamp defaults to 0
-    traj(toRosTime(Date.now() / 1000 + 3600)); // fresh forever if accepted
-    await until(() => standIn.counters.refusedStale - c0.refusedStale >= 3, 3000, 'three refused as stale');
+    traj(toRosTime(Date.now() / 1000 + 3600)); // would be fresh for an hour if queued
+    traj(toRosTime(Date.now() / 1000 - 10)); // ended ten seconds ago
+    await until(() => standIn.counters.refusedStale - c0.refusedStale >= 2, 3000, 'two refused as stale');
+    traj({ sec: 0, nanosec: 0 }, { effort: [0.1, -0.1] }); // no positions: a controller drops it
+    await until(() => standIn.counters.refusedInvalid - c0.refusedInvalid >= 1, 3000, 'the point without positions refused');
     expect(standIn.counters.commands).toBe(c0.commands);
+    traj({ sec: 0, nanosec: 0 }); // zero stamp: start on receipt
+    await until(() => standIn.counters.commands > c0.commands, 3000, 'the zero-stamped trajectory applied');
+    await sleep(60); // the command rate
+    traj(undefined); // no header: the stamp defaults to 0
+    await until(() => standIn.counters.commands > c0.commands + 1, 3000, 'the unstamped trajectory applied');
+    await sleep(60);
     traj(toRosTime(Date.now() / 1000));
-    await until(() => standIn.counters.commands > c0.commands, 3000, 'the fresh trajectory applied');
-    expect(standIn.counters.refusedStale - c0.refusedStale).toBe(3);
+    await until(() => standIn.counters.commands > c0.commands + 2, 3000, 'the trajectory stamped now applied');
+    expect(standIn.counters.refusedStale - c0.refusedStale).toBe(2);
     c.ws.close();
   });
 

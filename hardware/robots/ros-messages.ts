@@ -12,14 +12,31 @@ export interface JointStateMsg {
 export const commandType = (c: RobotConfig): string =>
   c.command.mode === 'forward_command' ? 'std_msgs/msg/Float64MultiArray' : 'trajectory_msgs/msg/JointTrajectory';
 
-/** The command message for one action: a Float64MultiArray, or a one-point JointTrajectory stamped now. */
-export function commandMessage(c: RobotConfig, action: Float32Array, nowSeconds = Date.now() / 1000): Record<string, unknown> {
+/**
+ * The command message for one action: a Float64MultiArray (forward_command_controller), or a one-point
+ * JointTrajectory as a stock joint_trajectory_controller takes it (bridge/ros/trajectory.ts): stamped zero, so the
+ * controller starts it on receipt whatever the skew between the clocks; reached one control period later; positions
+ * always filled — the action itself, or for a velocity action the current position moved on by one period. The
+ * velocity is not sent: from Jazzy on the controller drops a trajectory that ends at a non-zero velocity.
+ * `position`: the robot's latest joint positions in `spec.joints` order (needed for a velocity action).
+ */
+export function commandMessage(c: RobotConfig, action: Float32Array, position?: ArrayLike<number>): Record<string, unknown> {
   const data = Array.from(action);
   if (c.command.mode === 'forward_command') return { layout: { dim: [], data_offset: 0 }, data };
+  const dt = 1 / c.spec.controlHz;
+  let positions = data;
+  if (c.command.trajectoryField === 'velocities') {
+    if (!position) throw new Error(`${c.spec.name}: a velocity command as a joint trajectory needs the robot's current joint positions, and none has arrived yet`);
+    positions = c.spec.action.names.map((name, i) => {
+      const j = c.spec.joints.indexOf(name);
+      if (j < 0) throw new Error(`${c.spec.name}: action ${name} is not one of the robot's joints, so a joint trajectory cannot carry it`);
+      return position[j]! + data[i]! * dt;
+    });
+  }
   return {
-    header: { stamp: toRosTime(nowSeconds), frame_id: '' },
+    header: { stamp: { sec: 0, nanosec: 0 }, frame_id: '' },
     joint_names: c.spec.action.names,
-    points: [{ positions: [], velocities: [], accelerations: [], effort: [], [c.command.trajectoryField]: data, time_from_start: { sec: 0, nanosec: Math.round(1e9 / c.spec.controlHz) } }],
+    points: [{ positions, velocities: [], accelerations: [], effort: [], time_from_start: toRosTime(dt) }],
   };
 }
 

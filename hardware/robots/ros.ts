@@ -198,7 +198,7 @@ export class RosRobot implements Robot {
   async act(action: Float32Array): Promise<Float32Array> {
     if (!this.isConnected || !this.command) throw new NotConnectedError(this.spec.name, 'the command');
     this.outcomeAtCommand = this.outcomeSeq;
-    this.command.publish(commandMessage(this.config, action));
+    this.command.publish(commandMessage(this.config, action, this.joint?.position));
     return action;
   }
 

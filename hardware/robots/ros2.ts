@@ -49,7 +49,7 @@ export class Ros2Robot implements Robot {
   }
 
   async act(action: Float32Array): Promise<Float32Array> {
-    this.pub.publish(commandMessage(this.config, action));
+    this.pub.publish(commandMessage(this.config, action, this.joint?.position));
     return action;
   }
 
