@@ -24,9 +24,11 @@ export interface Rclnodejs {
   spin(node: RclNode): void;
   shutdown(): void;
 }
+/** rclnodejs's QoS profile names; `qos_profile_sensor_data` is best-effort with a short history. */
+export type RclQos = 'qos_profile_sensor_data' | 'qos_profile_default' | 'qos_profile_system_default';
 export interface RclNode {
-  createPublisher(type: string, topic: string): { publish(msg: unknown): void };
-  createSubscription(type: string, topic: string, cb: (msg: unknown) => void): unknown;
+  createPublisher(type: string, topic: string, options?: { qos?: RclQos }): { publish(msg: unknown): void };
+  createSubscription(type: string, topic: string, options: { qos?: RclQos }, cb: (msg: unknown) => void): unknown;
   createClient(type: string, service: string): { waitForService(timeoutMs: number): Promise<boolean>; sendRequest(req: unknown, cb: (res: unknown) => void): void };
   destroy(): void;
 }

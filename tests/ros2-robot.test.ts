@@ -2,7 +2,9 @@
 // features, command messages, Trigger services, errors) against an in-process stand-in for the
 // rclnodejs API: ROS 2 and rclnodejs cannot be installed on these machines, so the real peer is out
 // of reach here (tests/ros-e2e.test.ts covers the same robot contract over a real rosbridge socket).
+import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
+import { cameraRgb } from '../common/image.js';
 import type { RclNode, Rclnodejs } from '../bridge/ros2native.js';
 import { loadRobotConfig, type RobotConfig } from '../hardware/config.js';
 import { Ros2Robot } from '../hardware/robots/ros2.js';
@@ -13,7 +15,7 @@ const ENV = { ROS_DISTRO: 'jazzy', AMENT_PREFIX_PATH: '/opt/ros/jazzy' };
 
 /** A ROS graph in one process: topics deliver asynchronously, as DDS does; services answer once advertised. */
 class Graph {
-  readonly subs = new Map<string, Array<{ type: string; cb: (m: unknown) => void }>>();
+  readonly subs = new Map<string, Array<{ type: string; qos?: string; cb: (m: unknown) => void }>>();
   readonly published: Array<{ topic: string; type: string; msg: unknown }> = [];
   readonly services = new Map<string, { type: string; handler: (req: unknown) => unknown }>();
   destroyed = 0;
@@ -32,15 +34,18 @@ class Graph {
   node(): RclNode {
     return {
       createPublisher: (type, topic) => ({ publish: (msg) => this.publish(topic, type, msg) }),
-      createSubscription: (type, topic, cb) => {
+      createSubscription: (type, topic, options, cb) => {
         const list = this.subs.get(topic) ?? [];
-        list.push({ type, cb });
+        list.push({ type, qos: options.qos, cb });
         this.subs.set(topic, list);
         return {};
       },
       createClient: (type, name) => ({
         waitForService: async () => this.services.get(name)?.type === type,
-        sendRequest: (req, cb) => setTimeout(() => cb(this.services.get(name)!.handler(req)), 1),
+        sendRequest: (req, cb) => setTimeout(() => {
+          const r = this.services.get(name)!.handler(req);
+          if (r !== undefined) cb(r);
+        }, 1),
       }),
       destroy: () => void this.destroyed++,
     };
@@ -134,5 +139,50 @@ describe('Ros2Robot through the rclnodejs API', () => {
     g.services.set(cfg.services.estop!, { type: 'std_srvs/srv/SetBool', handler: () => ({ success: true, message: '' }) });
     await expect(robot.estop()).rejects.toThrow(/e-stop service \/wmrl\/estop is not available/); // wrong type
     await robot[Symbol.asyncDispose]();
+  });
+
+  it('reads the camera (a 640x480 JPEG, a raw bgr8 Image), the outcome, with sensor streams best-effort, and times out', async () => {
+    const g = new Graph();
+    const side = robotSide(g, cfg);
+    const jpeg = new Uint8Array(readFileSync(new URL('./fixtures/camera-640x480.jpg', import.meta.url)));
+    const robot = await Ros2Robot.connect(cfg, ENV, async () => g.module(), { timeoutMs: 300 });
+    // QoS per topic: state, features and camera best-effort; outcome and instruction reliable.
+    const qosOf = (t: string) => g.subs.get(t)![0]!.qos;
+    expect([qosOf(cfg.stateTopic), qosOf(cfg.featuresTopic!), qosOf(cfg.cameraTopic!)]).toEqual(['qos_profile_sensor_data', 'qos_profile_sensor_data', 'qos_profile_sensor_data']);
+    expect([qosOf(cfg.outcomeTopic!), qosOf(cfg.instructionTopic!)]).toEqual(['qos_profile_default', 'qos_profile_default']);
+    side.state();
+    g.publish(cfg.cameraTopic!, 'sensor_msgs/msg/CompressedImage', { header: { stamp: { sec: 1, nanosec: 0 }, frame_id: 'cam' }, format: 'rgb8; jpeg compressed bgr8', data: jpeg });
+    await new Promise((r) => setTimeout(r, 80));
+    const o = await robot.observe();
+    expect([o.image!.width, o.image!.height, o.image!.encoding]).toEqual([640, 480, 'jpeg']);
+    // what a policy trained at the declared 64x64 reads of it: the red square lands right of centre
+    const rgb = cameraRgb(o.image!, { width: 64, height: 64 }, 'cam');
+    const at = (x: number, y: number) => Array.from(rgb.subarray((y * 64 + x) * 3, (y * 64 + x) * 3 + 3));
+    expect(at(48, 18)[0]).toBeGreaterThan(200);
+    expect(at(48, 18)[1]).toBeLessThan(60);
+    // an outcome after a command; none within the timeout is an error naming the topic
+    await robot.act(Float32Array.of(0, 0));
+    g.publish(cfg.outcomeTopic!, 'std_msgs/msg/Float64MultiArray', { layout: { dim: [], data_offset: 0 }, data: [3, 0.25, 1, 1, 0] }, 5);
+    expect(await robot.outcomeOfLastCommand()).toEqual({ reward: 0.25, success: true, done: true });
+    await robot.act(Float32Array.of(0, 0));
+    await expect(robot.outcomeOfLastCommand()).rejects.toThrow(/sim-reach: timed out after 300 ms: an outcome on \/wmrl\/step after the last command/);
+    // a service that never answers
+    g.services.set(cfg.services.estop!, { type: 'std_srvs/srv/Trigger', handler: () => undefined });
+    await expect(robot.estop()).rejects.toThrow(/e-stop service \/wmrl\/estop did not answer in 300 ms/);
+    await robot[Symbol.asyncDispose]();
+
+    // a camera declared rgb8 reads sensor_msgs/Image: bgr8 with row padding becomes rgb8
+    const raw: RobotConfig = { ...cfg, spec: { ...cfg.spec, camera: { width: 2, height: 1, encoding: 'rgb8' } } };
+    const g2 = new Graph();
+    robotSide(g2, raw).state();
+    const r2 = await Ros2Robot.connect(raw, ENV, async () => g2.module());
+    expect(g2.subs.get(cfg.cameraTopic!)![0]!.type).toBe('sensor_msgs/msg/Image');
+    g2.publish(cfg.cameraTopic!, 'sensor_msgs/msg/Image', { height: 1, width: 2, encoding: 'bgr8', is_bigendian: 0, step: 8, data: Uint8Array.of(1, 2, 3, 4, 5, 6, 0, 0) });
+    await new Promise((r) => setTimeout(r, 80));
+    expect(Array.from((await r2.observe()).image!.data)).toEqual([3, 2, 1, 6, 5, 4]);
+    g2.publish(cfg.cameraTopic!, 'sensor_msgs/msg/Image', { height: 1, width: 2, encoding: '16UC1', is_bigendian: 0, step: 4, data: Uint8Array.of(1, 2, 3, 4) });
+    await new Promise((r) => setTimeout(r, 80));
+    await expect(r2.observe()).rejects.toThrow(/sim-reach camera \/camera\/image\/compressed: Image encoding '16UC1'/);
+    await r2[Symbol.asyncDispose]();
   });
 });

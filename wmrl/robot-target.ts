@@ -1,4 +1,4 @@
-// A robot described by a robot YAML as a trainer's robot target: the real path (rosbridge), where
+// A robot described by a robot YAML as a trainer's robot target: the real path (rosbridge or native ROS 2), where
 // episodes run in real time, seeded resets go through `services.reset_seed_topic` and the reward and
 // success of each step come from the robot's `outcome_topic`.
 import { CommandHistoryRobot } from '../hardware/command-history.js';
@@ -23,10 +23,10 @@ export interface YamlRobotTargetOptions {
 
 export async function yamlRobotTarget(o: YamlRobotTargetOptions): Promise<ClosableTarget> {
   const cfg = loadRobotConfig(o.config);
-  if (cfg.transport !== 'rosbridge') throw new Error(`${o.config}: training on a robot runs over rosbridge for now (transport is '${cfg.transport}')`);
+  if (cfg.transport === 'mqtt') throw new Error(`${o.config}: training on a robot runs over ROS 2 (transport rosbridge or ros2), not yet over MQTT`);
   if (!cfg.outcomeTopic) throw new Error(`${o.config}: training needs the robot's reward and success each step: declare outcome_topic (std_msgs/Float64MultiArray [t, reward, success, terminated, truncated])`);
   if (!cfg.services.resetSeed) throw new Error(`${o.config}: training needs seeded resets (a prompt is a start state the reset reproduces): declare services.reset_seed_topic`);
-  const ros = await RosRobot.connect(cfg);
+  const ros = cfg.transport === 'ros2' ? await (await import('../hardware/robots/ros2.js')).Ros2Robot.connect(cfg) : await RosRobot.connect(cfg);
   // The history records the commands as they leave the safety layer, as connectRobot does.
   const robot = new SafetyLayer(cfg.commandHistory ? new CommandHistoryRobot(ros, cfg.commandHistory) : ros, cfg.safety, { log: o.log });
   return robotTarget(robot, {

@@ -1,6 +1,8 @@
 // What a ROS robot adapter sends and reads, independent of the transport (rosbridge or rclnodejs).
 import { fromRosTime, toRosTime } from '../../bridge/ros/msgs.js';
 import type { RobotConfig } from '../config.js';
+import { compressedSize } from '../../common/image.js';
+import type { Image } from '../../common/robot.js';
 
 export interface JointStateMsg {
   header: { stamp: { sec: number; nanosec: number } };
@@ -60,4 +62,48 @@ export class JointStateReader {
       velocity: Float64Array.from(idx, (i) => m.velocity[i] ?? NaN),
     };
   }
+}
+
+/**
+ * The QoS each topic is read with (native ROS 2; rosbridge_server matches its publishers' itself): sensor streams
+ * best-effort with a short history, as camera and state drivers publish them (a best-effort reader also takes a
+ * reliable publisher's messages, the reverse is incompatible); the outcome and instruction reliable, since a lost
+ * success would end an episode wrongly.
+ */
+export const TOPIC_QOS = { state: 'sensor_data', features: 'sensor_data', camera: 'sensor_data', outcome: 'reliable', instruction: 'reliable' } as const;
+
+/** A camera declared rgb8 streams sensor_msgs/Image; png or jpeg, sensor_msgs/CompressedImage. */
+export const cameraType = (encoding: Image['encoding']): string => (encoding === 'rgb8' ? 'sensor_msgs/msg/Image' : 'sensor_msgs/msg/CompressedImage');
+
+const bytesOf = (data: string | ArrayLike<number>): Uint8Array =>
+  typeof data === 'string' ? new Uint8Array(Buffer.from(data, 'base64')) : data instanceof Uint8Array ? data : Uint8Array.from(data);
+
+/**
+ * A camera message as a frame at the size the camera really sent (policies resize it, common/image.ts): a
+ * CompressedImage's PNG or JPEG as it is, told apart by its bytes; a raw Image in rgb8, bgr8, rgba8, bgra8 or mono8
+ * as rgb8, its row padding (`step`) dropped. Anything else is an error naming what arrived.
+ */
+export function imageFromMessage(type: string, m: Record<string, unknown>, who: string): Image {
+  if (type === 'sensor_msgs/msg/CompressedImage') {
+    const data = bytesOf(m.data as string | ArrayLike<number>);
+    const size = compressedSize(data);
+    if (!size) throw new Error(`${who}: a CompressedImage (format '${String(m.format)}') that is neither PNG nor JPEG`);
+    return { ...size, data };
+  }
+  const width = Number(m.width), height = Number(m.height), encoding = String(m.encoding), step = Number(m.step);
+  const channels = ({ rgb8: 3, bgr8: 3, rgba8: 4, bgra8: 4, mono8: 1 } as Record<string, number>)[encoding];
+  if (channels === undefined) throw new Error(`${who}: Image encoding '${encoding}' (this reads rgb8, bgr8, rgba8, bgra8, mono8)`);
+  const data = bytesOf(m.data as string | ArrayLike<number>);
+  if (!(width > 0 && height > 0 && step >= width * channels && data.length >= step * height)) throw new Error(`${who}: a ${width}x${height} ${encoding} Image with step ${step} and ${data.length} bytes`);
+  const rgb = new Uint8Array(width * height * 3);
+  const [r, g, b] = encoding.startsWith('bgr') ? [2, 1, 0] : channels === 1 ? [0, 0, 0] : [0, 1, 2];
+  for (let y = 0; y < height; y++) {
+    for (let x = 0; x < width; x++) {
+      const i = y * step + x * channels, o = (y * width + x) * 3;
+      rgb[o] = data[i + r]!;
+      rgb[o + 1] = data[i + g]!;
+      rgb[o + 2] = data[i + b]!;
+    }
+  }
+  return { width, height, encoding: 'rgb8', data: rgb };
 }

@@ -9,7 +9,7 @@ import type { Image, RobotObservation, RobotDeclaration } from '../../common/rob
 import { checkObservation, layoutOf, type ObservationLayout } from '../../common/layout.js';
 import { authOp } from '../../bridge/rosbridge/auth.js';
 import { resetSeed, UnseededResetError, type ResetOptions, type Robot } from '../types.js';
-import { commandMessage, commandType, JointStateReader, type JointStateMsg } from './ros-messages.js';
+import { cameraType, commandMessage, commandType, imageFromMessage, JointStateReader, type JointStateMsg } from './ros-messages.js';
 
 export class NotConnectedError extends Error {
   constructor(robot: string, what: string) {
@@ -41,6 +41,8 @@ export class RosRobot implements Robot {
   /** jointSeq when the latest features arrived: features after the latest joint state belong to its tick. */
   private featuresAtJoint = -1;
   private image?: Image;
+  /** Why the latest camera message could not be read. */
+  private imageError?: Error;
   private instruction?: string;
   private closed = false;
   private outcome: { reward: number; success: boolean; done: boolean } | null = null;
@@ -122,10 +124,16 @@ export class RosRobot implements Robot {
       });
     if (c.instructionTopic) sub<{ data: string }>(c.instructionTopic, 'std_msgs/msg/String', (m) => (this.instruction = m.data));
     if (c.cameraTopic && this.spec.camera) {
-      const { width, height } = this.spec.camera;
-      sub<{ format: string; data: string | number[] }>(c.cameraTopic, 'sensor_msgs/msg/CompressedImage', (m) => {
-        const data = typeof m.data === 'string' ? new Uint8Array(Buffer.from(m.data, 'base64')) : Uint8Array.from(m.data);
-        this.image = { width, height, encoding: m.format.includes('png') ? 'png' : 'jpeg', data };
+      const type = cameraType(this.spec.camera.encoding);
+      sub<Record<string, unknown>>(c.cameraTopic, type, (m) => {
+        try {
+          this.image = imageFromMessage(type, m, `${this.spec.name} camera ${c.cameraTopic}`);
+          this.imageError = undefined;
+        } catch (e) {
+          // A frame that cannot be read leaves none: the policy's read of it fails, naming why.
+          this.image = undefined;
+          this.imageError = e as Error;
+        }
       });
     }
     this.command = new Topic({ ros: this.ros, name: c.command.topic, messageType: commandType(c) });
@@ -183,6 +191,7 @@ export class RosRobot implements Robot {
 
   async observe(): Promise<RobotObservation> {
     if (!this.joint) throw new Error(`${this.spec.name}: no joint state received yet`);
+    if (!this.image && this.imageError) throw this.imageError;
     const o: RobotObservation = {
       stamp: this.joint.stamp,
       position: this.joint.position,
