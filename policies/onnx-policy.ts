@@ -1,9 +1,10 @@
 // Runs a deployed policy .onnx on robot observations. The contract: input `obs` float32 [batch, D], the
 // observation vector of the robot's layout (common/layout.ts: joint positions, joint velocities, features);
 // output `action` float32 [batch, chunk · A] in the robot's action units. Policies that read a camera take
-// `image` float32 [batch, H, W, 3] (RGB / 255) and those that read the instruction take `tokens` int64
+// `image` float32 [batch, H, W, 3] (RGB / 255; a camera of another size or encoding is decoded, centre-cropped and
+// resized to it, common/image.ts) and those that read the instruction take `tokens` int64
 // [batch, T] (the artifact's vocabulary and tokenizer, policies/artifact.ts). What the artifact declares in
-// metadata_props — observation layout, action spec with limits, control rate, image size — must match the
+// metadata_props — observation layout, action spec with limits, control rate — must match the
 // robot, or loading fails with an error naming the first mismatch. A chunked policy's actions are sent
 // one per control step before it is asked again.
 import { readFileSync } from 'node:fs';
@@ -101,7 +102,6 @@ export class OnnxPolicy {
       const [, h, w] = imgIn.shape.map(Number);
       image = { height: h!, width: w! };
       if (!spec.camera) throw new Error(`${where}: the policy reads a ${w}x${h} camera image; the robot declares no camera`);
-      if (spec.camera.width !== w || spec.camera.height !== h) throw new Error(`${where}: camera images differ: policy reads ${w}x${h}, robot gives ${spec.camera.width}x${spec.camera.height}`);
     }
     let instruction: InstructionInput | undefined;
     const tokIn = info.inputs.find((i) => i.name === 'tokens');

@@ -10,6 +10,7 @@ import { join } from 'node:path';
 import * as ortNode from 'onnxruntime-node';
 import * as ortWeb from 'onnxruntime-web';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { cameraRgb } from '../common/image.js';
 import { layoutDim, layoutOf } from '../common/layout.js';
 import { Rng } from '../nn/index.js';
 import { makeEnv, type Env } from '../sim/index.js';
@@ -197,7 +198,12 @@ describe('the VLA deployment artifact', () => {
     a.forEach((v, i) => expect(Math.abs(v - want[i]!)).toBeLessThan(1e-5));
     const spec = robot.spec;
     await expect(OnnxPolicy.load(path, { ...spec, camera: undefined })).rejects.toThrow(/reads a 64x64 camera image; the robot declares no camera/);
-    await expect(OnnxPolicy.load(path, { ...spec, camera: { width: 32, height: 32, encoding: 'rgb8' } })).rejects.toThrow(/camera images differ: policy reads 64x64, robot gives 32x32/);
+    // A 640x480 JPEG camera drives it: the policy acts on each frame cropped and resized to the 64x64 it was trained at.
+    const big = await OnnxPolicy.load(path, { ...spec, camera: { width: 640, height: 480, encoding: 'jpeg' } });
+    const frame = { width: 640, height: 480, encoding: 'jpeg' as const, data: new Uint8Array(readFileSync(new URL('./fixtures/camera-640x480.jpg', import.meta.url))) };
+    const fromJpeg = await big.act({ ...obs, image: frame });
+    const wantJpeg = (await p.act(Float32Array.from([...obs.position, ...obs.velocity, ...obs.features!]), new Float32Array(2), { images: cameraRgb(frame, { width: 64, height: 64 }, 'frame'), instructions: [obs.instruction!] })).mean;
+    fromJpeg.forEach((v, i) => expect(Math.abs(v - wantJpeg[i]!)).toBeLessThan(1e-5));
     await expect(OnnxPolicy.load(path, { ...spec, controlHz: 10 })).rejects.toThrow(/control rates differ: policy runs at 50 Hz, robot at 10 Hz/);
     await expect(OnnxPolicy.load(path, { ...spec, action: { ...spec.action, high: [1, 2] } })).rejects.toThrow(/action specs differ: action 1: policy has 'elbow' \[-1, 1\], robot has 'elbow' \[-1, 2\]/);
     await expect(OnnxPolicy.load(path, { ...spec, action: { ...spec.action, kind: 'joint_position' } })).rejects.toThrow(/action kind: policy has normalized, robot has joint_position/);
