@@ -88,6 +88,22 @@ program
   .option('--json', JSON_HELP, false)
   .action(async (o) => (await import('./commands/drive.js')).drive(o));
 
+program
+  .command('policy-node')
+  .summary('run a policy artifact on the robot itself over native ROS 2 (rclnodejs): its rate, limits and layout from its metadata')
+  .requiredOption('--policy <FILE>', 'the policy .onnx (its metadata declares joints, features, action limits, control rate, camera size)')
+  .option('--state-topic <T>', 'sensor_msgs/JointState topic', '/joint_states')
+  .requiredOption('--command-topic <T>', 'the controller\'s command topic')
+  .addOption(new Option('--command-mode <M>', 'forward_command (std_msgs/Float64MultiArray) or joint_trajectory (trajectory_msgs/JointTrajectory)').choices(['forward_command', 'joint_trajectory']).default('forward_command'))
+  .addOption(new Option('--trajectory-field <F>', 'joint_trajectory: the action is positions, or velocities sent as positions one period on').choices(['positions', 'velocities']).default('positions'))
+  .option('--features-topic <T>', 'std_msgs/Float32MultiArray of the task features the policy reads')
+  .option('--camera-topic <T>', 'the camera topic a policy that reads images needs')
+  .addOption(new Option('--camera-encoding <E>', 'rgb8 (sensor_msgs/Image) or png/jpeg (sensor_msgs/CompressedImage)').choices(['rgb8', 'png', 'jpeg']).default('jpeg'))
+  .option('--instruction-topic <T>', 'std_msgs/String instruction topic')
+  .option('--estop-service <S>', 'std_srvs/Trigger the watchdog calls when it stops the robot')
+  .option('--steps <N>', 'stop after N control steps (default: until Ctrl-C)', positive('--steps'))
+  .action(async (o) => (await import('./commands/policy-node.js')).policyNode(o));
+
 const episodes = program.command('episodes').summary('list recorded episodes; export one to MCAP; import an MCAP bag; LeRobot v3.0 datasets').usage('list [--json]|export ID OUT.mcap [--lz4]|import IN.mcap [--store DB]|export-lerobot DB DIR [--robot sim:TASK] [--command-history K]|import-lerobot DIR DB [--robot sim:TASK] [--command-history K]');
 episodes
   .command('list', { isDefault: true })
