@@ -6,7 +6,6 @@
 // `runVla` reads top to bottom in that order; bench vla runs the same pieces for its four rows and measures them.
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
-import { Type, type Static } from '@sinclair/typebox';
 import { Value } from '@sinclair/typebox/value';
 import { problem } from '../common/schema.js';
 import { SimRobot } from '../hardware/robots/sim.js';
@@ -21,13 +20,14 @@ import { VlaPolicy } from '../policies/vla.js';
 import { SceneTwin, combinationSplit, loadProfile, makeEnv, type Env, type EvaluationSplit } from '../sim/index.js';
 import type { EnsembleModel, Transitions } from '../worldmodel/index.js';
 import { correctorConfig, type CorrectorConfig } from '../wmrl/corrector.js';
-import { SplitPrompts, type ClosableTarget, type PromptSource } from '../wmrl/embodied.js';
+import { SplitPrompts, type ClosableTarget, type PromptSource, type RobotTarget } from '../wmrl/embodied.js';
 import type { RunHooks, RunRow } from '../wmrl/run-state.js';
 import { DEFAULT_PRETRAIN, SimPrompts, pretrainWorldModel, simRobotTarget } from '../wmrl/sim-setup.js';
 import { trainStandard } from '../wmrl/train_standard.js';
 import { DEFAULT_WMRL, trainWmrl } from '../wmrl/train_wmrl.js';
+import { VLA_TASKS, VlaRecipeInput } from './options.js';
 
-export const VLA_TASKS = ['reach', 'push'] as const;
+export { VLA_TASKS };
 export type VlaTask = (typeof VLA_TASKS)[number];
 /** Side of the robot's square camera image, px. */
 export const S = 32;
@@ -131,27 +131,8 @@ export function wmrlScale(task: VlaTask, q: boolean) {
 
 // ---- the config: one schema, defaults per task ----
 
-const Count = (minimum: number) => Type.Integer({ minimum });
-/** What a user may set; everything left out takes the task's default (VLA_CLONE, VLA_HIDDEN, UPDATES, KL_BETA, ...). */
-export const VlaRecipeInput = Type.Object({
-  task: Type.Union(VLA_TASKS.map((t) => Type.Literal(t))),
-  /** Seed of the post-training phase (policy noise, groups, anchors, the robot's noise); the clone and the world model do not depend on it. */
-  seed: Type.Optional(Count(0)),
-  /** The tiny sizes a smoke run takes. */
-  quick: Type.Optional(Type.Boolean()),
-  clone: Type.Optional(Type.Object({ demos: Count(2), daggerRounds: Count(0), daggerEpisodes: Count(0), bcEpochs: Count(1) }, { additionalProperties: false })),
-  hidden: Type.Optional(Type.Array(Count(1), { minItems: 1 })),
-  updates: Type.Optional(Count(1)),
-  prompts: Type.Optional(Count(1)),
-  groupSize: Type.Optional(Count(2)),
-  refitEvery: Type.Optional(Count(0)),
-  rl: Type.Optional(Type.Object({
-    klBeta: Type.Optional(Type.Number({ minimum: 0 })),
-    logStd: Type.Optional(Type.Union([Type.Number({ minimum: -5, maximum: 1 }), Type.Null()])),
-    imagine: Type.Optional(Type.Union([Type.Literal('twin'), Type.Literal('face')])),
-  }, { additionalProperties: false })),
-}, { additionalProperties: false });
-export type VlaRecipeInput = Static<typeof VlaRecipeInput>;
+// The schema (recipes/options.ts) is TypeBox alone, so the CLI's flags and the service's body read it without MuJoCo.
+export { VlaRecipeInput };
 
 /** A validated config with every default filled in: what the recipe's pieces read. */
 export interface VlaRecipe {
@@ -172,6 +153,16 @@ export interface VlaRecipe {
   logStd: number | null;
   imagine: 'twin' | 'face';
   wmrl: ReturnType<typeof wmrlScale>;
+}
+
+/** What vlaRecipe refuses in `input` (every bad field named), or null. */
+export function vlaRecipeProblem(input: unknown): string | null {
+  try {
+    vlaRecipe(input);
+    return null;
+  } catch (e) {
+    return (e as Error).message;
+  }
 }
 
 /** Checks `input` against VlaRecipeInput (refusing it with every bad field named) and fills in the task's defaults. */
@@ -273,7 +264,17 @@ export interface VlaRlRun {
   robotEpisodes?: number;
   evaluate: () => Promise<{ success: number; meanReturn: number; episodes: number }>;
   onUpdate?: RunHooks['onUpdate'];
+  onEpisode?: RunHooks['onEpisode'];
+  /** Stops the run at the next update (the robot's episode under way finished as partial): the trainer throws. */
+  signal?: AbortSignal;
+  /** The robot the episodes run on, whose owner closes it; default a fast-stepped sim gap robot of the run's own, recording into `store`. */
+  target?: RobotTarget;
+  /** The trainer checkpoints here after every update (state, policy gradient, world model, history). */
+  outDir?: string;
 }
+
+/** Robot time charged per episode for its reset, s (robot-hours accounting). */
+export const RESET_SECONDS = 5;
 
 /**
  * One RL run on the VLA's head (the encoder BC trained stays frozen) from its current parameters, on the gap robot
@@ -282,23 +283,25 @@ export interface VlaRlRun {
  * refits teach the dynamics and the success head and leave the dense reward head as the sim taught it.
  */
 export async function trainVlaRl(R: VlaRecipe, row: VlaRl, o: VlaRlRun): Promise<{ rows: RunRow[]; robotEpisodes: number; robotSeconds: number; maxSteps: number; successThreshold: number }> {
-  const target = sparse(await simRobotTarget({ ...gapRobot(R.task), robots: 1, resetSeconds: 5, seed: R.seed, ...(o.store ? { store: o.store } : {}) }));
+  const own = o.target ? null : await simRobotTarget({ ...gapRobot(R.task), robots: 1, resetSeconds: RESET_SECONDS, seed: R.seed, ...(o.store ? { store: o.store } : {}), ...(o.signal ? { signal: o.signal } : {}) });
+  const target = sparse(own ?? { ...o.target!, close: async () => {} });
   try {
     const viaTwin = R.imagine === 'twin';
     if (!viaTwin && !o.face) throw new Error('vla recipe: imagining through the latent face needs the face');
     const pg = await ClippedPolicyGradient.create(row === 'sparse_only' || viaTwin ? o.vla : o.face!, R.pg, { trainable: o.vla.headParamNames() });
     try {
       const common = { prompts: R.prompts, groupSize: R.groupSize, evalEvery: Math.max(1, R.updates / 4), promptSeed0: R.promptSeed0, seed: R.seed };
-      const hooks = o.onUpdate ? { onUpdate: o.onUpdate } : {};
+      const hooks = { ...(o.onUpdate ? { onUpdate: o.onUpdate } : {}), ...(o.onEpisode ? { onEpisode: o.onEpisode } : {}), ...(o.signal ? { signal: o.signal } : {}) };
+      const outDir = o.outDir ? { outDir: o.outDir } : {};
       const wmrl = { ...DEFAULT_WMRL, ...common, updates: R.updates, horizon: target.maxSteps, refitEvery: row === 'wmrl' ? R.refitEvery : 0, robotRewards: 'success' as const };
       let st;
       if (row === 'sparse_only') {
         const episodes = o.robotEpisodes;
         if (episodes === undefined || episodes <= 0 || episodes % R.groupSize) throw new Error(`vla recipe: sparse_only needs whole groups of ${R.groupSize} robot episodes, got ${episodes}`);
-        st = await trainStandard({ config: { ...common, prompts: 1, updates: episodes / R.groupSize, evalEvery: Math.max(1, Math.round(episodes / R.groupSize / 4)) }, policy: o.vla, pg, target, prompts: o.prompts, hooks, evaluate: o.evaluate });
+        st = await trainStandard({ config: { ...common, prompts: 1, updates: episodes / R.groupSize, evalEvery: Math.max(1, Math.round(episodes / R.groupSize / 4)) }, policy: o.vla, pg, target, prompts: o.prompts, hooks, ...outDir, evaluate: o.evaluate });
       } else {
         const W = R.wmrl;
-        st = await trainWmrl({ config: { ...wmrl, corrector: row === 'wmrl' ? { ...W.corrector, seed: R.seed } : false, ...(row === 'wmrl' ? { anchorScore: W.anchorScore, imaginedGate: W.imaginedGate } : {}) }, policy: o.vla, ...(viaTwin ? { twin: o.twin } : { face: o.face! }), pg, model: o.model, simData: o.simData, target, prompts: o.prompts, hooks, warn: () => {}, evaluate: o.evaluate });
+        st = await trainWmrl({ config: { ...wmrl, corrector: row === 'wmrl' ? { ...W.corrector, seed: R.seed } : false, ...(row === 'wmrl' ? { anchorScore: W.anchorScore, imaginedGate: W.imaginedGate } : {}) }, policy: o.vla, ...(viaTwin ? { twin: o.twin } : { face: o.face! }), pg, model: o.model, simData: o.simData, target, prompts: o.prompts, hooks, ...outDir, warn: () => {}, evaluate: o.evaluate });
       }
       return { rows: st.rows, robotEpisodes: target.clock.episodes, robotSeconds: target.clock.robotSeconds, maxSteps: target.maxSteps, successThreshold: wmrl.successThreshold };
     } finally {
@@ -322,51 +325,111 @@ export async function exportVla(task: VlaTask, vla: VlaPolicy, path: string, met
 // ---- the recipe ----
 
 export interface VlaOutcome {
-  /** Held-out success of the clone and of the post-trained VLA. */
+  /** Held-out success of the clone, and of the post-trained VLA (null when a stop ended RL early: it is exported unmeasured). */
   clone: { heldOutStates: EvalResult; heldOutCombinations: EvalResult };
-  wmrl: { heldOutStates: EvalResult; heldOutCombinations: EvalResult };
+  wmrl: { heldOutStates: EvalResult; heldOutCombinations: EvalResult } | null;
   rows: RunRow[];
   robotEpisodes: number;
   robotSeconds: number;
   /** The exported VLA artifact. */
   policyPath: string;
+  /** A stop (VlaRunIo.signal) ended RL before its last update. */
+  stopped: boolean;
 }
 
-/** The whole recipe into the folder `out`: clone → world model → WMRL → evaluation → out/policy.onnx (and the robot's episodes, out/episodes.db). */
-export async function runVla(input: unknown, out: string, progress: (label: string) => void = () => {}): Promise<VlaOutcome> {
+/** What a run reports and where its robot and its artifact are, beside its config and its folder; each one optional. */
+export interface VlaRunIo {
+  /**
+   * What the run is doing and how far into it: 'pretraining: behaviour cloning' (rounds), 'pretraining: world model'
+   * (epochs), 'pretraining: latent face' (epochs), 'evaluating the clone', 'updates', 'evaluating'.
+   */
+  progress?: (phase: string, done: number, total: number) => void;
+  /** The clone's held-out success, measured before RL starts. */
+  onClone?: (clone: VlaOutcome['clone']) => void;
+  onUpdate?: RunHooks['onUpdate'];
+  /** Each robot episode RL runs, as it ends. */
+  onEpisode?: RunHooks['onEpisode'];
+  /**
+   * Stops the run. During pretraining it lands at the end of the clone's round or the model's epoch under way and
+   * runVla throws (nothing to export yet); during RL at the next update (the robot's episode under way finished as
+   * partial), and the VLA is exported as its last finished update left it.
+   */
+  signal?: AbortSignal;
+  /**
+   * The robot RL's episodes run on, whose owner closes it: the task's sim robot under the gap profile, with the
+   * recipe's S x S camera and COMMAND_HISTORY commands in its observation. Default: one of the run's own,
+   * fast-stepped, recording into OUT/episodes.db.
+   */
+  target?: RobotTarget;
+  /** Where the artifact goes and what it says of itself; default OUT/policy.onnx, version vla-wmrl-UPDATES, run OUT. */
+  artifact?: { path: string; policyVersion: string; runId: string };
+}
+
+/**
+ * The whole recipe into the folder `out`: clone → world model → WMRL (its checkpoint in `out` after every update) →
+ * evaluation → the artifact (default out/policy.onnx; the robot's episodes in out/episodes.db).
+ */
+export async function runVla(input: unknown, out: string, io: VlaRunIo = {}): Promise<VlaOutcome> {
   const R = vlaRecipe(input);
+  const progress = io.progress ?? (() => {});
+  const stopHere = () => io.signal?.throwIfAborted();
   mkdirSync(out, { recursive: true });
   const split = await vlaSplit(R.task, R.quick);
-  // Behaviour cloning with DAgger, demonstrations recorded on the robot itself.
-  const cloned = await cloneOnGap(R.task, split, R.clone, (env) => makeVla(env, R.hidden), (k) => progress(`behaviour cloning, round ${k + 1}/${R.clone.daggerRounds + 1}`), COMMAND_HISTORY);
-  const vla = cloned.policy;
-  // The world model, pretrained on exploratory episodes under randomized profiles.
-  const pre = await pretrainWorldModel({ ...R.wm, task: R.task, seed: 0, commandHistory: COMMAND_HISTORY, onProgress: (what, k, n) => progress(`${what} ${k}/${n}`) });
-  const robotEnv = await makeEnv(gapRobot(R.task));
-  const twin = await SceneTwin.create(R.task, S, { commandHistory: COMMAND_HISTORY });
-  using sim = await SimPrompts.create(R.task, 'nominal', { commandHistory: COMMAND_HISTORY });
-  let face: LatentVla | undefined;
+  let vla: VlaPolicy | undefined, model: EnsembleModel | undefined, robotEnv: Env | undefined, twin: SceneTwin | undefined, face: LatentVla | undefined;
   try {
+    // Behaviour cloning with DAgger, demonstrations recorded on the robot itself.
+    const rounds = R.clone.daggerRounds + 1;
+    progress('pretraining: behaviour cloning', 0, rounds);
+    vla = (await cloneOnGap(R.task, split, R.clone, (env) => makeVla(env, R.hidden), (k) => { progress('pretraining: behaviour cloning', k + 1, rounds); stopHere(); }, COMMAND_HISTORY)).policy;
+    const policy = vla;
+    // The world model, pretrained on exploratory episodes under randomized profiles.
+    const pre = await pretrainWorldModel({ ...R.wm, task: R.task, seed: 0, commandHistory: COMMAND_HISTORY, onProgress: (what, k, n) => { progress(`pretraining: ${what}`, k, n); stopHere(); } });
+    model = pre.model;
+    robotEnv = await makeEnv(gapRobot(R.task));
+    const env = robotEnv;
+    twin = await SceneTwin.create(R.task, S, { commandHistory: COMMAND_HISTORY });
+    using sim = await SimPrompts.create(R.task, 'nominal', { commandHistory: COMMAND_HISTORY });
     const prompts = vlaPrompts(R, split, sim);
-    progress('evaluating the clone');
-    const clone = await evaluateHeldOut(robotEnv, vla, split);
-    if (R.imagine === 'face') face = (await distillFace(R, vla, robotEnv, twin, pre.simData.obs, prompts, (e, n) => progress(`latent face, epoch ${e}/${n}`))).face;
+    progress('evaluating the clone', 0, 1);
+    const clone = await evaluateHeldOut(env, policy, split);
+    io.onClone?.(clone);
+    if (R.imagine === 'face') face = (await distillFace(R, policy, env, twin, pre.simData.obs, prompts, (e, n) => { progress('pretraining: latent face', e, n); stopHere(); })).face;
+
     // WMRL on the VLA's head.
-    if (R.logStd !== null) vla.setLogStd(R.logStd);
+    if (R.logStd !== null) policy.setLogStd(R.logStd);
     let last: EvalResult | null = null;
-    const evaluate = async () => { last = await evaluateOn(robotEnv, vla, split.heldOutStates); return { success: last.success, meanReturn: last.return, episodes: last.episodes }; };
-    const rl = await trainVlaRl(R, 'wmrl', { vla, ...(face ? { face } : {}), model: pre.model, simData: pre.simData, twin, prompts, store: join(out, 'episodes.db'), evaluate, onUpdate: (u) => progress(`WMRL update ${u.update}/${R.updates}`) });
-    if (!last) throw new Error('vla recipe: WMRL ended without evaluating after its last update');
-    const wmrl = { heldOutStates: last, heldOutCombinations: await evaluateOn(robotEnv, vla, split.heldOutCombinations) };
+    const evaluate = async () => { last = await evaluateOn(env, policy, split.heldOutStates); return { success: last.success, meanReturn: last.return, episodes: last.episodes }; };
+    const rows: RunRow[] = [];
+    let robot = { episodes: 0, seconds: 0 }, stopped = false;
+    progress('updates', 0, R.updates);
+    try {
+      const rl = await trainVlaRl(R, 'wmrl', {
+        vla: policy, ...(face ? { face } : {}), model: pre.model, simData: pre.simData, twin, prompts, evaluate, outDir: out,
+        ...(io.target ? { target: io.target } : { store: join(out, 'episodes.db') }), ...(io.signal ? { signal: io.signal } : {}), ...(io.onEpisode ? { onEpisode: io.onEpisode } : {}),
+        onUpdate: (u) => { rows.push(u); io.onUpdate?.(u); progress('updates', u.update, R.updates); },
+      });
+      robot = { episodes: rl.robotEpisodes, seconds: rl.robotSeconds };
+    } catch (e) {
+      if (!io.signal?.aborted) throw e;
+      stopped = true;
+      robot = { episodes: rows.at(-1)?.robotEpisodes ?? 0, seconds: rows.at(-1)?.robotSeconds ?? 0 };
+    }
+    let wmrl: VlaOutcome['wmrl'] = null;
+    if (!stopped) {
+      if (!last) throw new Error('vla recipe: WMRL ended without evaluating after its last update');
+      progress('evaluating', 0, 1);
+      wmrl = { heldOutStates: last, heldOutCombinations: await evaluateOn(env, policy, split.heldOutCombinations) };
+      progress('evaluating', 1, 1);
+    }
     // The deployable artifact.
-    const policyPath = join(out, 'policy.onnx');
-    await exportVla(R.task, vla, policyPath, { policyVersion: `vla-wmrl-${R.updates}`, runId: out });
-    return { clone, wmrl, rows: rl.rows, robotEpisodes: rl.robotEpisodes, robotSeconds: rl.robotSeconds, policyPath };
+    const art = io.artifact ?? { path: join(out, 'policy.onnx'), policyVersion: `vla-wmrl-${rows.length}`, runId: out };
+    await exportVla(R.task, policy, art.path, { policyVersion: art.policyVersion, runId: art.runId });
+    return { clone, wmrl, rows, robotEpisodes: robot.episodes, robotSeconds: robot.seconds, policyPath: art.path, stopped };
   } finally {
     await face?.release();
-    twin.dispose();
-    robotEnv.dispose();
-    await pre.model.release();
-    await vla.release();
+    twin?.dispose();
+    robotEnv?.dispose();
+    await model?.release();
+    await vla?.release();
   }
 }

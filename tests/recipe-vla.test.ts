@@ -31,8 +31,8 @@ describe('vlaRecipe', () => {
 
   it('refuses bad input, naming the field', () => {
     expect(() => vlaRecipe({ task: 'lift' })).toThrow(/task must be 'reach' or 'push'/);
-    expect(() => vlaRecipe({ task: 'reach', groupSize: 1 })).toThrow(/groupSize must be >= 2, got 1/);
-    expect(() => vlaRecipe({ task: 'reach', rl: { klBeta: -1 } })).toThrow(/rl\.klBeta must be >= 0/);
+    expect(() => vlaRecipe({ task: 'reach', groupSize: 1 })).toThrow(/groupSize must be in \[2, 256\], got 1/);
+    expect(() => vlaRecipe({ task: 'reach', rl: { klBeta: -1 } })).toThrow(/rl\.klBeta must be in \[0, 100\], got -1/);
     expect(() => vlaRecipe({ task: 'reach', lr: 1 })).toThrow(/lr unknown key/);
     expect(() => vlaRecipe({ seed: 0 })).toThrow(/task missing/);
     expect(() => vlaRecipe({ task: 'reach', clone: { demos: 2, daggerRounds: 1, daggerEpisodes: 2, bcEpochs: 1 } })).toThrow(/clone\.demos \(2\) must exceed/);
@@ -47,9 +47,12 @@ describe('runVla', () => {
     // quick: one anchor group of 2 a update on the robot.
     expect(r.robotEpisodes).toBe(2);
     expect(r.clone.heldOutStates.episodes).toBe(5);
-    expect(r.wmrl.heldOutCombinations.episodes).toBe(5);
+    expect(r.stopped).toBe(false);
+    expect(r.wmrl!.heldOutCombinations.episodes).toBe(5);
     expect(r.policyPath).toBe(join(out, 'policy.onnx'));
     expect(existsSync(join(out, 'episodes.db'))).toBe(true);
+    // The trainer's checkpoint, written after every update.
+    for (const f of ['state.json', 'pg.safetensors', 'world_model.safetensors', 'history.json']) expect(existsSync(join(out, f)), f).toBe(true);
     const robot = await SimRobot.create({ ...gapRobot('reach'), seed: 0 });
     try {
       const deployed = await OnnxPolicy.load(r.policyPath, robot.spec);

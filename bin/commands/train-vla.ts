@@ -34,13 +34,16 @@ export async function trainVla(flags: TrainVlaFlags, given: readonly string[]): 
     ...(seed !== undefined ? { seed } : {}), ...(updates !== undefined ? { updates } : {}), ...(klBeta !== undefined ? { rl: { klBeta } } : {}),
   };
   let shown = '';
-  const r = await runVla(input, flags.out, (label) => {
-    if (label !== shown) process.stderr.write(`\r${(shown = label).padEnd(60)}`);
+  const r = await runVla(input, flags.out, {
+    progress: (phase, done, total) => {
+      const label = `${phase} ${done}/${total}`;
+      if (label !== shown) process.stderr.write(`\r${(shown = label).padEnd(60)}`);
+    },
   });
   process.stderr.write('\n');
   if (flags.json) return printJson({ run: flags.out, task, policy: r.policyPath, robotEpisodes: r.robotEpisodes, robotSeconds: r.robotSeconds, clone: r.clone, wmrl: r.wmrl, updates: r.rows });
-  const pct = (x: number) => `${(100 * x).toFixed(0)}%`;
+  const pct = (x: number | undefined) => (x === undefined ? '—' : `${(100 * x).toFixed(0)}%`);
   console.log(`\n| run | policy | updates | robot episodes | robot hours | held-out states: clone → WMRL | held-out combinations: clone → WMRL |\n|---|---|---|---|---|---|---|`);
-  console.log(`| ${flags.out} | vla (${task}) | ${r.rows.length} | ${r.robotEpisodes} | ${(r.robotSeconds / 3600).toFixed(3)} | ${pct(r.clone.heldOutStates.success)} → ${pct(r.wmrl.heldOutStates.success)} | ${pct(r.clone.heldOutCombinations.success)} → ${pct(r.wmrl.heldOutCombinations.success)} |`);
+  console.log(`| ${flags.out} | vla (${task}) | ${r.rows.length} | ${r.robotEpisodes} | ${(r.robotSeconds / 3600).toFixed(3)} | ${pct(r.clone.heldOutStates.success)} → ${pct(r.wmrl?.heldOutStates.success)} | ${pct(r.clone.heldOutCombinations.success)} → ${pct(r.wmrl?.heldOutCombinations.success)} |`);
   console.log(`\npolicy: ${r.policyPath}   run it: wmrl drive --policy ${r.policyPath} --robot ${flags.robot} --command-history ${COMMAND_HISTORY}`);
 }
