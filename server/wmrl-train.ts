@@ -7,38 +7,20 @@
 // into the run folder every update; the policy goes into the policy library, ready to deploy.
 import { join } from 'node:path';
 import { writeFileAtomic } from '../nn/index.js';
-import { buildObservation, layoutOf, splitObservation, type ObservationLayout } from '../common/layout.js';
-import type { RobotObservation } from '../common/robot.js';
-import type { EpisodeMeta } from '../episodes/types.js';
-import type { EpisodeStore } from '../episodes/store/store.js';
-import type { ActOptions, SafetyLayer } from '../hardware/safety.js';
-import type { ResetOptions } from '../hardware/types.js';
+import { layoutOf, splitObservation, type ObservationLayout } from '../common/layout.js';
 import type { GaussianPolicy } from '../policies/gaussian.js';
 import { ClippedPolicyGradient } from '../policies/pg.js';
 import { MjEnv, makeEnv, type EnvState } from '../sim/index.js';
-import { RobotClock, type RobotEpisode, type RobotTarget } from '../wmrl/embodied.js';
 import type { RunRow } from '../wmrl/run-state.js';
 import { SimPrompts, postTrainPg, heldOutEvaluation, type Pretrained } from '../wmrl/sim-setup.js';
 import { DEFAULT_WMRL, trainWmrl } from '../wmrl/train_wmrl.js';
 import { ModelEnv, repeatRows, type EnsembleModel } from '../worldmodel/index.js';
 import { anchorGroupsProblem, embodiedPretrain, exportEmbodiedPolicy, trainerCorrector } from '../recipes/embodied.js';
-import { sleep, wilson } from './jobs.js';
-import type { RobotHost } from './robot-host.js';
-import type { JobContext, JobDefinition } from './runs.js';
+import { AnchorEpisodes, round, successInterval, updateMetrics, type ImaginedRollouts, type ImaginedStep } from './robot-training.js';
+import type { JobDefinition } from './runs.js';
 import { WmrlTrainOptions, type MetricsPoint } from './schemas.js';
 
-const round = (x: number) => Math.round(x * 1e5) / 1e5;
-
-/** The 95% interval of a success rate measured on n held-out episodes. */
-const successInterval = (rate: number, n: number) => wilson(Math.round(rate * n), n).map(round) as [number, number];
-
 // ── Imagined rollouts for the viewer ────────────────────────────────────────────────────────────
-interface ImaginedStep {
-  /** Joint positions per ensemble member. */
-  members: number[][];
-  /** Body poses (nbody x 7) per member. */
-  poses: number[][];
-}
 
 /**
  * The world model's rollout of the policy from a start state, one per ensemble member (member e moves
@@ -47,7 +29,7 @@ interface ImaginedStep {
  * setting those joint positions in a nominal copy of the task's sim (the start state's goal and objects) and
  * running MuJoCo's kinematics.
  */
-class Imaginer {
+class Imaginer implements ImaginedRollouts {
   private constructor(
     private readonly env: ModelEnv,
     private readonly policy: ReturnType<GaussianPolicy['graphPolicy']>,
@@ -109,97 +91,6 @@ class Imaginer {
   async release(): Promise<void> {
     this.sim.dispose();
     await this.env.release();
-  }
-}
-
-// ── The service's robot as the trainer's robot ──────────────────────────────────────────────────
-/**
- * Each robot episode the trainer runs, seen from the service: `reset` waits while the e-stop is latched (the
- * viewer's "reset robot" clears it; the e-stopped episode ended as partial and the trainer leaves it unscored),
- * refuses once the run is stopping, and imagines the episode from its start state; `begin` (the store's) makes
- * the episode id known, which every frame carries; `act` streams the step as the robot applied it.
- */
-class AnchorEpisodes {
-  private episode: string | null = null;
-  private t = 0;
-  private pending: ImaginedStep[] = [];
-  /** Ids of the episodes recorded, in order. */
-  readonly ids: string[] = [];
-
-  constructor(
-    private readonly ctx: JobContext,
-    private readonly host: RobotHost,
-    private readonly imaginer: Imaginer | null,
-    private readonly horizon: number,
-  ) {}
-
-  /** The host's own safety layer, with `reset` and `act` going through this. */
-  robot(): SafetyLayer {
-    const safety = this.host.safety;
-    const own: Partial<Record<keyof SafetyLayer, unknown>> = { reset: (o?: ResetOptions) => this.reset(o), act: (a: Float32Array, o?: ActOptions) => this.act(a, o) };
-    return new Proxy(safety, {
-      get: (target, key) => {
-        if (key in own) return own[key as keyof SafetyLayer];
-        const v = Reflect.get(target, key, target) as unknown;
-        return typeof v === 'function' ? (v as (...a: unknown[]) => unknown).bind(target) : v;
-      },
-    });
-  }
-
-  /** The service's store, with `begin` telling this the id of the episode starting. */
-  store(): EpisodeStore {
-    const store = this.ctx.store;
-    const begin = (meta: EpisodeMeta) => {
-      const rec = store.begin(meta);
-      this.started(meta.id);
-      return rec;
-    };
-    return new Proxy(store, {
-      get: (target, key) => {
-        if (key === 'begin') return begin;
-        const v = Reflect.get(target, key, target) as unknown;
-        return typeof v === 'function' ? (v as (...a: unknown[]) => unknown).bind(target) : v;
-      },
-    });
-  }
-
-  private async reset(o?: ResetOptions): Promise<RobotObservation> {
-    const { ctx, host } = this;
-    while (host.safety.isEstopped && !ctx.signal.aborted) await sleep(50, ctx.signal);
-    ctx.signal.throwIfAborted();
-    let obs = await host.safety.reset(o);
-    this.pending = [];
-    if (this.imaginer && o?.seed !== undefined) {
-      this.pending = await this.imaginer.rollout(buildObservation(layoutOf(host.sim.spec), obs), host.sim.env.getState(), this.horizon);
-      // Imagining took a moment, in which the watchdog may have held the robot: the same seed starts it again.
-      obs = await host.safety.reset(o);
-    }
-    return obs;
-  }
-
-  private started(id: string): void {
-    const { ctx, host } = this;
-    this.episode = id;
-    this.t = 0;
-    ctx.emit({ type: 'episode', episode: id, phase: 'start', steps: 0, success: null, status: 'recording' });
-    this.pending.forEach((s, t) => ctx.emit({ type: 'imagined', robot: host.id, episode: id, source: 'world-model', t, members: s.members, poses: s.poses }));
-    this.pending = [];
-  }
-
-  private async act(a: Float32Array, o?: ActOptions): Promise<Float32Array> {
-    const { ctx, host } = this;
-    const sent = await host.safety.act(a, o);
-    if (this.episode) ctx.emit({ type: 'real', robot: host.id, episode: this.episode, t: this.t++, q: host.positions(), command: Array.from(sent, round), poses: Array.from(host.sim.env.poses(), round) });
-    return sent;
-  }
-
-  /** The trainer's report of the episode just run. */
-  ended(ep: RobotEpisode): void {
-    const { ctx, host } = this;
-    this.ids.push(ep.id);
-    const why = ep.status === 'complete' ? '' : host.safety.isEstopped ? ' (estop)' : ctx.signal.aborted ? ' (aborted)' : '';
-    ctx.emit({ type: 'episode', episode: ep.id, phase: 'end', steps: ep.steps, success: ep.status === 'complete' ? ep.success : null, status: `${ep.status}${why}` });
-    this.episode = null;
   }
 }
 
@@ -276,19 +167,7 @@ export const wmrlTrain: JobDefinition<typeof WmrlTrainOptions> = {
       imaginer = o.imagined ? await Imaginer.create(pre.model, pre.policy, task, layout, config.successThreshold, host.commandHistory) : null;
       anchors = new AnchorEpisodes(ctx, host, imaginer, H);
       const a = anchors;
-      const target: RobotTarget = {
-        robot: a.robot(),
-        outcome: () => {
-          const l = host.sim.lastStep;
-          return { reward: l?.reward ?? 0, done: !!(l?.terminated || l?.truncated), success: l?.info.success };
-        },
-        maxSteps: H,
-        realTime: o.realTime,
-        store: a.store(),
-        meta: { robot: spec.name, hardwareProfile: profile, task },
-        clock: new RobotClock(1, o.resetSeconds),
-        signal: ctx.signal,
-      };
+      const target = a.target({ realTime: o.realTime, resetSeconds: o.resetSeconds });
       // Where post-training starts: the pretrained policy's true success.
       const start = await evaluate(pre.policy);
       emit({ step: 0, robotSeconds: 0, trueSuccess: round(start.success), anchorFraction: null, biasReduction: null, anchorWeight: null, ppi: successInterval(start.success, start.episodes), trueScore: null });
@@ -300,16 +179,7 @@ export const wmrlTrain: JobDefinition<typeof WmrlTrainOptions> = {
           onEpisode: (ep) => a.ended(ep),
           onUpdate: (r) => {
             rows.push(r);
-            emit({
-              step: r.update,
-              robotSeconds: round(r.robotSeconds),
-              trueSuccess: r.evalSuccess === undefined ? null : round(r.evalSuccess),
-              anchorFraction: round(r.realGroups / r.groups),
-              biasReduction: r.biasReduction === undefined || r.biasReduction === null ? null : round(r.biasReduction),
-              anchorWeight: r.anchorWeight === undefined ? null : round(r.anchorWeight),
-              ppi: r.evalSuccess === undefined ? null : successInterval(r.evalSuccess, o.evalEpisodes),
-              trueScore: r.trueMean ? [round(r.trueMean[0]), round(r.trueMean[1])] : null,
-            });
+            emit(updateMetrics(r, o.evalEpisodes));
             ctx.progress(r.update, o.updates, 'updates');
           },
         },
