@@ -62,6 +62,8 @@ export interface RobotHostOptions {
   urdf?: string;
   /** The robot's observation also reports its last this many commands sent (sim/env.ts commandHistory); default 0. */
   commandHistory?: number;
+  /** Side of the robot's square camera image, px, in its observation (a VLA reads it); omit for no camera. */
+  image?: number;
   onIntervention?: (e: InterventionEvent) => void;
   /**
    * Keeps the e-stop latch in this file across restarts: a latch found there is restored at start.
@@ -122,7 +124,7 @@ export class RobotHost {
   static async create(o: RobotHostOptions): Promise<RobotHost> {
     const urdf = o.urdf === undefined ? null : resolve(o.urdf);
     if (urdf !== null && !(existsSync(urdf) && statSync(urdf).isFile())) throw new Error(`robot '${o.id}': its URDF ${urdf} is not a file`);
-    const sim = await SimRobot.create({ task: o.task, profile: o.profile, seed: o.seed, commandHistory: o.commandHistory });
+    const sim = await SimRobot.create({ task: o.task, profile: o.profile, seed: o.seed, commandHistory: o.commandHistory, ...(o.image ? { image: o.image } : {}) });
     const ref: { host?: RobotHost } = {};
     const reporting = new ReportingRobot(sim, (command) => ref.host?.applied(command));
     // Every latch goes through the layer's log (the API's e-stop, a watchdog that stops), so it is persisted here.
@@ -189,6 +191,7 @@ export class RobotHost {
       task: this.task,
       profile: this.profile,
       commandHistory: this.commandHistory,
+      camera: s.camera ? s.camera.width : null,
       joints: s.joints,
       controlHz: s.controlHz,
       state: estopped ? 'estopped' : this.run ? 'running' : 'idle',

@@ -34,6 +34,8 @@ export interface JobDefinition<S extends TObject = TObject> {
   options: S;
   /** Checks across options the schema cannot state; the problem, named, or null. Runs before the run starts. */
   check?(options: Static<S>): string | null;
+  /** Checks the options against the robot they name (their `robot`); the problem, naming the robot or the option, or null. Runs before the run starts. */
+  checkRobot?(options: Static<S>, robot: RobotHost): string | null;
   /**
    * Runs until done or until `ctx.signal` aborts; on abort it finishes the episode being recorded and
    * returns. Returns the path of its checkpoint (written at the end, aborted or not), or null.
@@ -97,6 +99,8 @@ export class RunManager {
     const robotId = typeof options.robot === 'string' ? options.robot : null;
     const robot = robotId === null ? null : this.robot(robotId);
     if (robot?.run) throw new ApiError('WMRL_ROBOT_BUSY', `robot '${robotId}' is driven by run '${robot.run}'; stop it first`);
+    const unfit = robot ? (job.checkRobot?.(options as Static<typeof job.options>, robot) ?? null) : null;
+    if (unfit) throw new ApiError('WMRL_VALIDATION', unfit);
     if (robot?.safety.isEstopped) throw new ApiError('WMRL_ROBOT_ESTOPPED', `robot '${robotId}' is e-stopped; reset it first (POST /api/robots/${robotId}/reset, or the viewer's reset button)`);
     const id = `${kind}-${new Date().toISOString().replace(/[:.]/g, '-')}-${randomUUID().slice(0, 6)}`;
     const dir = join(this.deps.dataDir, 'runs', id);

@@ -2,7 +2,7 @@
 // WebSocket stream's events, error codes. TypeBox gives each shape once; fastify validates with it,
 // the OpenAPI document at /docs and the TypeScript types derive from it; the viewer imports the types.
 import { Type, type Static, type TSchema } from '@sinclair/typebox';
-import { PretrainSizes, TrainerOptions } from '../recipes/options.js';
+import { PretrainSizes, TrainerOptions, VlaSettings } from '../recipes/options.js';
 
 // ── Errors ──────────────────────────────────────────────────────────────────────────────────────
 /** Stable error codes: never reused for another meaning (like fastify's FST_ERR_*). */
@@ -70,6 +70,7 @@ export const RobotStatus = Type.Object({
   task: Type.String(),
   profile: Type.String(),
   commandHistory: Type.Integer({ minimum: 0, description: "the last commands sent that its observation reports after its features ('<action> command t-k'); a policy for it reads them" }),
+  camera: Type.Union([Type.Integer({ minimum: 1 }), Type.Null()], { description: "side of the square camera image its observation carries, px (a VLA reads it); null: no camera" }),
   joints: Type.Array(Type.String()),
   controlHz: Type.Number(),
   state: Type.Union([Type.Literal('idle'), Type.Literal('running'), Type.Literal('estopped')]),
@@ -124,6 +125,17 @@ export const WmrlTrainOptions = Type.Object(
   { additionalProperties: false },
 );
 export type WmrlTrainOptions = Static<typeof WmrlTrainOptions>;
+
+/** The VLA recipe's settings (recipes/options.ts VlaSettings; the task is the robot's) and where its episodes run. */
+export const VlaTrainOptions = Type.Object(
+  {
+    robot: Id,
+    ...VlaSettings,
+    realTime: Type.Boolean({ default: true, description: "the robot's episodes run at its control rate (false: the in-process sim steps as fast as it goes)" }),
+  },
+  { additionalProperties: false },
+);
+export type VlaTrainOptions = Static<typeof VlaTrainOptions>;
 
 export const RunState = Type.Union([Type.Literal('running'), Type.Literal('stopping'), Type.Literal('stopped'), Type.Literal('finished'), Type.Literal('failed')]);
 export type RunState = Static<typeof RunState>;

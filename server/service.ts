@@ -18,6 +18,7 @@ import { RobotHost } from './robot-host.js';
 import { RunManager, type JobDefinition } from './runs.js';
 import { wmrlTrain } from './wmrl-train.js';
 import { researchJob } from './research-job.js';
+import { vlaTrain } from './vla-train.js';
 import { StreamHub } from './stream-hub.js';
 
 export interface ServiceOptions {
@@ -31,8 +32,8 @@ export interface ServiceOptions {
   /** Embedded MQTT broker port; null = no broker. */
   mqttPort?: number | null;
   /** Sim robots: a task under a hardware profile; `urdf`: the robot's URDF, which the viewer then draws it from. */
-  robots?: Array<{ id: string; task: string; profile: string; seed?: number; urdf?: string; commandHistory?: number; /** ROS packages of its URDF: name → folder (`package://name/...`). */ packages?: Record<string, string> }>;
-  /** Extra job kinds, beside the built-in ones (wmrl-train, expert-session, policy, research). */
+  robots?: Array<{ id: string; task: string; profile: string; seed?: number; urdf?: string; commandHistory?: number; /** Side of its square camera image, px (a VLA reads it). */ image?: number; /** ROS packages of its URDF: name → folder (`package://name/...`). */ packages?: Record<string, string> }>;
+  /** Extra job kinds, beside the built-in ones (wmrl-train, vla-train, expert-session, policy, research). */
   jobs?: JobDefinition[];
   viewerDir?: string;
   logger?: boolean;
@@ -87,7 +88,7 @@ export async function startService(o: ServiceOptions): Promise<Service> {
     }
     const policies = new PolicyLibrary(join(o.dataDir, 'policies'));
     const runs = new RunManager({ store, robots, dataDir: o.dataDir, policyPath: (id) => policies.path(id), onError });
-    for (const j of [wmrlTrain, expertSession, policyRun, researchJob, ...(o.jobs ?? [])] as JobDefinition[]) runs.register(j);
+    for (const j of [wmrlTrain, vlaTrain, expertSession, policyRun, researchJob, ...(o.jobs ?? [])] as JobDefinition[]) runs.register(j);
     cleanup.push(() => runs.stopAll());
 
     const hub = new StreamHub();

@@ -146,7 +146,7 @@ describe('service API: runs and episodes', () => {
     expect(unknown.statusCode).toBe(404);
     expect(unknown.json().code).toBe('WMRL_ROBOT_NOT_FOUND');
     expect((await inject({ method: 'POST', url: '/api/runs/teleport', headers: auth, payload: {} })).statusCode).toBe(404);
-    expect((await inject({ url: '/api/runs/jobs' })).json<Array<{ kind: string }>>().map((j) => j.kind)).toEqual(['wmrl-train', 'expert-session', 'policy', 'research']);
+    expect((await inject({ url: '/api/runs/jobs' })).json<Array<{ kind: string }>>().map((j) => j.kind)).toEqual(['wmrl-train', 'vla-train', 'expert-session', 'policy', 'research']);
   });
 
   it('a run records episodes, streams real and imagined frames, reports metrics, and a busy robot refuses a second run', async () => {

@@ -20,6 +20,8 @@ export interface ServeOptions {
   profile: string;
   urdf?: string;
   commandHistory?: number;
+  /** Side of the sim robot's camera image, px; none when absent. */
+  camera?: number;
   episodes: number;
   updates: number;
   /** The default job's kind, or false for none. */
@@ -40,7 +42,7 @@ export async function serve(o: ServeOptions): Promise<void> {
     port: o.port,
     foxglovePort: o.foxglovePort,
     mqttPort: o.mqtt ? o.mqttPort : null,
-    robots: [{ id: 'sim', task: o.task, profile: o.profile, ...(o.urdf ? { urdf: o.urdf } : {}), ...(o.commandHistory ? { commandHistory: o.commandHistory } : {}), ...(o.urdfPackage && Object.keys(o.urdfPackage).length ? { packages: o.urdfPackage } : {}) }],
+    robots: [{ id: 'sim', task: o.task, profile: o.profile, ...(o.urdf ? { urdf: o.urdf } : {}), ...(o.commandHistory ? { commandHistory: o.commandHistory } : {}), ...(o.camera ? { image: o.camera } : {}), ...(o.urdfPackage && Object.keys(o.urdfPackage).length ? { packages: o.urdfPackage } : {}) }],
     viewerDir,
     allowedHosts: o.allowedHost,
     allowedOrigins: o.allowedOrigin,
@@ -55,7 +57,7 @@ export async function serve(o: ServeOptions): Promise<void> {
   console.log(`  API docs:     ${url}/docs    metrics: ${url}/metrics`);
   if (svc.foxglove) console.log(`  Foxglove:     ${svc.foxglove.url} (Open connection → Foxglove WebSocket)`);
   if (svc.broker) console.log(`  MQTT broker:  ${svc.broker.url} (logins in ${svc.mqttCredentialsFile}, mode 0600: service, worker, robot:<id>)`);
-  console.log(`  robot:        sim (${o.task}, profile ${o.profile}${o.commandHistory ? `, reporting its last ${o.commandHistory} commands` : ''}${o.urdf ? `, drawn from ${o.urdf}` : ''}); episodes in ${join(o.data, 'episodes.db')}`);
+  console.log(`  robot:        sim (${o.task}, profile ${o.profile}${o.commandHistory ? `, reporting its last ${o.commandHistory} commands` : ''}${o.camera ? `, a ${o.camera}x${o.camera} camera` : ''}${o.urdf ? `, drawn from ${o.urdf}` : ''}); episodes in ${join(o.data, 'episodes.db')}`);
   const robot = svc.ctx.robots.get('sim')!;
   // A latch kept from before the restart holds: no job drives the robot until the operator resets it.
   if (o.job && robot.safety.isEstopped) {
