@@ -3,6 +3,9 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
+/** The run key line a full report carries, which `--check` reads back. */
+export const runKeyLine = (key: string) => `Run key: \`${key}\` (a hash of the code its numbers depend on and of its options; \`--check\` compares it with the code's).`;
+
 export interface BenchOptions {
   quick: boolean;
   /** `--all`: every task a benchmark knows, where it runs one by default (embodied: push beside reach). */
@@ -16,6 +19,13 @@ export interface BenchOptions {
    * benchmark declares what it combines (its `combines` export; vla: its `--task` runs into the two-task report).
    */
   combine?: boolean;
+  /**
+   * `--split validation`: a benchmark under the protocol (its `protocol` export) runs its validation split, where
+   * choices are made, instead of the test split a full run reports; report <name>-validation.
+   */
+  split?: 'validation' | 'test';
+  /** `--relook`: evaluate test cells again even where the ledger holds them under this run key (recorded as a second look). */
+  relook?: boolean;
   /** Progress line sink; the harness draws it as a bar on a TTY. */
   progress: (done: number, total: number, label: string) => void;
 }
@@ -49,6 +59,8 @@ export interface BenchReport {
   result: Record<string, number | string>;
   /** Files written beside the full report under bench/results/ (name → text): a run's raw results, which a later `--combine` reads. */
   files?: Record<string, string>;
+  /** A benchmark under the protocol: the run key of the code its numbers came from, written into the report for `--check`. */
+  runKey?: string;
 }
 
 export function median(xs: readonly number[]): number {
@@ -166,6 +178,7 @@ export function writeReport(name: string, report: BenchReport, command: string):
     '',
     `Run on ${new Date().toISOString()}, Node ${process.version}, ${process.platform}/${process.arch}.`,
     '',
+    ...(report.runKey ? [runKeyLine(report.runKey), ''] : []),
     report.summary,
     '',
     markdownTable(report.header, report.rows),

@@ -1,0 +1,307 @@
+// The evidence protocol every learning benchmark follows: disjoint train / validation / test splits declared in one
+// place, a run key (a hash of the code a benchmark's numbers depend on and its options), results cached per
+// (bench, task, seed, variant) under the run key so a full run can span sessions, the test-split ledger that makes a
+// second look at a test set visible, and `--check`, which vouches for a committed report only under its run key.
+import { createHash } from 'node:crypto';
+import { existsSync, mkdirSync, readdirSync, readFileSync, renameSync, statSync, writeFileSync } from 'node:fs';
+import { dirname, isAbsolute, join, relative, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { Ledger, type LedgerEntry } from './ledger.js';
+import { RESULTS_DIR, type BenchOptions } from './report.js';
+
+/** The repository's root folder. */
+export const REPO_ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..');
+/** Cached cells (git-ignored): bench/.cache/<bench>/<run key>/… */
+export const CACHE_ROOT = join(REPO_ROOT, 'bench', '.cache');
+
+export class ProtocolError extends Error {
+  override name = 'ProtocolError';
+}
+
+// ── Splits ──────────────────────────────────────────────────────────────────────────────────────
+export const SPLIT_NAMES = ['train', 'validation', 'test'] as const;
+export type SplitName = (typeof SPLIT_NAMES)[number];
+
+/** One kind of item (start-state seeds, instruction-target combinations, research-task seeds) split three ways. */
+export interface SplitSets<T = unknown> {
+  train: readonly T[];
+  validation: readonly T[];
+  test: readonly T[];
+}
+
+/** A benchmark's splits, checked disjoint: `sets[kind][split]` lists the items. */
+export interface Splits<S extends Record<string, SplitSets>> {
+  bench: string;
+  sets: S;
+  /** Which split `item` of `kind` is in, or null where it is in none. */
+  splitOf<K extends keyof S & string>(kind: K, item: S[K]['test'][number]): SplitName | null;
+}
+
+/** Key of an item: equal items (numbers, strings, arrays, objects with the same fields) get the same key. */
+function itemKey(x: unknown): string {
+  if (x === null || typeof x !== 'object') {
+    if (typeof x === 'number' && !Number.isFinite(x)) throw new ProtocolError(`split item ${x} is not a finite number`);
+    return JSON.stringify(x);
+  }
+  if (Array.isArray(x)) return `[${x.map(itemKey).join(',')}]`;
+  return `{${Object.keys(x).sort().map((k) => `${JSON.stringify(k)}:${itemKey((x as Record<string, unknown>)[k])}`).join(',')}}`;
+}
+
+/**
+ * Declares a benchmark's splits: for every kind of item, train, validation and test lists that share no item (an
+ * item twice in one list is refused too); test may not be empty. Throws a ProtocolError naming the bench, the kind,
+ * the item and both splits.
+ */
+export function defineSplits<S extends Record<string, SplitSets>>(bench: string, sets: S): Splits<S> {
+  const where = new Map<string, Map<string, SplitName>>();
+  for (const [kind, split] of Object.entries(sets)) {
+    const seen = new Map<string, SplitName>();
+    for (const name of SPLIT_NAMES) {
+      const items = split[name];
+      if (!Array.isArray(items)) throw new ProtocolError(`bench ${bench}: splits.${kind}.${name} must be a list`);
+      for (const item of items) {
+        const k = itemKey(item);
+        const before = seen.get(k);
+        if (before === name) throw new ProtocolError(`bench ${bench}: ${kind}: ${k} is listed twice in ${name}`);
+        if (before) throw new ProtocolError(`bench ${bench}: ${kind}: ${k} is in both ${before} and ${name}; train, validation and test must be disjoint`);
+        seen.set(k, name);
+      }
+    }
+    if (split.test.length === 0) throw new ProtocolError(`bench ${bench}: ${kind}: the test split is empty`);
+    where.set(kind, seen);
+  }
+  return {
+    bench,
+    sets,
+    splitOf(kind, item) {
+      const m = where.get(kind);
+      if (!m) throw new ProtocolError(`bench ${bench}: no split of '${kind}' is declared (${[...where.keys()].join(', ')})`);
+      return m.get(itemKey(item)) ?? null;
+    },
+  };
+}
+
+// ── Run key ─────────────────────────────────────────────────────────────────────────────────────
+export interface RunKeySpec {
+  /** The benchmark's file (a path or file URL): it and every file it imports, transitively, by relative import. */
+  entry: string;
+  /** Repository folders hashed whole (code loaded by path, not import: sandboxed programs, workers). */
+  dirs?: readonly string[];
+  /** More repository files. */
+  files?: readonly string[];
+  /** The benchmark's options (sizes, seeds, variants): JSON, keys sorted. */
+  options?: unknown;
+  /** The repository's root; default this one. */
+  root?: string;
+}
+
+const IMPORT_RE = /(?:\bfrom\s*|\bimport\s*\(?\s*)['"](\.{1,2}\/[^'"]+)['"]/g;
+const CODE_EXT = /\.(?:ts|mts|js|mjs)$/;
+
+/** Resolves a relative import as tsx does: `x.js` is `x.ts` where that exists. */
+function resolveImport(root: string, from: string, spec: string): string {
+  const p = resolve(dirname(from), spec);
+  const candidates = [p, p.replace(/\.js$/, '.ts'), p.replace(/\.mjs$/, '.mts'), `${p}.ts`, join(p, 'index.ts')];
+  const hit = candidates.find((c) => existsSync(c) && statSync(c).isFile());
+  if (!hit) throw new ProtocolError(`run key: ${relative(root, from)} imports '${spec}', which resolves to no file`);
+  return hit;
+}
+
+/** `entry` and every repository file it reaches through relative imports (comments included: a stray match only adds a file). */
+export function importClosure(entry: string, root: string = REPO_ROOT): string[] {
+  const start = entry.startsWith('file:') ? fileURLToPath(entry) : resolve(root, entry);
+  const seen = new Set<string>();
+  const todo = [start];
+  while (todo.length) {
+    const f = todo.pop()!;
+    if (seen.has(f)) continue;
+    seen.add(f);
+    if (!CODE_EXT.test(f)) continue;
+    const text = readFileSync(f, 'utf8');
+    for (const m of text.matchAll(IMPORT_RE)) {
+      const target = resolveImport(root, f, m[1]!);
+      if (!relative(root, target).startsWith('..')) todo.push(target);
+    }
+  }
+  return [...seen].map((f) => relative(root, f)).sort();
+}
+
+/** The repository files a run key hashes, sorted: the entry's import closure, the folders, the files, package-lock.json. */
+export function runKeySources(spec: RunKeySpec): string[] {
+  const root = spec.root ?? REPO_ROOT;
+  const inside = (p: string, what: string) => {
+    if (isAbsolute(p) || p.split(/[\\/]/).includes('..')) throw new ProtocolError(`run key: ${what} '${p}' must be a path inside the repository`);
+    if (!existsSync(join(root, p))) throw new ProtocolError(`run key: ${what} '${p}' does not exist`);
+    return p;
+  };
+  const inDir = (d: string) => (readdirSync(join(root, inside(d, 'folder')), { recursive: true }) as string[]).map((f) => join(d, f)).filter((f) => statSync(join(root, f)).isFile());
+  const files = (spec.files ?? []).map((f) => inside(f, 'file'));
+  return [...new Set([...importClosure(spec.entry, root), ...(spec.dirs ?? []).flatMap(inDir), ...files, inside('package-lock.json', 'file')])].sort();
+}
+
+/** JSON with object keys sorted, so equal options hash equally whatever order they were written in. */
+export function stableJson(x: unknown): string {
+  if (x === undefined) return 'null';
+  if (x === null || typeof x !== 'object') {
+    if (typeof x === 'number' && !Number.isFinite(x)) return JSON.stringify(String(x));
+    return JSON.stringify(x);
+  }
+  if (Array.isArray(x)) return `[${x.map(stableJson).join(',')}]`;
+  return `{${Object.keys(x).sort().filter((k) => (x as Record<string, unknown>)[k] !== undefined).map((k) => `${JSON.stringify(k)}:${stableJson((x as Record<string, unknown>)[k])}`).join(',')}}`;
+}
+
+/**
+ * The run key: a hash of every file runKeySources lists (each by its path and bytes), the options, and the Node major
+ * version and CPU architecture. A change to any of them is a new key; the key says nothing of edits elsewhere.
+ */
+export function runKey(spec: RunKeySpec): string {
+  const root = spec.root ?? REPO_ROOT;
+  const h = createHash('sha256');
+  for (const f of runKeySources(spec)) h.update(`${f}\0`).update(readFileSync(join(root, f))).update('\0');
+  h.update(stableJson({ options: spec.options ?? null, node: process.versions.node.split('.')[0], arch: process.arch }));
+  return h.digest('hex').slice(0, 24);
+}
+
+// ── Results as JSON ─────────────────────────────────────────────────────────────────────────────
+/** JSON that keeps NaN and ±Infinity (a level never reached stays Infinity). */
+export const toJson = (x: unknown, space?: number) => JSON.stringify(x, (_k, v: unknown) => (typeof v === 'number' && !Number.isFinite(v) ? { nonFinite: String(v) } : v), space);
+export const fromJson = <T>(text: string): T => JSON.parse(text, (_k, v: unknown) => (v !== null && typeof v === 'object' && 'nonFinite' in v ? Number((v as { nonFinite: string }).nonFinite) : v)) as T;
+
+// ── Cells and their cache ───────────────────────────────────────────────────────────────────────
+/** One unit of a benchmark's work: a variant trained and measured on one task at one seed of one split. */
+export interface Cell {
+  task: string;
+  variant: string;
+  seed: number;
+  split: SplitName;
+}
+
+const SAFE = /^[A-Za-z0-9._-]+$/;
+
+/** Each cell's result as a JSON file: <root>/<bench>/<run key>/<split>/<task>/<variant>/seed-<seed>.json. */
+export class CellCache {
+  constructor(readonly bench: string, readonly runKey: string, readonly root: string = CACHE_ROOT) {
+    for (const [what, v] of [['bench', bench], ['run key', runKey]] as const) if (!SAFE.test(v)) throw new ProtocolError(`cell cache: ${what} '${v}' may hold only letters, digits, '.', '_' and '-'`);
+  }
+
+  path(c: Cell): string {
+    for (const [what, v] of [['task', c.task], ['variant', c.variant]] as const) if (!SAFE.test(v)) throw new ProtocolError(`cell cache: ${what} '${v}' may hold only letters, digits, '.', '_' and '-'`);
+    if (!Number.isInteger(c.seed)) throw new ProtocolError(`cell cache: seed ${c.seed} must be an integer`);
+    return join(this.root, this.bench, this.runKey, c.split, c.task, c.variant, `seed-${c.seed}.json`);
+  }
+
+  /** The cell's cached result, or undefined; throws naming the file where it does not parse. */
+  get<T>(c: Cell): T | undefined {
+    const p = this.path(c);
+    if (!existsSync(p)) return undefined;
+    try {
+      return fromJson<{ value: T }>(readFileSync(p, 'utf8')).value;
+    } catch (e) {
+      throw new ProtocolError(`${p}: not a cached cell (${(e as Error).message}); delete it to run the cell again`, { cause: e });
+    }
+  }
+
+  /** Writes the cell's result whole or not at all (a temporary file renamed over it). */
+  put<T>(c: Cell, value: T): void {
+    const p = this.path(c);
+    mkdirSync(dirname(p), { recursive: true });
+    const tmp = `${p}.${process.pid}.tmp`;
+    writeFileSync(tmp, toJson({ cell: c, date: new Date().toISOString(), value }));
+    renameSync(tmp, p);
+  }
+}
+
+// ── Evaluating a cell: the cache, and the ledger for the test split ─────────────────────────────
+export interface ProtocolRun<S extends Record<string, SplitSets>> {
+  bench: string;
+  runKey: string;
+  splits: Splits<S>;
+  /** The kind of item a cell's seed is (its split is checked against it); default 'seeds'. */
+  seedKind?: keyof S & string;
+  cache: CellCache;
+  ledger: Ledger;
+  /** Evaluate a test cell again even where the ledger holds it under this run key (recorded as a second look). */
+  relook?: boolean;
+}
+
+/** A protocol run of a benchmark at its run key, with the default cache (bench/.cache) and ledger (bench/results/ledger.jsonl). */
+export function protocolRun<S extends Record<string, SplitSets>>(splits: Splits<S>, key: string, opts: { relook?: boolean; seedKind?: keyof S & string; cacheRoot?: string; ledger?: Ledger } = {}): ProtocolRun<S> {
+  return { bench: splits.bench, runKey: key, splits, ...(opts.seedKind ? { seedKind: opts.seedKind } : {}), cache: new CellCache(splits.bench, key, opts.cacheRoot), ledger: opts.ledger ?? new Ledger(), ...(opts.relook ? { relook: true } : {}) };
+}
+
+export interface CellOutcome<T> {
+  value: T;
+  /** Reused from the cache (no new evaluation). */
+  cached: boolean;
+}
+
+/**
+ * A cell's result: the cached one where it exists under this run key, else `compute()`'s, cached. A test cell is
+ * refused where the ledger says it was evaluated under this run key already and its result is not cached (a second
+ * look at the test set), unless `relook`; every test evaluation is appended to the ledger with `summarize`'s figures.
+ */
+export async function evaluateCell<S extends Record<string, SplitSets>, T>(
+  run: ProtocolRun<S>,
+  cell: Cell & { episodes: number },
+  compute: () => Promise<T>,
+  summarize: (value: T) => LedgerEntry['result'],
+): Promise<CellOutcome<T>> {
+  const kind = run.seedKind ?? 'seeds';
+  const actual = run.splits.splitOf(kind, cell.seed);
+  if (actual !== cell.split) throw new ProtocolError(`bench ${run.bench}: ${kind} ${cell.seed} is ${actual ? `a ${actual} item` : 'in no split'}, not ${cell.split}: a cell is evaluated only on its own split's items`);
+  const key = { bench: run.bench, task: cell.task, variant: cell.variant, seed: cell.seed, runKey: run.runKey };
+  const record = (value: T, relook: boolean) => run.ledger.append({ date: new Date().toISOString(), ...key, episodes: cell.episodes, result: summarize(value), ...(relook ? { relook: true as const } : {}) });
+  const hit = run.cache.get<T>(cell);
+  if (hit !== undefined) {
+    // A cached test result the ledger lacks (a ledger from before it) is recorded now: every result a report uses is in the ledger.
+    if (cell.split === 'test' && run.ledger.find(key).length === 0) record(hit, false);
+    return { value: hit, cached: true };
+  }
+  const before = cell.split === 'test' ? run.ledger.find(key) : [];
+  if (before.length && !run.relook) {
+    throw new ProtocolError(
+      `bench ${run.bench}: the test split of task ${cell.task}, variant ${cell.variant}, seed ${cell.seed} was evaluated under run key ${run.runKey} ` +
+        `on ${before.map((e) => e.date).join(', ')} (${run.ledger.path}), and its cached result is not in ${run.cache.path(cell)}: a second look at the test set is refused. ` +
+        `Restore the cached result, or evaluate it again on purpose with --relook (recorded in the ledger as a second look).`,
+    );
+  }
+  const value = await compute();
+  run.cache.put(cell, value);
+  if (cell.split === 'test') record(value, before.length > 0);
+  return { value, cached: false };
+}
+
+// ── A benchmark under the protocol, and --check ─────────────────────────────────────────────────
+/** What a benchmark under the protocol exports as `protocol`: its splits and its run key. */
+export interface BenchProtocol {
+  splits: Splits<Record<string, SplitSets>>;
+  /** The run key of a run with these options: the hash of the code its numbers depend on and of its options. */
+  runKey(opts: BenchOptions): string;
+}
+
+export interface CheckOutcome {
+  ok: boolean;
+  /** The committed RESULT line (where the report has one). */
+  resultLine: string | null;
+  committedKey: string | null;
+  currentKey: string;
+  /** What to print: the RESULT line, or why it is refused and the command that re-runs it. */
+  message: string;
+}
+
+/**
+ * `--check`: the committed report `bench/results/<report>.md` vouches for this code only where its run key is
+ * `currentKey`. Refuses (ok false) where the report is missing, carries no run key or RESULT line, or another key.
+ */
+export function checkCommitted(report: string, currentKey: string, rerun: string, dir: string = RESULTS_DIR): CheckOutcome {
+  const path = join(dir, `${report}.md`);
+  const refuse = (why: string, committedKey: string | null = null, resultLine: string | null = null): CheckOutcome => ({ ok: false, resultLine, committedKey, currentKey, message: `${why}: re-run \`${rerun}\` (this code's run key is ${currentKey})` });
+  if (!existsSync(path)) return refuse(`no committed report ${relative(REPO_ROOT, path)}`);
+  const text = readFileSync(path, 'utf8');
+  const key = /^Run key: `([0-9a-f]+)`/m.exec(text)?.[1] ?? null;
+  const line = /^RESULT .*$/m.exec(text)?.[0] ?? null;
+  if (!key) return refuse(`${relative(REPO_ROOT, path)} carries no run key (run before the protocol)`, null, line);
+  if (!line) return refuse(`${relative(REPO_ROOT, path)} carries no RESULT line`, key);
+  if (key !== currentKey) return refuse(`${relative(REPO_ROOT, path)} was run by other code (its run key ${key}; this code's ${currentKey})`, key, line);
+  return { ok: true, resultLine: line, committedKey: key, currentKey, message: line };
+}
