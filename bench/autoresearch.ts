@@ -1,135 +1,299 @@
-// AutoResearch on the WMRL core: the built-in agent searches the weather classifier's architecture
-// and hyperparameters (autoresearch/tasks/classifier.ts; every execution trains a real nn/ model
-// in the sandbox pool), trained three ways with the same policy, groups and learning rate:
-// standard GRPO (every proposal executed), full WMRL (outcome world model + anchors through the
-// Corrector) and pure world model (the warm-up data only, no anchors, no corrections); both world-model
-// arms use the same outcome model (a Gaussian process scored by Thompson draws). Reports the
-// sandbox-slot time from which each stays at the standard run's final score (and first reaches it) and the final scores.
+// AutoResearch on the WMRL core, under the evidence protocol (bench/lib/protocol.ts): the built-in agent searches the
+// weather classifier's architecture and hyperparameters (autoresearch/tasks/classifier.ts; every execution trains a
+// real nn/ model in the sandbox pool), trained with the same policy, groups and learning rate as standard GRPO (every
+// proposal executed), full WMRL (outcome world model + anchors through the Corrector) and pure world model (the
+// warm-up data only); beside them two measurement baselines at WMRL's slot budget: random search and GP Bayesian
+// optimisation over the proposal space (bench/lib/research-baselines.ts). Research-task seeds are split into train
+// (--quick), validation (where choices are made: `--split validation`) and test (the report, read once per run key).
 //
-// Cost accounting: an execution is charged its measured slot time (spawn to exit). Executions are
-// deterministic in (proposal, training seed), so the bench memoizes them across arms and seeds: a
-// repeated execution replays the measured outcome *and is charged its measured slot time again*,
-// exactly as if it had run; only the bench's wall clock is spared. Evaluations of the greedy
-// proposal (the score curves) are measurements and are not charged to any arm.
+// Per seed: the slot time from which each arm's greedy proposal stays at or above standard GRPO's final score, and
+// the final proposal's balanced accuracy on the split's own evaluation episodes (held-out training seeds of the
+// classifier; on the test split scored on the data's test part, which no arm ever sees).
+//
+// Cost accounting: an execution is charged its measured slot time (spawn to exit). Executions are deterministic in
+// (proposal, training seed), so the bench memoizes them across arms and seeds, and journals them beside its cached
+// cells: a repeated execution replays the measured outcome *and is charged its measured slot time again*, exactly as
+// if it had run. Evaluations of the greedy proposal (the score curves, the episodes) are measurements, charged to no arm.
+import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { SandboxPool } from '../autoresearch/sandbox.js';
 import { classifierTask } from '../autoresearch/tasks/classifier.js';
+import { execute, type Proposal } from '../autoresearch/task.js';
 import { RESEARCH_OUTCOME, RESEARCH_SIZES, RESEARCH_WMRL, ReplayExecutor, runResearch, type ResearchRow } from '../recipes/autoresearch.js';
+import { CACHE_ROOT, defineSplits, evaluateCell, protocolRun, runKey, type BenchProtocol, type SplitName } from './lib/protocol.js';
 import { fmt, median, type BenchOptions, type BenchReport } from './lib/report.js';
+import { ACQUISITIONS, gpBayesOpt, randomSearch, type Acquisition, type SearchRound } from './lib/research-baselines.js';
+import { formatInterval, formatSpeedup, hierarchicalBootstrap, pairedDifference, perSeedTable, speedups, verdict, type Interval, type SpeedupSummary } from './lib/stats.js';
 
-type ArmKey = 'standard' | 'wmrl' | 'pure';
-const ARM_NAMES: Record<ArmKey, string> = { standard: 'standard GRPO (all executed)', wmrl: 'full WMRL', pure: 'pure world model' };
+// ── Splits ──────────────────────────────────────────────────────────────────────────────────────
+/**
+ * Research-task seeds (the agent's seed: its sampling and warm-up) and evaluation episodes (the classifier's training
+ * seeds a final proposal is scored on). Validation holds seeds 1-11, on which the recipe's choices were made before
+ * this protocol; test seeds start at 1000 and were never run before it. Train episodes are the task's training seeds
+ * (those the agent's executions and its greedy curve draw); the other two splits' episodes are seeds it never sees.
+ */
+export const SPLITS = defineSplits('autoresearch', {
+  seeds: { train: [0], validation: [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11], test: [1000, 1001, 1002, 1003, 1004, 1005, 1006, 1007, 1008, 1009] },
+  episodes: { train: [0, 1, 2], validation: [3, 4, 5, 6, 7], test: [8, 9, 10, 11, 12] },
+});
+if (SPLITS.sets.episodes.train.length !== classifierTask.seeds) throw new Error(`bench autoresearch: the train episodes must be the task's ${classifierTask.seeds} training seeds`);
 
-// WMRL's steps are cheap (world-model scored) and its slot time goes to anchors and the warm-up, so
-// it takes more steps than standard GRPO; both arms are charged every execution they ask for.
-// 12 seeds: the per-seed ratio ranges from about 1 (standard GRPO finds its final proposal in its first
-// step) to about 30, so a 3-seed median is one borderline seed's ratio.
-const FULL = { seeds: [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11], ...RESEARCH_SIZES.full };
-const QUICK = { seeds: [0], ...RESEARCH_SIZES.quick };
+// ── What runs ───────────────────────────────────────────────────────────────────────────────────
+type Arm = 'standard' | 'wmrl' | 'pure' | 'random' | `gpbo-${Acquisition}`;
+/** GP-BO's acquisition in the test run, chosen on the validation split (docs/decisions.md). */
+export const GPBO_ACQUISITION: Acquisition = 'thompson';
+/** Proposals a baseline executes per round: two per sandbox slot. */
+const BASELINE_BATCH = 4;
+/** GP-BO's random proposals before its first fit: WMRL's warm-up. */
+const GPBO_INIT = RESEARCH_SIZES.full.warmup;
 const LR = 1;
-const WMRL_ANCHOR_FRACTION = RESEARCH_WMRL.anchors!.fraction!;
-const OUTCOME = RESEARCH_OUTCOME;
+const SLOTS = 2;
+/** A quick run's sizes: the recipe's quick sizes with fewer steps, so five arms finish in a minute on a loaded machine. */
+const QUICK_SIZES = { ...RESEARCH_SIZES.quick, standardSteps: 3, wmrlSteps: 12 };
 
-interface Curve {
-  /** (slot seconds spent, greedy proposal's real score) after each step. */
+const NAMES: Record<string, string> = { standard: 'standard GRPO (all executed)', wmrl: 'full WMRL', pure: 'pure world model', random: 'random search', 'gpbo-thompson': 'GP-BO (Thompson)', 'gpbo-ei': 'GP-BO (EI)', 'gpbo-ucb': 'GP-BO (UCB)' };
+const armName = (a: Arm) => NAMES[a] ?? a;
+
+/** The run a set of options makes: split, seeds, episodes, sizes, arms. Its JSON is part of the run key. */
+function plan(o: BenchOptions) {
+  const split: SplitName = o.quick ? 'train' : o.split ?? 'test';
+  const sizes = o.quick ? QUICK_SIZES : RESEARCH_SIZES.full;
+  const arms: Arm[] = ['standard', 'wmrl', 'pure', 'random', ...(split === 'validation' ? ACQUISITIONS.map((a) => `gpbo-${a}` as const) : [`gpbo-${GPBO_ACQUISITION}` as const])];
+  return {
+    split,
+    seeds: SPLITS.sets.seeds[split],
+    episodes: SPLITS.sets.episodes[split],
+    sizes,
+    arms,
+    lr: LR,
+    slots: SLOTS,
+    baseline: { batch: BASELINE_BATCH, init: o.quick ? sizes.warmup : GPBO_INIT },
+    wmrl: RESEARCH_WMRL,
+    outcome: RESEARCH_OUTCOME,
+  };
+}
+
+/** The code this bench's numbers depend on: its file and everything it imports, and autoresearch/ whole (the sandbox runs its programs by path). */
+export const protocol: BenchProtocol = {
+  splits: SPLITS,
+  runKey: (o) => runKey({ entry: import.meta.url, dirs: ['autoresearch'], options: plan(o) }),
+};
+
+// ── One cell: an arm at one seed ────────────────────────────────────────────────────────────────
+interface ArmCell {
+  /** (slot seconds spent, greedy proposal's mean score on the train episodes) after each step or round. */
   points: Array<[number, number]>;
-  final: number;
   slotSeconds: number;
   executions: number;
   failed: number;
-  lastLog: ResearchRow | null;
+  /** The proposal the arm ends on. */
+  proposal: Proposal;
+  /** Its balanced accuracy on each of the split's evaluation episodes (test: on the data's test part); an unscored execution counts 0. */
+  episodes: number[];
+  unscored: number;
+  /** WMRL arms: mean share of a step's groups executed as anchors. */
+  anchorShare: number | null;
+  /** Baselines: the slot budget they were given (WMRL's spend at this seed). */
+  budgetS: number | null;
 }
 
+const mean = (xs: readonly number[]) => xs.reduce((a, b) => a + b, 0) / xs.length;
+/** Slot time from which the curve stays at or above `level` to its end (Infinity: it does not end there). */
+function stays(points: ReadonlyArray<[number, number]>, level: number): number {
+  let k = points.length;
+  while (k > 0 && points[k - 1]![1] >= level - 1e-9) k--;
+  return k < points.length ? points[k]![0] : Number.POSITIVE_INFINITY;
+}
+const firstReach = (points: ReadonlyArray<[number, number]>, level: number) => points.find(([, y]) => y >= level - 1e-9)?.[0] ?? Number.POSITIVE_INFINITY;
+const finalOf = (c: ArmCell) => c.points[c.points.length - 1]![1];
+
 export async function run(opts: BenchOptions): Promise<BenchReport> {
-  const sz = opts.quick ? QUICK : FULL;
-  const pool = SandboxPool.create({ slots: 2 });
-  const ex = new ReplayExecutor(pool);
+  const p = plan(opts);
+  const key = protocol.runKey(opts);
+  // A quick run is a smoke test of this code: it caches nothing, so it always runs.
+  const scratch = opts.quick ? mkdtempSync(join(tmpdir(), 'bench-autoresearch-')) : null;
+  const cacheRoot = scratch ?? CACHE_ROOT;
+  const pr = protocolRun(SPLITS, key, { cacheRoot, ...(opts.relook ? { relook: true } : {}) });
+  const journalDir = join(cacheRoot, 'autoresearch', key);
+  mkdirSync(journalDir, { recursive: true });
+  const pool = SandboxPool.create({ slots: SLOTS });
+  const ex = new ReplayExecutor(pool, join(journalDir, 'executions.jsonl'));
   const task = classifierTask;
-  const totalSteps = sz.seeds.length * (sz.standardSteps + 2 * sz.wmrlSteps);
-  let done = 0;
+  const sz = p.sizes;
+  const evalMean = async (proposal: Proposal): Promise<number> => {
+    const rs = await Promise.all(Array.from({ length: sz.evalSeeds }, (_, s) => execute(ex, task, proposal, s)));
+    const ok = rs.filter((r) => r.score !== null).map((r) => r.score!);
+    return ok.length ? mean(ok) : Number.NaN;
+  };
+  const onEpisodes = async (proposal: Proposal) => {
+    const rs = await Promise.all(p.episodes.map((e) => execute(ex, task, proposal, e)));
+    const scores = rs.map((r) => (r.output === null ? 0 : Number(p.split === 'test' ? r.output.test : r.output.score)));
+    return { episodes: scores, unscored: rs.filter((r) => r.output === null).length };
+  };
   const started = performance.now();
-  const curves: Record<ArmKey, Curve[]> = { standard: [], wmrl: [], pure: [] };
+  const cells = new Map<string, ArmCell>();
+  let done = 0, computed = 0;
+  const total = p.seeds.length * p.arms.length;
+
+  const research = async (seed: number, arm: 'standard' | 'wmrl' | 'pure'): Promise<ArmCell> => {
+    const rows: ResearchRow[] = [];
+    const common = { task: 'classifier' as const, groupsPerStep: sz.groupsPerStep, groupSize: sz.groupSize, evalSeeds: sz.evalSeeds, lr: LR, slots: SLOTS, seed, quick: false };
+    const onStep = (l: ResearchRow) => {
+      rows.push(l);
+      opts.progress(done, total, `seed ${seed} ${arm} step ${l.step} greedy ${fmt(l.score)} slot ${fmt(l.slotSeconds)} s`);
+    };
+    if (arm === 'standard') await runResearch({ ...common, algo: 'standard', pureWm: false, steps: sz.standardSteps }, { executor: ex, onStep });
+    else await runResearch({ ...common, algo: 'wmrl', pureWm: arm === 'pure', steps: sz.wmrlSteps, warmup: sz.warmup }, { executor: ex, onStep });
+    const last = rows.at(-1)!;
+    return { points: rows.map((r) => [r.slotSeconds, r.score]), slotSeconds: last.slotSeconds, executions: last.executions, failed: last.failedExecutions, proposal: last.greedy, ...(await onEpisodes(last.greedy)), anchorShare: arm === 'standard' ? null : mean(rows.map((r) => r.anchorFraction)), budgetS: null };
+  };
+  const baseline = async (seed: number, arm: Arm, budgetS: number): Promise<ArmCell> => {
+    const points: Array<[number, number]> = [];
+    const onRound = async (r: SearchRound) => {
+      points.push([r.slotSeconds, await evalMean(r.recommended)]);
+      opts.progress(done, total, `seed ${seed} ${arm} round ${r.round} greedy ${fmt(points.at(-1)![1])} slot ${fmt(r.slotSeconds)} of ${fmt(budgetS)} s`);
+    };
+    const args = { task, executor: ex, seed, slotBudgetS: budgetS, batch: BASELINE_BATCH, onRound };
+    const rows = arm === 'random' ? await randomSearch(args) : await gpBayesOpt({ ...args, acquisition: arm.slice('gpbo-'.length) as Acquisition, init: p.baseline.init });
+    const last = rows.at(-1)!;
+    return { points, slotSeconds: last.slotSeconds, executions: last.executions, failed: last.failedExecutions, proposal: last.recommended, ...(await onEpisodes(last.recommended)), anchorShare: null, budgetS };
+  };
+
   try {
-    for (const seed of sz.seeds) {
-      for (const arm of ['standard', 'wmrl', 'pure'] as ArmKey[]) {
-        const c: Curve = { points: [], final: Number.NaN, slotSeconds: 0, executions: 0, failed: 0, lastLog: null };
-        const onStep = (l: ResearchRow) => {
-          c.points.push([l.slotSeconds, l.score]);
-          c.lastLog = l;
-          opts.progress(++done, totalSteps, `seed ${seed} ${arm} step ${l.step} greedy ${fmt(l.score)} slot ${fmt(l.slotSeconds)} s`);
-        };
-        const common = { task: 'classifier' as const, groupsPerStep: sz.groupsPerStep, groupSize: sz.groupSize, evalSeeds: sz.evalSeeds, lr: LR, slots: pool.capacity, seed, quick: false };
-        if (arm === 'standard') await runResearch({ ...common, algo: 'standard', pureWm: false, steps: sz.standardSteps }, { executor: ex, onStep });
-        else await runResearch({ ...common, algo: 'wmrl', pureWm: arm === 'pure', steps: sz.wmrlSteps, warmup: sz.warmup }, { executor: ex, onStep });
-        const last = c.lastLog!;
-        c.final = c.points[c.points.length - 1]![1];
-        c.slotSeconds = last.slotSeconds;
-        c.executions = last.executions;
-        c.failed = last.failedExecutions;
-        curves[arm].push(c);
+    for (const seed of p.seeds) {
+      for (const arm of p.arms) {
+        const compute = () => (arm === 'standard' || arm === 'wmrl' || arm === 'pure' ? research(seed, arm) : baseline(seed, arm, cells.get(`${seed}/wmrl`)!.slotSeconds));
+        const out = await evaluateCell(pr, { task: 'classifier', variant: arm, seed, split: p.split, episodes: p.episodes.length }, compute, (c) => ({
+          final_score: finalOf(c),
+          episode_mean: mean(c.episodes),
+          slot_s: c.slotSeconds,
+          executions: c.executions,
+        }));
+        if (!out.cached) computed++;
+        cells.set(`${seed}/${arm}`, out.value);
+        opts.progress(++done, total, `seed ${seed} ${arm}${out.cached ? ' (cached)' : ''}`);
       }
     }
   } finally {
     await pool.close();
+    if (scratch) rmSync(scratch, { recursive: true, force: true });
   }
   const wallS = (performance.now() - started) / 1000;
+  return report(p, key, cells, { wallS, computed, executed: ex.executed, isolation: pool.isolation.network });
+}
 
-  // Per seed: the standard run's final score, and the slot time from which each arm's greedy proposal scores at
-  // least that for the rest of its run (a world-model arm's greedy proposal moves at every step, and a
-  // Thompson-sampled one can pass the level for a step and leave it); the first time it does, beside it.
-  const reach = (c: Curve, target: number) => c.points.find(([, y]) => y >= target - 1e-9)?.[0] ?? Number.POSITIVE_INFINITY;
-  const stays = (c: Curve, target: number) => {
-    let k = c.points.length;
-    while (k > 0 && c.points[k - 1]![1] >= target - 1e-9) k--;
-    return k < c.points.length ? c.points[k]![0] : Number.POSITIVE_INFINITY;
-  };
-  const perSeed = sz.seeds.map((seed, i) => {
-    const target = curves.standard[i]!.final;
-    const at = (f: typeof reach) => Object.fromEntries((['standard', 'wmrl', 'pure'] as ArmKey[]).map((a) => [a, f(curves[a][i]!, target)])) as Record<ArmKey, number>;
-    const t = at(stays), first = at(reach);
-    return { seed, target, t, first, speedup: t.standard / t.wmrl, firstSpeedup: first.standard / first.wmrl };
-  });
-  const med = (a: ArmKey, f: (c: Curve) => number) => median(curves[a].map(f));
-  const speedup = median(perSeed.map((s) => s.speedup));
-  const firstSpeedup = median(perSeed.map((s) => s.firstSpeedup));
-  const final = { standard: med('standard', (c) => c.final), wmrl: med('wmrl', (c) => c.final), pure: med('pure', (c) => c.final) };
-  const rows = (['standard', 'wmrl', 'pure'] as ArmKey[]).map((a) => [
-    ARM_NAMES[a],
-    final[a],
-    med(a, (c) => c.slotSeconds),
-    median(perSeed.map((s) => s.t[a])),
-    med(a, (c) => c.executions),
-    med(a, (c) => c.failed),
-    a === 'standard' ? 1 : med(a, (c) => (c.executions - sz.warmup) / ((c.lastLog!.step + 1) * sz.groupsPerStep * sz.groupSize)),
+// ── The report ──────────────────────────────────────────────────────────────────────────────────
+function report(p: ReturnType<typeof plan>, key: string, cells: Map<string, ArmCell>, run: { wallS: number; computed: number; executed: number; isolation: boolean }): BenchReport {
+  const task = classifierTask;
+  const sz = p.sizes;
+  const seeds = p.seeds;
+  const cell = (seed: number, a: Arm) => cells.get(`${seed}/${a}`)!;
+  const gpbo = p.arms.find((a) => a === `gpbo-${GPBO_ACQUISITION}`)!;
+  const others = p.arms.filter((a) => a !== 'wmrl');
+  // The level per seed: standard GRPO's final greedy score; each arm's slot time from which it stays there (and first reaches it).
+  const level = seeds.map((s) => finalOf(cell(s, 'standard')));
+  const t = (a: Arm) => seeds.map((s, i) => stays(cell(s, a).points, level[i]!));
+  const first = (a: Arm) => seeds.map((s, i) => firstReach(cell(s, a).points, level[i]!));
+  const speed: Record<string, SpeedupSummary> = Object.fromEntries(p.arms.filter((a) => a !== 'standard').map((a) => [a, speedups(seeds, t('standard'), t(a))]));
+  const speedFirst = speedups(seeds, first('standard'), first('wmrl'));
+  const wmrlOverGpbo = speedups(seeds, t(gpbo), t('wmrl'));
+  const episodes = (a: Arm) => seeds.map((s) => cell(s, a).episodes);
+  const score: Record<string, Interval> = Object.fromEntries(p.arms.map((a) => [a, hierarchicalBootstrap(episodes(a))]));
+  const diff: Record<string, Interval> = Object.fromEntries(others.map((a) => [a, pairedDifference(episodes('wmrl'), episodes(a))]));
+  const gpboMinusRandom = pairedDifference(episodes(gpbo), episodes('random'));
+  const what = p.split === 'test' ? "balanced accuracy on the data's test part" : "balanced accuracy on the data's validation part";
+  const anchorShare = median(seeds.map((s) => cell(s, 'wmrl').anchorShare!));
+  const unscored = p.arms.flatMap((a) => seeds.map((s) => cell(s, a).unscored)).reduce((x, y) => x + y, 0);
+
+  const rows = p.arms.map((a) => [
+    armName(a),
+    formatInterval(score[a]!, false),
+    a === 'wmrl' ? '—' : `${formatInterval(diff[a]!)} ${verdict(diff[a]!) === 'beats' ? '(WMRL better)' : verdict(diff[a]!) === 'worse' ? '(WMRL worse)' : '(no difference shown)'}`,
+    median(seeds.map((s) => finalOf(cell(s, a)))),
+    median(seeds.map((s) => cell(s, a).slotSeconds)),
+    a === 'standard' ? '1x (the level)' : formatSpeedup(speed[a]!),
+    median(seeds.map((s) => cell(s, a).executions)),
   ]);
-  const seedsTable = perSeed.map((s) => `| ${s.seed} | ${fmt(s.target)} | ${fmt(s.t.standard)} | ${fmt(s.t.wmrl)} | ${fmt(s.t.pure)} | ${fmt(s.speedup)} | ${fmt(s.first.standard)} | ${fmt(s.first.wmrl)} | ${fmt(s.first.pure)} | ${fmt(s.firstSpeedup)} |`).join('\n');
-  const holds = (ok: boolean) => (ok ? 'holds' : 'does not hold');
   const summary = [
-    `Task: ${task.name} (${task.metric}); the agent's policy is one softmax per field over ${task.fields.map((f) => `${f.name} (${f.choices.length})`).join(', ')}.`,
-    `Same agent in every arm: ${sz.groupsPerStep} groups of ${sz.groupSize} proposals per step, learning rate ${LR}; standard GRPO ${sz.standardSteps} steps, WMRL and pure world model ${sz.wmrlSteps} steps after ${sz.warmup} random warm-up executions; WMRL executes ${fmt(WMRL_ANCHOR_FRACTION)} of its groups as anchors (no per-step floor; chosen by the outcome model's variance), standard GRPO all of them; the world-model arms score proposals with a Gaussian-process outcome model (${OUTCOME.features} features), each step one Thompson draw from its posterior.`,
-    `Seeds ${sz.seeds.join(', ')}; medians over seeds; sandbox pool of ${pool.capacity} slots (network isolation ${pool.isolation.network ? 'on' : 'OFF'}); ${ex.executed} distinct executions ran, ${fmt(wallS)} s wall.`,
-    `Slot time from which the greedy proposal stays at or above standard GRPO's final score: WMRL ${fmt(speedup)}x less than standard (target >= 3x: ${holds(speedup >= 3)}; counting the first time it gets there, ${fmt(firstSpeedup)}x). Final score: WMRL ${fmt(final.wmrl)} vs standard ${fmt(final.standard)} (WMRL >= standard: ${holds(final.wmrl >= final.standard)}); pure world model ${fmt(final.pure)}.`,
+    `Task: ${task.name} (${task.metric}); the agent's policy is one softmax per field over ${task.fields.map((f) => `${f.name} (${f.choices.length})`).join(', ')} (${task.fields.reduce((n, f) => n * f.choices.length, 1)} proposals).`,
+    `Split: **${p.split}** — research-task seeds ${seeds.join(', ')}; each arm's final proposal scored on evaluation episodes (classifier training seeds ${p.episodes.join(', ')}) by ${what}. Intervals: 95% bootstrap over seeds and, within them, episodes (paired where two arms are compared: same seeds, same episodes); "better"/"worse" only where the interval excludes 0.`,
+    `Same agent in the three GRPO arms: ${sz.groupsPerStep} groups of ${sz.groupSize} proposals per step, learning rate ${LR}; standard GRPO ${sz.standardSteps} steps, WMRL and pure world model ${sz.wmrlSteps} steps after ${sz.warmup} random warm-up executions; WMRL executes ${fmt(RESEARCH_WMRL.anchors!.fraction!)} of its groups as anchors (median share of anchor groups per step over seeds: ${fmt(anchorShare)}); world-model arms score with a Gaussian-process outcome model (${RESEARCH_OUTCOME.features} features, one Thompson draw per step). The anchors' weight (the denoiser's) is not reported: the recipe's step rows do not carry it.`,
+    `Baselines at WMRL's slot budget (per seed, the slot seconds WMRL spent): random search and GP Bayesian optimisation (${p.arms.filter((a) => a.startsWith('gpbo-')).map(armName).join(', ')}; ${p.baseline.init} random proposals first, then ${BASELINE_BATCH} a round on the same GP as WMRL's outcome model, refitted each round), each recommending its best proposal after every round. Standard GRPO spends more than that budget (its ${sz.standardSteps} steps), so its final score is not at equal cost.`,
+    `Sandbox pool of ${SLOTS} slots (network isolation ${run.isolation ? 'on' : 'OFF'}); ${run.computed} of ${seeds.length * p.arms.length} cells computed in this run (${run.executed} executions), ${fmt(run.wallS)} s wall; the rest reused from bench/.cache under the run key.${unscored ? ` ${unscored} final-proposal executions came back unscored and count 0.` : ''}`,
+    `Slot time from which the greedy proposal stays at or above standard GRPO's final score, WMRL vs standard: ${formatSpeedup(speed.wmrl!)} (first time it gets there: ${formatSpeedup(speedFirst)}); WMRL vs ${armName(gpbo)}: ${formatSpeedup(wmrlOverGpbo)}.`,
+    `Final ${what}: WMRL ${formatInterval(score.wmrl!, false)}; WMRL − ${armName(gpbo)} ${formatInterval(diff[gpbo]!)} (${verdict(diff[gpbo]!)}); WMRL − random search ${formatInterval(diff.random!)} (${verdict(diff.random!)}); WMRL − standard GRPO ${formatInterval(diff.standard!)} (${verdict(diff.standard!)}); ${armName(gpbo)} − random search ${formatInterval(gpboMinusRandom)} (${verdict(gpboMinusRandom)}).`,
   ].join('\n');
+
+  const perSeed = perSeedTable(seeds, [
+    { name: 'level (std final)', values: level },
+    ...p.arms.map((a) => ({ name: `${a}: slot s to stay`, values: t(a), cost: true })),
+    ...p.arms.map((a) => ({ name: `${a}: final (episodes)`, values: seeds.map((s) => mean(cell(s, a).episodes)) })),
+    { name: 'WMRL slot s (= baseline budget)', values: seeds.map((s) => cell(s, 'wmrl').slotSeconds) },
+  ]);
+  const speedTable = perSeedTable(seeds, p.arms.filter((a) => a !== 'standard').map((a) => ({ name: `${a} speedup vs standard`, values: speed[a]!.perSeed.map((x) => x.speedup) })));
+  // On validation, the acquisition the rule picks: the highest mean final score over seeds and episodes.
+  const candidates = p.arms.filter((a) => a.startsWith('gpbo-'));
+  const picked = candidates.reduce((b, a) => (score[a]!.estimate > score[b]!.estimate ? a : b));
+  const choice = p.split !== 'validation' ? [] : [
+    '### GP-BO acquisition, chosen here (validation)',
+    '',
+    `Rule: the acquisition with the highest mean final validation score; it picks **${armName(picked)}**. The test run uses ${armName(gpbo)} (\`GPBO_ACQUISITION\`; docs/decisions.md).`,
+    '',
+    '| acquisition | final validation score | − picked (paired) | speedup vs standard |',
+    '| --- | --- | --- | --- |',
+    ...candidates.map((a) => `| ${armName(a)} | ${formatInterval(score[a]!, false)} | ${a === picked ? '—' : formatInterval(pairedDifference(episodes(a), episodes(picked)))} | ${formatSpeedup(speed[a]!)} |`),
+    '',
+  ];
   const notes = [
-    '### Per seed: slot seconds from which the greedy proposal stays at or above the standard run\'s final score (and the first time it gets there)',
+    `Run key \`${key}\`; test-split cells are recorded in bench/results/ledger.jsonl.`,
     '',
-    '| seed | standard final | standard | WMRL | pure WM | speedup | first: standard | first: WMRL | first: pure WM | first: speedup |',
-    '| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |',
-    seedsTable,
+    ...choice,
+    '### Per seed: the level, slot seconds from which each arm stays at it ("never": not by the end of its budget), and each final proposal\'s mean over the episodes',
     '',
-    'Executions are memoized across arms and seeds (deterministic in proposal and training seed); each arm is charged the measured slot time of every execution it asks for, repeated or not. Greedy-proposal evaluations are not charged.',
+    perSeed,
+    '',
+    '### Per seed: speedup over standard GRPO (its slot time to stay at the level / the arm\'s; 0: the arm never stays there)',
+    '',
+    speedTable,
+    '',
+    'Executions are memoized across arms and seeds (deterministic in proposal and training seed); each arm is charged the measured slot time of every execution it asks for, repeated or not. Slot times are wall-clock measurements: a run on another machine, or under other load, charges other times (the proposals chosen do not change).',
   ].join('\n');
+  const plotSeed = seeds[0]!;
   return {
-    title: 'AutoResearch: standard GRPO vs WMRL vs pure world model (weather classifier search)',
+    title: `AutoResearch: standard GRPO vs WMRL vs pure world model vs random search vs GP-BO (weather classifier search, ${p.split} split)`,
     summary,
-    header: ['arm', 'final score', 'slot s spent', 'slot s from which it stays at std final (median)', 'executions', 'failed', 'rollouts executed'],
+    header: ['arm', `final ${p.split === 'test' ? 'test' : 'validation'} score (mean [95% CI])`, 'WMRL − arm (paired, 95% CI)', 'final greedy score (median)', 'slot s spent (median)', 'speedup vs standard (to stay at its final)', 'executions (median)'],
     rows,
     notes,
     plot: {
-      title: 'greedy proposal score vs sandbox-slot seconds (seed ' + sz.seeds[0] + ')',
+      title: `greedy proposal score vs sandbox-slot seconds (seed ${plotSeed})`,
       xLabel: 'sandbox-slot seconds',
-      yLabel: 'balanced accuracy (validation)',
-      lines: (['standard', 'wmrl', 'pure'] as ArmKey[]).map((a) => ({ label: ARM_NAMES[a], points: curves[a][0]!.points })),
+      yLabel: 'balanced accuracy (validation part, train episodes)',
+      lines: p.arms.map((a) => ({ label: armName(a), points: cell(plotSeed, a).points })),
     },
-    result: { exec_time_speedup: speedup, exec_time_speedup_first_reach: firstSpeedup, final_wmrl: final.wmrl, final_standard: final.standard, final_pure_wm: final.pure },
+    runKey: key,
+    result: {
+      split: p.split,
+      seeds: seeds.length,
+      speedup_wmrl: speed.wmrl!.median.estimate,
+      speedup_wmrl_lo: speed.wmrl!.median.lo,
+      speedup_wmrl_hi: speed.wmrl!.median.hi,
+      speedup_wmrl_never: speed.wmrl!.never.length,
+      speedup_gpbo: speed[gpbo]!.median.estimate,
+      speedup_random: speed.random!.median.estimate,
+      final_wmrl: score.wmrl!.estimate,
+      final_standard: score.standard!.estimate,
+      final_pure_wm: score.pure!.estimate,
+      final_random: score.random!.estimate,
+      final_gpbo: score[gpbo]!.estimate,
+      wmrl_minus_gpbo: diff[gpbo]!.estimate,
+      wmrl_minus_gpbo_lo: diff[gpbo]!.lo,
+      wmrl_minus_gpbo_hi: diff[gpbo]!.hi,
+      wmrl_minus_standard_lo: diff.standard!.lo,
+      wmrl_minus_standard_hi: diff.standard!.hi,
+      wmrl_vs_gpbo: verdict(diff[gpbo]!).replace(/ /g, '_'),
+      wmrl_vs_standard: verdict(diff.standard!).replace(/ /g, '_'),
+    },
   };
 }

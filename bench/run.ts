@@ -1,10 +1,13 @@
-// Benchmark harness: `npm run bench -- <name> [--quick] [--all | --task NAME | --combine] [--seed N]`.
+// Benchmark harness: `npm run bench -- <name> [--quick] [--all | --task NAME | --combine] [--seed N] [--split validation] [--relook] [--check]`.
 // Loads bench/<name>.ts, which exports `run(opts): Promise<BenchReport>`, prints its markdown table,
 // writes the full report under bench/results/ (not for --quick), and ends with the RESULT line.
+// A benchmark under the evidence protocol (its `protocol` export, bench/lib/protocol.ts) writes its run key into the
+// report, and `--check` prints the committed RESULT line only where that key is this code's.
 import { dirname, join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { progressBar } from '../bin/progress.js';
 import { benchNames } from './lib/names.js';
+import { checkCommitted, type BenchProtocol } from './lib/protocol.js';
 import { markdownTable, resultLine, writeReport, type BenchOptions, type BenchReport } from './lib/report.js';
 
 const here = dirname(fileURLToPath(import.meta.url));
@@ -14,6 +17,14 @@ const args = process.argv.slice(2);
 const quick = args.includes('--quick');
 const all = args.includes('--all');
 const combine = args.includes('--combine');
+const check = args.includes('--check');
+const relook = args.includes('--relook');
+const splitAt = args.indexOf('--split');
+const split = splitAt >= 0 ? args[splitAt + 1] : undefined;
+if (splitAt >= 0 && split !== 'validation' && split !== 'test') {
+  console.error(`--split needs validation or test, got ${split ?? 'nothing'}`);
+  process.exit(2);
+}
 const taskAt = args.indexOf('--task');
 const task = taskAt >= 0 ? args[taskAt + 1] : undefined;
 if (taskAt >= 0 && (!task || task.startsWith('--'))) {
@@ -27,15 +38,30 @@ if (seedAt >= 0 && !(seed !== undefined && Number.isInteger(seed) && seed >= 0))
   console.error(`--seed needs a non-negative integer, got ${seedArg ?? 'nothing'}`);
   process.exit(2);
 }
-const name = args.find((a, i) => !a.startsWith('--') && args[i - 1] !== '--task' && args[i - 1] !== '--seed');
+const name = args.find((a, i) => !a.startsWith('--') && !['--task', '--seed', '--split'].includes(args[i - 1]!));
 if (!name || !available.includes(name)) {
-  console.error(`usage: npm run bench -- <name> [--quick] [--all | --task NAME | --combine] [--seed N]\nbenchmarks: ${available.join(', ')}`);
+  console.error(`usage: npm run bench -- <name> [--quick] [--all | --task NAME | --combine] [--seed N] [--split validation] [--relook] [--check]\nbenchmarks: ${available.join(', ')}`);
   process.exit(2);
 }
 
 const progress = progressBar();
 
-const mod = (await import(pathToFileURL(join(here, `${name}.ts`)).href)) as { run: (o: BenchOptions) => Promise<BenchReport>; tasks?: readonly string[]; seeded?: string; combines?: string };
+const mod = (await import(pathToFileURL(join(here, `${name}.ts`)).href)) as { run: (o: BenchOptions) => Promise<BenchReport>; tasks?: readonly string[]; seeded?: string; combines?: string; protocol?: BenchProtocol };
+// --split, --relook and --check only for a benchmark under the protocol.
+for (const [on, flag] of [[split !== undefined, '--split'], [relook, '--relook'], [check, '--check']] as const) {
+  if (on && !mod.protocol) {
+    console.error(`benchmark '${name}' is not under the evidence protocol (it exports no \`protocol\`: no splits, no run key): ${flag} is only for one that is (autoresearch)`);
+    process.exit(2);
+  }
+}
+if (check && (quick || combine || relook)) {
+  console.error(`--check reads the committed report of a full run: not with ${quick ? '--quick' : combine ? '--combine' : '--relook'}`);
+  process.exit(2);
+}
+if (quick && split) {
+  console.error('--quick runs the train split: not with --split');
+  process.exit(2);
+}
 // --seed only for a benchmark that says what its seed varies.
 if (seed !== undefined && !mod.seeded) {
   console.error(`benchmark '${name}' takes no --seed (only a benchmark that declares what its seed varies: vla)`);
@@ -59,15 +85,31 @@ if (task && !mod.tasks!.includes(task)) {
   console.error(`benchmark '${name}': --task ${task}: not one of ${mod.tasks!.join(', ')}`);
   process.exit(2);
 }
-const report = await mod.run({ quick, all, ...(task ? { task } : {}), ...(seed !== undefined ? { seed } : {}), ...(combine ? { combine } : {}), progress });
+const opts: BenchOptions = { quick, all, ...(task ? { task } : {}), ...(seed !== undefined ? { seed } : {}), ...(combine ? { combine } : {}), ...(split === 'validation' || split === 'test' ? { split } : {}), ...(relook ? { relook } : {}), progress };
+// A seeded run writes beside the default one (`vla-reach-seed1.md`), never over it; a validation run beside the test run's.
+const variant = (all ? '-all' : task ? `-${task}` : '') + (seed !== undefined ? `-seed${seed}` : '') + (split === 'validation' ? '-validation' : '');
+const command = `npm run bench -- ${name}${all ? ' --all' : task ? ` --task ${task}` : combine ? ' --combine' : ''}${seed !== undefined ? ` --seed ${seed}` : ''}${split === 'validation' ? ' --split validation' : ''}`;
+if (check) {
+  const c = checkCommitted(`${name}${variant}`, mod.protocol!.runKey(opts), command);
+  if (!c.ok) {
+    console.error(`bench ${name} --check: refused: ${c.message}`);
+    process.exit(1);
+  }
+  console.log(c.resultLine);
+  process.exit(0);
+}
+const report = await mod.run(opts);
+// The run reports the key of the code at its start; the code at its end must have the same (programs run by path are read as they run).
+if (!quick && mod.protocol) {
+  const now = mod.protocol.runKey(opts);
+  if (report.runKey !== now) throw new Error(`bench ${name}: the run's key ${report.runKey ?? '(none)'} is not the code's now (${now}): the code changed during the run, or the benchmark does not report its run key; its cached cells stay under their key, run it again`);
+}
 console.log(`\n## ${report.title}${quick ? ' (quick)' : ''}\n`);
 console.log(report.summary + '\n');
 console.log(markdownTable(report.header, report.rows));
 if (report.notes) console.log('\n' + report.notes);
 if (!quick) {
-  // A seeded run writes beside the default one (`vla-reach-seed1.md`), never over it.
-  const variant = (all ? '-all' : task ? `-${task}` : '') + (seed !== undefined ? `-seed${seed}` : '');
-  const path = writeReport(`${name}${variant}`, report, `npm run bench -- ${name}${all ? ' --all' : task ? ` --task ${task}` : combine ? ' --combine' : ''}${seed !== undefined ? ` --seed ${seed}` : ''}`);
+  const path = writeReport(`${name}${variant}`, report, command);
   console.log(`\nreport: ${path}`);
 }
 console.log(resultLine(name, report.result));
