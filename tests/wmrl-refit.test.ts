@@ -1,8 +1,8 @@
 // What a WMRL refit fits: the robot's episodes under the identified context, their rewards masked when the
-// robot reports only success, and the sim data at its weight.
+// robot reports only success, and the sim data at its weight; how it fits them (refitModel).
 import { describe, expect, it } from 'vitest';
-import { EnsembleModel, type Transitions } from '../worldmodel/index.js';
-import { refitTransitions, relabelScore } from '../wmrl/train_wmrl.js';
+import { Rng } from '../nn/index.js';
+import { EnsembleModel, fitRollout, refitModel, refitTransitions, relabelScore, type Transitions } from '../worldmodel/index.js';
 
 const D = 2, A = 1;
 
@@ -77,5 +77,24 @@ describe('refitTransitions', () => {
     await expect(relabelScore(model, ep, { steps: 7, actionDelay: 0 })).rejects.toThrow(/holds 7 states and 6 actions, fewer than 7 steps need/);
     await expect(relabelScore(model, ep, { steps: 6, actionDelay: -1 })).rejects.toThrow(/actionDelay must be a whole number of control steps, got -1/);
     await model.release();
+  });
+
+  it('refitModel: one step for the whole model at rolloutSteps 0; else the heads one step and the dynamics through rollouts', async () => {
+    const make = () => new EnsembleModel({ dObs: D, dAct: A, members: 2, hidden: [8], actionHistory: 2, seed: 4 });
+    // Episodes of random states, so both the dynamics and the reward head have something to learn.
+    const rng = new Rng(6);
+    const noisy = (T: number) => ({ ...episode(T), states: Float32Array.from({ length: (T + 1) * D }, () => rng.normal()), rewards: Float32Array.from({ length: T }, () => rng.normal()) });
+    const data = refitTransitions([noisy(40), noisy(30)], make(), { robotRewards: 'dense', simData: sim, simWeight: 0 });
+    const params = (m: EnsembleModel) => m.store.names().map((n) => Array.from(m.store.get(n).data));
+    const [a, b, c, d] = [make(), make(), make(), make()];
+    await refitModel(a, data, { epochs: 2, rolloutSteps: 0, rolloutWindows: 8, seed: 5 });
+    await b.fit(data, { epochs: 2, seed: 5, dynamics: true });
+    expect(params(a)).toEqual(params(b));
+    await refitModel(c, data, { epochs: 2, rolloutSteps: 4, rolloutWindows: 8, seed: 5 });
+    await d.fit(data, { epochs: 2, seed: 5, dynamics: false });
+    await fitRollout(d, data, { steps: 4, epochs: 2, windowsPerEpoch: 8, seed: 5 });
+    expect(params(c)).toEqual(params(d));
+    expect(params(c)).not.toEqual(params(a));
+    await Promise.all([a, b, c, d].map((m) => m.release()));
   });
 });

@@ -1,8 +1,9 @@
 // Scorers for the Corrector: the collapse of dense progress to one score per rollout, its variance across
-// members, success scoring, and the anchor pair's replay score against stepping the model env by hand.
+// members, success scoring, and the anchor pair's replay score against stepping the model env by hand, whole
+// or ending where each member's predicted success passes a threshold (replayToSuccess).
 import { afterAll, describe, expect, it } from 'vitest';
 import * as nn from '../nn/index.js';
-import { EnsembleModel, ModelEnv, replayScore, scoreImagined, scoreWithVariance, successScore } from '../worldmodel/index.js';
+import { EnsembleModel, ModelEnv, collapse, replayScore, replayToSuccess, scoreImagined, scoreWithVariance, successScore } from '../worldmodel/index.js';
 
 describe('scoreImagined', () => {
   const H = 8;
@@ -34,6 +35,18 @@ describe('scoreImagined', () => {
     expect(() => scoreImagined(progress, 5)).toThrow(/16 values is not a whole number of rows of 5/);
     expect(() => scoreImagined(Float32Array.of(0, NaN), 2)).toThrow(/progress: not finite at row 0, column 1/);
     expect(() => scoreImagined(progress, H, { mode: 'max' as never })).toThrow(/unknown mode 'max'/);
+  });
+});
+
+describe('collapse (a rollout cut at its predicted success)', () => {
+  const row = Float32Array.of(1, 2, 3, 4, 5, 6);
+  it("scores the first T steps only: their sum, or the mean of the last k minus the first k with k at most T", () => {
+    expect(collapse(row, 4, 'return', 2)).toBeCloseTo(10, 6);
+    expect(collapse(row, 6, 'return', 2)).toBeCloseTo(21, 6);
+    expect(collapse(row, 4, 'last-minus-first', 2)).toBeCloseTo(3.5 - 1.5, 6);
+    // k = 5 on a 3-step rollout averages all 3 at each end.
+    expect(collapse(row, 3, 'last-minus-first', 5)).toBe(0);
+    expect(collapse(row, 1, 'return', 5)).toBe(1);
   });
 });
 
@@ -98,6 +111,24 @@ describe('replayScore (the anchor pair)', () => {
     }
     // Members disagree on an untrained model: the variance is not trivially zero.
     expect(Math.max(...r.variance)).toBeGreaterThan(0);
+  });
+
+  it('replayToSuccess: one episode replayed, each member\'s replay scored up to its first step past the success threshold, the members\' mean', async () => {
+    const one = start.subarray(0, D), acts = actions.subarray(0, H * A);
+    const r = await replayScore(model, one, acts, { k: 2, mode: 'return', actionDelay: 1 });
+    // A threshold no probability passes scores the whole replay, as replayScore does.
+    expect(await replayToSuccess(model, one, acts, { mode: 'return', k: 2, actionDelay: 1, successThreshold: 2 })).toBeCloseTo(r.score[0]!, 4);
+    // A threshold between the members' predictions cuts each replay where its own member first passes it.
+    const p = Array.from(r.memberSuccessProb).sort((a, b) => a - b), threshold = p[Math.floor(p.length / 2)]!;
+    let want = 0;
+    for (let e = 0; e < E; e++) {
+      const hit = Array.from(r.memberSuccessProb.subarray(e * H, (e + 1) * H)).findIndex((x) => x > threshold);
+      const T = hit < 0 ? H : hit + 1;
+      want += Array.from(r.memberProgress.subarray(e * H, e * H + T)).reduce((a, x) => a + x, 0) / E;
+    }
+    const cut = await replayToSuccess(model, one, acts, { mode: 'return', k: 2, actionDelay: 1, successThreshold: threshold });
+    expect(cut).toBeCloseTo(want, 4);
+    expect(Math.abs(cut - r.score[0]!)).toBeGreaterThan(1e-4);
   });
 
   it('names bad input', async () => {

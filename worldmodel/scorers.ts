@@ -145,5 +145,38 @@ export async function replayScore(model: EnsembleModel, startObs: Float32Array, 
   return { score, variance, success: successScore(meanSuccess, H, opts.success ?? 'final'), memberProgress: im.reward, memberSuccessProb: im.successProb };
 }
 
+/** Mean of `row[from, to)`. */
+const meanOf = (row: Float32Array, from: number, to: number) => {
+  let s = 0;
+  for (let t = from; t < to; t++) s += row[t]!;
+  return s / Math.max(to - from, 1);
+};
+
+/**
+ * A rollout's dense signal collapsed to one score over its first T steps, as a trainer scores a rollout that ends at
+ * its predicted success: its sum ('return'), or the mean of the last k minus the mean of the first k (k = min(K, T)).
+ */
+export function collapse(row: Float32Array, T: number, mode: 'return' | 'last-minus-first', K: number): number {
+  if (mode === 'return') return meanOf(row, 0, T) * T;
+  const k = Math.min(K, T);
+  return meanOf(row, T - k, T) - meanOf(row, 0, k);
+}
+
+/**
+ * The world model's score of a recorded episode as imagination scores a rollout: its commands (Shape T x dAct, as the
+ * policy acted them) replayed open loop from its start state, fed `actionDelay` steps late, each member's replay
+ * ending where its predicted success first passes `successThreshold`, collapsed as `collapse`, the members' mean.
+ */
+export async function replayToSuccess(model: EnsembleModel, startObs: Float32Array, actions: Float32Array, o: { mode: 'return' | 'last-minus-first'; k: number; actionDelay: number; successThreshold: number }): Promise<number> {
+  const T = actions.length / model.dAct, E = model.members;
+  const r = await replayScore(model, startObs, actions, { k: Math.min(o.k, T), mode: o.mode, actionDelay: o.actionDelay });
+  let s = 0;
+  for (let e = 0; e < E; e++) {
+    const p = r.memberSuccessProb.subarray(e * T, (e + 1) * T), hit = p.findIndex((x) => x > o.successThreshold);
+    s += collapse(r.memberProgress.subarray(e * T, (e + 1) * T), hit < 0 ? T : hit + 1, o.mode, o.k) / E;
+  }
+  return s;
+}
+
 // One replay env per model, so its compiled graphs are reused across calls (recompiled when the model changes).
 const replayers = new WeakMap<EnsembleModel, { env: ModelEnv; policy: GraphPolicy }>();
