@@ -13,7 +13,7 @@ import { Rng } from '../nn/index.js';
 import { CONTEXT_PARAMS, MjEnv, loadProfile, makeEnv, profileContext } from '../sim/index.js';
 import type { GaussianPolicy } from '../policies/gaussian.js';
 import { DEFAULT_PRETRAIN, pretrain, pretrainWorldModel } from '../wmrl/sim-setup.js';
-import { rankAgreement } from '../wmrl/train_wmrl.js';
+import { rankAgreement } from '../wmrl/gate.js';
 import { ModelEnv, identifyDelay, identifySystem, repeatRows, replayScore, type EnsembleModel } from '../worldmodel/index.js';
 import { fmt, median, type BenchOptions, type BenchReport } from './lib/report.js';
 

@@ -56,7 +56,7 @@ import { EnsembleModel, ModelEnv, repeatRows, type Transitions } from '../worldm
 import { imaginePolicy } from '../wmrl/imagine-policy.js';
 import { SplitPrompts } from '../wmrl/embodied.js';
 import { DEFAULT_PRETRAIN, SimPrompts, pretrainWorldModel } from '../wmrl/sim-setup.js';
-import { rankAgreement } from '../wmrl/train_wmrl.js';
+import { rankAgreement } from '../wmrl/gate.js';
 import { RESULTS_DIR, fmt, median, quantile, type BenchOptions, type BenchReport } from './lib/report.js';
 
 /** The gap robot's true context, in the order the world model's context is declared (sim/profiles.ts CONTEXT_PARAMS). */

@@ -3,6 +3,7 @@
 // the twin's renders of the world model's predictions (never the simulator's), equals the fused
 // ModelEnv.imagine for a policy that reads no image, and keeps what the policy gradient needs to recompute
 // log-probs; the gap it leaves on `reach` (a fitted ensemble, a behaviour-cloned VLA) stays within stated bounds.
+// imaginedRollouts cuts each imagined rollout at its predicted success and scores it there.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Rng } from '../nn/index.js';
 import { exploratoryEpisodes, makeEnv, SceneTwin, type Env } from '../sim/index.js';
@@ -11,7 +12,7 @@ import { GaussianPolicy } from '../policies/gaussian.js';
 import { VlaPolicy } from '../policies/vla.js';
 import { behaviourClone } from '../policies/bc.js';
 import { expertDemonstrations } from '../policies/demos.js';
-import { imaginePolicy, imaginedSteps } from '../wmrl/imagine-policy.js';
+import { imaginePolicy, imaginedRollouts, imaginedSteps, type ImaginedArrays } from '../wmrl/imagine-policy.js';
 import { measureTwinGap } from '../wmrl/twin-gap.js';
 
 const S = 32;
@@ -170,5 +171,42 @@ describe('imaginePolicy on reach with a fitted world model', () => {
     // The gap grows with the horizon as the prediction drifts.
     expect(gap.perStep[19]!.stateRmse).toBeGreaterThan(gap.perStep[0]!.stateRmse);
     await env.release();
+  });
+});
+
+describe('imaginedRollouts (a trainer\'s imagined rollouts)', () => {
+  // N = 2 rollouts of H = 4 steps, D = 1, A = 1, E = 2 members, 1-byte images.
+  const H = 4;
+  const im: ImaginedArrays = {
+    obs: Float32Array.of(0, 1, 2, 3, 4, 10, 11, 12, 13, 14),
+    actionRaw: Float32Array.of(0.1, 0.2, 0.3, 0.4, 1.1, 1.2, 1.3, 1.4),
+    logProb: Float32Array.of(-1, -2, -3, -4, -5, -6, -7, -8),
+    reward: Float32Array.of(1, 2, 3, 4, 1, 1, 1, 1),
+    // Rollout 0 passes 0.5 at step 1; rollout 1 never does.
+    successProb: Float32Array.of(0.1, 0.7, 0.9, 0.2, 0.1, 0.2, 0.3, 0.4),
+    memberReward: Float32Array.of(1, 3, 9, 9, 0, 0, 0, 0, /* member 1 */ 1, 1, 9, 9, 2, 2, 2, 2),
+    images: Uint8Array.of(0, 1, 2, 3, 4, 10, 11, 12, 13, 14),
+    imageBytes: 1,
+    instructions: ['reach the red', 'reach the blue'],
+  };
+
+  it('ends a rollout at its first step past the success threshold and scores it there, its members\' variance along the same steps', () => {
+    const r = imaginedRollouts(im, H, { image: { height: 1, width: 1 }, instruction: { vocabulary: [], maxTokens: 1 } }, { successThreshold: 0.5, mode: 'return', k: 5 });
+    expect(r.traj.map((t) => t.steps)).toEqual([2, 4]);
+    expect(Array.from(r.traj[0]!.obs)).toEqual([0, 1]);
+    expect(Array.from(r.traj[0]!.action)).toEqual([Math.fround(0.1), Math.fround(0.2)]);
+    expect(Array.from(r.traj[1]!.logProb)).toEqual([-5, -6, -7, -8]);
+    expect(Array.from(r.traj[1]!.images!)).toEqual([10, 11, 12, 13]);
+    expect(r.traj[0]!.instructions).toEqual(['reach the red', 'reach the red']);
+    expect(r.score).toEqual([3, 4]);
+    // Members' scores over the kept steps: (4, 2) and (0, 8).
+    expect(r.variance).toEqual([1, 16]);
+    expect(r.successProb).toEqual([1, Math.fround(0.4)]);
+    // No threshold passed: the whole horizon, scored as last minus first.
+    const whole = imaginedRollouts(im, H, {}, { successThreshold: 1, mode: 'last-minus-first', k: 1 });
+    expect(whole.traj.map((t) => t.steps)).toEqual([4, 4]);
+    expect(whole.score).toEqual([3, 0]);
+    expect(whole.traj[0]!.images).toBeUndefined();
+    expect(whole.traj[0]!.instructions).toBeUndefined();
   });
 });

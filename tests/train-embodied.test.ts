@@ -7,11 +7,11 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ClippedPolicyGradient, DEFAULT_PG_CONFIG } from '../policies/pg.js';
 import { correctorConfig, type CorrectorState } from '../wmrl/corrector.js';
-import { RobotClock, pgBatch, type RobotEpisode } from '../wmrl/embodied.js';
+import { RobotClock, actedEpisode, pgBatch, type RobotEpisode } from '../wmrl/embodied.js';
 import { DEFAULT_PRETRAIN, SimPrompts, heldOutEvaluation, pretrain, simRobotTarget, type Pretrained } from '../wmrl/sim-setup.js';
 import { trainStandard } from '../wmrl/train_standard.js';
-import { relabelScore, trainWmrl, type WmrlConfig } from '../wmrl/train_wmrl.js';
-import { replayScore } from '../worldmodel/index.js';
+import { trainWmrl, type WmrlConfig } from '../wmrl/train_wmrl.js';
+import { relabelScore, replayScore } from '../worldmodel/index.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'train-'));
 /** An episode's commands as the policy acted them, within the action range (-1..1 on the sim): what imagination feeds the model. */
@@ -37,6 +37,21 @@ describe('pgBatch', () => {
     expect(Array.from(b.weight)).toEqual([1, 1, 3]);
     expect(Array.from(b.action)).toEqual([1, 1, 3]);
     expect(pgBatch([t(1, 2)], [null], [1], 2, 1)).toBeNull();
+  });
+});
+
+describe('actedEpisode', () => {
+  it('keeps the policy\'s commands within the action range, the states and rewards as recorded, success at the last step only', () => {
+    const ep: RobotEpisode = {
+      seed: 0, id: 'e', status: 'complete', obs: Float32Array.of(0, 0, 1, 1, 2, 2), action: Float32Array.of(-2, 0.5, 0.25, 3),
+      sent: new Float32Array(4), logProb: new Float32Array(2), reward: Float32Array.of(1, 2), success: true, steps: 2, return: 3,
+    };
+    const a = actedEpisode(ep, [-1, 0], [1, 1]);
+    expect(Array.from(a.actions)).toEqual([-1, 0.5, 0.25, 1]);
+    expect(Array.from(a.success)).toEqual([0, 1]);
+    expect(Array.from(a.states)).toEqual([0, 0, 1, 1, 2, 2]);
+    expect(Array.from(a.rewards)).toEqual([1, 2]);
+    expect(Array.from(actedEpisode({ ...ep, success: false }, [-1, 0], [1, 1]).success)).toEqual([0, 0]);
   });
 });
 

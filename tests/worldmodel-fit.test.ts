@@ -8,7 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import * as nn from '../nn/index.js';
 import { EnsembleModel, type Transitions } from '../worldmodel/index.js';
 import { replayError, simEpisodes, toTransitions, type SimData } from './helpers/sim-transitions.js';
-import { rankAgreement } from '../wmrl/train_wmrl.js';
+import { rankAgreement } from '../wmrl/gate.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'wm-fit-'));
 const CONFIG = { members: 5, hidden: [128, 128, 128], seed: 1 };

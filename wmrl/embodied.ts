@@ -279,6 +279,20 @@ async function runRobotEpisode(target: RobotTarget, policy: Policy, seed: number
   };
 }
 
+/**
+ * A robot episode as the policy acted it, as the world model takes it: the policy's commands clipped to the action
+ * range [low, high], as imagination feeds them (not what a safety layer may have sent instead), success at its last step.
+ */
+export function actedEpisode(ep: RobotEpisode, low: ArrayLike<number>, high: ArrayLike<number>): { states: Float32Array; actions: Float32Array; rewards: Float32Array; success: Float32Array } {
+  const A = low.length;
+  return {
+    states: ep.obs,
+    actions: ep.action.subarray(0, ep.steps * A).map((v, j) => Math.min(high[j % A]!, Math.max(low[j % A]!, v))),
+    rewards: ep.reward,
+    success: Float32Array.from({ length: ep.steps }, (_, t) => (t === ep.steps - 1 && ep.success ? 1 : 0)),
+  };
+}
+
 /** A rollout's steps for the policy gradient. */
 export interface Trajectory {
   /** Shape ≥ T x D (rows past T ignored). */

@@ -11,11 +11,13 @@
 // (obs, sampled actions, logProb, reward, memberReward, successProb) plus every image and instruction the
 // policy saw, so the policy gradient can recompute log π(a_t | obs_t, image_t, instruction) exactly.
 // Unlike ModelEnv.imagine (policy and ensemble fused in one graph) this runs policy and model in turn, one
-// step per call each: an image policy's input comes from outside any graph.
+// step per call each: an image policy's input comes from outside any graph. imagineRollouts picks either way
+// for a trainer, and imaginedRollouts cuts each rollout at its predicted success and scores it.
 import type { SceneTwin } from '../sim/twin.js';
-import type { Policy, PolicyContext } from '../policies/types.js';
-import type { ModelEnv } from '../worldmodel/index.js';
+import type { Policy, PolicyContext, PolicyInputs } from '../policies/types.js';
+import { collapse, type GraphPolicy, type ModelEnv } from '../worldmodel/index.js';
 import { Rng } from '../nn/index.js';
+import type { RobotEpisode, Trajectory } from './embodied.js';
 
 export interface ImaginePolicyOptions {
   /** Standard-normal policy noise, Shape N x H x A (default: drawn from `seed`); zeros: the mean action. */
@@ -169,4 +171,100 @@ export function imaginedSteps(im: PolicyImagination, i: number, t0 = 0, t1 = im.
       instructions: new Array<string>(m).fill(im.instructions[i]!),
     },
   };
+}
+
+/** What a trainer takes of N imagined rollouts of H steps, whichever way they were imagined. */
+export interface ImaginedArrays {
+  /** Shape N x (H+1) x D. */
+  obs: Float32Array;
+  /** Shape N x H x A: the policy's samples. */
+  actionRaw: Float32Array;
+  /** Shape N x H. */
+  logProb: Float32Array;
+  reward: Float32Array;
+  successProb: Float32Array;
+  /** Shape E x N x H. */
+  memberReward: Float32Array;
+  /** Shape N x (H+1) x imageBytes: what an image policy read (null: the fused graph, which reads none). */
+  images: Uint8Array | null;
+  imageBytes: number;
+  /** N: each rollout's instruction (null: the fused graph). */
+  instructions: string[] | null;
+}
+
+/**
+ * Imagines N rollouts of `horizon` steps from `start` under `policy`: in one fused graph of policy and ensemble where
+ * `graph` is given (a policy of the observation vector alone), else step by step through `imaginePolicy`.
+ */
+export async function imagineRollouts(
+  env: ModelEnv, twin: SceneTwin | null, policy: Policy, graph: GraphPolicy | null,
+  start: { obs: Float32Array; instructions: readonly string[] }, horizon: number,
+  opts: { members: ArrayLike<number>; noise: Float32Array; actLow: ArrayLike<number>; actHigh: ArrayLike<number> },
+): Promise<ImaginedArrays> {
+  if (graph) {
+    const r = await env.imagine(start.obs, graph, horizon, { members: opts.members, policyNoise: opts.noise });
+    return { ...r, actionRaw: r.policy.action_raw!, logProb: r.policy.logProb!, images: null, imageBytes: 0, instructions: null };
+  }
+  return imaginePolicy(env, twin, policy, start, horizon, opts);
+}
+
+/** A trainer's imagined rollouts, each cut at its predicted success. */
+export interface ImaginedRollouts {
+  /** Each rollout's steps for the policy gradient, with what the policy read at each. */
+  traj: Trajectory[];
+  score: number[];
+  /** The members' variance of each score along its trajectory. */
+  variance: number[];
+  /** The predicted success at the end (1 where it passed the threshold). */
+  successProb: number[];
+}
+
+/**
+ * Each rollout ends at the first step whose predicted success exceeds `successThreshold`, as a real episode ends at
+ * success; it is scored there (`collapse` of the predicted reward), and so is every member's reward along it.
+ */
+export function imaginedRollouts(im: ImaginedArrays, horizon: number, reads: Pick<PolicyInputs, 'image' | 'instruction'>, o: { successThreshold: number; mode: 'return' | 'last-minus-first'; k: number }): ImaginedRollouts {
+  const H = horizon, N = im.successProb.length / H, E = im.memberReward.length / (N * H);
+  const D = im.obs.length / (N * (H + 1)), A = im.actionRaw.length / (N * H);
+  const out: ImaginedRollouts = { traj: [], score: [], variance: [], successProb: [] };
+  for (let i = 0; i < N; i++) {
+    const p = im.successProb.subarray(i * H, (i + 1) * H);
+    const hit = p.findIndex((x) => x > o.successThreshold);
+    const T = hit < 0 ? H : hit + 1;
+    out.traj.push({
+      obs: im.obs.subarray(i * (H + 1) * D, (i * (H + 1) + T) * D), action: im.actionRaw.subarray(i * H * A, (i * H + T) * A), logProb: im.logProb.subarray(i * H, i * H + T), steps: T,
+      ...(reads.image ? { images: im.images!.subarray(i * (H + 1) * im.imageBytes, (i * (H + 1) + T) * im.imageBytes) } : {}),
+      ...(reads.instruction ? { instructions: new Array<string>(T).fill(im.instructions![i]!) } : {}),
+    });
+    out.score.push(collapse(im.reward.subarray(i * H, (i + 1) * H), T, o.mode, o.k));
+    const per = Array.from({ length: E }, (_, e) => collapse(im.memberReward.subarray((e * N + i) * H, (e * N + i + 1) * H), T, o.mode, o.k));
+    const m = per.reduce((a, x) => a + x, 0) / E;
+    out.variance.push(per.reduce((a, x) => a + (x - m) ** 2, 0) / E);
+    out.successProb.push(hit < 0 ? p[H - 1]! : 1);
+  }
+  return out;
+}
+
+/**
+ * A trainer's face (WmrlRun.face; default the policy itself) checked against the policy that acts on the robot and the
+ * policy `trained` by the gradient, with `restate`: a robot episode as the face's update takes it, the face's
+ * log-probabilities of the actions taken and what it reads of each step (it may read nothing the robot's policy did not).
+ */
+export function policyFace(policy: Policy, face: Policy | undefined, trained: Policy): { face: Policy; restate: (ep: RobotEpisode) => Promise<Trajectory> } {
+  const f = face ?? policy, D = policy.obsDim, A = policy.actDim;
+  if (trained !== f) throw new Error(`wmrl: the policy gradient trains a ${trained.kind} policy, not the ${f.kind} policy that imagines${face ? ' (the face)' : ''}`);
+  if (f.obsDim !== D || f.actDim !== A || f.chunk !== policy.chunk) throw new Error(`wmrl: the face (${f.kind}) reads ${f.obsDim} entries and acts with ${f.chunk} x ${f.actDim}; the policy ${D} and ${policy.chunk} x ${A}`);
+  const reads = f.inputs();
+  if (f !== policy) {
+    const acts = policy.inputs();
+    const more = [reads.image && !acts.image ? 'the camera image' : '', reads.instruction && !acts.instruction ? 'the instruction' : '', reads.features ? 'backbone features' : ''].filter(Boolean);
+    if (more.length) throw new Error(`wmrl: the face (${f.kind}) reads ${more.join(' and ')}, which the ${policy.kind} policy's robot episodes do not keep`);
+  }
+  const restate = async (ep: RobotEpisode): Promise<Trajectory> => {
+    if (f === policy) return ep;
+    const ctx = { ...(reads.image ? { images: ep.images } : {}), ...(reads.instruction ? { instructions: ep.instructions } : {}) };
+    const logProb = ep.steps === 0 ? new Float32Array(0) : await f.logProb(ep.obs.subarray(0, ep.steps * D), ep.action.subarray(0, ep.steps * A), ctx);
+    return { obs: ep.obs, action: ep.action, logProb, steps: ep.steps, ...ctx };
+  };
+  return { face: f, restate };
 }
