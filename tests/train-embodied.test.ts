@@ -1,12 +1,15 @@
 // The embodied trainers at a tiny budget (cleanrl's smoke runs): both run end to end on the sim robot
 // under the gap profile, record every robot episode in the store, charge the robot clock, anchor WMRL
-// on the robot and refit its world model; a resumed run continues exactly; pure world model touches no robot.
+// on the robot and refit its world model; a resumed run continues exactly; pure world model touches no robot;
+// standard GRPO scores its groups through StandardGrpo, one group after another.
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ClippedPolicyGradient, DEFAULT_PG_CONFIG } from '../policies/pg.js';
 import { correctorConfig, type CorrectorState } from '../wmrl/corrector.js';
+import type { PgBatch } from '../policies/pg.js';
+import { groupAdvantages, DEFAULT_ADVANTAGE_CONFIG } from '../wmrl/advantages.js';
 import { RobotClock, actedEpisode, pgBatch, type RobotEpisode } from '../wmrl/embodied.js';
 import { DEFAULT_PRETRAIN, SimPrompts, heldOutEvaluation, pretrain, simRobotTarget, type Pretrained } from '../wmrl/sim-setup.js';
 import { trainStandard } from '../wmrl/train_standard.js';
@@ -102,6 +105,33 @@ describe('embodied trainers (tiny budget, reach on the gap robot)', () => {
     const steps = target.store!.list().reduce((a, e) => a + e.steps, 0);
     expect(target.clock.robotSeconds).toBeCloseTo(steps / target.robot.spec.controlHz + 12 * 5, 6);
     expect(st.rows[1]!.evalSuccess).toBeGreaterThanOrEqual(0);
+    await pg.release();
+    await target.close();
+  }, 120_000);
+
+  it('standard GRPO scores through StandardGrpo: each prompt\'s episodes one group, run group after group, each step given its group-standardized return', async () => {
+    fresh();
+    const target = await simRobotTarget({ task: 'reach', profile: 'gap', robots: 1, resetSeconds: 5, seed: 0, store: join(dir, 'std-grpo.db') });
+    using prompts = await SimPrompts.create('reach');
+    const pg = await ClippedPolicyGradient.create(pre.policy, pgConfig);
+    const batches: PgBatch[] = [];
+    const update = pg.update.bind(pg);
+    pg.update = (b, rng) => { batches.push(b); return update(b, rng); };
+    const eps: RobotEpisode[] = [];
+    const config = { ...base, updates: 1, prompts: 3, groupSize: 3 };
+    await trainStandard({ config, policy: pre.policy, pg, target, prompts, hooks: { onEpisode: (ep) => eps.push(ep) } });
+    expect(eps.map((e) => e.seed)).toEqual([0, 0, 0, 1, 1, 1, 2, 2, 2].map((b) => config.promptSeed0 + b));
+    const adv = groupAdvantages([0, 1, 2].map((b) => eps.slice(3 * b, 3 * b + 3).map((e) => e.return)), DEFAULT_ADVANTAGE_CONFIG).advantages.flat();
+    expect(adv.some((a) => a !== null && Math.abs(a) > 0.1)).toBe(true);
+    const kept = eps.filter((_, i) => adv[i] !== null);
+    expect(batches).toHaveLength(1);
+    expect(Array.from(batches[0]!.advantage)).toEqual(eps.flatMap((e, i) => (adv[i] === null ? [] : new Array<number>(e.steps).fill(Math.fround(adv[i]!)))));
+    expect(Array.from(batches[0]!.obs.subarray(0, 5))).toEqual(Array.from(kept[0]!.obs.subarray(0, 5)));
+    // A robot that fails stops the run, naming the cause.
+    const outcome = target.outcome;
+    target.outcome = async () => { throw new Error('joint 2 encoder timeout'); };
+    await expect(trainStandard({ config, policy: pre.policy, pg, target, prompts })).rejects.toThrow(/real execution failed: Error: joint 2 encoder timeout/);
+    target.outcome = outcome;
     await pg.release();
     await target.close();
   }, 120_000);

@@ -1,15 +1,15 @@
 // Standard GRPO on a robot: every group of every update is executed on the robot. The baseline that
 // train_wmrl.ts changes; diff the two files to see exactly what WMRL adds.
 //
-// Per update: B prompts (seeded start states) → G policy episodes each on the robot (safety layer,
-// recorded in the store, charged to the robot clock) → scores = the episodes' real returns →
-// group-standardized advantages → clipped policy-gradient update → evaluate every few updates.
+// Per update: B prompts (seeded start states) → StandardGrpo.step (wmrl/grpo.ts): every group's G policy
+// episodes run on the robot (safety layer, recorded in the store, charged to the robot clock), scored by
+// their real returns → group-standardized advantages → clipped policy-gradient update → evaluate every few updates.
 import { join } from 'node:path';
 import { Rng, writeFileAtomic } from '../nn/index.js';
 import type { Policy } from '../policies/types.js';
 import type { ClippedPolicyGradient } from '../policies/pg.js';
-import { groupAdvantages, DEFAULT_ADVANTAGE_CONFIG } from './advantages.js';
-import { pgBatch, robotEpisode, type Evaluation, type RobotEpisode, type RobotTarget, type PromptSource } from './embodied.js';
+import { DEFAULT_GRPO_CONFIG, StandardGrpo } from './grpo.js';
+import { pgBatch, robotEpisode, type Evaluation, type RobotEpisode, type RobotTarget, type Prompt, type PromptSource, type Trajectory } from './embodied.js';
 import { loadRunState, saveRunState, type RunHooks, type RunRow, type RunState } from './run-state.js';
 
 export interface StandardConfig {
@@ -31,7 +31,6 @@ export interface StandardRun {
   pg: ClippedPolicyGradient;
   target: RobotTarget;
   prompts: PromptSource;
-  /** The policy's true success rate (held-out start states on the robot's profile). */
   /** Held-out measurement of true success; omit where none exists beside the robot (the robot's own episodes are then the measure). */
   evaluate?: (policy: Policy) => Promise<Evaluation>;
   /** Checkpoint folder; with `resume`, the run continues from the state saved there. */
@@ -40,9 +39,15 @@ export interface StandardRun {
   hooks?: RunHooks;
 }
 
+/** A rollout a scorer sees: group b, member k of this update. */
+interface Ref {
+  b: number;
+  k: number;
+}
+
 export async function trainStandard(run: StandardRun): Promise<RunState> {
   const { config: c, policy, pg, target, prompts } = run;
-  const D = policy.obsDim, A = policy.actDim;
+  const D = policy.obsDim, A = policy.actDim, G = c.groupSize;
   const rng = new Rng(c.seed);
   let state: RunState = { algo: 'standard', update: 0, rng: rng.getState(), clock: target.clock.state(), rows: [], finalObs: {}, episodeIds: [] };
   if (run.resume && run.outDir) {
@@ -50,40 +55,63 @@ export async function trainStandard(run: StandardRun): Promise<RunState> {
     rng.setState(state.rng);
     target.clock.restore(state.clock);
   }
+
+  // This update's robot episodes, group b's at b.
+  let real = new Map<number, RobotEpisode[]>();
+  let update = state.update;
+  // This update's prompts, group b's at b: its start state, its seed on the robot, its instruction.
+  let updatePrompts: Prompt[] = [];
+  const trusted = {
+    async score(group: readonly Ref[]) {
+      const b = group[0]!.b;
+      const prompt = updatePrompts[b]!;
+      const eps: RobotEpisode[] = [];
+      for (let k = 0; k < group.length; k++) {
+        const ep = await robotEpisode(target, policy, prompt.seed, rng, `standard-${update}`);
+        run.hooks?.onEpisode?.(ep, 'train');
+        state.episodeIds.push(ep.id);
+        eps.push(ep);
+      }
+      real.set(b, eps);
+      return eps.map((ep) => ep.return);
+    },
+  };
+  // One group at a time: the episodes run, and draw the policy's noise, in the groups' order.
+  const grpo = new StandardGrpo<Ref>({ ...DEFAULT_GRPO_CONFIG, maxInFlight: 1 }, trusted);
   const t0 = performance.now();
 
   for (let u = state.update; u < c.updates; u++) {
     run.hooks?.signal?.throwIfAborted();
-    // 1. Every group on the robot.
-    const episodes: RobotEpisode[] = [];
-    const scores: number[][] = [];
-    for (let b = 0; b < c.prompts; b++) {
-      const prompt = prompts.get(c.promptSeed0 + u * c.prompts + b);
-      const group: number[] = [];
-      for (let k = 0; k < c.groupSize; k++) {
-        const ep = await robotEpisode(target, policy, prompt.seed, rng, `standard-${u}`);
-        run.hooks?.onEpisode?.(ep, 'train');
-        episodes.push(ep);
-        state.episodeIds.push(ep.id);
-        group.push(ep.return);
-      }
-      scores.push(group);
-    }
+    update = u;
+    real = new Map();
+    updatePrompts = Array.from({ length: c.prompts }, (_, b) => prompts.get(c.promptSeed0 + u * c.prompts + b));
 
-    // 2. Advantages within each group; the update.
-    const adv = groupAdvantages(scores, DEFAULT_ADVANTAGE_CONFIG);
-    const batch = pgBatch(episodes, adv.advantages.flat(), episodes.map(() => 1), D, A);
+    // Scores → advantages: every group on the robot.
+    const groups: Ref[][] = Array.from({ length: c.prompts }, (_, b) => Array.from({ length: G }, (_, k) => ({ b, k })));
+    const { advantages, weights } = await grpo.step(groups);
+
+    // The update: every group learns from its real episodes.
+    const trajs: Trajectory[] = [], adv: Array<number | null> = [], w: number[] = [];
+    for (const [b, g] of groups.entries()) {
+      for (let k = 0; k < g.length; k++) {
+        trajs.push(real.get(b)![k]!);
+        adv.push(advantages[b]![k]!);
+        w.push(weights[b]![k]!);
+      }
+    }
+    const batch = pgBatch(trajs, adv, w, D, A);
     const stats = batch ? await pg.update(batch, rng) : null;
 
-    // 3. Measure and log.
+    // Measure and log.
+    const realEps = [...real.values()].flat();
     const row: RunRow = {
       update: u + 1,
       robotSeconds: target.clock.robotSeconds,
       robotWallSeconds: target.clock.wallSeconds,
       robotEpisodes: target.clock.episodes,
       computeSeconds: (performance.now() - t0) / 1000,
-      trainSuccess: episodes.filter((e) => e.success).length / episodes.length,
-      realGroups: c.prompts,
+      trainSuccess: realEps.length ? realEps.filter((e) => e.success).length / realEps.length : null,
+      realGroups: real.size,
       groups: c.prompts,
       loss: stats?.loss ?? null,
       approxKl: stats?.approxKl ?? null,
