@@ -12,7 +12,7 @@ import { ModelEnv, type GraphPolicy } from './model-env.js';
  *   there and staying there;
  * - 'return': the sum over the rollout, the model's estimate of the episode's return: the same quantity
  *   a robot episode's return measures, so it ranks a group's rollouts as the robot would when the dense
- *   signal is the task's reward (measured on reach/gap: `npm run bench -- embodied` reports it);
+ *   signal is the task's reward;
  * - 'peak': the best step minus the mean of the first k. Exploitable: a policy that drives the model into
  *   one spuriously high prediction (a fling through the goal, a state the model never saw) scores as well
  *   as one that holds the goal, and the max of noisy predictions is biased upward. The sparse real anchor
