@@ -88,8 +88,8 @@ describe('StandardGrpo real-execution failures', () => {
     expect(second.log.trustedErrors).toBe(3);
     expect(second.log.failedAnchorStreak).toBe(2);
     await expect(grpo.step(makeGroups(rng, 4))).rejects.toThrow(/3 groups in a row .* the last one threw Error: robot 3: joint 2 encoder timeout/);
-    // The step's remaining groups still ran (and failed) before it rejected.
-    expect(seen.length).toBe(7);
+    // The third failure in a row (the step's first group) failed the run: its other three groups were never launched.
+    expect(seen.length).toBe(4);
   });
 
   it('groups that only ever come back null stop the run too', async () => {

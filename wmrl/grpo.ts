@@ -47,7 +47,8 @@ export class StandardGrpo<R> {
     const real: Score[][] = new Array(groups.length);
     let next = 0;
     const worker = async () => {
-      while (next < groups.length) {
+      // Once real execution has failed the step rejects anyway: no further group is launched on the robot.
+      while (next < groups.length && !this.trusted.failed) {
         const g = next++;
         real[g] = (await this.trusted.score(groups[g]!)).real;
       }

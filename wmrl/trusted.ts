@@ -87,6 +87,11 @@ export class TrustedExecution<R> {
     this.streak = failedStreak;
   }
 
+  /** Whether the run has failed (the next `throwIfFailed` throws). */
+  get failed(): boolean {
+    return this.failure !== null;
+  }
+
   throwIfFailed(): void {
     if (this.failure) throw this.failure;
   }
