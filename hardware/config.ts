@@ -45,6 +45,11 @@ export interface RobotConfig {
    * (hardware/command-history.ts): what a policy trained with the sim's `commandHistory` reads. 0: none.
    */
   commandHistory?: number;
+  /**
+   * The sim task (sim/tasks) the robot performs, whose observation layout it shares: the service draws it in that task's
+   * scene and pretrains its training jobs there (the task's expert, the world model, the prompts' start states).
+   */
+  task?: string;
 }
 
 export interface MqttRobotConfig {
@@ -73,6 +78,7 @@ const Section = <T extends TProperties>(fields: T) => Type.Optional(Type.Object(
 const RobotFile = Type.Object(
   {
     name: Type.String(),
+    task: Type.Optional(Type.String({ minLength: 1, errorMessage: 'must name a sim task' })),
     transport: Type.Optional(OneOf('rosbridge', 'ros2', 'mqtt')),
     url: Type.Optional(Type.String()),
     mqtt: Section({
@@ -217,6 +223,7 @@ export function parseRobotConfig(text: string, file = '<robot.yaml>'): RobotConf
     services,
     safety,
     commandHistory: y.command_history ?? 0,
+    ...(y.task !== undefined ? { task: y.task } : {}),
   };
 }
 

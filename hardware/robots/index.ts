@@ -7,6 +7,7 @@ import { SafetyLayer, type InterventionEvent } from '../safety.js';
 import type { RobotDeclaration } from '../../common/robot.js';
 import { layoutMismatch, layoutOf } from '../../common/layout.js';
 import type { ResetOptions, Robot } from '../types.js';
+import type { Scorer } from '../record.js';
 
 /** A robot seen through a locally declared spec (the operator's limits, not the robot's own claim). */
 class WithSpec implements Robot {
@@ -48,9 +49,33 @@ export function mqttSecurity(name: string, m: MqttRobotConfig, env: NodeJS.Proce
   return out;
 }
 
-const FACTORIES: Record<RobotConfig['transport'], (cfg: RobotConfig) => Promise<Robot>> = {
-  rosbridge: async (cfg) => (await import('./ros.js')).RosRobot.connect(cfg),
-  ros2: async (cfg) => (await import('./ros2.js')).Ros2Robot.connect(cfg),
+/**
+ * A robot's link as its transport sees it. `connected`: the link is up and the robot's state arrives (rosbridge: the
+ * WebSocket, which reconnects by itself; MQTT: the broker connection and a state newer than the adapter's age limit,
+ * since a robot process that dies leaves the broker up; native ROS 2 has no link to lose and reports true).
+ * `outcome`: the robot's reward, success and episode end for the step its last command started (its outcome_topic),
+ * null for a robot that reports none.
+ */
+export interface RobotLink {
+  connected(): boolean;
+  outcome: Scorer | null;
+}
+
+export interface OpenedRobot {
+  /** The transport's robot (with its command history, when the config asks for one), not yet behind a safety layer. */
+  robot: Robot;
+  link: RobotLink;
+}
+
+const FACTORIES: Record<RobotConfig['transport'], (cfg: RobotConfig) => Promise<OpenedRobot>> = {
+  rosbridge: async (cfg) => {
+    const r = await (await import('./ros.js')).RosRobot.connect(cfg);
+    return { robot: r, link: { connected: () => r.isConnected, outcome: cfg.outcomeTopic ? () => r.outcomeOfLastCommand() : null } };
+  },
+  ros2: async (cfg) => {
+    const r = await (await import('./ros2.js')).Ros2Robot.connect(cfg);
+    return { robot: r, link: { connected: () => true, outcome: cfg.outcomeTopic ? () => r.outcomeOfLastCommand() : null } };
+  },
   mqtt: async (cfg) => {
     const { connect, endClient } = await import('../../bridge/mqtt/client.js');
     const { MqttRobot } = await import('./mqtt.js');
@@ -70,14 +95,19 @@ const FACTORIES: Record<RobotConfig['transport'], (cfg: RobotConfig) => Promise<
       await endClient(client, true);
       throw new Error(`${cfg.spec.name}: observation layouts differ: ${mismatch}`);
     }
-    return new WithSpec(robot, spec, () => endClient(client, true));
+    // MQTT robots report no outcome of their steps: their episodes are recorded unscored.
+    return { robot: new WithSpec(robot, spec, () => endClient(client, true)), link: { connected: () => robot.isConnected, outcome: null } };
   },
 };
 
+/** Connects to the robot a config describes, not yet behind its safety layer (connectRobot puts it there). */
+export async function openRobot(cfg: RobotConfig): Promise<OpenedRobot> {
+  const { robot, link } = await FACTORIES[cfg.transport](cfg);
+  // The history records the commands as they leave the safety layer, so it is what the robot was sent.
+  return { robot: cfg.commandHistory ? new CommandHistoryRobot(robot, cfg.commandHistory) : robot, link };
+}
+
 /** Connects to the robot a config describes, always behind the safety layer it configures. */
 export async function connectRobot(cfg: RobotConfig, log?: (e: InterventionEvent) => void): Promise<SafetyLayer> {
-  const raw = await FACTORIES[cfg.transport](cfg);
-  // The history records the commands as they leave the safety layer, so it is what the robot was sent.
-  const inner = cfg.commandHistory ? new CommandHistoryRobot(raw, cfg.commandHistory) : raw;
-  return new SafetyLayer(inner, cfg.safety, { log });
+  return new SafetyLayer((await openRobot(cfg)).robot, cfg.safety, { log });
 }

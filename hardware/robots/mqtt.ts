@@ -105,6 +105,14 @@ export class MqttRobot implements Robot {
     }
   }
 
+  /**
+   * The broker connection is up and the robot's newest state is fresh (no older than observe() accepts): a robot
+   * process that dies stops publishing while the broker stays up, so the state's age is what shows it gone.
+   */
+  get isConnected(): boolean {
+    return !this.disposed && this.client.connected && this.latest !== undefined && Date.now() - this.latest.at <= this.maxAgeMs;
+  }
+
   async observe(): Promise<RobotObservation> {
     if (!this.latest) {
       await new Promise<void>((resolve, reject) => {

@@ -150,6 +150,8 @@ export class RosRobot implements Robot {
     this.connected = false;
     this.command = undefined;
     this.seedTopic = undefined;
+    // A wait for the robot's next message learns now that none comes over this link.
+    this.wake();
     if (this.closed) return;
     clearTimeout(this.reconnectTimer);
     this.reconnectTimer = setTimeout(() => {
@@ -218,7 +220,8 @@ export class RosRobot implements Robot {
   async outcomeOfLastCommand(): Promise<{ reward: number; success: boolean; done: boolean }> {
     if (!this.config.outcomeTopic) throw new Error(`${this.spec.name}: its robot config declares no outcome_topic, so it reports no reward or success`);
     const since = this.outcomeAtCommand;
-    await this.waitFor(() => this.outcomeSeq > since, this.opts.timeoutMs ?? 5000, `an outcome on ${this.config.outcomeTopic} after the last command`);
+    await this.waitFor(() => this.outcomeSeq > since || !this.isConnected, this.opts.timeoutMs ?? 5000, `an outcome on ${this.config.outcomeTopic} after the last command`);
+    if (this.outcomeSeq <= since) throw new Error(`${this.spec.name}: the link to rosbridge dropped before the robot reported the outcome of the last command`);
     const o = this.outcome!;
     if (!Number.isFinite(o.reward)) throw new Error(`${this.spec.name}: outcome message on ${this.config.outcomeTopic} has no finite reward`);
     return o;
