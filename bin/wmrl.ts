@@ -255,8 +255,8 @@ program
 
 program
   .command('sim-robot')
-  .summary('run the sim robot with a hardware profile as a rosbridge v2 server (the hardware stand-in)')
-  .usage('[--task reach|push|pick] [--profile nominal|gap|FILE.yaml] [--host H] [--port 9090] [--camera-hz F] [--image PX] [--seed S] [--secret-env VAR] [--allowed-host H] [--allowed-origin O]')
+  .summary('run the sim robot with a hardware profile as a rosbridge v2 server, or over MQTT through a broker (the hardware stand-in)')
+  .usage('[--task reach|push|pick] [--profile nominal|gap|FILE.yaml] [--host H] [--port 9090] [--camera-hz F] [--image PX] [--seed S] [--secret-env VAR] [--allowed-host H] [--allowed-origin O] | --transport mqtt --broker URL [--robot-id ID] [--protocol 4|5] [--credentials FILE | --username U --password-env VAR]')
   .option('--task <T>', 'reach, push or pick', 'reach')
   .option('--profile <P>', 'nominal, gap or a profile YAML', 'nominal')
   .option('--host <H>', 'interface to listen on', '127.0.0.1')
@@ -267,6 +267,13 @@ program
   .option('--secret-env <VAR>', 'environment variable holding the rosbridge shared secret (clients must send the auth op); required with a --host other than loopback')
   .option('--allowed-host <H>', 'accept connections whose Host header names H, besides loopback, IP addresses and --host (a DNS name or proxy the robot is reached by); repeatable', collect, [])
   .option('--allowed-origin <O>', 'browser pages of origin O may connect (e.g. https://app.foxglove.dev); other web pages are refused; repeatable', collect, [])
+  .addOption(new Option('--transport <T>', 'rosbridge: serve rosbridge v2 on --host/--port; mqtt: be reached through the broker --broker, as robot --robot-id').choices(['rosbridge', 'mqtt']).default('rosbridge'))
+  .option('--broker <URL>', 'mqtt: the broker (mqtt://host:1883), e.g. the service\'s embedded one')
+  .option('--robot-id <ID>', "mqtt: the robot's id in wmrl/robots/ID/... (a robot YAML's mqtt.robot_id; default sim-TASK)")
+  .option('--protocol <V>', 'mqtt: protocol version, 4 (MQTT 3.1.1: every broker, the embedded one included; the default) or 5')
+  .option('--credentials <FILE>', "mqtt: the service's mqtt-credentials.json (a copy): log in as robot:ID with the password derived from its robot key")
+  .option('--username <U>', 'mqtt: log in as U (a broker login of its own, e.g. Mosquitto\'s password_file); the password in --password-env')
+  .option('--password-env <VAR>', "mqtt: environment variable holding --username's password (never the password itself)")
   .action(async (o) => (await import('./commands/sim-robot.js')).simRobot(o));
 
 program

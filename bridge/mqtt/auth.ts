@@ -6,6 +6,7 @@
 // owner only (0600). A robot's password is derived from `robotKey` (HMAC-SHA256 of its id), so any
 // robot id has one without editing the file: `printf %s ID | openssl dgst -sha256 -hmac ROBOTKEY`.
 import { createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { loadOrCreateSecretFile } from '../../common/secret-file.js';
 import { JOBS_TOPIC, RESULTS_TOPIC, ROOT, checkRobotId } from './topics.js';
@@ -64,6 +65,23 @@ export function loadOrCreateMqttCredentials(dataDir: string): CredentialsFile {
     throw new Error(`${file}: not valid JSON (${(e as Error).message}); delete it to make new MQTT credentials`);
   }
   return { credentials: checkCredentials(parsed, file), file, created };
+}
+
+/** The service's credentials file as a robot or worker machine holds a copy of it: read and checked, never made. */
+export function readMqttCredentials(file: string): MqttCredentials {
+  let text: string;
+  try {
+    text = readFileSync(file, 'utf8');
+  } catch (e) {
+    throw new Error(`cannot read the MQTT credentials ${file}: ${(e as Error).message}`, { cause: e });
+  }
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(text);
+  } catch (e) {
+    throw new Error(`${file}: not valid JSON (${(e as Error).message})`, { cause: e });
+  }
+  return checkCredentials(parsed, file);
 }
 
 function checkCredentials(v: unknown, file: string): MqttCredentials {
