@@ -62,6 +62,8 @@ export interface MqttRobotConfig {
   caFile?: string;
   certFile?: string;
   keyFile?: string;
+  /** A state older than this is refused, and the robot shown disconnected: its process stalled or died (default: 10 control periods, at least 500 ms). */
+  maxStateAgeMs?: number;
 }
 
 // ---------------------------------------------------------------- the file, as written
@@ -91,6 +93,7 @@ const RobotFile = Type.Object(
       ca_file: Type.Optional(Type.String()),
       cert_file: Type.Optional(Type.String()),
       key_file: Type.Optional(Type.String()),
+      max_state_age_ms: Type.Optional(Type.Number({ exclusiveMinimum: 0, errorMessage: 'must be a positive number of milliseconds' })),
     }),
     rosbridge: Section({
       secret_env: Type.String({ pattern: '^[A-Za-z_][A-Za-z0-9_]*$', errorMessage: 'must name an environment variable (the secret itself never goes in the file)' }),
@@ -155,7 +158,7 @@ export function parseRobotConfig(text: string, file = '<robot.yaml>'): RobotConf
   let mqtt: MqttRobotConfig | undefined;
   if (y.mqtt) {
     const m = y.mqtt;
-    mqtt = { robotId: m.robot_id, protocolVersion: m.protocol_version ?? 5 };
+    mqtt = { robotId: m.robot_id, protocolVersion: m.protocol_version ?? 5, ...(m.max_state_age_ms !== undefined ? { maxStateAgeMs: m.max_state_age_ms } : {}) };
     if (m.username !== undefined) mqtt.username = m.username;
     if (m.password_env !== undefined) {
       if (m.username === undefined) fail(['mqtt', 'password_env'], "needs 'mqtt.username'");

@@ -85,7 +85,7 @@ const FACTORIES: Record<RobotConfig['transport'], (cfg: RobotConfig) => Promise<
     const client = await connect({ url: cfg.url, clientId: `wmrl-${m.robotId}-${process.pid}`, protocolVersion: m.protocolVersion, clean: true, ...security, onError: (e) => process.emitWarning(e) });
     // safety.max_command_age_ms is also each command's lifetime on the link: the robot refuses it
     // after that, and act() fails when the broker has not acknowledged it by then.
-    const robot = await MqttRobot.connect(client, m.robotId, { commandTtlMs: cfg.safety.maxCommandAgeMs });
+    const robot = await MqttRobot.connect(client, m.robotId, { commandTtlMs: cfg.safety.maxCommandAgeMs, ...(m.maxStateAgeMs !== undefined ? { maxStateAgeMs: m.maxStateAgeMs } : {}) });
     // The operator's YAML, not the robot's own announcement, sets the limits the safety layer enforces.
     // A YAML that lists no features takes the ones the robot announces; otherwise the layouts must agree.
     const spec: RobotDeclaration = cfg.spec.features ? cfg.spec : { ...cfg.spec, features: robot.spec.features, featureUnits: robot.spec.featureUnits };
