@@ -123,9 +123,9 @@ export async function startFoxglove(o: FoxgloveOptions): Promise<FoxgloveEndpoin
     const prefix = o.robots.length === 1 ? '' : `/${r.id}`;
     const js = server.addChannel({ topic: `${prefix}/joint_states`, encoding: 'json', schemaName: 'wmrl.JointState', schema: JSON.stringify(jointState) });
     const cmd = server.addChannel({ topic: `${prefix}/wmrl/command`, encoding: 'json', schemaName: 'wmrl.Command', schema: JSON.stringify(command) });
-    imaginedCh.set(r.id, { ch: server.addChannel({ topic: `${prefix}/wmrl/imagined`, encoding: 'json', schemaName: 'wmrl.ImaginedRollout', schema: JSON.stringify(imagined) }), joints: r.sim.spec.joints });
-    const names = r.sim.spec.joints;
-    const actuators = r.sim.spec.action.names;
+    imaginedCh.set(r.id, { ch: server.addChannel({ topic: `${prefix}/wmrl/imagined`, encoding: 'json', schemaName: 'wmrl.ImaginedRollout', schema: JSON.stringify(imagined) }), joints: r.spec.joints });
+    const names = r.spec.joints;
+    const actuators = r.spec.action.names;
     const onStep = (s: { q: number[]; command: number[] }) => {
       if (clients === 0) return;
       const t = stamp();

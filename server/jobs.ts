@@ -5,13 +5,13 @@
 import { randomUUID } from 'node:crypto';
 import { join } from 'node:path';
 import { writeFileAtomic } from '../nn/index.js';
-import { runEpisode, type Policy } from '../hardware/record.js';
+import { runEpisode, type EpisodeOutcome, type Policy } from '../hardware/record.js';
 import { OBSERVATION_LAYOUT_KEY, buildObservation, layoutEntries, layoutOf, layoutToJson, splitObservation } from '../common/layout.js';
 import { behaviourClone } from '../policies/bc.js';
 import { GaussianPolicy, exportPolicy } from '../policies/gaussian.js';
 import { OnnxPolicy } from '../policies/onnx-policy.js';
 import { makeEnv, type Env, type Expert } from '../sim/index.js';
-import type { JobContext, JobDefinition } from './runs.js';
+import { RunFailure, type JobContext, type JobDefinition } from './runs.js';
 import type { RobotHost } from './robot-host.js';
 import { ExpertSessionOptions, PolicyRunOptions, type MetricsPoint } from './schemas.js';
 
@@ -52,16 +52,31 @@ interface SessionSpec {
   clone?: boolean;
 }
 
+/** Why `host` cannot run a job that needs the in-process sim (`needs`: what for), or null when it is the sim. */
+export function simOnlyProblem(host: RobotHost, job: string, needs: string): string | null {
+  if (host.simulated) return null;
+  return `robot '${host.id}' is a ${host.kind} robot (${host.spec.name}), not the in-process sim: ${job} needs ${needs}; run it on a sim robot (serve --robot sim:TASK[:PROFILE])`;
+}
+
+/** The error a run ends with when an episode on `host` failed (its record kept as partial): a lost link names the robot as disconnected. */
+export function episodeFailure(host: RobotHost, episode: string, e: Error): string {
+  const what = host.connected ? `episode ${episode} on robot '${host.id}' failed` : `robot '${host.id}' (${host.kind}) disconnected during episode ${episode}`;
+  return `${what}: ${e.message}; the episode is kept as partial`;
+}
+
 /**
  * Drives episodes on the host's robot, recording each in the store, streaming real frames (from the
  * robot's side) and imagined frames, and metrics after every episode. An e-stop ends the episode (its
  * record is finished as partial) and the session waits for the robot to be reset; an abort finishes the
- * episode being recorded and returns. Writes a checkpoint either way.
+ * episode being recorded and returns. Writes a checkpoint either way. An episode that fails otherwise (the
+ * robot's link lost, the policy's error) is kept as partial and ends the run, checkpointed, with an error naming the robot.
  */
 async function session(s: SessionSpec): Promise<string> {
   const { ctx, host } = s;
   ctx.claim(host);
-  const spec = host.sim.spec;
+  const spec = host.spec;
+  const score = host.scorer();
+  let failure: { episode: string; error: Error } | null = null;
   const layout = layoutOf(spec);
   let episode: string | null = null;
   let t = 0;
@@ -95,8 +110,10 @@ async function session(s: SessionSpec): Promise<string> {
       episode = randomUUID();
       t = 0;
       shown = 0;
+      let began = false;
       const inner = s.policy();
       const policy: Policy = async (obs) => {
+        began = true;
         obsAt = performance.now();
         if (t === 0) episodeStart = obsAt;
         if (t === 0 && s.imagined) s.imagined.setState({ ...host.sim.env.getState(), queue: [] });
@@ -115,18 +132,26 @@ async function session(s: SessionSpec): Promise<string> {
         return a;
       };
       ctx.emit({ type: 'episode', episode, phase: 'start', steps: 0, success: null, status: 'recording' });
-      const out = await runEpisode({
-        robot: host.safety,
-        policy,
-        maxSteps: host.sim.env.horizon,
-        store: ctx.store,
-        signal: ctx.signal,
-        score: () => {
-          const l = host.sim.lastStep;
-          return { reward: l?.reward ?? 0, done: !!(l?.terminated || l?.truncated), success: l?.info.success };
-        },
-        meta: { id: episode, robot: spec.name, policyVersion: s.policyVersion, hardwareProfile: host.profile, task: host.task, extra: { run: ctx.runId, joints: spec.joints } },
-      });
+      let out: EpisodeOutcome;
+      try {
+        out = await runEpisode({
+          robot: host.safety,
+          policy,
+          maxSteps: host.horizon,
+          store: ctx.store,
+          signal: ctx.signal,
+          ...(score ? { score } : {}),
+          meta: { id: episode, robot: spec.name, policyVersion: s.policyVersion, hardwareProfile: host.profile, ...(host.task !== null ? { task: host.task } : {}), extra: { run: ctx.runId, joints: spec.joints } },
+        });
+      } catch (e) {
+        // runEpisode has finished the record (begun before the policy's first step) as partial: it stays; the run ends here.
+        failure = { episode, error: e as Error };
+        if (began) ids.push(episode);
+        robotSeconds += t / spec.controlHz;
+        ctx.emit({ type: 'episode', episode, phase: 'end', steps: t, success: null, status: `partial (${host.connected ? 'error' : 'disconnected'})` });
+        episode = null;
+        break;
+      }
       ids.push(out.id);
       ctx.emit({ type: 'episode', episode, phase: 'end', steps: out.steps, success: out.success ?? null, status: out.stoppedBy ? `partial (${out.stoppedBy})` : out.status });
       episode = null;
@@ -134,7 +159,8 @@ async function session(s: SessionSpec): Promise<string> {
       if (out.stoppedBy) continue; // e-stopped or aborted: not a finished episode
       done++;
       if (out.success) successes++;
-      const m: MetricsPoint = { step: done, robotSeconds: round(robotSeconds), trueSuccess: round(successes / done), anchorFraction: 1, biasReduction: null, anchorWeight: null, ppi: wilson(successes, done).map(round) as [number, number], trueScore: null };
+      // A robot that reports no outcome has unscored episodes: no success rate to show.
+      const m: MetricsPoint = { step: done, robotSeconds: round(robotSeconds), trueSuccess: score ? round(successes / done) : null, anchorFraction: 1, biasReduction: null, anchorWeight: null, ppi: score ? (wilson(successes, done).map(round) as [number, number]) : null, trueScore: null };
       metrics.push(m);
       ctx.emit({ type: 'metrics', metrics: m });
       ctx.progress(done, s.episodes);
@@ -150,7 +176,8 @@ async function session(s: SessionSpec): Promise<string> {
     policy = { id, samples: pairs.obs.length, trainMse };
   }
   const file = join(ctx.dir, 'checkpoint.json');
-  writeFileAtomic(file, [JSON.stringify({ run: ctx.runId, policyVersion: s.policyVersion, episodesDone: done, successes, robotSeconds, episodes: ids, policy, metrics, stoppedEarly: ctx.signal.aborted }, null, 1)]);
+  writeFileAtomic(file, [JSON.stringify({ run: ctx.runId, policyVersion: s.policyVersion, episodesDone: done, successes, robotSeconds, episodes: ids, policy, metrics, stoppedEarly: ctx.signal.aborted || failure !== null }, null, 1)]);
+  if (failure) throw new RunFailure(episodeFailure(host, failure.episode, failure.error), file, { cause: failure.error });
   return file;
 }
 
@@ -160,7 +187,7 @@ async function session(s: SessionSpec): Promise<string> {
  * the last epoch's mean squared action error (summed over the action's entries).
  */
 async function clonePolicy(pairs: { obs: Float32Array[]; act: Float32Array[] }, host: RobotHost, id: string, ctx: JobContext): Promise<number> {
-  const spec = host.sim.spec;
+  const spec = host.spec;
   const layout = layoutOf(spec);
   const M = pairs.obs.length, D = pairs.obs[0]!.length, A = pairs.act[0]!.length;
   const obs = new Float32Array(M * D), action = new Float32Array(M * A);
@@ -179,7 +206,7 @@ async function clonePolicy(pairs: { obs: Float32Array[]; act: Float32Array[] }, 
     controlHz: spec.controlHz,
     policyVersion: id,
     runId: ctx.runId,
-    extra: { [OBSERVATION_LAYOUT_KEY]: layoutToJson(layout), source: 'behaviour-cloning', task: host.task },
+    extra: { [OBSERVATION_LAYOUT_KEY]: layoutToJson(layout), source: 'behaviour-cloning', ...(host.task !== null ? { task: host.task } : {}) },
   });
   return loss;
 }
@@ -194,10 +221,11 @@ export const expertSession: JobDefinition<typeof ExpertSessionOptions> = {
   kind: 'expert-session',
   description: "the sim's scripted expert drives the robot; every episode is recorded; the imagined rollout replays its actions in a nominal-profile sim; the checkpoint fits a behaviour-cloning policy to the demonstrations",
   options: ExpertSessionOptions,
+  checkRobot: (_o, host) => simOnlyProblem(host, 'the expert session', "the sim's scripted expert, which reads the sim's state"),
   async run(o, ctx) {
     const host = ctx.robot(o.robot);
     const env = host.sim.env;
-    const imagined = o.imagined ? await makeEnv({ task: host.task, profile: 'nominal', seed: o.seed, commandHistory: host.commandHistory }) : null;
+    const imagined = o.imagined ? await makeEnv({ task: host.task ?? env.task, profile: 'nominal', seed: o.seed, commandHistory: host.commandHistory }) : null;
     return session({
       ctx,
       host,
@@ -222,7 +250,7 @@ export const policyRun: JobDefinition<typeof PolicyRunOptions> = {
   options: PolicyRunOptions,
   async run(o, ctx) {
     const host = ctx.robot(o.robot);
-    const p = await OnnxPolicy.load(ctx.policyPath(o.policy), host.sim.spec);
+    const p = await OnnxPolicy.load(ctx.policyPath(o.policy), host.spec);
     return session({ ctx, host, episodes: o.episodes, policyVersion: o.policy, imagined: null, policy: () => (obs) => p.act(obs) });
   },
 };

@@ -11,7 +11,7 @@ import type { ResetOptions } from '../hardware/types.js';
 import type { EnvState } from '../sim/index.js';
 import { RobotClock, type RobotEpisode, type RobotTarget } from '../wmrl/embodied.js';
 import type { RunRow } from '../wmrl/run-state.js';
-import { sleep, wilson } from './jobs.js';
+import { episodeFailure, sleep, wilson } from './jobs.js';
 import type { RobotHost } from './robot-host.js';
 import type { JobContext } from './runs.js';
 import type { MetricsPoint } from './schemas.js';
@@ -59,6 +59,8 @@ export class AnchorEpisodes {
   private episode: string | null = null;
   private t = 0;
   private pending: ImaginedStep[] = [];
+  /** Why the run failed (failed()): episodes the trainer still had queued must not start. */
+  private dead: Error | null = null;
   /** Ids of the episodes recorded, in order. */
   readonly ids: string[] = [];
 
@@ -69,19 +71,22 @@ export class AnchorEpisodes {
     private readonly horizon: number,
   ) {}
 
-  /** The trainer's robot: the host's, through this; its outcome the sim's last step; one robot, `resetSeconds` charged per reset. */
-  target(o: { realTime: boolean; resetSeconds: number }): RobotTarget {
+  /**
+   * The trainer's robot: the host's, through this; its outcome the host's scoring of each step (the sim's step, or the
+   * robot's outcome topic: a job checks the robot has one before it starts); one robot, `resetSeconds` charged per reset.
+   */
+  target(o: { realTime: boolean; resetSeconds: number; task: string }): RobotTarget {
     const { ctx, host } = this;
+    const outcome = host.scorer();
+    if (!outcome) throw new Error(`robot '${host.id}' reports no outcome of its steps: its episodes cannot score a trainer's rollouts`);
     return {
       robot: this.robot(),
-      outcome: () => {
-        const l = host.sim.lastStep;
-        return { reward: l?.reward ?? 0, done: !!(l?.terminated || l?.truncated), success: l?.info.success };
-      },
+      outcome,
       maxSteps: this.horizon,
-      realTime: o.realTime,
+      // A robot over a transport moves in real time whatever the trainer asks.
+      realTime: o.realTime || !host.simulated,
       store: this.store(),
-      meta: { robot: host.sim.spec.name, hardwareProfile: host.profile, task: host.task },
+      meta: { robot: host.spec.name, hardwareProfile: host.profile, task: o.task },
       clock: new RobotClock(1, o.resetSeconds),
       signal: ctx.signal,
     };
@@ -121,12 +126,15 @@ export class AnchorEpisodes {
     const { ctx, host } = this;
     while (host.safety.isEstopped && !ctx.signal.aborted) await sleep(50, ctx.signal);
     ctx.signal.throwIfAborted();
+    if (this.dead) throw new Error(`robot '${host.id}': the run failed (${this.dead.message}); no further episode starts`);
     let obs = await host.safety.reset(o);
     this.pending = [];
-    if (this.imaginer && o?.seed !== undefined) {
-      this.pending = await this.imaginer.rollout(buildObservation(layoutOf(host.sim.spec), obs), host.sim.env.getState(), this.horizon);
-      // Imagining took a moment, in which the watchdog may have held the robot: the same seed starts it again.
-      obs = await host.safety.reset(o);
+    const physics = this.imaginer && o?.seed !== undefined ? host.physicsState() : null;
+    if (this.imaginer && physics) {
+      this.pending = await this.imaginer.rollout(buildObservation(layoutOf(host.spec), obs), physics, this.horizon);
+      // Imagining took a moment, in which the watchdog may have held the sim (one step per command): the same seed
+      // starts it again. A robot over a transport held still in real time meanwhile.
+      if (host.simulated) obs = await host.safety.reset(o);
     }
     return obs;
   }
@@ -143,8 +151,24 @@ export class AnchorEpisodes {
   private async act(a: Float32Array, o?: ActOptions): Promise<Float32Array> {
     const { ctx, host } = this;
     const sent = await host.safety.act(a, o);
-    if (this.episode) ctx.emit({ type: 'real', robot: host.id, episode: this.episode, t: this.t++, q: host.positions(), command: Array.from(sent, round), poses: Array.from(host.sim.env.poses(), round) });
+    if (this.episode) ctx.emit({ type: 'real', robot: host.id, episode: this.episode, t: this.t++, q: host.positions(), command: Array.from(sent, round), poses: host.poses() });
     return sent;
+  }
+
+  /**
+   * The trainer failed with `e`: the episode being recorded (if any) has its end reported (its record kept as partial)
+   * and no queued episode starts. Returns the run's error naming the episode and the robot, or null when no episode was
+   * running (the failure is not the robot's).
+   */
+  failed(e: Error): string | null {
+    const { ctx, host } = this;
+    this.dead = e;
+    const ep = this.episode;
+    if (!ep) return null;
+    this.ids.push(ep);
+    ctx.emit({ type: 'episode', episode: ep, phase: 'end', steps: this.t, success: null, status: `partial (${host.connected ? 'error' : 'disconnected'})` });
+    this.episode = null;
+    return episodeFailure(host, ep, e);
   }
 
   /** The trainer's report of the episode just run. */

@@ -43,6 +43,18 @@ export interface JobDefinition<S extends TObject = TObject> {
   run(options: Static<S>, ctx: JobContext): Promise<string | null>;
 }
 
+/** A job's failure after it wrote its checkpoint: the run's status keeps the checkpoint with the error. */
+export class RunFailure extends Error {
+  constructor(
+    message: string,
+    readonly checkpoint: string | null,
+    options?: ErrorOptions,
+  ) {
+    super(message, options);
+    this.name = 'RunFailure';
+  }
+}
+
 interface RunRecord {
   status: RunStatus;
   abort: AbortController;
@@ -102,6 +114,7 @@ export class RunManager {
     const unfit = robot ? (job.checkRobot?.(options as Static<typeof job.options>, robot) ?? null) : null;
     if (unfit) throw new ApiError('WMRL_VALIDATION', unfit);
     if (robot?.safety.isEstopped) throw new ApiError('WMRL_ROBOT_ESTOPPED', `robot '${robotId}' is e-stopped; reset it first (POST /api/robots/${robotId}/reset, or the viewer's reset button)`);
+    if (robot && !robot.connected) throw new ApiError('WMRL_ROBOT_UNAVAILABLE', `robot '${robotId}' is disconnected (its ${robot.kind} link is down or it sends no state); start the run once GET /api/robots/${robotId} shows it connected`);
     const id = `${kind}-${new Date().toISOString().replace(/[:.]/g, '-')}-${randomUUID().slice(0, 6)}`;
     const dir = join(this.deps.dataDir, 'runs', id);
     mkdirSync(dir, { recursive: true, mode: 0o700 });
@@ -148,6 +161,7 @@ export class RunManager {
       } catch (e) {
         status.state = 'failed';
         status.error = (e as Error).message;
+        if (e instanceof RunFailure) status.checkpoint = e.checkpoint;
         this.deps.onError(new Error(`run ${id} failed: ${(e as Error).message}`, { cause: e }));
       } finally {
         for (const r of claimed) if (r.run === id) r.run = null;

@@ -30,6 +30,8 @@ export const ERROR_CODES = {
   WMRL_RATE_LIMITED: 429,
   WMRL_INTERNAL: 500,
   WMRL_TIMEOUT: 503,
+  /** The robot did not do what was asked: its link is down, or it refused (its own e-stop holds until cleared at the robot). */
+  WMRL_ROBOT_UNAVAILABLE: 503,
   /** The reward API's queue is full; retry after the Retry-After header's seconds. */
   WMRL_QUEUE_FULL: 503,
 } as const;
@@ -66,16 +68,17 @@ export const Health = Type.Object({
 export const RobotStatus = Type.Object({
   id: Id,
   name: Type.String(),
-  kind: Type.Literal('sim'),
-  task: Type.String(),
-  profile: Type.String(),
+  kind: Type.Union([Type.Literal('sim'), Type.Literal('rosbridge'), Type.Literal('ros2'), Type.Literal('mqtt')], { description: "sim: the service's in-process sim robot; otherwise the transport a robot YAML reaches it over" }),
+  connected: Type.Boolean({ description: "its link is up and its state arrives (rosbridge: the WebSocket, which reconnects by itself; MQTT: a fresh state through the broker; always true for the sim)" }),
+  task: Type.Union([Type.String(), Type.Null()], { description: "the sim task it performs (a robot YAML's task:), which its training jobs pretrain in and the viewer draws it in; null: none" }),
+  profile: Type.String({ description: "the sim's hardware profile; 'real' for a robot over a transport" }),
   commandHistory: Type.Integer({ minimum: 0, description: "the last commands sent that its observation reports after its features ('<action> command t-k'); a policy for it reads them" }),
   camera: Type.Union([Type.Integer({ minimum: 1 }), Type.Null()], { description: "side of the square camera image its observation carries, px (a VLA reads it); null: no camera" }),
   joints: Type.Array(Type.String()),
   controlHz: Type.Number(),
   state: Type.Union([Type.Literal('idle'), Type.Literal('running'), Type.Literal('estopped')]),
   estopped: Type.Boolean({ description: 'e-stop latched in the safety layer' }),
-  robotStopped: Type.Boolean({ description: 'the robot itself refuses effort (its own e-stop)' }),
+  robotStopped: Type.Union([Type.Boolean(), Type.Null()], { description: 'the robot itself refuses effort (its own e-stop); null: a robot over a transport does not report it' }),
   run: Type.Union([Id, Type.Null()], { description: 'the run driving it' }),
   stepsApplied: Type.Integer({ description: 'commands the robot has applied since the service started' }),
   position: Type.Array(Type.Number()),
@@ -116,6 +119,7 @@ export type PolicyRunOptions = Static<typeof PolicyRunOptions>;
 export const WmrlTrainOptions = Type.Object(
   {
     robot: Id,
+    task: Type.Optional(Type.String({ minLength: 1, maxLength: 200, description: "the sim task pretraining runs in (its expert, world model and prompts' start states), for a robot whose YAML names none; default: the robot's task" })),
     ...TrainerOptions,
     pretrain: Type.Optional(PretrainSizes),
     evalEpisodes: Type.Integer({ minimum: 1, maximum: 10000, default: 50, description: "held-out start states (in the sim, under the robot's profile) on which true success is measured after every update" }),

@@ -5,6 +5,7 @@ import { Counter, Gauge, Registry, collectDefaultMetrics } from 'prom-client';
 import { loadOrCreateMqttCredentials } from '../bridge/mqtt/auth.js';
 import { startEmbeddedBroker, type EmbeddedBroker } from '../bridge/mqtt/broker.js';
 import { EpisodeStore } from '../episodes/store/store.js';
+import { loadRobotConfig } from '../hardware/config.js';
 import { buildApp, type App, type AppContext, type AppOptions } from './app.js';
 import { Auth, loadOrCreateToken, type AuthOptions } from './auth.js';
 import { EPISODES_DB, preparePrivateDataDir } from './data-dir.js';
@@ -31,8 +32,8 @@ export interface ServiceOptions {
   foxglovePort?: number | null;
   /** Embedded MQTT broker port; null = no broker. */
   mqttPort?: number | null;
-  /** Sim robots: a task under a hardware profile; `urdf`: the robot's URDF, which the viewer then draws it from. */
-  robots?: Array<{ id: string; task: string; profile: string; seed?: number; urdf?: string; commandHistory?: number; /** Side of its square camera image, px (a VLA reads it). */ image?: number; /** ROS packages of its URDF: name → folder (`package://name/...`). */ packages?: Record<string, string> }>;
+  /** The robots (default: one sim robot 'sim', reach under the gap profile): in-process sims, and robots robot YAMLs declare. */
+  robots?: ServiceRobot[];
   /** Extra job kinds, beside the built-in ones (wmrl-train, vla-train, expert-session, policy, research). */
   jobs?: JobDefinition[];
   viewerDir?: string;
@@ -53,6 +54,35 @@ export interface ServiceOptions {
   /** Browser origins besides the service's own that may open its WebSockets (/api/stream, Foxglove). */
   allowedOrigins?: HostPolicyOptions['allowedOrigins'];
 }
+
+/** A sim robot: a task under a hardware profile; `urdf`: the robot's URDF, which the viewer then draws it from. */
+export interface SimRobotEntry {
+  id: string;
+  task: string;
+  profile: string;
+  seed?: number;
+  urdf?: string;
+  commandHistory?: number;
+  /** Side of its square camera image, px (a VLA reads it). */
+  image?: number;
+  /** ROS packages of its URDF: name → folder (`package://name/...`). */
+  packages?: Record<string, string>;
+}
+
+/** The robot a robot YAML declares (rosbridge, native ROS 2, MQTT), reached over its transport. */
+export interface YamlRobotEntry {
+  /** Path of the robot YAML (hardware/config.ts). */
+  yaml: string;
+  /** The robot's id in the API (default: the YAML's name). */
+  id?: string;
+  urdf?: string;
+  packages?: Record<string, string>;
+}
+
+export type ServiceRobot = SimRobotEntry | YamlRobotEntry;
+
+/** An id the API can name a robot by (schemas.ts Id). */
+const ROBOT_ID = /^[A-Za-z0-9._-]{1,128}$/;
 
 export interface Service {
   app: App;
@@ -81,10 +111,18 @@ export async function startService(o: ServiceOptions): Promise<Service> {
   };
   try {
     const robots = new Map<string, RobotHost>();
+    const urdfPackages: Record<string, Record<string, string>> = {};
     for (const r of o.robots ?? [{ id: 'sim', task: 'reach', profile: 'gap' }]) {
-      const host = await RobotHost.create({ ...r, watchdog: o.watchdog, latch: { file: latchFile(o.dataDir, r.id), onError } });
-      robots.set(r.id, host);
+      const config = 'yaml' in r ? loadRobotConfig(r.yaml) : null;
+      const id = 'yaml' in r ? (r.id ?? config!.spec.name) : r.id;
+      const where = 'yaml' in r ? ` (${r.yaml})` : '';
+      if (!ROBOT_ID.test(id)) throw new Error(`robot '${id}'${where}: a robot's id in the API is 1-128 letters, digits, '.', '_' or '-'${'yaml' in r && r.id === undefined ? " (it is the YAML's name unless an id is given)" : ''}`);
+      if (robots.has(id)) throw new Error(`robot '${id}'${where}: two robots have this id`);
+      const common = { urdf: r.urdf, watchdog: o.watchdog, latch: { file: latchFile(o.dataDir, id), onError } };
+      const host = 'yaml' in r ? await RobotHost.connect({ ...common, id, config: config!, source: r.yaml }) : await RobotHost.create({ ...r, ...common });
+      robots.set(id, host);
       cleanup.push(() => host.dispose());
+      if (r.packages) urdfPackages[id] = r.packages;
     }
     const policies = new PolicyLibrary(join(o.dataDir, 'policies'));
     const runs = new RunManager({ store, robots, dataDir: o.dataDir, policyPath: (id) => policies.path(id), onError });
@@ -149,7 +187,7 @@ export async function startService(o: ServiceOptions): Promise<Service> {
       endpoints: () => ({ foxglove: foxglove?.url ?? null, mqtt: broker?.url ?? null }),
       onError,
     };
-    const app = await buildApp(ctx, { viewerDir: o.viewerDir, logger: o.logger, policyBodyLimit: o.policyBodyLimit, reward: o.reward, rewardAuth: o.rewardAuth, hosts, urdfPackages: Object.fromEntries((o.robots ?? []).filter((r) => r.packages).map((r) => [r.id, r.packages!])) });
+    const app = await buildApp(ctx, { viewerDir: o.viewerDir, logger: o.logger, policyBodyLimit: o.policyBodyLimit, reward: o.reward, rewardAuth: o.rewardAuth, hosts, urdfPackages });
     cleanup.push(async () => {
       hub.closeAll();
       await app.close();

@@ -7,6 +7,7 @@ import { join } from 'node:path';
 import { writeFileAtomic } from '../nn/index.js';
 import { COMMAND_HISTORY, RESET_SECONDS, S, VLA_TASKS, runVla, vlaRecipeProblem, type VlaOutcome, type VlaTask } from '../recipes/vla.js';
 import type { RunRow } from '../wmrl/run-state.js';
+import { simOnlyProblem } from './jobs.js';
 import type { RobotHost } from './robot-host.js';
 import { AnchorEpisodes, round, successInterval, updateMetrics } from './robot-training.js';
 import type { JobDefinition } from './runs.js';
@@ -39,10 +40,12 @@ export interface VlaCheckpoint {
 
 /** Why `host` cannot run the VLA recipe, naming what it lacks; null when it can. */
 export function vlaRobotProblem(host: RobotHost): string | null {
+  const notSim = simOnlyProblem(host, 'the VLA recipe', 'the gap sim its VLA is cloned on and its held-out success measured in (a robot over a transport trains with wmrl-train)');
+  if (notSim) return notSim;
   const lacks: string[] = [];
-  if (!(VLA_TASKS as readonly string[]).includes(host.task)) lacks.push(`a task the recipe trains for (${VLA_TASKS.join(' or ')}), not '${host.task}'`);
+  if (!(VLA_TASKS as readonly string[]).includes(host.task ?? '')) lacks.push(`a task the recipe trains for (${VLA_TASKS.join(' or ')}), not '${host.task}'`);
   if (host.profile !== 'gap') lacks.push(`the gap profile, not '${host.profile}'`);
-  const cam = host.sim.spec.camera;
+  const cam = host.spec.camera;
   if (cam?.width !== S || cam.height !== S) lacks.push(`a ${S}x${S} camera, not ${cam ? `${cam.width}x${cam.height}` : 'none'}`);
   if (host.commandHistory !== COMMAND_HISTORY) lacks.push(`its last ${COMMAND_HISTORY} commands in its observation, not ${host.commandHistory}`);
   if (!lacks.length) return null;
@@ -59,11 +62,12 @@ export const vlaTrain: JobDefinition<typeof VlaTrainOptions> = {
   checkRobot: (o, host) => {
     const { robot: _robot, realTime: _realTime, ...settings } = o;
     // The settings' checks across fields (the schema has checked each one) with the robot's task.
-    return vlaRobotProblem(host) ?? vlaRecipeProblem({ task: host.task, ...settings });
+    return vlaRobotProblem(host) ?? vlaRecipeProblem({ task: host.task ?? '', ...settings });
   },
   async run(o, ctx) {
     const host = ctx.robot(o.robot);
     ctx.claim(host);
+    const task = host.task ?? host.sim.env.task;
     const { robot: _robot, realTime, ...settings } = o;
     const id = ctx.runId;
     const metrics: MetricsPoint[] = [];
@@ -74,18 +78,18 @@ export const vlaTrain: JobDefinition<typeof VlaTrainOptions> = {
       metrics.push(m);
       ctx.emit({ type: 'metrics', metrics: m });
     };
-    const anchors = new AnchorEpisodes(ctx, host, null, host.sim.env.horizon);
+    const anchors = new AnchorEpisodes(ctx, host, null, host.horizon);
     const checkpoint = (c: Pick<VlaCheckpoint, 'policy' | 'wmrl' | 'stoppedDuring'>) => {
       const file = join(ctx.dir, 'checkpoint.json');
       const last = rows.at(-1);
-      const cp: VlaCheckpoint = { run: id, task: host.task, profile: host.profile, updates: last?.update ?? 0, robotSeconds: last?.robotSeconds ?? 0, episodes: anchors.ids, clone, metrics, stoppedEarly: ctx.signal.aborted, ...c };
+      const cp: VlaCheckpoint = { run: id, task, profile: host.profile, updates: last?.update ?? 0, robotSeconds: last?.robotSeconds ?? 0, episodes: anchors.ids, clone, metrics, stoppedEarly: ctx.signal.aborted, ...c };
       writeFileAtomic(file, [JSON.stringify(cp, null, 1)]);
       return file;
     };
     let r: VlaOutcome;
     try {
-      r = await runVla({ task: host.task as VlaTask, ...settings }, ctx.dir, {
-        target: anchors.target({ realTime, resetSeconds: RESET_SECONDS }),
+      r = await runVla({ task: task as VlaTask, ...settings }, ctx.dir, {
+        target: anchors.target({ realTime, resetSeconds: RESET_SECONDS, task }),
         signal: ctx.signal,
         artifact: { path: ctx.policyPath(id), policyVersion: id, runId: id },
         progress: (phase, done, total) => ctx.progress(done, total, phase),

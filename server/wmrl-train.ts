@@ -7,7 +7,7 @@
 // into the run folder every update; the policy goes into the policy library, ready to deploy.
 import { join } from 'node:path';
 import { writeFileAtomic } from '../nn/index.js';
-import { layoutOf, splitObservation, type ObservationLayout } from '../common/layout.js';
+import { layoutMismatch, layoutOf, splitObservation, type ObservationLayout } from '../common/layout.js';
 import type { GaussianPolicy } from '../policies/gaussian.js';
 import { ClippedPolicyGradient } from '../policies/pg.js';
 import { MjEnv, makeEnv, type EnvState } from '../sim/index.js';
@@ -17,7 +17,8 @@ import { DEFAULT_WMRL, trainWmrl } from '../wmrl/train_wmrl.js';
 import { ModelEnv, repeatRows, type EnsembleModel } from '../worldmodel/index.js';
 import { anchorGroupsProblem, embodiedPretrain, exportEmbodiedPolicy, trainerCorrector } from '../recipes/embodied.js';
 import { AnchorEpisodes, round, successInterval, updateMetrics, type ImaginedRollouts, type ImaginedStep } from './robot-training.js';
-import type { JobDefinition } from './runs.js';
+import type { RobotHost } from './robot-host.js';
+import { RunFailure, type JobDefinition } from './runs.js';
 import { WmrlTrainOptions, type MetricsPoint } from './schemas.js';
 
 // ── Imagined rollouts for the viewer ────────────────────────────────────────────────────────────
@@ -111,17 +112,42 @@ export interface WmrlCheckpoint {
   stoppedDuring: 'pretraining' | 'training' | null;
 }
 
+/**
+ * Why `host` cannot run wmrl-train (`task`: the options' own), naming what it lacks, or null when it can: a robot over a
+ * transport needs a sim task to pretrain in, the outcome of each step (anchors are scored by it) and seeded resets (a
+ * prompt is a start state its reset reproduces).
+ */
+export function wmrlRobotProblem(task: string | undefined, host: RobotHost): string | null {
+  if (task !== undefined && host.task !== null && task !== host.task) return `options.task '${task}' contradicts robot '${host.id}', whose task is '${host.task}'`;
+  if (host.simulated) return null;
+  const lacks: string[] = [];
+  if ((task ?? host.task) === null) lacks.push("a sim task to pretrain in (its expert, world model and prompts' start states): task: in its YAML, or options.task");
+  if (!host.scorer()) lacks.push(host.kind === 'mqtt' ? 'the outcome of each step (reward, success), which MQTT robots do not report' : 'the outcome of each step (reward, success): outcome_topic in its YAML');
+  if (!host.seededResets) lacks.push('seeded resets (a prompt is a start state its reset reproduces): services.reset_seed_topic in its YAML');
+  return lacks.length ? `robot '${host.id}' (${host.kind}) cannot run wmrl-train: it needs ${lacks.join('; ')}` : null;
+}
+
 export const wmrlTrain: JobDefinition<typeof WmrlTrainOptions> = {
   kind: 'wmrl-train',
   description:
     "WMRL post-training on the robot's task: behaviour cloning and a world model pretrained on the nominal sim, then updates on groups imagined in the world model, corrected by anchor episodes on this robot (recorded, streamed with the world model's imagined rollouts); the policy goes into the policies as the run's id",
   options: WmrlTrainOptions,
   check: anchorGroupsProblem,
+  checkRobot: (o, host) => wmrlRobotProblem(o.task, host),
   async run(o, ctx) {
     const host = ctx.robot(o.robot);
     ctx.claim(host);
-    const { task, profile } = host;
-    const spec = host.sim.spec;
+    const task = o.task ?? host.task;
+    if (task === null) throw new Error(wmrlRobotProblem(o.task, host) ?? `robot '${host.id}' names no sim task`);
+    const { profile } = host;
+    const spec = host.spec;
+    if (host.task === null) {
+      // A task given in the options: the robot must observe what the task's policies read.
+      const env = await makeEnv({ task, profile: 'nominal', commandHistory: host.commandHistory });
+      const mismatch = layoutMismatch(env.layout, layoutOf(spec), `task '${task}'`, `robot '${host.id}'`);
+      env.dispose();
+      if (mismatch) throw new Error(`wmrl-train: task '${task}' observes another robot than '${host.id}' (its policies could not drive it): ${mismatch}`);
+    }
     const layout = layoutOf(spec);
     const metrics: MetricsPoint[] = [];
     const rows: RunRow[] = [];
@@ -153,24 +179,28 @@ export const wmrlTrain: JobDefinition<typeof WmrlTrainOptions> = {
     }
 
     // 2. WMRL post-training on the service's robot.
-    const H = host.sim.env.horizon;
+    const H = host.simulated ? host.horizon : await SimPrompts.horizon(task);
     const config = {
       ...DEFAULT_WMRL, updates: o.updates, prompts: o.prompts * o.imagine, groupSize: o.group, evalEvery: 1, seed: o.seed,
       corrector: trainerCorrector(o, 1), horizon: H,
     };
     using prompts = await SimPrompts.create(task, 'nominal', { commandHistory: host.commandHistory });
-    const evaluate = heldOutEvaluation(task, profile, o.evalEpisodes, { commandHistory: host.commandHistory });
+    // Held-out success is measured where the robot has a sim twin under its profile; a robot's own episodes are its measure.
+    const evaluate = host.simulated ? heldOutEvaluation(task, profile, o.evalEpisodes, { commandHistory: host.commandHistory }) : undefined;
     const pg = await ClippedPolicyGradient.create(pre.policy, postTrainPg(o.klCoef));
     let imaginer: Imaginer | null = null;
     let anchors: AnchorEpisodes | null = null;
+    let failure: { message: string; error: Error } | null = null;
     try {
       imaginer = o.imagined ? await Imaginer.create(pre.model, pre.policy, task, layout, config.successThreshold, host.commandHistory) : null;
       anchors = new AnchorEpisodes(ctx, host, imaginer, H);
       const a = anchors;
-      const target = a.target({ realTime: o.realTime, resetSeconds: o.resetSeconds });
+      const target = a.target({ realTime: o.realTime, resetSeconds: o.resetSeconds, task });
       // Where post-training starts: the pretrained policy's true success.
-      const start = await evaluate(pre.policy);
-      emit({ step: 0, robotSeconds: 0, trueSuccess: round(start.success), anchorFraction: null, biasReduction: null, anchorWeight: null, ppi: successInterval(start.success, start.episodes), trueScore: null });
+      if (evaluate) {
+        const start = await evaluate(pre.policy);
+        emit({ step: 0, robotSeconds: 0, trueSuccess: round(start.success), anchorFraction: null, biasReduction: null, anchorWeight: null, ppi: successInterval(start.success, start.episodes), trueScore: null });
+      }
       ctx.progress(0, o.updates, 'updates');
       await trainWmrl({
         config, policy: pre.policy, pg, model: pre.model, simData: pre.simData, target, prompts, evaluate, outDir: ctx.dir,
@@ -185,8 +215,13 @@ export const wmrlTrain: JobDefinition<typeof WmrlTrainOptions> = {
         },
       });
     } catch (e) {
-      // Stopped: the trainer's state is the last finished update's (it checkpoints after each one).
-      if (!ctx.signal.aborted) throw e;
+      // Stopped, or an anchor episode failed (the robot's link lost): the trainer's state is the last finished update's
+      // (it checkpoints after each one), and the run ends with it.
+      if (!ctx.signal.aborted) {
+        const message = anchors?.failed(e as Error) ?? null;
+        if (message === null) throw e;
+        failure = { message, error: e as Error };
+      }
     } finally {
       await pg.release();
       await imaginer?.release();
@@ -196,6 +231,8 @@ export const wmrlTrain: JobDefinition<typeof WmrlTrainOptions> = {
     const id = ctx.runId;
     const updates = rows.at(-1)?.update ?? 0;
     exportEmbodiedPolicy(pre.policy, spec, ctx.policyPath(id), { policyVersion: id, runId: ctx.runId, extra: { source: 'wmrl', task, updates: String(updates) } });
-    return checkpoint({ episodes: anchors?.ids ?? [], policy: { id, updates }, stoppedDuring: ctx.signal.aborted ? 'training' : null });
+    const file = checkpoint({ episodes: anchors?.ids ?? [], policy: { id, updates }, stoppedDuring: ctx.signal.aborted || failure ? 'training' : null });
+    if (failure) throw new RunFailure(failure.message, file, { cause: failure.error });
+    return file;
   },
 };

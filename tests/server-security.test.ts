@@ -211,7 +211,7 @@ describe('Foxglove endpoint bounds', () => {
 
   it('frames to a client whose socket buffers too much are dropped and counted; the client recovers', async () => {
     const events = new EventEmitter();
-    const robot = { id: 'r', sim: { spec: { joints: ['a'], action: { names: ['a'] } } }, events } as unknown as RobotHost;
+    const robot = { id: 'r', spec: { joints: ['a'], action: { names: ['a'] } }, events } as unknown as RobotHost;
     const runs = { events: new EventEmitter() } as unknown as RunManager;
     const fx = await startFoxglove({ host: '127.0.0.1', port: 0, robots: [robot], runs, onError: (e) => errors.push(e), maxBufferedBytes: 256 * 1024 });
     const ws = new WebSocket(fx.url, [FoxgloveClient.SUPPORTED_SUBPROTOCOL]);

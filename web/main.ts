@@ -8,10 +8,17 @@ import type { ImaginedFrame, MetricsPoint, RealFrame, RobotStatus, RunStatus, St
 
 // ── Access token: given once in the URL fragment (never sent to the server in a URL), kept for the tab.
 const fromHash = /token=([0-9a-f]+)/.exec(location.hash)?.[1];
+/** The robot shown: #robot=ID in the URL, else the service's first. */
+const wantedRobot = /robot=([A-Za-z0-9._-]+)/.exec(location.hash)?.[1];
 if (fromHash) {
   sessionStorage.setItem('wmrl-token', fromHash);
-  history.replaceState(null, '', location.pathname);
+  history.replaceState(null, '', `${location.pathname}${wantedRobot ? `#robot=${wantedRobot}` : ''}`);
 }
+/** A scene with nothing in it, for a robot that has none (over a transport, no sim task): its URDF draws it, if it has one. */
+const EMPTY_SCENE: SceneStatic = { format: 'wmrl-scene/1', bodies: [], geoms: [], meshes: [], dynamicBodies: [], initialPoses: [], timestep: 0 };
+/** The robot each run drives, so the frames and episodes of other robots' runs stay off this robot's view. */
+const runRobots = new Map<string, string | null>();
+const ours = (run: string) => (runRobots.get(run) ?? state.robot?.id) === state.robot?.id;
 const token = () => sessionStorage.getItem('wmrl-token') ?? '';
 
 const $ = <T extends HTMLElement>(id: string) => document.getElementById(id) as T;
@@ -362,6 +369,7 @@ function onEvent(ev: StreamEvent): void {
   if (ev.type === 'robot') {
     if (!state.robot || ev.status.id === state.robot.id) state.robot = ev.status;
   } else if (ev.type === 'run') {
+    runRobots.set(ev.status.id, ev.status.robot);
     if (!state.run || ev.status.id === state.run.id || ev.status.state === 'running') showRun(ev.status);
   } else if (ev.type === 'metrics') {
     if (ev.run === state.run?.id) {
@@ -370,12 +378,14 @@ function onEvent(ev: StreamEvent): void {
       drawMetrics();
     }
   } else if (ev.type === 'episode') {
+    if (!ours(ev.run)) return;
     if (ev.phase === 'start') {
       state.episode = ev.episode;
       state.real = [];
       state.imagined = [];
     } else addEpisodeOption(ev.run, ev.episode, ev.success);
   } else if (ev.type === 'real') {
+    if (ev.robot !== state.robot?.id) return;
     if (ev.episode !== state.episode) {
       state.episode = ev.episode;
       state.real = [];
@@ -383,7 +393,7 @@ function onEvent(ev: StreamEvent): void {
     }
     state.real.push(ev);
   } else if (ev.type === 'imagined') {
-    if (ev.episode === state.episode) state.imagined.push(ev);
+    if (ev.robot === state.robot?.id && ev.episode === state.episode) state.imagined.push(ev);
   }
   renderStatus();
   if (!playback && (ev.type === 'real' || ev.type === 'imagined') && performance.now() - lastDraw > 30) {
@@ -395,7 +405,7 @@ function onEvent(ev: StreamEvent): void {
 function renderStatus(): void {
   const r = state.robot;
   const run = state.run;
-  statusEl.textContent = `${r ? `robot ${r.id} (${r.task}, ${r.profile}): ${r.state}` : 'no robot'} · ${run ? `run ${run.kind} ${run.state} ${run.progress.phase} ${run.progress.done}/${run.progress.total}` : 'no run'}`;
+  statusEl.textContent = `${r ? `robot ${r.id} (${r.task ?? r.kind}, ${r.profile}): ${r.state}${r.connected ? '' : ', DISCONNECTED'}` : 'no robot'} · ${run ? `run ${run.kind} ${run.state} ${run.progress.phase} ${run.progress.done}/${run.progress.total}` : 'no run'}`;
   $('estop').classList.toggle('latched', !!r?.estopped);
 }
 
@@ -458,9 +468,10 @@ $('reset').addEventListener('click', () => void robotAction('reset'));
 // ── Start ───────────────────────────────────────────────────────────────────────────────────────
 async function start(): Promise<void> {
   const robots = (await (await fetch('api/robots')).json()) as RobotStatus[];
-  state.robot = robots[0] ?? null;
+  state.robot = robots.find((r) => r.id === wantedRobot) ?? robots[0] ?? null;
   if (state.robot) {
-    const st = (await (await fetch(`api/robots/${state.robot.id}/scene`)).json()) as SceneStatic;
+    const res = await fetch(`api/robots/${state.robot.id}/scene`);
+    const st = res.ok ? ((await res.json()) as SceneStatic) : EMPTY_SCENE;
     let links = new Set<string>();
     if (state.robot.urdf) {
       const url = state.robot.urdf.replace(/^\//, '');
@@ -477,6 +488,7 @@ async function start(): Promise<void> {
     tip = tipOf(st);
   }
   const runs = (await (await fetch('api/runs')).json()) as RunStatus[];
+  for (const r of runs) runRobots.set(r.id, r.robot);
   const current = runs.find((r) => r.state === 'running') ?? runs.at(-1);
   if (current) showRun(current);
   renderStatus();

@@ -34,13 +34,13 @@ export const policiesPlugin = (ctx: AppContext, uploadLimit: number): FastifyPlu
   );
   app.post(
     '/:id/deploy',
-    { config: { auth: true }, schema: { tags: ['policies'], summary: 'deploy a policy on a robot: starts a `policy` run that records every episode', ...secured, params: IdParams, body: DeployBody, response: { ...replies(RunStatus, 400, 401, 404, 409, 422, 429), 201: RunStatus } } },
+    { config: { auth: true }, schema: { tags: ['policies'], summary: 'deploy a policy on a robot: starts a `policy` run that records every episode', ...secured, params: IdParams, body: DeployBody, response: { ...replies(RunStatus, 400, 401, 404, 409, 422, 429, 503), 201: RunStatus } } },
     async (req, reply) => {
       const info = ctx.policies.info(req.params.id);
       const robot = ctx.robots.get(req.body.robot);
       if (!robot) throw new ApiError('WMRL_ROBOT_NOT_FOUND', `no robot '${req.body.robot}' (robots: ${[...ctx.robots.keys()].join(', ')})`);
       try {
-        await OnnxPolicy.load(ctx.policies.path(info.id), robot.sim.spec);
+        await OnnxPolicy.load(ctx.policies.path(info.id), robot.spec);
       } catch (e) {
         throw new ApiError('WMRL_POLICY_INVALID', (e as Error).message);
       }

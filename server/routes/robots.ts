@@ -72,7 +72,11 @@ export const robotsPlugin = (ctx: AppContext, packages: Readonly<Record<string, 
   };
   app.get('/', { schema: { tags: ['robots'], summary: 'the robots', response: replies(Type.Array(RobotStatus)) } }, async () => [...ctx.robots.values()].map((r) => r.status()));
   app.get('/:id', { schema: { tags: ['robots'], summary: "a robot's status", params: IdParams, response: replies(RobotStatus, 400, 404) } }, async (req) => robot(req.params.id).status());
-  app.get('/:id/scene', { schema: { tags: ['robots'], summary: "the robot's 3D scene (sim/scene.ts wmrl-scene/1: bodies, geoms, meshes, initial poses)", params: IdParams, response: { 200: Type.Unknown(), 400: ErrorBody, 404: ErrorBody } } }, async (req) => robot(req.params.id).scene);
+  app.get('/:id/scene', { schema: { tags: ['robots'], summary: "the robot's 3D scene (sim/scene.ts wmrl-scene/1: bodies, geoms, meshes, initial poses)", params: IdParams, response: { 200: Type.Unknown(), 400: ErrorBody, 404: ErrorBody } } }, async (req) => {
+    const r = robot(req.params.id);
+    if (!r.scene) throw new ApiError('WMRL_NOT_FOUND', `robot '${r.id}' has no 3D scene: it is a ${r.kind} robot whose YAML names no sim task (task:) to draw it in${r.urdf ? '; the viewer draws it from its URDF' : ''}`);
+    return r.scene;
+  });
   app.get(
     '/:id/urdf/*',
     { schema: { tags: ['robots'], summary: "a file of the robot's URDF: the URDF, a mesh or texture beside it, or package/PKG/... for a package://PKG/... reference", params: UrdfFileParams, response: { 200: Type.Unknown(), 400: ErrorBody, 404: ErrorBody } } },
@@ -85,7 +89,7 @@ export const robotsPlugin = (ctx: AppContext, packages: Readonly<Record<string, 
   app.post(
     '/:id/estop',
     // Never 429: whatever wrong tokens came from this address, the operator's e-stop goes through.
-    { config: { auth: true, rateLimit: false }, schema: { tags: ['robots'], summary: 'e-stop: latches until reset (never rate-limited)', ...secured, params: IdParams, querystring: EstopQuery, response: replies(RobotStatus, 400, 401, 404) } },
+    { config: { auth: true, rateLimit: false }, schema: { tags: ['robots'], summary: 'e-stop: latches until reset (never rate-limited); 503 when the robot did not confirm its own stop (the latch holds)', ...secured, params: IdParams, querystring: EstopQuery, response: replies(RobotStatus, 400, 401, 404, 503) } },
     async (req) => {
       const r = robot(req.params.id);
       await r.estop(req.query.reason ?? 'e-stop requested through the API');
@@ -94,7 +98,7 @@ export const robotsPlugin = (ctx: AppContext, packages: Readonly<Record<string, 
   );
   app.post(
     '/:id/reset',
-    { config: { auth: true }, schema: { tags: ['robots'], summary: 'clear a latched e-stop and bring the robot to its start state', ...secured, params: IdParams, response: replies(RobotStatus, 400, 401, 404, 409, 429) } },
+    { config: { auth: true }, schema: { tags: ['robots'], summary: 'clear a latched e-stop and bring the robot to its start state; 503 when the robot did not reset (its own e-stop holds, or its link is down): the latch stays', ...secured, params: IdParams, response: replies(RobotStatus, 400, 401, 404, 409, 429, 503) } },
     async (req) => {
       const r = robot(req.params.id);
       if (r.run && !r.safety.isEstopped) throw new ApiError('WMRL_ROBOT_BUSY', `robot '${r.id}' is driven by run '${r.run}'; stop the run or e-stop the robot first`);
