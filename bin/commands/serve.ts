@@ -1,11 +1,12 @@
 // `wmrl serve` (the default of `npm start`): the service on embedded defaults — SQLite store under
 // data/, the sim stand-in robot, the embedded MQTT broker, the API with the viewer, the Foxglove
 // endpoint — and the default job: a short WMRL post-training run on the sim robot (or a scripted-expert
-// session). Ctrl-C finishes the episode being recorded and checkpoints the run.
+// session). `--robot` (repeatable) hosts the robots robot YAMLs declare, or sims, instead; they get no
+// default job unless --job asks. Ctrl-C finishes the episode being recorded and checkpoints the run.
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { RunStatus, WmrlTrainOptions } from '../../server/schemas.js';
-import { startService, type Service } from '../../server/service.js';
+import { startService, type Service, type ServiceRobot } from '../../server/service.js';
 import { progressBar } from '../progress.js';
 import { printTable } from '../table.js';
 import { ensureViewer } from '../viewer.js';
@@ -16,16 +17,19 @@ export interface ServeOptions {
   port: number;
   foxglovePort: number;
   data: string;
-  task: string;
-  profile: string;
+  /** --robot, repeatable: a robot YAML, or sim:TASK[:PROFILE]; none: the built-in sim robot. */
+  robot?: string[];
+  /** The built-in sim robot's task and profile (default reach, gap); not with --robot. */
+  task?: string;
+  profile?: string;
   urdf?: string;
   commandHistory?: number;
   /** Side of the sim robot's camera image, px; none when absent. */
   camera?: number;
   episodes: number;
   updates: number;
-  /** The default job's kind, or false for none. */
-  job: string | false;
+  /** The default job's kind, or false for none (--no-job); absent: wmrl-train on the built-in sim robot, none with --robot. */
+  job?: string | false;
   mqtt: boolean;
   mqttPort: number;
   allowedHost?: string[];
@@ -34,7 +38,34 @@ export interface ServeOptions {
   urdfPackage?: Record<string, string>;
 }
 
+/**
+ * The robots the flags name: each --robot (a robot YAML, its id the YAML's name; sim:TASK[:PROFILE], profile nominal
+ * unless given, ids sim, sim-2, ...), or without any the built-in sim robot 'sim' (--task, --profile: reach, gap).
+ * The sim robot's flags (--command-history, --camera) go to every sim robot; --urdf to the one robot there is.
+ */
+export function serveRobots(o: Pick<ServeOptions, 'robot' | 'task' | 'profile' | 'urdf' | 'commandHistory' | 'camera' | 'urdfPackage'>): ServiceRobot[] {
+  const given = o.robot ?? [];
+  const simFlags = { ...(o.commandHistory ? { commandHistory: o.commandHistory } : {}), ...(o.camera ? { image: o.camera } : {}) };
+  const drawn = { ...(o.urdf ? { urdf: o.urdf } : {}), ...(o.urdfPackage && Object.keys(o.urdfPackage).length ? { packages: o.urdfPackage } : {}) };
+  if (!given.length) return [{ id: 'sim', task: o.task ?? 'reach', profile: o.profile ?? 'gap', ...simFlags, ...drawn }];
+  if (o.task !== undefined || o.profile !== undefined) throw new Error('--task and --profile set the built-in sim robot; with --robot, name a sim robot as sim:TASK[:PROFILE]');
+  if (given.length > 1 && Object.keys(drawn).length) throw new Error('--urdf and --urdf-package draw one robot; with several --robot, serve the robot to draw on its own');
+  let sims = 0;
+  const robots = given.map((r): ServiceRobot => {
+    if (!r.startsWith('sim:')) return { yaml: r, ...drawn };
+    const [, task, profile = 'nominal', extra] = r.split(':');
+    if (!task || extra !== undefined) throw new Error(`--robot ${r}: a sim robot is sim:TASK[:PROFILE], e.g. sim:reach:gap`);
+    sims++;
+    return { id: sims === 1 ? 'sim' : `sim-${sims}`, task, profile, ...simFlags, ...drawn };
+  });
+  if (!sims && Object.keys(simFlags).length) throw new Error('--command-history and --camera are the sim robot\'s; a robot YAML sets command_history and camera itself');
+  return robots;
+}
+
 export async function serve(o: ServeOptions): Promise<void> {
+  const robots = serveRobots(o);
+  // A robot over a transport gets no default job unless one is asked for.
+  const job = o.job ?? (o.robot?.length ? false : 'wmrl-train');
   const viewerDir = await ensureViewer();
   const svc = await startService({
     dataDir: o.data,
@@ -42,7 +73,7 @@ export async function serve(o: ServeOptions): Promise<void> {
     port: o.port,
     foxglovePort: o.foxglovePort,
     mqttPort: o.mqtt ? o.mqttPort : null,
-    robots: [{ id: 'sim', task: o.task, profile: o.profile, ...(o.urdf ? { urdf: o.urdf } : {}), ...(o.commandHistory ? { commandHistory: o.commandHistory } : {}), ...(o.camera ? { image: o.camera } : {}), ...(o.urdfPackage && Object.keys(o.urdfPackage).length ? { packages: o.urdfPackage } : {}) }],
+    robots,
     viewerDir,
     allowedHosts: o.allowedHost,
     allowedOrigins: o.allowedOrigin,
@@ -57,15 +88,28 @@ export async function serve(o: ServeOptions): Promise<void> {
   console.log(`  API docs:     ${url}/docs    metrics: ${url}/metrics`);
   if (svc.foxglove) console.log(`  Foxglove:     ${svc.foxglove.url} (Open connection → Foxglove WebSocket)`);
   if (svc.broker) console.log(`  MQTT broker:  ${svc.broker.url} (logins in ${svc.mqttCredentialsFile}, mode 0600: service, worker, robot:<id>)`);
-  console.log(`  robot:        sim (${o.task}, profile ${o.profile}${o.commandHistory ? `, reporting its last ${o.commandHistory} commands` : ''}${o.camera ? `, a ${o.camera}x${o.camera} camera` : ''}${o.urdf ? `, drawn from ${o.urdf}` : ''}); episodes in ${join(o.data, 'episodes.db')}`);
-  const robot = svc.ctx.robots.get('sim')!;
+  for (const r of svc.ctx.robots.values()) {
+    const what = r.simulated
+      ? `sim (${r.task}, profile ${r.profile}${r.commandHistory ? `, reporting its last ${r.commandHistory} commands` : ''}${r.spec.camera ? `, a ${r.spec.camera.width}x${r.spec.camera.height} camera` : ''}`
+      : `${r.spec.name} over ${r.kind}${r.task ? `, task ${r.task}` : ', no sim task'}${r.scorer() ? '' : ', its episodes unscored (it reports no outcome)'}`;
+    console.log(`  robot ${r.id}:${' '.repeat(Math.max(1, 7 - r.id.length))}${what}${r.urdf ? `, drawn from ${r.urdf}` : ''})`);
+    // A robot over a transport can drop and come back: the operator sees it here as in the viewer.
+    let up = r.connected;
+    r.events.on('status', (st) => {
+      if (st.connected === up) return;
+      up = st.connected;
+      console.log(`robot ${r.id} ${up ? 'reconnected' : `DISCONNECTED (its ${r.kind} link is down or it sends no state); a run on it stops, its episode kept as partial`}`);
+    });
+  }
+  console.log(`  episodes in ${join(o.data, 'episodes.db')}`);
+  const robot = [...svc.ctx.robots.values()][0]!;
   // A latch kept from before the restart holds: no job drives the robot until the operator resets it.
-  if (o.job && robot.safety.isEstopped) {
+  if (job && robot.safety.isEstopped) {
     const why = robot.restoredLatch?.reason ?? 'e-stopped';
-    console.log(`  robot sim is E-STOPPED (${why}); the default job is not started.`);
-    console.log(`  reset it when it is safe:  curl -X POST -H "Authorization: Bearer $(cat ${svc.tokenFile})" ${url}/api/robots/sim/reset   (or the viewer's reset button), then start a run from the viewer or the API`);
-  } else if (o.job) {
-    const run = startDefaultJob(svc, o);
+    console.log(`  robot ${robot.id} is E-STOPPED (${why}); the default job is not started.`);
+    console.log(`  reset it when it is safe:  curl -X POST -H "Authorization: Bearer $(cat ${svc.tokenFile})" ${url}/api/robots/${robot.id}/reset   (or the viewer's reset button), then start a run from the viewer or the API`);
+  } else if (job) {
+    const run = startDefaultJob(svc, o, job, robot.id);
     const bar = progressBar();
     let shown = '';
     svc.ctx.runs.events.on('event', (ev) => {
@@ -107,19 +151,19 @@ export async function serve(o: ServeOptions): Promise<void> {
 /** The default job's pretraining: the trainer's own, with fewer DAgger rounds, so that the whole run takes minutes. */
 const DEFAULT_JOB_PRETRAIN = { daggerRounds: 2 };
 
-/** The default job: short WMRL post-training on the sim robot (reach against the gap robot by default), or a scripted-expert session. */
-function startDefaultJob(svc: Service, o: ServeOptions): RunStatus {
+/** The default job on the first robot: short WMRL post-training (reach against the gap sim robot by default), or a scripted-expert session. */
+function startDefaultJob(svc: Service, o: ServeOptions, job: string, robot: string): RunStatus {
   const runs = svc.ctx.runs;
-  if (o.job === 'wmrl-train') {
-    const run = runs.start('wmrl-train', { robot: 'sim', updates: o.updates, pretrain: DEFAULT_JOB_PRETRAIN });
+  if (job === 'wmrl-train') {
+    const run = runs.start('wmrl-train', { robot, updates: o.updates, pretrain: DEFAULT_JOB_PRETRAIN });
     const w = run.options as WmrlTrainOptions;
-    console.log(`  default job:  run ${run.id}: WMRL post-training of a behaviour-cloned policy on the sim robot — pretraining (demonstrations, behaviour cloning and ${DEFAULT_JOB_PRETRAIN.daggerRounds} DAgger rounds on the nominal sim; a world model on ${DEFAULT_PRETRAIN.wmRandomize > 0 ? `sims of randomized mass, friction, damping and gain, the robot's identified from its anchors` : 'the nominal sim'}), then ${w.updates} updates of ${w.prompts * w.imagine} groups × ${w.group} rollouts imagined in the world model, ${w.anchorGroups} anchor group(s) per update on average run on the robot in real time; the policy goes to ${join(o.data, 'policies', `${run.id}.onnx`)}`);
+    console.log(`  default job:  run ${run.id}: WMRL post-training of a behaviour-cloned policy on robot ${robot} — pretraining (demonstrations, behaviour cloning and ${DEFAULT_JOB_PRETRAIN.daggerRounds} DAgger rounds on the nominal sim; a world model on ${DEFAULT_PRETRAIN.wmRandomize > 0 ? `sims of randomized mass, friction, damping and gain, the robot's identified from its anchors` : 'the nominal sim'}), then ${w.updates} updates of ${w.prompts * w.imagine} groups × ${w.group} rollouts imagined in the world model, ${w.anchorGroups} anchor group(s) per update on average run on the robot in real time; the policy goes to ${join(o.data, 'policies', `${run.id}.onnx`)}`);
     return run;
   }
-  if (o.job === 'expert-session') {
-    const run = runs.start('expert-session', { robot: 'sim', episodes: o.episodes, imagined: true, seed: 0 });
+  if (job === 'expert-session') {
+    const run = runs.start('expert-session', { robot, episodes: o.episodes, imagined: true, seed: 0 });
     console.log(`  default job:  run ${run.id}: the scripted expert on the sim robot, ${o.episodes} episodes, imagined = sim replay in the nominal profile; a behaviour-cloned policy at the end`);
     return run;
   }
-  throw new Error(`--job must be wmrl-train or expert-session, got '${o.job}'`);
+  throw new Error(`--job must be wmrl-train or expert-session, got '${job}'`);
 }
