@@ -1,7 +1,9 @@
-// Starts the sim stand-in robot as its own process (the real hardware stand-in path) and stops it.
+// Starts the sim stand-in robot as its own process (the real hardware stand-in path), serving rosbridge or reached
+// over MQTT, and stops it.
 import { spawn, type ChildProcess } from 'node:child_process';
 
 export interface StandInProcess {
+  /** The rosbridge port (0 for the MQTT stand-in). */
   port: number;
   proc: ChildProcess;
   /** Everything the process printed so far. */
@@ -12,36 +14,52 @@ export interface StandInProcess {
 }
 
 export async function spawnStandIn(args: string[] = [], env: Record<string, string> = {}): Promise<StandInProcess> {
-  const proc = spawn(process.execPath, ['--import', 'tsx', 'bin/wmrl.ts', 'sim-robot', '--port', '0', ...args], { stdio: ['pipe', 'pipe', 'pipe'], env: { ...process.env, ...env } });
+  const { proc, port, output } = await spawnSimRobot(['--port', '0', ...args], env, /serving rosbridge v2 on ws:\/\/[^:]+:(\d+)/);
+  return standInProcess(proc, Number(port), output);
+}
+
+/** The stand-in reached over MQTT (`sim-robot --transport mqtt`): `args` name its broker, robot id and login. */
+export async function spawnMqttStandIn(args: string[], env: Record<string, string> = {}): Promise<StandInProcess> {
+  const { proc, output } = await spawnSimRobot(['--transport', 'mqtt', ...args], env, /serving MQTT as robot (\S+)/);
+  return standInProcess(proc, 0, output);
+}
+
+/** Starts `wmrl sim-robot ARGS` and waits for the line `ready` matches; its first group is returned. */
+async function spawnSimRobot(args: string[], env: Record<string, string>, ready: RegExp): Promise<{ proc: ChildProcess; port: string; output: () => string }> {
+  const proc = spawn(process.execPath, ['--import', 'tsx', 'bin/wmrl.ts', 'sim-robot', ...args], { stdio: ['pipe', 'pipe', 'pipe'], env: { ...process.env, ...env } });
   let out = '';
   let err = '';
   proc.stderr!.on('data', (d) => (err += d));
   proc.stdout!.on('data', (d) => (out += d));
-  const port = await new Promise<number>((resolve, reject) => {
+  const port = await new Promise<string>((resolve, reject) => {
     const t = setTimeout(() => reject(new Error(`stand-in did not start: ${err}`)), 60_000);
     proc.stdout!.on('data', () => {
-      const m = /serving rosbridge v2 on ws:\/\/[^:]+:(\d+)/.exec(out);
+      const m = ready.exec(out);
       if (m) {
         clearTimeout(t);
-        resolve(Number(m[1]));
+        resolve(m[1]!);
       }
     });
     proc.once('exit', (code) => reject(new Error(`stand-in exited (${code}): ${err}`)));
   });
+  return { proc, port, output: () => out };
+}
+
+function standInProcess(proc: ChildProcess, port: number, output: () => string): StandInProcess {
   return {
     port,
     proc,
     get stdout() {
-      return out;
+      return output();
     },
     async clearEstop() {
-      const from = out.length;
+      const from = output().length;
       proc.stdin!.write('clear\n');
       const end = Date.now() + 10_000;
       for (;;) {
-        const m = /^(e-stop (?:cleared|was not set).*)$/m.exec(out.slice(from));
+        const m = /^(e-stop (?:cleared|was not set).*)$/m.exec(output().slice(from));
         if (m) return m[1]!;
-        if (Date.now() > end) throw new Error(`stand-in did not answer "clear": ${out.slice(from)}`);
+        if (Date.now() > end) throw new Error(`stand-in did not answer "clear": ${output().slice(from)}`);
         await new Promise((r) => setTimeout(r, 10));
       }
     },
