@@ -105,13 +105,17 @@ export function embodiedConfig(o: EmbodiedOptions): EmbodiedRunConfig {
   if (bad.length) throw new Error(bad.join('; '));
   const sim = o.robot.startsWith('sim:');
   const [, simTask = '', profile = sim ? 'nominal' : 'real'] = sim ? o.robot.split(':') : [];
-  const task = sim ? simTask : o.task;
-  if (!task) throw new Error(sim ? '--robot sim:TASK[:PROFILE] needs a task' : `--robot ${o.robot}: a robot YAML needs --task TASK, the sim task whose expert and world model the run starts from and whose seeded resets give the prompts`);
-  if (sim && o.task && o.task !== task) throw new Error(`--task ${o.task} contradicts --robot ${o.robot}`);
+  const yaml = sim ? null : loadRobotConfig(o.robot);
+  // The task the robot names itself (sim:TASK, or a robot YAML's task:): --task must agree with it.
+  const own = sim ? simTask : yaml?.task;
+  if (sim && !own) throw new Error('--robot sim:TASK[:PROFILE] needs a task');
+  if (o.task && own && o.task !== own) throw new Error(`--task ${o.task} contradicts --robot ${o.robot}${sim ? '' : `, whose task is ${own}`}`);
+  const task = own || o.task;
+  if (!task) throw new Error(`--robot ${o.robot}: a robot YAML needs --task TASK (or task: in the YAML), the sim task whose expert and world model the run starts from and whose seeded resets give the prompts`);
   if (o.commandHistory !== undefined && !sim) throw new Error(`--command-history is the sim robot's; robot ${o.robot} sets command_history in its YAML`);
   const problem = o.algo === 'wmrl' ? anchorGroupsProblem(o) : null;
   if (problem) throw new Error(problem);
-  const commandHistory = sim ? o.commandHistory ?? 0 : loadRobotConfig(o.robot).commandHistory ?? 0;
+  const commandHistory = yaml ? (yaml.commandHistory ?? 0) : (o.commandHistory ?? 0);
   const { algo, robot, robots, debias, denoise, pureWm, anchors, updates, prompts, group, imagine, anchorGroups, klCoef, resetSeconds, seed, quick } = o;
   return { algo, robot, task, profile, robots, debias, denoise, pureWm, anchors, updates, prompts, group, imagine, anchorGroups, klCoef, resetSeconds, seed, quick, commandHistory };
 }

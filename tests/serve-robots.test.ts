@@ -55,8 +55,8 @@ async function deployRunning(robotId: string, episodes: number): Promise<string>
   return id;
 }
 
-// The stand-in's robot YAML, pointed at this test's stand-in and told its task.
-const yamlA = () => readFileSync('launch/robots/sim-reach.yaml', 'utf8').replace('name: sim-reach', 'name: arm-a\ntask: reach').replace('ws://127.0.0.1:9090', `ws://127.0.0.1:${armA.port}`);
+// The stand-in's robot YAML (its task: reach), pointed at this test's stand-in.
+const yamlA = () => readFileSync('launch/robots/sim-reach.yaml', 'utf8').replace('name: sim-reach', 'name: arm-a').replace('ws://127.0.0.1:9090', `ws://127.0.0.1:${armA.port}`);
 // Over MQTT the robot announces its features; timings generous enough for a loaded 2-core machine, where a stalled
 // process must not pass for a dead one.
 const yamlB = () => `name: arm-b
