@@ -6,7 +6,7 @@ import { buildObservation, layoutOf } from '../common/layout.js';
 import type { RobotObservation } from '../common/robot.js';
 import type { EpisodeMeta } from '../episodes/types.js';
 import type { EpisodeStore } from '../episodes/store/store.js';
-import type { ActOptions, SafetyLayer } from '../hardware/safety.js';
+import { SafetyStop, type ActOptions, type SafetyLayer } from '../hardware/safety.js';
 import type { ResetOptions } from '../hardware/types.js';
 import type { EnvState } from '../sim/index.js';
 import { RobotClock, type RobotEpisode, type RobotTarget } from '../wmrl/embodied.js';
@@ -95,7 +95,11 @@ export class AnchorEpisodes {
   /** The host's own safety layer, with `reset` and `act` going through this. */
   private robot(): SafetyLayer {
     const safety = this.host.safety;
-    const own: Partial<Record<keyof SafetyLayer, unknown>> = { reset: (o?: ResetOptions) => this.reset(o), act: (a: Float32Array, o?: ActOptions) => this.act(a, o) };
+    const own: Partial<Record<keyof SafetyLayer, unknown>> = {
+      reset: (o?: ResetOptions) => this.reset(o),
+      act: (a: Float32Array, o?: ActOptions) => this.act(a, o),
+      observe: () => this.fault(safety.observe()),
+    };
     return new Proxy(safety, {
       get: (target, key) => {
         if (key in own) return own[key as keyof SafetyLayer];
@@ -127,14 +131,14 @@ export class AnchorEpisodes {
     while (host.safety.isEstopped && !ctx.signal.aborted) await sleep(50, ctx.signal);
     ctx.signal.throwIfAborted();
     if (this.dead) throw new Error(`robot '${host.id}': the run failed (${this.dead.message}); no further episode starts`);
-    let obs = await host.safety.reset(o);
+    let obs = await this.fault(host.safety.reset(o));
     this.pending = [];
     const physics = this.imaginer && o?.seed !== undefined ? host.physicsState() : null;
     if (this.imaginer && physics) {
       this.pending = await this.imaginer.rollout(buildObservation(layoutOf(host.spec), obs), physics, this.horizon);
       // Imagining took a moment, in which the watchdog may have held the sim (one step per command): the same seed
       // starts it again. A robot over a transport held still in real time meanwhile.
-      if (host.simulated) obs = await host.safety.reset(o);
+      if (host.simulated) obs = await this.fault(host.safety.reset(o));
     }
     return obs;
   }
@@ -148,9 +152,20 @@ export class AnchorEpisodes {
     this.pending = [];
   }
 
+  /**
+   * A robot call that fails other than by the safety layer's stop (the link lost) ends the run: marked at once, so that
+   * no episode the trainer has queued behind the failing one starts before the trainer hears of the failure.
+   */
+  private fault<T>(p: Promise<T>): Promise<T> {
+    return p.catch((e: unknown) => {
+      if (!(e instanceof SafetyStop)) this.dead ??= e as Error;
+      throw e;
+    });
+  }
+
   private async act(a: Float32Array, o?: ActOptions): Promise<Float32Array> {
     const { ctx, host } = this;
-    const sent = await host.safety.act(a, o);
+    const sent = await this.fault(host.safety.act(a, o));
     if (this.episode) ctx.emit({ type: 'real', robot: host.id, episode: this.episode, t: this.t++, q: host.positions(), command: Array.from(sent, round), poses: host.poses() });
     return sent;
   }
@@ -162,7 +177,7 @@ export class AnchorEpisodes {
    */
   failed(e: Error): string | null {
     const { ctx, host } = this;
-    this.dead = e;
+    this.dead ??= e;
     const ep = this.episode;
     if (!ep) return null;
     this.ids.push(ep);

@@ -3,7 +3,8 @@
 // logged in with its own broker account). Through the API: both listed and connected, a policy deployed on each
 // (episodes recorded, real frames and Foxglove joint states from the robots' states), an e-stop mid-episode (latched,
 // persisted, the episode partial, the robot's own stop cleared only at the robot), a robot process killed mid-run (shown
-// disconnected, the run stops with an error naming it, the episode partial) and back (shown connected again).
+// disconnected, the run stops with an error naming it, the episode partial) and back (shown connected again), and the
+// rosbridge robot killed during a WMRL run on it.
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -238,11 +239,26 @@ describe('serve with robot YAMLs: a rosbridge robot and an MQTT robot, each its 
     await until(async () => ((await robot('arm-b')).connected ? true : undefined), 'arm-b connected again');
   }, 60_000);
 
-  it('a rosbridge robot that goes away shows disconnected, and connected again once it is back on its port', async () => {
+  it('a rosbridge robot killed during a WMRL run: its anchor episode kept partial, the run fails naming it with the policy of its last update; back on its port, connected again', async () => {
+    const tiny = { pretrain: { bcEpisodes: 3, bcEpochs: 5, daggerRounds: 0, wmEpisodes: 4, wmEpochs: 2, wmMembers: 3, wmHidden: [32] }, updates: 3, prompts: 1, group: 2, imagine: 1, anchorGroups: 1, imagined: false };
+    const started = await inject({ method: 'POST', url: '/api/runs/wmrl-train', headers: auth, payload: { robot: 'arm-a', ...tiny } });
+    expect(started.statusCode, started.body).toBe(201);
+    const id = started.json<RunStatus>().id;
+    await until(async () => ((await inject({ url: `/api/runs/${id}/rollouts` })).json<string[]>().length ? true : undefined), 'an anchor episode on arm-a', 45_000);
     const port = armA.port;
-    await armA.stop();
-    await until(async () => ((await robot('arm-a')).connected ? undefined : true), 'arm-a disconnected');
+    armA.proc.kill('SIGKILL');
+    const failed = await ended(id);
+    expect(failed.state).toBe('failed');
+    expect(failed.error).toMatch(/^robot 'arm-a' \(rosbridge\) disconnected during episode (\S+): .*; the episode is kept as partial$/);
+    const episode = /during episode (\S+):/.exec(failed.error!)![1]!;
+    const cp = JSON.parse(readFileSync(failed.checkpoint!, 'utf8')) as { episodes: string[]; stoppedDuring: string; policy: { id: string } | null };
+    expect(cp).toMatchObject({ stoppedDuring: 'training', policy: { id } });
+    expect(cp.episodes).toContain(episode);
+    expect(episodesOf('arm-a').find((e) => e.meta.id === episode)!.status).toBe('partial');
+    // No episode the trainer had queued started after the failure.
+    expect(episodesOf('arm-a').filter((e) => e.status === 'recording')).toEqual([]);
+    expect((await robot('arm-a')).connected).toBe(false);
     armA = await spawnStandIn(['--profile', 'gap', '--port', String(port)]);
     await until(async () => ((await robot('arm-a')).connected ? true : undefined), 'arm-a reconnected');
-  }, 60_000);
+  }, 90_000);
 });
