@@ -91,7 +91,7 @@ export async function serve(o: ServeOptions): Promise<void> {
   for (const r of svc.ctx.robots.values()) {
     const what = r.simulated
       ? `sim (${r.task}, profile ${r.profile}${r.commandHistory ? `, reporting its last ${r.commandHistory} commands` : ''}${r.spec.camera ? `, a ${r.spec.camera.width}x${r.spec.camera.height} camera` : ''}`
-      : `${r.spec.name} over ${r.kind}${r.task ? `, task ${r.task}` : ', no sim task'}${r.scorer() ? '' : ', its episodes unscored (it reports no outcome)'}`;
+      : `${r.spec.name} (over ${r.kind}${r.task ? `, task ${r.task}` : ', no sim task'}${r.scorer() ? '' : ', its episodes unscored: it reports no outcome'}`;
     console.log(`  robot ${r.id}:${' '.repeat(Math.max(1, 7 - r.id.length))}${what}${r.urdf ? `, drawn from ${r.urdf}` : ''})`);
     // A robot over a transport can drop and come back: the operator sees it here as in the viewer.
     let up = r.connected;
