@@ -75,6 +75,8 @@ export class SafetyLayer implements Robot {
   private estopped = false;
   private timedOut = false;
   private watchdogFired = false;
+  /** When the watchdog last sent the hold action (layer clock, ms). */
+  private lastHoldAt = -Infinity;
   private timer?: NodeJS.Timeout;
   private readonly n: number;
   private readonly dtMs: number;
@@ -271,7 +273,11 @@ export class SafetyLayer implements Robot {
             await this.estop('watchdog');
           }
         }
-      } else await this.send(this.holdAction());
+      } else if (first || this.now() - this.lastHoldAt >= this.dtMs) {
+        // Checked four times a period for a prompt first hold; repeated holds go at the control rate, not faster.
+        this.lastHoldAt = this.now();
+        await this.send(this.holdAction());
+      }
     } catch (e) {
       this.opts.log?.({ kind: 'watchdog', detail: `hold command failed: ${(e as Error).message}`, t: this.now() });
     }

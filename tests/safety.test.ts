@@ -153,6 +153,20 @@ describe('safety layer', () => {
     expect(p99).toBeLessThanOrEqual(cfg.watchdogMs + period);
   });
 
+  it('an idle robot under the "hold" watchdog gets the hold action at its control rate, not faster', async () => {
+    const inner = new RecordingRobot(velocitySpec);
+    const safe = new SafetyLayer(inner, cfg);
+    await safe.act(Float32Array.of(0.2, 0.2, 0.2));
+    const period = 1000 / velocitySpec.controlHz;
+    await new Promise((r) => setTimeout(r, cfg.watchdogMs + 20 * period));
+    await safe[Symbol.asyncDispose]();
+    const holds = inner.sent.length - 1;
+    // about 20 periods of holds; at the watchdog's four checks a period it would be about 80
+    expect(holds).toBeGreaterThanOrEqual(5);
+    expect(holds).toBeLessThanOrEqual(24);
+    for (let i = 2; i < inner.sentAt.length; i++) expect(inner.sentAt[i]! - inner.sentAt[i - 1]!).toBeGreaterThanOrEqual(period - 1);
+  });
+
   it('watchdog "stop" latches the e-stop', async () => {
     const inner = new RecordingRobot(velocitySpec);
     const safe = new SafetyLayer(inner, { ...cfg, watchdogAction: 'stop' });
