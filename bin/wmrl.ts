@@ -106,7 +106,7 @@ program
   .option('--steps <N>', 'stop after N control steps (default: until Ctrl-C)', positive('--steps'))
   .action(async (o) => (await import('./commands/policy-node.js')).policyNode(o));
 
-const episodes = program.command('episodes').summary('list recorded episodes; export one to MCAP; import an MCAP bag; LeRobot v3.0 datasets').usage('list [--json]|export ID OUT.mcap [--lz4]|import IN.mcap [--store DB]|export-lerobot DB DIR [--robot sim:TASK] [--command-history K]|import-lerobot DIR DB [--robot sim:TASK] [--command-history K]');
+const episodes = program.command('episodes').summary('list recorded episodes; export one to MCAP; import an MCAP bag; LeRobot v3.0 datasets').usage('list [--json]|export ID OUT.mcap|OUT/ [--rosbag2] [--lz4|--zstd]|import IN.mcap [--store DB]|export-lerobot DB DIR [--robot sim:TASK] [--command-history K]|import-lerobot DIR DB [--robot sim:TASK] [--command-history K]');
 episodes
   .command('list', { isDefault: true })
   .summary('list the recorded episodes')
@@ -115,11 +115,13 @@ episodes
   .action(async (o) => (await import('./commands/episodes.js')).list(o));
 episodes
   .command('export')
-  .summary('export one episode as a ROS 2 MCAP bag')
+  .summary('export one episode as a ROS 2 MCAP bag: one .mcap file, or a rosbag2 bag folder')
   .argument('<id>', 'episode id')
-  .argument('<out>', 'output .mcap file')
+  .argument('<out>', 'output .mcap file, or a new bag folder (--rosbag2 or a trailing /: OUT/metadata.yaml + OUT/<name>_0.mcap)')
   .option('--store <DB>', 'episode store', 'data/episodes.db')
+  .option('--rosbag2', 'write a rosbag2 bag folder that ros2 bag info/play read', false)
   .option('--lz4', 'lz4-compress the chunks', false)
+  .option('--zstd', 'zstd-compress the chunks (rosbag2\'s choice; needs Node >= 22.15)', false)
   .action(async (id, out, o) => (await import('./commands/episodes.js')).exportOne(id, out, o));
 episodes
   .command('import')
@@ -151,11 +153,13 @@ episodes
 program
   .command('export')
   .summary('export recorded episodes (all, or those given) as MCAP bags into a folder, with progress')
-  .usage('[ID...] --out DIR [--store DB] [--lz4] [--json]')
+  .usage('[ID...] --out DIR [--store DB] [--rosbag2] [--lz4|--zstd] [--json]')
   .argument('[ids...]', 'episode ids (default: every complete episode)')
-  .requiredOption('--out <DIR>', 'output folder (one <id>.mcap per episode)')
+  .requiredOption('--out <DIR>', 'output folder (one <id>.mcap per episode, or with --rosbag2 one bag folder <id>/)')
   .option('--store <DB>', 'episode store', 'data/episodes.db')
+  .option('--rosbag2', 'one rosbag2 bag folder per episode', false)
   .option('--lz4', 'lz4-compress the chunks', false)
+  .option('--zstd', 'zstd-compress the chunks (needs Node >= 22.15)', false)
   .option('--json', JSON_HELP, false)
   .action(async (ids, o) => (await import('./commands/episodes.js')).exportMany(ids, o));
 

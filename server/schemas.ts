@@ -270,7 +270,7 @@ export const EpisodeDetail = Type.Object({
     }),
   ),
 });
-export const ExportQuery = Type.Object({ compression: Type.Union([Type.Literal('none'), Type.Literal('lz4')], { default: 'none' }) });
+export const ExportQuery = Type.Object({ compression: Type.Union([Type.Literal('none'), Type.Literal('lz4'), Type.Literal('zstd')], { default: 'none', description: 'chunk compression; zstd needs the service on Node >= 22.15' }) });
 
 /** Reply schemas keyed by status, with the shared error body on every failure a route can give. */
 export function replies<T extends TSchema>(ok: T, ...errors: number[]): Record<number, TSchema> {

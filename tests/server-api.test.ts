@@ -5,6 +5,8 @@ import { existsSync, mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ZSTD_AVAILABLE } from '../episodes/mcap/export.js';
+import { importEpisodeBytes } from '../episodes/mcap/import.js';
 import { startService, type Service } from '../server/service.js';
 import type { MetricsPoint, RobotStatus, RunStatus } from '../server/schemas.js';
 import { policyOnnx } from './helpers/policy-onnx.js';
@@ -231,6 +233,10 @@ describe('service API: runs and episodes', () => {
     const bag = await inject({ url: `/api/episodes/${list[0]!.id}/mcap?compression=lz4` });
     expect(bag.statusCode).toBe(200);
     expect(bag.rawPayload.subarray(0, 8).toString('latin1')).toBe('\x89MCAP0\r\n');
+    // zstd chunks where the service's Node has them (CI's Node 22); a clear 400 where it has not.
+    const z = await inject({ url: `/api/episodes/${list[0]!.id}/mcap?compression=zstd` });
+    if (ZSTD_AVAILABLE) expect([z.statusCode, importEpisodeBytes(new Uint8Array(z.rawPayload), 'z.mcap').steps.length]).toEqual([200, list[0]!.steps]);
+    else expect(z.json()).toMatchObject({ statusCode: 400, code: 'WMRL_VALIDATION', message: expect.stringMatching(/^compression=zstd: .*Node >= 22\.15/) });
     expect((await inject({ url: '/api/episodes/nope' })).json()).toMatchObject({ statusCode: 404, code: 'WMRL_EPISODE_NOT_FOUND' });
     expect((await inject({ url: '/api/episodes/nope/mcap' })).statusCode).toBe(404);
   });

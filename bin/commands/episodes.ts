@@ -5,8 +5,9 @@ import { dirname, join } from 'node:path';
 import type { ObservationLayout } from '../../common/layout.js';
 import { exportLeRobot } from '../../episodes/lerobot/export.js';
 import { importLeRobot } from '../../episodes/lerobot/import.js';
-import { exportEpisode } from '../../episodes/mcap/export.js';
+import { checkCompression, exportEpisode, type Compression } from '../../episodes/mcap/export.js';
 import { importEpisode } from '../../episodes/mcap/import.js';
+import { exportRosbag2 } from '../../episodes/mcap/rosbag2.js';
 import { EpisodeStore } from '../../episodes/store/store.js';
 import { makeEnv } from '../../sim/index.js';
 import { progressBar } from '../progress.js';
@@ -39,11 +40,40 @@ export const list = (o: { store: string; json?: boolean }) =>
     }
   });
 
-export const exportOne = (id: string, out: string, o: { store: string; lz4: boolean }) =>
-  withStore(o.store, async (store) => {
-    await exportEpisode(store.get(id), out, { compression: o.lz4 ? 'lz4' : 'none' });
+/** The export flags: the chunk compression (--lz4 or --zstd) and the form (--rosbag2, or OUT ending in '/': a bag folder). */
+export interface ExportFlags {
+  lz4?: boolean;
+  zstd?: boolean;
+  rosbag2?: boolean;
+}
+
+function compressionOf(o: ExportFlags): Compression {
+  if (o.lz4 && o.zstd) throw new Error('--lz4 and --zstd: give one chunk compression');
+  const c: Compression = o.zstd ? 'zstd' : o.lz4 ? 'lz4' : 'none';
+  checkCompression(c);
+  return c;
+}
+
+/** Whether OUT names a rosbag2 bag folder: --rosbag2, or a trailing '/'; a `.mcap` name with --rosbag2 is refused. */
+function asFolder(out: string, o: ExportFlags): boolean {
+  const folder = o.rosbag2 === true || /[/\\]$/.test(out);
+  if (folder && /\.mcap[/\\]?$/i.test(out)) throw new Error(`${out}: a rosbag2 bag is a folder (its file goes inside it as <folder>_0.mcap); name the folder without .mcap, or drop --rosbag2 for one .mcap file`);
+  return folder;
+}
+
+export const exportOne = (id: string, out: string, o: { store: string } & ExportFlags) => {
+  const compression = compressionOf(o);
+  const folder = asFolder(out, o);
+  return withStore(o.store, async (store) => {
+    if (folder) {
+      const bag = await exportRosbag2(store.stream(id), out, { compression });
+      console.log(`wrote rosbag2 bag ${bag.dir} (${bag.metadata.message_count} messages, ${bag.metadata.topics_with_message_count.length} topics): metadata.yaml, ${bag.metadata.relative_file_paths[0]}`);
+      return;
+    }
+    await exportEpisode(store.stream(id), out, { compression });
     console.log(`wrote ${out}`);
   });
+};
 
 export const importOne = (file: string, o: { store: string }) =>
   withStore(o.store, async (store) => {
@@ -53,9 +83,10 @@ export const importOne = (file: string, o: { store: string }) =>
     console.log(`imported ${e.meta.id}: ${e.steps.length} steps from ${file}`);
   });
 
-/** `wmrl export`: many episodes into a folder, one bag each, with progress and a summary table. */
-export const exportMany = (ids: string[], o: { out: string; store: string; lz4: boolean; json?: boolean }) =>
-  withStore(o.store, async (store) => {
+/** `wmrl export`: many episodes into a folder, one bag each (`<id>.mcap`, or with --rosbag2 a bag folder `<id>/`), with progress and a summary table. */
+export const exportMany = (ids: string[], o: { out: string; store: string; json?: boolean } & ExportFlags) => {
+  const compression = compressionOf(o);
+  return withStore(o.store, async (store) => {
     const chosen = ids.length ? ids : store.list({ status: 'complete' }).map((e) => e.meta.id);
     if (!chosen.length) throw new Error(`no complete episodes in ${o.store} to export`);
     mkdirSync(o.out, { recursive: true });
@@ -63,14 +94,15 @@ export const exportMany = (ids: string[], o: { out: string; store: string; lz4: 
     const done: Array<{ id: string; steps: number; status: string; robot: string; file: string }> = [];
     for (const [k, id] of chosen.entries()) {
       const e = store.get(id);
-      const file = join(o.out, `${id}.mcap`);
-      await exportEpisode(e, file, { compression: o.lz4 ? 'lz4' : 'none' });
+      const file = o.rosbag2 ? (await exportRosbag2(e, join(o.out, id), { compression })).dir : join(o.out, `${id}.mcap`);
+      if (!o.rosbag2) await exportEpisode(e, file, { compression });
       done.push({ id, steps: e.steps.length, status: e.status, robot: e.meta.robot, file });
       bar(k + 1, chosen.length, id.slice(0, 8));
     }
     if (o.json) return printJson({ out: o.out, episodes: done });
     printTable(`exported ${chosen.length} episode(s) to ${o.out}`, done.map(({ id, ...r }) => ({ episode: id.slice(0, 8), ...r })));
   });
+};
 
 /**
  * The observation layout and control rate of `sim:TASK[:PROFILE]` (reporting its last `commandHistory` commands),

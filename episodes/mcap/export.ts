@@ -4,6 +4,7 @@
 
 import { open } from 'node:fs/promises';
 import { PassThrough, type Readable } from 'node:stream';
+import * as zlib from 'node:zlib';
 import { McapWriter, type IWritable } from '@mcap/core';
 import * as lz4 from 'lz4js';
 import type { Episode, EpisodeStep } from '../types.js';
@@ -24,8 +25,11 @@ export const TOPICS = {
 export const EPISODE_METADATA = 'wmrl/episode';
 export const EPISODE_FORMAT = 'wmrl-episode/1';
 
-// rosbag2 needs a QoS profile per channel to replay it: reliable, volatile, keep-last.
-const QOS = [
+/**
+ * The QoS every exported topic offers, as rosbag2 keeps it (a YAML list in a string, its enums as numbers): reliable,
+ * volatile, keep-last 10. rosbag2 needs one per channel to replay it.
+ */
+export const OFFERED_QOS = [
   '- history: 1',
   '  depth: 10',
   '  reliability: 1',
@@ -40,8 +44,33 @@ const QOS = [
 export interface ExportOptions {
   /** Joint names for JointState.name; default meta.extra.joints when it fits, else joint_0, joint_1, … */
   jointNames?: string[];
-  /** Chunk compression: none (default) or lz4, which rosbag2 and Foxglove read. */
-  compression?: 'none' | 'lz4';
+  /** Chunk compression: none (default), lz4 or zstd (rosbag2's own choice; needs a Node with zlib zstd), all of which rosbag2 and Foxglove read. */
+  compression?: Compression;
+}
+
+export const COMPRESSIONS = ['none', 'lz4', 'zstd'] as const;
+export type Compression = (typeof COMPRESSIONS)[number];
+
+type Compress = (data: Uint8Array) => Uint8Array;
+// node:zlib has zstd from Node 22.15 and 23.8; the types of the Node 20 line do not declare it.
+const zstdCompressSync = (zlib as unknown as { zstdCompressSync?: (data: Uint8Array) => Uint8Array }).zstdCompressSync;
+
+/** Whether this Node can write zstd chunks (node:zlib has zstd from Node 22.15). */
+export const ZSTD_AVAILABLE = typeof zstdCompressSync === 'function';
+
+/** Refuses zstd on a Node without it, naming the Node and the way out; other compressions pass. */
+export function checkCompression(c: Compression | undefined): void {
+  if (c === 'zstd' && !ZSTD_AVAILABLE) {
+    throw new Error(`zstd compression needs node:zlib's zstd (Node >= 22.15); this is Node ${process.version}: use lz4 (or none), or run on Node 22`);
+  }
+  if (c !== undefined && !(COMPRESSIONS as readonly string[]).includes(c)) throw new Error(`compression '${String(c)}' is not one of ${COMPRESSIONS.join(', ')}`);
+}
+
+function compressor(c: Compression | undefined): { compression: string; compress: Compress } | undefined {
+  checkCompression(c);
+  if (c === 'lz4') return { compression: 'lz4', compress: (data) => Uint8Array.from(lz4.compress(data)) };
+  if (c === 'zstd') return { compression: 'zstd', compress: zstdCompressSync! };
+  return undefined;
 }
 
 export interface RosTime {
@@ -159,6 +188,7 @@ function drained(s: PassThrough): Promise<void> {
 
 /** Writes an episode as MCAP through `sink`, step by step: only the chunk being built is held. */
 export async function writeEpisodeMcap(e: EpisodeSource, sink: McapSink, opts: ExportOptions = {}): Promise<void> {
+  const packer = compressor(opts.compression);
   const steps = e.steps[Symbol.iterator]();
   const head = steps.next();
   const first = head.done ? undefined : head.value;
@@ -168,7 +198,9 @@ export async function writeEpisodeMcap(e: EpisodeSource, sink: McapSink, opts: E
     writable: out,
     useChunks: true,
     useStatistics: true,
-    ...(opts.compression === 'lz4' ? { compressChunk: (data: Uint8Array) => ({ compression: 'lz4', compressedData: Uint8Array.from(lz4.compress(data)) }) } : {}),
+    // Channel ids from 1, as rosbag2 numbers them.
+    startChannelId: 1,
+    ...(packer ? { compressChunk: (data: Uint8Array) => ({ compression: packer.compression, compressedData: packer.compress(data) }) } : {}),
   });
   await writer.start({ profile: 'ros2', library: 'wmrl-bridge' });
   const channels = new Map<string, number>();
@@ -184,7 +216,7 @@ export async function writeEpisodeMcap(e: EpisodeSource, sink: McapSink, opts: E
         schemaId = await writer.registerSchema({ name: codec.name, encoding: 'ros2msg', data: new TextEncoder().encode(codec.text) });
         schemaIds.set(type, schemaId);
       }
-      id = await writer.registerChannel({ topic, schemaId, messageEncoding: 'cdr', metadata: new Map([['offered_qos_profiles', QOS]]) });
+      id = await writer.registerChannel({ topic, schemaId, messageEncoding: 'cdr', metadata: new Map([['offered_qos_profiles', OFFERED_QOS], ['topic_type_hash', '']]) });
       channels.set(key, id);
     }
     return id;

@@ -1,7 +1,7 @@
 // Episodes: list, fetch one (its steps), export one as a ROS 2 MCAP bag.
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from '@sinclair/typebox';
-import { episodeMcapStream } from '../../episodes/mcap/export.js';
+import { ZSTD_AVAILABLE, episodeMcapStream } from '../../episodes/mcap/export.js';
 import { EpisodeStoreError } from '../../episodes/store/validate.js';
 import type { Episode } from '../../episodes/types.js';
 import type { EpisodeSummary as StoredSummary } from '../../episodes/store/store.js';
@@ -42,6 +42,7 @@ export const episodesPlugin = (ctx: AppContext): FastifyPluginAsyncTypebox => as
     '/:id/mcap',
     { schema: { tags: ['episodes'], summary: 'the episode as a ROS 2 MCAP bag (CDR; Foxglove and ros2 bag read it)', params: EpisodeParams, querystring: ExportQuery, produces: ['application/octet-stream'], response: { 200: Type.Unknown(), 400: ErrorBody, 404: ErrorBody } } },
     async (req, reply) => {
+      if (req.query.compression === 'zstd' && !ZSTD_AVAILABLE) throw new ApiError('WMRL_VALIDATION', `compression=zstd: this service runs on Node ${process.version}, whose node:zlib has no zstd (Node >= 22.15 has it); use compression=lz4`);
       // Streamed: steps read from the store a page at a time, the bag sent as it is written.
       const bag = episodeMcapStream(found(req.params.id, (i) => ctx.store.stream(i)), { compression: req.query.compression });
       return reply.type('application/octet-stream').header('content-disposition', `attachment; filename="${req.params.id}.mcap"`).send(bag);
