@@ -12,6 +12,8 @@ import { WebSocket } from 'ws';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startMosquitto, type Mosquitto } from '../bridge/mqtt/mosquitto.js';
 import { latchFile } from '../server/estop-latch.js';
+import { parse } from '@foxglove/rosmsg';
+import { MessageReader } from '@foxglove/rosmsg2-serialization';
 import { FoxgloveClient } from '../server/foxglove-protocol.js';
 import type { RobotStatus, RunStatus } from '../server/schemas.js';
 import { startService, type Service } from '../server/service.js';
@@ -123,14 +125,16 @@ describe('serve with robot YAMLs: a rosbridge robot and an MQTT robot, each its 
     const ws = new WebSocket(svc.foxglove!.url, [FoxgloveClient.SUPPORTED_SUBPROTOCOL]);
     ws.binaryType = 'arraybuffer';
     const client = new FoxgloveClient({ ws: ws as unknown as ConstructorParameters<typeof FoxgloveClient>[0]['ws'] });
-    const channels = await new Promise<Array<{ id: number; topic: string }>>((resolve, reject) => {
+    const channels = await new Promise<Array<{ id: number; topic: string; schema: string }>>((resolve, reject) => {
       client.on('advertise', resolve);
       client.on('error', reject);
     });
     const jointStates = channels.find((c) => c.topic === '/arm-b/joint_states')!;
     client.subscribe(jointStates.id);
     const received: Array<{ position: number[] }> = [];
-    client.on('message', (m) => received.push(JSON.parse(new TextDecoder().decode(m.data)) as { position: number[] }));
+    // sensor_msgs/msg/JointState in CDR, decoded from the schema the channel advertises.
+    const jointState = new MessageReader(parse(jointStates.schema, { ros2: true }));
+    client.on('message', (m) => received.push(jointState.readMessage(m.data) as { position: number[] }));
     try {
       const starts = await Promise.all(['arm-a', 'arm-b'].map((r) => inject({ method: 'POST', url: '/api/policies/pi/deploy', headers: auth, payload: { robot: r, episodes: 1 } })));
       const runs = await Promise.all(starts.map((s) => ended(s.json<RunStatus>().id)));
