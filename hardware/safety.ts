@@ -75,6 +75,8 @@ export class SafetyLayer implements Robot {
   private estopped = false;
   private timedOut = false;
   private watchdogFired = false;
+  /** A reset in progress: the robot moves under the reset's own control (a home trajectory takes seconds). */
+  private resetting = false;
   /** When the watchdog last sent the hold action (layer clock, ms). */
   private lastHoldAt = -Infinity;
   private timer?: NodeJS.Timeout;
@@ -224,7 +226,15 @@ export class SafetyLayer implements Robot {
 
   async reset(options?: ResetOptions): Promise<RobotObservation> {
     if (this.estopped) throw new SafetyStop('estop', `${this.spec.name}: e-stop is latched; reset() does not clear it — call clearEstop()`);
-    const o = await this.inner.reset(options);
+    // The watchdog's hold would pre-empt a home trajectory, and its stop would latch mid-reset.
+    this.resetting = true;
+    let o: RobotObservation;
+    try {
+      o = await this.inner.reset(options);
+    } finally {
+      this.resetting = false;
+      this.lastCommandAt = this.now();
+    }
     this.lastObs = o;
     this.last = this.holdAction();
     this.timedOut = false;
@@ -256,7 +266,7 @@ export class SafetyLayer implements Robot {
   }
 
   private async checkWatchdog(): Promise<void> {
-    if (this.estopped || this.timedOut) return;
+    if (this.estopped || this.timedOut || this.resetting) return;
     this.checkEpisodeTime();
     if (this.now() - this.lastCommandAt <= this.config.watchdogMs) return;
     if (!this.watchdogFired) this.note('watchdog', `no fresh command for ${(this.now() - this.lastCommandAt).toFixed(0)} ms`);

@@ -178,6 +178,21 @@ describe('safety layer', () => {
     await safe[Symbol.asyncDispose]();
   });
 
+  it('the watchdog waits while a reset moves the robot (a move home takes seconds), and counts again after it', async () => {
+    const inner = new RecordingRobot(velocitySpec);
+    inner.reset = async () => {
+      await new Promise((r) => setTimeout(r, cfg.watchdogMs * 4));
+      return inner.observe();
+    };
+    const safe = new SafetyLayer(inner, { ...cfg, watchdogAction: 'stop' });
+    await safe.act(Float32Array.of(0.1, 0, 0));
+    await safe.reset();
+    expect([inner.sent.length, inner.stops, safe.counts.watchdog]).toEqual([1, 0, 0]);
+    await new Promise((r) => setTimeout(r, cfg.watchdogMs + 60));
+    expect([inner.stops, safe.isEstopped]).toEqual([1, true]);
+    await safe[Symbol.asyncDispose]();
+  });
+
   it('watchdog "stop" latches the e-stop even when its hold command fails', async () => {
     const inner = new RecordingRobot(velocitySpec);
     const logged: string[] = [];
