@@ -3,7 +3,9 @@
 // Run it as its own process: `npm start -- sim-robot --task reach --profile gap --port 9090`.
 // Like a real robot it trusts no client: whatever arrives on its command topics passes its own
 // length, finiteness, range, rate, per-step change, velocity and position limits, and its e-stop
-// is cleared only by the operator on the stand-in itself (clearEstop(), the sim-robot terminal).
+// is cleared only by the operator on the stand-in itself (clearEstop(), the sim-robot terminal). Its controllers
+// switch as ros2_control's do (a controller manager's SwitchController), and its trajectory controller tracks
+// a long trajectory (a move home) rather than taking it as one command.
 import { encodePng, MjEnv } from '../sim/index.js';
 import { fromRosTime, toRosTime } from '../bridge/ros/msgs.js';
 import { trajectoryRefusal, type JointTrajectoryMsg } from '../bridge/ros/trajectory.js';
@@ -27,7 +29,16 @@ export const STANDIN = {
   resetSeed: '/wmrl/reset_seed',
   estop: '/wmrl/estop',
   runExpert: '/wmrl/run_expert',
+  followTrajectory: '/joint_trajectory_controller/follow_joint_trajectory',
+  switchController: '/controller_manager/switch_controller',
 } as const;
+
+/** The stand-in's controllers (as a controller manager names them): both active at start. */
+export const STANDIN_CONTROLLERS = { forward: 'forward_command_controller', trajectory: 'joint_trajectory_controller' } as const;
+
+/** The trajectory controller's PD gains on a joint's position error (rad) and velocity, in normalized effort. */
+const TRACK_KP = 2.5;
+const TRACK_KD = 0.5;
 
 export interface StandInOptions extends SimRobotOptions {
   host?: string;
@@ -74,6 +85,8 @@ export interface StandIn {
   readonly isEstopped: boolean;
   /** The operator's explicit action on the stand-in itself: releases the latch; /wmrl/reset then starts a new episode. */
   clearEstop(): void;
+  /** The controllers (STANDIN_CONTROLLERS) now active, as `ros2 control list_controllers` would show them. */
+  activeControllers(): string[];
   stop(): Promise<void>;
 }
 
@@ -90,6 +103,8 @@ export interface StandInCounters {
   /** Control steps where a velocity or position limit zeroed an actuator's effort. */
   limited: number;
   resets: number;
+  /** Commands and trajectory goals for a controller that is not active. */
+  refusedInactive: number;
 }
 
 /**
@@ -119,7 +134,7 @@ export async function startStandIn(o: StandInOptions): Promise<StandIn> {
   const robot = await SimRobot.create({ ...o, image: undefined });
   const spec = robot.spec;
   const n = spec.action.names.length;
-  const counters: StandInCounters = { steps: 0, commands: 0, refusedStale: 0, refusedStopped: 0, refusedInvalid: 0, refusedRate: 0, limited: 0, resets: 0 };
+  const counters: StandInCounters = { steps: 0, commands: 0, refusedStale: 0, refusedStopped: 0, refusedInvalid: 0, refusedRate: 0, limited: 0, resets: 0, refusedInactive: 0 };
   const now = () => Date.now() / 1000;
 
   const pubJoints = server.advertise(STANDIN.jointStates, 'sensor_msgs/msg/JointState');
@@ -164,6 +179,7 @@ export async function startStandIn(o: StandInOptions): Promise<StandIn> {
       return;
     }
     tokens--;
+    endTracking('pre-empted by a newer command');
     // The robot's own controller clips to its actuator range and caps the change per step; echo what it will apply.
     command = Float32Array.from({ length: n }, (_, i) => capChange(clamp(v[i] as number, spec.action.low[i]!, spec.action.high[i]!), i));
     commandAt = performance.now();
@@ -188,29 +204,109 @@ export async function startStandIn(o: StandInOptions): Promise<StandIn> {
     if (limited) counters.limited++;
     return out;
   };
-  server.subscribe(STANDIN.forwardCommand, 'std_msgs/msg/Float64MultiArray', (m) => accept(m.data));
-  // Taken as a stock joint_trajectory_controller takes it (bridge/ros/trajectory.ts), except that a start more than
-  // maxCommandAgeMs ahead is refused rather than queued. The actuators get the point's effort, else its velocities,
-  // else the rate that reaches its positions in its time_from_start.
-  server.subscribe(STANDIN.trajectory, 'trajectory_msgs/msg/JointTrajectory', (m) => {
-    const msg = m as JointTrajectoryMsg;
+  // ros2_control's controller manager: a controller that is not active takes no command.
+  const active = new Map<string, boolean>(Object.values(STANDIN_CONTROLLERS).map((c) => [c, true]));
+  server.subscribe(STANDIN.forwardCommand, 'std_msgs/msg/Float64MultiArray', (m) => {
+    if (!active.get(STANDIN_CONTROLLERS.forward)) return void counters.refusedInactive++;
+    accept(m.data);
+  });
+
+  /**
+   * A long trajectory (one whose end is more than two control periods ahead, positions only) is tracked as a
+   * joint_trajectory_controller does: from where the joints are to its last point, a rest-to-rest cubic in time,
+   * each effort actuator driven by a PD law on its joint; the last point is then held until another command.
+   */
+  let tracking: { from: number[]; to: number[]; t0: number; ms: number; done: (why: string | null) => void } | null = null;
+  function endTracking(why: string): void {
+    const t = tracking;
+    tracking = null;
+    t?.done(why);
+  }
+  const trackingAction = (): Float32Array | null => {
+    const tr = tracking;
+    if (!tr) return null;
+    const s = Math.min(1, (performance.now() - tr.t0) / tr.ms), blend = s * s * (3 - 2 * s);
+    if (s >= 1) tr.done(null);
+    return Float32Array.from(efforts, (e, i) => {
+      const ref = tr.from[i]! + (tr.to[i]! - tr.from[i]!) * blend;
+      return clamp(TRACK_KP * (ref - lastObs.position[e!.joint]!) - TRACK_KD * lastObs.velocity[e!.joint]!, spec.action.low[i]!, spec.action.high[i]!);
+    });
+  };
+  /** A trajectory as the controller takes it: why it is refused, or a promise of the end of its execution (null: reached). */
+  const trajectory = (msg: JointTrajectoryMsg): { refused: string } | { done: Promise<string | null> } => {
+    if (!active.get(STANDIN_CONTROLLERS.trajectory)) {
+      counters.refusedInactive++;
+      return { refused: `${STANDIN_CONTROLLERS.trajectory} is not active` };
+    }
     const t = now(), refusal = trajectoryRefusal(msg, { joints: spec.action.names, now: t });
     const start = fromRosTime(msg.header?.stamp ?? { sec: 0, nanosec: 0 });
     if (refusal?.includes('ends in the past') || (start !== 0 && (start - t) * 1000 > (o.maxCommandAgeMs ?? 200))) {
       counters.refusedStale++;
-      return;
+      return { refused: refusal ?? 'the trajectory starts too far ahead' };
     }
     if (refusal) {
       counters.refusedInvalid++;
-      return;
+      return { refused: refusal };
     }
-    const names = msg.joint_names!, p = msg.points![0]!;
+    if (estopped || robot.isStopped) {
+      counters.refusedStopped++;
+      return { refused: 'e-stopped' };
+    }
+    const names = msg.joint_names!, p = msg.points!.at(-1)!;
     const inOrder = (v: ArrayLike<number>) => spec.action.names.map((a) => v[names.indexOf(a)]!);
-    if (p.effort?.length) return accept(inOrder(p.effort));
-    if (p.velocities?.length) return accept(inOrder(p.velocities));
-    const dt = Math.max(fromRosTime(p.time_from_start ?? { sec: 0, nanosec: 0 }), 1 / spec.controlHz);
-    const q = inOrder(p.positions!);
-    accept(spec.action.names.map((a, i) => (q[i]! - (lastObs.position[spec.joints.indexOf(a)] ?? q[i]!)) / dt));
+    const end = fromRosTime(p.time_from_start ?? { sec: 0, nanosec: 0 });
+    const still = !p.effort?.length && !Array.from(p.velocities ?? []).some((v) => v !== 0);
+    if (still && end > 2 / spec.controlHz) {
+      if (efforts.some((e) => !e)) return { refused: "the stand-in's trajectory controller tracks positions on effort actuators only" };
+      endTracking('pre-empted by a newer trajectory');
+      return {
+        done: new Promise((resolve) => {
+          tracking = { from: efforts.map((e) => lastObs.position[e!.joint]!), to: inOrder(p.positions!), t0: performance.now(), ms: end * 1000, done: resolve };
+          commandAt = performance.now();
+        }),
+      };
+    }
+    const first = msg.points![0]!;
+    if (first.effort?.length) accept(inOrder(first.effort));
+    else if (first.velocities?.length) accept(inOrder(first.velocities));
+    else {
+      const dt = Math.max(fromRosTime(first.time_from_start ?? { sec: 0, nanosec: 0 }), 1 / spec.controlHz);
+      const q = inOrder(first.positions!);
+      accept(spec.action.names.map((a, i) => (q[i]! - (lastObs.position[spec.joints.indexOf(a)] ?? q[i]!)) / dt));
+    }
+    return { done: Promise.resolve(null) };
+  };
+  // Taken as a stock joint_trajectory_controller takes it (bridge/ros/trajectory.ts), except that a start more than
+  // maxCommandAgeMs ahead is refused rather than queued. A short one is one command: the point's effort, else its
+  // velocities, else the rate that reaches its positions in its time_from_start.
+  server.subscribe(STANDIN.trajectory, 'trajectory_msgs/msg/JointTrajectory', (m) => void trajectory(m as JointTrajectoryMsg));
+  server.advertiseAction(STANDIN.followTrajectory, 'control_msgs/action/FollowJointTrajectory', async (goal, ctx) => {
+    const r = trajectory((goal.trajectory ?? {}) as JointTrajectoryMsg);
+    if ('refused' in r) throw new Error(`goal rejected: ${r.refused}`);
+    ctx.signal.addEventListener('abort', () => endTracking('cancelled'));
+    const why = await r.done;
+    if (why !== null) throw new Error(`goal aborted: ${why}`);
+    return { error_code: 0, error_string: '' };
+  });
+  server.advertiseService(STANDIN.switchController, 'controller_manager_msgs/srv/SwitchController', (req) => {
+    const on = (req.activate_controllers ?? []) as string[], off = (req.deactivate_controllers ?? []) as string[];
+    // A strictness of 0 is taken as BEST_EFFORT, as the controller manager does.
+    const strict = req.strictness === 2;
+    const problems = [
+      ...off.filter((c) => active.get(c) !== true).map((c) => (active.has(c) ? `${c} is not active` : `no controller ${c}`)),
+      ...on.filter((c) => active.get(c) !== false).map((c) => (active.has(c) ? `${c} is already active` : `no controller ${c}`)),
+    ];
+    if (strict && problems.length) return { ok: false, message: problems.join('; ') };
+    for (const c of off.filter((x) => active.get(x) === true)) {
+      active.set(c, false);
+      // Deactivated, a velocity-style controller zeroes its commands; the trajectory controller drops its goal.
+      if (c === STANDIN_CONTROLLERS.forward) {
+        command = new Float32Array(n);
+        commandAt = -Infinity;
+      } else endTracking(`${c} deactivated`);
+    }
+    for (const c of on.filter((x) => active.get(x) === false)) active.set(c, true);
+    return { ok: true, message: problems.length ? `done, ignoring: ${problems.join('; ')}` : 'switched' };
   });
 
   const publishInstruction = () => pubInstr({ data: robot.lastObs.instruction });
@@ -222,6 +318,7 @@ export async function startStandIn(o: StandInOptions): Promise<StandIn> {
     if (estopped) return { success: false, message: 'e-stopped: reset does not clear the stop; the operator clears it on the stand-in (type "clear" in the sim-robot terminal)' };
     const s = seed;
     seed = undefined;
+    endTracking('the robot was reset');
     await robot.reset(s === undefined ? undefined : { seed: s });
     command = new Float32Array(n);
     commandAt = -Infinity;
@@ -234,6 +331,7 @@ export async function startStandIn(o: StandInOptions): Promise<StandIn> {
   server.advertiseService(STANDIN.estop, 'std_srvs/srv/Trigger', async () => {
     estopped = true;
     expert = null;
+    endTracking('e-stopped');
     await robot.estop();
     command = new Float32Array(n);
     return { success: true, message: 'stopped; the operator clears the stop on the stand-in, then reset to resume' };
@@ -263,7 +361,7 @@ export async function startStandIn(o: StandInOptions): Promise<StandIn> {
   let running = true;
   const step = async () => {
     if (!running) return;
-    let a: Float32Array = performance.now() - commandAt > (o.commandTimeoutMs ?? 100) ? new Float32Array(n) : command;
+    let a: Float32Array = trackingAction() ?? (performance.now() - commandAt > (o.commandTimeoutMs ?? 100) ? new Float32Array(n) : command);
     if (expert) {
       a = expert.policy.act(robot.lastObs);
       expert.remaining--;
@@ -304,6 +402,9 @@ export async function startStandIn(o: StandInOptions): Promise<StandIn> {
     },
     clearEstop() {
       estopped = false;
+    },
+    activeControllers() {
+      return [...active].filter(([, on]) => on).map(([c]) => c);
     },
     async stop() {
       running = false;

@@ -14,10 +14,20 @@ interface FieldDef {
 
 const DEFS = msgsCommon.ros2jazzy as unknown as Record<string, { name: string; definitions: FieldDef[] }>;
 
-/** Services are not in the message package; the two this project uses are defined here. */
+/** Services are not in the message package; the ones this project uses are defined here (SwitchController as of Jazzy). */
 const SERVICES: Record<string, { request: FieldDef[]; response: FieldDef[] }> = {
   'std_srvs/Trigger': { request: [], response: [{ name: 'success', type: 'bool' }, { name: 'message', type: 'string' }] },
   'std_srvs/Empty': { request: [], response: [] },
+  'controller_manager_msgs/SwitchController': {
+    request: [
+      { name: 'activate_controllers', type: 'string', isArray: true },
+      { name: 'deactivate_controllers', type: 'string', isArray: true },
+      { name: 'strictness', type: 'int32' },
+      { name: 'activate_asap', type: 'bool' },
+      { name: 'timeout', type: 'builtin_interfaces/Duration', isComplex: true },
+    ],
+    response: [{ name: 'ok', type: 'bool' }, { name: 'message', type: 'string' }],
+  },
 };
 
 /** 'sensor_msgs/msg/JointState' and 'sensor_msgs/JointState' name the same type. */
