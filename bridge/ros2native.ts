@@ -23,6 +23,23 @@ export interface Rclnodejs {
   createNode(name: string): RclNode;
   spin(node: RclNode): void;
   shutdown(): void;
+  /** `new rclnodejs.ActionClient(node, type, name)`. */
+  ActionClient: new (node: RclNode, type: string, name: string) => RclActionClient;
+}
+export interface RclActionClient {
+  waitForServer(timeoutMs: number): Promise<boolean>;
+  sendGoal(goal: unknown): Promise<RclGoalHandle>;
+  destroy(): void;
+}
+export interface RclGoalHandle {
+  isAccepted(): boolean;
+  getResult(): Promise<unknown>;
+  isSucceeded(): boolean;
+  readonly status: number;
+}
+/** What a service callback answers through (rclnodejs's Response). */
+export interface RclServiceResponse {
+  send(response: unknown): void;
 }
 /** rclnodejs's QoS profile names; `qos_profile_sensor_data` is best-effort with a short history. */
 export type RclQos = 'qos_profile_sensor_data' | 'qos_profile_default' | 'qos_profile_system_default';
@@ -30,6 +47,7 @@ export interface RclNode {
   createPublisher(type: string, topic: string, options?: { qos?: RclQos }): { publish(msg: unknown): void };
   createSubscription(type: string, topic: string, options: { qos?: RclQos }, cb: (msg: unknown) => void): unknown;
   createClient(type: string, service: string): { waitForService(timeoutMs: number): Promise<boolean>; sendRequest(req: unknown, cb: (res: unknown) => void): void };
+  createService(type: string, service: string, options: { qos?: RclQos }, cb: (req: unknown, response: RclServiceResponse) => void): unknown;
   destroy(): void;
 }
 

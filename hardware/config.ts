@@ -3,7 +3,7 @@
 // the file, the line and the key; unknown keys are errors (a typo must not silently fall back).
 import { dirname, resolve } from 'node:path';
 import { Type, type TProperties } from '@sinclair/typebox';
-import { parseConfig, readConfigFile } from '../common/config.js';
+import { parseConfig, readConfigFile, type ConfigPath } from '../common/config.js';
 import { DEFAULT_SAFETY, type SafetyConfig } from './safety.js';
 import type { ActionSpec, RobotDeclaration } from '../common/robot.js';
 
@@ -39,6 +39,15 @@ export interface RobotConfig {
    * value the robot applies on the next reset call, so a seeded reset reproduces a start state.
    */
   services: { reset?: string; estop?: string; resetSeed?: string };
+  /**
+   * The robot's home pose and its joint_trajectory_controller: without `services.reset`, reset drives the joints
+   * there (hardware/robots/ros-control.ts); `wmrl robot-services` serves its reset from it.
+   */
+  home?: HomeConfig;
+  /** ros2_control's controller manager: without `services.estop`, e-stop deactivates the command controllers. */
+  controllerManager?: ControllerManagerConfig;
+  /** How `wmrl robot-services` computes the outcome it publishes on `outcomeTopic` (hardware/robot-services.ts). */
+  outcomeRule?: OutcomeRuleConfig;
   safety: SafetyConfig;
   /**
    * The observation also reports the last this many commands sent, newest first, after the robot's own features
@@ -50,6 +59,38 @@ export interface RobotConfig {
    * scene and pretrains its training jobs there (the task's expert, the world model, the prompts' start states).
    */
   task?: string;
+}
+
+export interface HomeConfig {
+  /** One per joint, in `spec.joints` order. */
+  positions: number[];
+  /** The joint_trajectory_controller's trajectory topic, or (exclusive) its FollowJointTrajectory action. */
+  topic?: string;
+  action?: string;
+  /** The least time the move to home takes; longer when a joint would otherwise pass its velocity limit. */
+  minDurationS: number;
+  /** How close to home every joint must come (rad or m). */
+  tolerance: number;
+  /** How long reset waits, from sending the trajectory, for every joint to come within tolerance. */
+  timeoutS: number;
+}
+
+export interface ControllerManagerConfig {
+  /** The controller manager's node name: its services are `<name>/switch_controller`, … */
+  name: string;
+  /** The controllers the robot's commands go to: the e-stop deactivates them. */
+  commandControllers: string[];
+  /** A joint_trajectory_controller the home move needs active in their place; reset switches to it and back. */
+  homeController?: string;
+}
+
+export interface OutcomeRuleConfig {
+  /** Success: these entries (feature or joint names) within `tolerance` (Euclidean) of `goal`. */
+  success?: { entries: string[]; goal: number[]; tolerance: number };
+  /** sparse: 1 on a successful step, else 0; negative_distance: minus the distance of the success rule's entries to its goal. */
+  reward: 'sparse' | 'negative_distance';
+  /** The episode is truncated this long after the node's last reset. */
+  episodeS?: number;
 }
 
 export interface MqttRobotConfig {
@@ -112,6 +153,24 @@ const RobotFile = Type.Object(
     command_history: Type.Optional(Type.Integer({ minimum: 0, maximum: 64, errorMessage: 'must be a whole number of steps in [0, 64]' })),
     outcome_topic: Type.Optional(Type.String()),
     services: Section({ reset: Type.Optional(Type.String()), estop: Type.Optional(Type.String()), reset_seed_topic: Type.Optional(Type.String()) }),
+    home: Section({
+      positions: Reals,
+      topic: Type.Optional(Type.String({ minLength: 1 })),
+      action: Type.Optional(Type.String({ minLength: 1 })),
+      min_duration_s: Type.Optional(Type.Number({ exclusiveMinimum: 0, errorMessage: 'must be a positive number of seconds' })),
+      tolerance: Type.Optional(Type.Number({ exclusiveMinimum: 0, errorMessage: 'must be a positive distance (rad or m)' })),
+      timeout_s: Type.Optional(Type.Number({ exclusiveMinimum: 0, errorMessage: 'must be a positive number of seconds' })),
+    }),
+    controller_manager: Section({
+      name: Type.Optional(Type.String({ pattern: '^/', errorMessage: "must be the controller manager's node name, e.g. /controller_manager" })),
+      command_controllers: Type.Array(Type.String({ minLength: 1 }), { minItems: 1, errorMessage: 'must name at least one controller' }),
+      home_controller: Type.Optional(Type.String({ minLength: 1 })),
+    }),
+    outcome_rule: Section({
+      success: Type.Optional(Type.Object({ entries: Names, goal: Reals, tolerance: Type.Number({ exclusiveMinimum: 0, errorMessage: 'must be a positive distance' }) }, { additionalProperties: false })),
+      reward: Type.Optional(OneOf('sparse', 'negative_distance')),
+      episode_s: Type.Optional(Type.Number({ exclusiveMinimum: 0, errorMessage: 'must be a positive number of seconds' })),
+    }),
     safety: Section({
       max_delta: Type.Optional(Positive),
       watchdog_ms: Type.Optional(Positive),
@@ -191,6 +250,28 @@ export function parseRobotConfig(text: string, file = '<robot.yaml>'): RobotConf
     if (services.reset === undefined) fail(['services', 'reset_seed_topic'], "needs 'services.reset' (the seed is applied on the next reset call)");
     services.resetSeed = y.services.reset_seed_topic;
   }
+  const home = y.home && homeConfig(y.home, joints, positionLimits, fail);
+  let controllerManager: ControllerManagerConfig | undefined;
+  if (y.controller_manager) {
+    const cm = y.controller_manager;
+    if (cm.home_controller !== undefined && cm.command_controllers.includes(cm.home_controller)) fail(['controller_manager', 'home_controller'], `${cm.home_controller} is also a command controller; name the home controller only when the home move needs a different one`);
+    if (cm.home_controller !== undefined && !home) fail(['controller_manager', 'home_controller'], "needs 'home' (the pose the home controller drives the joints to)");
+    controllerManager = { name: cm.name ?? '/controller_manager', commandControllers: cm.command_controllers, ...(cm.home_controller !== undefined ? { homeController: cm.home_controller } : {}) };
+  }
+  let outcomeRule: OutcomeRuleConfig | undefined;
+  if (y.outcome_rule) {
+    const r = y.outcome_rule;
+    if (!y.outcome_topic) fail(['outcome_rule'], "needs 'outcome_topic' (where wmrl robot-services publishes the outcome)");
+    if (!r.success && r.episode_s === undefined) fail(['outcome_rule'], "needs 'success' or 'episode_s': with neither, no episode would ever end");
+    if (r.success) {
+      const known = [...(y.features?.names ?? []), ...joints];
+      const unknown = r.success.entries.find((n) => !known.includes(n));
+      if (unknown !== undefined) fail(['outcome_rule', 'success', 'entries'], `'${unknown}' is neither a feature name (features.names) nor a joint`);
+      if (r.success.goal.length !== r.success.entries.length) fail(['outcome_rule', 'success', 'goal'], `needs ${r.success.entries.length} values (one per entry), got ${r.success.goal.length}`);
+    }
+    if (r.reward === 'negative_distance' && !r.success) fail(['outcome_rule', 'reward'], "negative_distance needs 'success' (the entries and goal it measures)");
+    outcomeRule = { reward: r.reward ?? 'sparse', ...(r.success ? { success: r.success } : {}), ...(r.episode_s !== undefined ? { episodeS: r.episode_s } : {}) };
+  }
   const sf = y.safety ?? {};
   const safety: SafetyConfig = {
     maxDelta: sf.max_delta ?? DEFAULT_SAFETY.maxDelta,
@@ -224,10 +305,29 @@ export function parseRobotConfig(text: string, file = '<robot.yaml>'): RobotConf
     instructionTopic: y.instruction_topic,
     outcomeTopic: y.outcome_topic,
     services,
+    ...(home ? { home } : {}),
+    ...(controllerManager ? { controllerManager } : {}),
+    ...(outcomeRule ? { outcomeRule } : {}),
     safety,
     commandHistory: y.command_history ?? 0,
     ...(y.task !== undefined ? { task: y.task } : {}),
   };
+}
+
+type Fail = (path: ConfigPath, detail: string) => never;
+
+/** The home section: one position per joint within its limits, one way to reach the controller, a timeout the move fits in. */
+function homeConfig(h: { positions: number[]; topic?: string; action?: string; min_duration_s?: number; tolerance?: number; timeout_s?: number }, joints: string[], limits: Array<[number, number]>, fail: Fail): HomeConfig {
+  if (h.positions.length !== joints.length) fail(['home', 'positions'], `needs ${joints.length} positions (one per joint), got ${h.positions.length}`);
+  h.positions.forEach((p, i) => {
+    const [lo, hi] = limits[i]!;
+    if (!Number.isFinite(p) || p < lo || p > hi) fail(['home', 'positions', i], `${joints[i]}: ${p} is outside its position limits [${lo}, ${hi}]`);
+  });
+  if ((h.topic === undefined) === (h.action === undefined)) fail(['home'], "needs exactly one of 'topic' (the joint_trajectory_controller's trajectory topic) and 'action' (its FollowJointTrajectory action)");
+  const minDurationS = h.min_duration_s ?? 3;
+  const timeoutS = h.timeout_s ?? minDurationS + 10;
+  if (timeoutS <= minDurationS) fail(['home', 'timeout_s'], `${timeoutS} s leaves no time to settle after a move of at least ${minDurationS} s (min_duration_s)`);
+  return { positions: h.positions, ...(h.topic !== undefined ? { topic: h.topic } : { action: h.action! }), minDurationS, tolerance: h.tolerance ?? 0.01, timeoutS };
 }
 
 export function loadRobotConfig(path: string): RobotConfig {

@@ -2,7 +2,7 @@
 // roslib queues whatever is sent while disconnected and replays it on reconnect; a command that
 // old must never move a robot, so this adapter sends nothing unless the link is up, and re-creates
 // its publishers and subscriptions on each new connection instead of relying on the queue.
-import { Ros, Service, Topic } from 'roslib';
+import { Action, Ros, Service, Topic } from 'roslib';
 import type { ITransportFactory } from 'roslib';
 import type { RobotConfig } from '../config.js';
 import type { Image, RobotObservation, RobotDeclaration } from '../../common/robot.js';
@@ -10,6 +10,7 @@ import { checkObservation, layoutOf, type ObservationLayout } from '../../common
 import { authOp } from '../../bridge/rosbridge/auth.js';
 import { resetSeed, UnseededResetError, type ResetOptions, type Robot } from '../types.js';
 import { cameraType, commandMessage, commandType, imageFromMessage, JointStateReader, type JointStateMsg } from './ros-messages.js';
+import { FOLLOW_JOINT_TRAJECTORY, JOINT_TRAJECTORY, RosControl, SWITCH_CONTROLLER, type ControllerLink, type FollowJointTrajectoryResult, type SwitchControllerResponse } from './ros-control.js';
 
 export class NotConnectedError extends Error {
   constructor(robot: string, what: string) {
@@ -58,6 +59,10 @@ export class RosRobot implements Robot {
   /** The observation layout of the config's spec: every observation is checked against it. */
   readonly layout: ObservationLayout;
   private seedTopic?: Topic;
+  /** The joint_trajectory_controller's topic the home move goes to (robot YAML `home.topic`), per connection. */
+  private homeTopic?: Topic;
+  /** Reset through the home pose and e-stop through the controller manager, where the robot YAML declares them. */
+  private readonly control?: RosControl;
   /** The rosbridge shared secret, read once from the environment variable the config names. */
   private readonly secret?: string;
 
@@ -75,6 +80,7 @@ export class RosRobot implements Robot {
     this.ros.on('connection', () => this.onConnect());
     this.ros.on('close', () => this.onClose());
     this.ros.on('error', () => this.onClose());
+    if (config.home || config.controllerManager) this.control = new RosControl(config, this.controlLink());
   }
 
   static async connect(config: RobotConfig, opts: RosRobotOptions = {}): Promise<RosRobot> {
@@ -142,6 +148,10 @@ export class RosRobot implements Robot {
       this.seedTopic = new Topic({ ros: this.ros, name: c.services.resetSeed, messageType: 'std_msgs/msg/UInt32', latch: true });
       this.seedTopic.advertise();
     }
+    if (c.home?.topic && !c.services.reset) {
+      this.homeTopic = c.home.topic === c.command.topic && commandType(c) === JOINT_TRAJECTORY ? this.command : new Topic({ ros: this.ros, name: c.home.topic, messageType: JOINT_TRAJECTORY });
+      this.homeTopic.advertise();
+    }
     this.wake();
   }
 
@@ -150,6 +160,7 @@ export class RosRobot implements Robot {
     this.connected = false;
     this.command = undefined;
     this.seedTopic = undefined;
+    this.homeTopic = undefined;
     // A wait for the robot's next message learns now that none comes over this link.
     this.wake();
     if (this.closed) return;
@@ -227,20 +238,19 @@ export class RosRobot implements Robot {
     return o;
   }
 
-  /** Calls a Trigger service; `onAnswer` runs synchronously as the answer arrives, before anything received after it. */
-  private trigger(name: string | undefined, what: string, onAnswer?: () => void): Promise<string> {
-    if (!name) return Promise.reject(new Error(`${this.spec.name}: no ${what} service configured`));
+  /** Calls a service; `onAnswer` runs synchronously as the answer arrives, before anything received after it. */
+  private call<Req, Res>(name: string, type: string, req: Req, what: string, onAnswer?: () => void): Promise<Res> {
     if (!this.isConnected) return Promise.reject(new NotConnectedError(this.spec.name, `the ${what} request`));
-    const svc = new Service<Record<string, never>, { success: boolean; message: string }>({ ros: this.ros, name, serviceType: 'std_srvs/srv/Trigger' });
+    const svc = new Service<Req, Res>({ ros: this.ros, name, serviceType: type });
+    const ms = this.opts.timeoutMs ?? 5000;
     return new Promise((resolve, reject) => {
-      const t = setTimeout(() => reject(new Error(`${this.spec.name}: ${what} service ${name} did not answer in ${this.opts.timeoutMs ?? 5000} ms`)), this.opts.timeoutMs ?? 5000);
+      const t = setTimeout(() => reject(new Error(`${this.spec.name}: ${what} service ${name} did not answer in ${ms} ms`)), ms);
       svc.callService(
-        {},
+        req,
         (r) => {
           clearTimeout(t);
           onAnswer?.();
-          if (r.success) resolve(r.message);
-          else reject(new Error(`${this.spec.name}: ${what} failed: ${r.message}`));
+          resolve(r);
         },
         (e) => {
           clearTimeout(t);
@@ -250,6 +260,49 @@ export class RosRobot implements Robot {
     });
   }
 
+  /** Calls a std_srvs/Trigger service; a `success: false` answer is an error carrying its message. */
+  private async trigger(name: string | undefined, what: string, onAnswer?: () => void): Promise<string> {
+    if (!name) throw new Error(`${this.spec.name}: no ${what} service configured`);
+    const r = await this.call<Record<string, never>, { success: boolean; message: string }>(name, 'std_srvs/srv/Trigger', {}, what, onAnswer);
+    if (!r.success) throw new Error(`${this.spec.name}: ${what} failed: ${r.message}`);
+    return r.message;
+  }
+
+  /** The controller's topic, action and controller manager over this rosbridge link (hardware/robots/ros-control.ts). */
+  private controlLink(): ControllerLink {
+    return {
+      publishTrajectory: (_topic, msg) => {
+        if (!this.isConnected || !this.homeTopic) throw new NotConnectedError(this.spec.name, 'the home trajectory');
+        this.homeTopic.publish(msg as Record<string, unknown>);
+      },
+      followTrajectory: (name, goal, timeoutMs) => {
+        if (!this.isConnected) return Promise.reject(new NotConnectedError(this.spec.name, 'the home trajectory goal'));
+        const action = new Action<typeof goal, unknown, FollowJointTrajectoryResult>({ ros: this.ros, name, actionType: FOLLOW_JOINT_TRAJECTORY });
+        return new Promise((resolve, reject) => {
+          const id = action.sendGoal(
+            goal,
+            (r) => {
+              clearTimeout(t);
+              resolve(r);
+            },
+            undefined,
+            (e) => {
+              clearTimeout(t);
+              reject(new Error(`${this.spec.name}: ${name}: ${e}`));
+            },
+          );
+          const t = setTimeout(() => {
+            if (id !== undefined) action.cancelGoal(id);
+            reject(new Error(`${this.spec.name}: ${name} gave no result in ${timeoutMs} ms (goal cancelled)`));
+          }, timeoutMs);
+        });
+      },
+      switchControllers: (name, req) => this.call<typeof req, SwitchControllerResponse>(name, SWITCH_CONTROLLER, req, 'controller manager'),
+      positions: () => this.joint?.position,
+      until: (cond, ms, what) => this.waitFor(cond, ms, what),
+    };
+  }
+
   /**
    * With a seed, publishes it on `services.reset_seed_topic` before calling the reset service, on the same
    * socket, so the robot has it when the call arrives. A robot whose config declares no such topic cannot
@@ -257,6 +310,12 @@ export class RosRobot implements Robot {
    */
   async reset(options?: ResetOptions): Promise<RobotObservation> {
     const seed = resetSeed(this.spec.name, options);
+    if (!this.config.services.reset && this.control && this.config.home) {
+      // No reset service: the joints go home, and the first complete observation after that starts the episode.
+      if (seed !== undefined) throw new UnseededResetError(this.spec.name, 'its reset is the move to its home pose, which is the same whatever the seed');
+      await this.control.home();
+      return this.nextObservation('after the move home');
+    }
     if (seed !== undefined) {
       if (!this.config.services.resetSeed) throw new UnseededResetError(this.spec.name, 'its robot config declares no services.reset_seed_topic');
       if (!this.isConnected || !this.seedTopic) throw new NotConnectedError(this.spec.name, 'the reset seed');
@@ -291,7 +350,9 @@ export class RosRobot implements Robot {
     return snapshot!;
   }
 
+  /** The e-stop service where the robot YAML names one, else the controller manager (command controllers off). */
   async estop(): Promise<void> {
+    if (!this.config.services.estop && this.control && this.config.controllerManager) return this.control.estop();
     await this.trigger(this.config.services.estop, 'e-stop');
   }
 

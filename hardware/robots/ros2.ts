@@ -6,6 +6,7 @@ import type { Image, RobotObservation, RobotDeclaration } from '../../common/rob
 import { checkObservation, layoutOf, type ObservationLayout } from '../../common/layout.js';
 import { resetSeed, UnseededResetError, type ResetOptions, type Robot } from '../types.js';
 import { cameraType, commandMessage, commandType, imageFromMessage, JointStateReader, TOPIC_QOS, type JointStateMsg } from './ros-messages.js';
+import { FOLLOW_JOINT_TRAJECTORY, JOINT_TRAJECTORY, RosControl, SWITCH_CONTROLLER, type ControllerLink, type FollowJointTrajectoryResult, type SwitchControllerResponse } from './ros-control.js';
 
 /** What a service call or an outcome waits for before it fails, ms. */
 const TIMEOUT_MS = 5000;
@@ -27,6 +28,9 @@ export class Ros2Robot implements Robot {
   readonly layout: ObservationLayout;
   private readonly pub: { publish(msg: unknown): void };
   private seedPub?: { publish(msg: unknown): void };
+  private readonly publishers = new Map<string, { publish(msg: unknown): void }>();
+  /** Reset through the home pose and e-stop through the controller manager, where the robot YAML declares them. */
+  private readonly control?: RosControl;
 
   private constructor(readonly config: RobotConfig, private readonly rcl: Rclnodejs, private readonly node: RclNode, private readonly timeoutMs: number) {
     this.spec = config.spec;
@@ -58,6 +62,7 @@ export class Ros2Robot implements Robot {
         }
       });
     }
+    if (config.home || config.controllerManager) this.control = new RosControl(config, rclControlLink(rcl, node, config, () => this.joint?.position, (cond, ms, what) => this.until(cond, what, ms), this.publishers));
     rcl.spin(node);
   }
 
@@ -88,12 +93,8 @@ export class Ros2Robot implements Robot {
   }
 
   /** Resolves when `cond` holds, polled; fails after the timeout naming `what`. */
-  private async until(cond: () => boolean, what: string): Promise<void> {
-    const deadline = Date.now() + this.timeoutMs;
-    while (!cond()) {
-      if (Date.now() > deadline) throw new Error(`${this.spec.name}: timed out after ${this.timeoutMs} ms: ${what}`);
-      await new Promise((r) => setTimeout(r, 2));
-    }
+  private until(cond: () => boolean, what: string, timeoutMs = this.timeoutMs): Promise<void> {
+    return pollUntil(cond, timeoutMs, `${this.spec.name}: timed out after ${timeoutMs} ms: ${what}`);
   }
 
   /** The robot's outcome of the first control step it reports after the last command (as RosRobot's). */
@@ -108,20 +109,17 @@ export class Ros2Robot implements Robot {
 
   private async trigger(name: string | undefined, what: string): Promise<void> {
     if (!name) throw new Error(`${this.spec.name}: no ${what} service configured`);
-    const client = this.node.createClient('std_srvs/srv/Trigger', name);
-    if (!(await client.waitForService(this.timeoutMs))) throw new Error(`${this.spec.name}: ${what} service ${name} is not available`);
-    const res = await new Promise<{ success: boolean; message: string }>((resolve, reject) => {
-      const t = setTimeout(() => reject(new Error(`${this.spec.name}: ${what} service ${name} did not answer in ${this.timeoutMs} ms`)), this.timeoutMs);
-      client.sendRequest({}, (r) => {
-        clearTimeout(t);
-        resolve(r as { success: boolean; message: string });
-      });
-    });
+    const res = await callService<{ success: boolean; message: string }>(this.node, 'std_srvs/srv/Trigger', name, {}, this.timeoutMs, `${this.spec.name}: ${what} service`);
     if (!res.success) throw new Error(`${this.spec.name}: ${what} failed: ${res.message}`);
   }
 
   async reset(options?: ResetOptions): Promise<RobotObservation> {
     const seed = resetSeed(this.spec.name, options);
+    if (!this.config.services.reset && this.control && this.config.home) {
+      if (seed !== undefined) throw new UnseededResetError(this.spec.name, 'its reset is the move to its home pose, which is the same whatever the seed');
+      await this.control.home();
+      return this.freshObservation(this.joint?.stamp ?? -Infinity, this.featureSeq, 'after the move home');
+    }
     if (seed !== undefined) {
       if (!this.config.services.resetSeed) throw new UnseededResetError(this.spec.name, 'its robot config declares no services.reset_seed_topic');
       this.seedPub ??= this.node.createPublisher('std_msgs/msg/UInt32', this.config.services.resetSeed);
@@ -130,13 +128,19 @@ export class Ros2Robot implements Robot {
     const before = this.joint?.stamp ?? -Infinity;
     const featuresBefore = this.featureSeq;
     await this.trigger(this.config.services.reset, 'reset');
-    // Wait for the new episode's first joint state (and features, on their own topic), as RosRobot does.
+    return this.freshObservation(before, featuresBefore, 'after reset');
+  }
+
+  /** The new episode's first joint state (and features, on their own topic), as RosRobot waits for it. */
+  private async freshObservation(before: number, featuresBefore: number, what: string): Promise<RobotObservation> {
     const fresh = () => (this.joint?.stamp ?? -Infinity) > before && (!this.config.featuresTopic || this.featureSeq > featuresBefore);
-    await this.until(fresh, `joint state${this.config.featuresTopic ? ' and features' : ''} after reset`);
+    await this.until(fresh, `joint state${this.config.featuresTopic ? ' and features' : ''} ${what}`);
     return this.observe();
   }
 
+  /** The e-stop service where the robot YAML names one, else the controller manager (command controllers off). */
   async estop(): Promise<void> {
+    if (!this.config.services.estop && this.control && this.config.controllerManager) return this.control.estop();
     await this.trigger(this.config.services.estop, 'e-stop');
   }
 
@@ -144,4 +148,71 @@ export class Ros2Robot implements Robot {
     this.node.destroy();
     this.rcl.shutdown();
   }
+}
+
+/** Polls `cond` every 2 ms until it holds; rejects with `message` after `timeoutMs`. */
+export async function pollUntil(cond: () => boolean, timeoutMs: number, message: string): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!cond()) {
+    if (Date.now() > deadline) throw new Error(message);
+    await new Promise((r) => setTimeout(r, 2));
+  }
+}
+
+/** Calls a service once it is there; `who` starts each error (`robot: reset service`). */
+export async function callService<Res>(node: RclNode, type: string, name: string, req: unknown, timeoutMs: number, who: string): Promise<Res> {
+  const client = node.createClient(type, name);
+  if (!(await client.waitForService(timeoutMs))) throw new Error(`${who} ${name} is not available`);
+  return new Promise<Res>((resolve, reject) => {
+    const t = setTimeout(() => reject(new Error(`${who} ${name} did not answer in ${timeoutMs} ms`)), timeoutMs);
+    client.sendRequest(req, (r) => {
+      clearTimeout(t);
+      resolve(r as Res);
+    });
+  });
+}
+
+/**
+ * The controller's topic, action and controller manager over rclnodejs (hardware/robots/ros-control.ts); shared by
+ * Ros2Robot and the robot-side services node. `publishers` caches one publisher per topic.
+ */
+export function rclControlLink(
+  rcl: Rclnodejs,
+  node: RclNode,
+  config: RobotConfig,
+  positions: () => ArrayLike<number> | undefined,
+  until: (cond: () => boolean, timeoutMs: number, what: string) => Promise<void>,
+  publishers = new Map<string, { publish(msg: unknown): void }>(),
+  timeoutMs = TIMEOUT_MS,
+): ControllerLink {
+  const who = config.spec.name;
+  return {
+    publishTrajectory: (topic, msg) => {
+      let pub = publishers.get(topic);
+      if (!pub) publishers.set(topic, (pub = node.createPublisher(JOINT_TRAJECTORY, topic)));
+      pub.publish(msg);
+    },
+    followTrajectory: async (name, goal, ms) => {
+      const client = new rcl.ActionClient(node, FOLLOW_JOINT_TRAJECTORY, name);
+      try {
+        if (!(await client.waitForServer(timeoutMs))) throw new Error(`${who}: action ${name} is not available`);
+        const handle = await client.sendGoal(goal);
+        if (!handle.isAccepted()) throw new Error(`${who}: ${name} rejected the home trajectory goal`);
+        let timer: NodeJS.Timeout | undefined;
+        const result = await Promise.race([
+          handle.getResult(),
+          new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new Error(`${who}: ${name} gave no result in ${ms} ms`)), ms))),
+        ]).finally(() => clearTimeout(timer));
+        const r = (result ?? {}) as FollowJointTrajectoryResult;
+        // A goal that ends other than succeeded still reports why in its error code, when it has one.
+        if (!handle.isSucceeded() && !(typeof r.error_code === 'number' && r.error_code !== 0)) throw new Error(`${who}: ${name} ended the home trajectory goal with status ${handle.status}`);
+        return r;
+      } finally {
+        client.destroy();
+      }
+    },
+    switchControllers: (name, req) => callService<SwitchControllerResponse>(node, SWITCH_CONTROLLER, name, req, timeoutMs, `${who}: controller manager service`),
+    positions,
+    until,
+  };
 }
