@@ -106,6 +106,14 @@ program
   .option('--steps <N>', 'stop after N control steps (default: until Ctrl-C)', positive('--steps'))
   .action(async (o) => (await import('./commands/policy-node.js')).policyNode(o));
 
+program
+  .command('robot-services')
+  .summary("on the robot itself (native ROS 2): Trigger services reset (to the robot YAML's home pose) and estop (its controller manager, latched until clear), and its outcome topic")
+  .usage('--robot ROBOT.yaml [--clear-service /wmrl/clear_estop]')
+  .requiredOption('--robot <YAML>', 'the robot YAML: home, controller_manager, outcome_rule, and the names under services and outcome_topic')
+  .option('--clear-service <S>', "the operator's std_srvs/Trigger that clears a latched e-stop", '/wmrl/clear_estop')
+  .action(async (o) => (await import('./commands/robot-services.js')).robotServices(o));
+
 const episodes = program.command('episodes').summary('list recorded episodes; export one to MCAP; import an MCAP bag; LeRobot v3.0 datasets').usage('list [--json]|export ID OUT.mcap|OUT/ [--rosbag2] [--lz4|--zstd]|import IN.mcap [--store DB]|export-lerobot DB DIR [--robot sim:TASK] [--command-history K]|import-lerobot DIR DB [--robot sim:TASK] [--command-history K]');
 episodes
   .command('list', { isDefault: true })
