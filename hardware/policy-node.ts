@@ -5,7 +5,7 @@
 // the node's own watchdog holds the robot whenever its joint states stop arriving.
 import { readFileSync } from 'node:fs';
 import { layoutFromJson } from '../common/layout.js';
-import type { RobotDeclaration } from '../common/robot.js';
+import type { RobotDeclaration, RobotObservation } from '../common/robot.js';
 import { readModelInfo } from '../nn/index.js';
 import { ARTIFACT_KEYS } from '../policies/artifact.js';
 import { OnnxPolicy } from '../policies/onnx-policy.js';
@@ -121,6 +121,23 @@ export async function runPolicyNode(robot: SafetyLayer, policy: OnnxPolicy, o: {
     await new Promise((r) => setTimeout(r, Math.max(0, due - performance.now())));
   }
   return stats;
+}
+
+/**
+ * Resolves with the first complete observation (joint state, and the features and camera the policy reads): DDS
+ * discovery and a robot's first messages take a moment after the node starts. Fails after `timeoutMs` with the
+ * reason the last attempt gave.
+ */
+export async function firstObservation(robot: Robot, timeoutMs = 10_000): Promise<RobotObservation> {
+  const deadline = performance.now() + timeoutMs;
+  for (;;) {
+    try {
+      return await robot.observe();
+    } catch (e) {
+      if (performance.now() > deadline) throw new Error(`${robot.spec.name}: no complete observation within ${timeoutMs / 1000} s: ${(e as Error).message}`, { cause: e });
+    }
+    await new Promise((r) => setTimeout(r, 20));
+  }
 }
 
 /** Loads the artifact against the robot it declares and wraps `raw` (the ROS 2 adapter) in the safety layer. */

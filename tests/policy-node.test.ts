@@ -8,7 +8,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { layoutOf } from '../common/layout.js';
 import { SimRobot } from '../hardware/robots/sim.js';
 import { Ros2Robot } from '../hardware/robots/ros2.js';
-import { declarationFromArtifact, policyNodeConfig, runPolicyNode, startPolicyNode } from '../hardware/policy-node.js';
+import { declarationFromArtifact, firstObservation, policyNodeConfig, runPolicyNode, startPolicyNode } from '../hardware/policy-node.js';
 import { exportPolicyArtifact } from '../policies/artifact.js';
 import { GaussianPolicy } from '../policies/gaussian.js';
 import { toRosTime } from '../bridge/ros/msgs.js';
@@ -36,6 +36,18 @@ describe('the robot-side policy node', async () => {
     exportPolicyArtifact(policy, bare, { layout, action: spec.action, controlHz: spec.controlHz, policyVersion: 'v', runId: 'r' });
     const c = policyNodeConfig(path, { state: '/joint_states', features: '/task', command: { mode: 'forward_command', topic: '/cmd', trajectoryField: 'positions' } });
     expect(c.safety).toMatchObject({ watchdogMs: 60, watchdogAction: 'stop' });
+  });
+
+  it('waits for the first complete observation (joint state and features), or says what is missing', async () => {
+    const config = policyNodeConfig(path, { state: '/joint_states', features: '/task', command: { mode: 'forward_command', topic: '/cmd', trajectoryField: 'positions' } });
+    const g = new Graph();
+    const raw = await Ros2Robot.connect(config, ENV, async () => g.module());
+    await expect(firstObservation(raw, 100)).rejects.toThrow(/policy v7: no complete observation within 0\.1 s: policy v7: no joint state received yet on \/joint_states/);
+    setTimeout(() => g.publish('/joint_states', 'sensor_msgs/msg/JointState', { header: { stamp: toRosTime(1), frame_id: '' }, name: ['shoulder', 'elbow'], position: [0.1, 0.2], velocity: [0, 0], effort: [] }), 50);
+    setTimeout(() => g.publish('/task', 'std_msgs/msg/Float32MultiArray', { layout: { dim: [], data_offset: 0 }, data: new Array(13).fill(0) }), 150);
+    const o = await firstObservation(raw, 2000);
+    expect([Array.from(o.position), o.features?.length]).toEqual([[0.1, 0.2], 13]);
+    await raw[Symbol.asyncDispose]();
   });
 
   it('streams the policy\'s actions at the artifact\'s rate and holds the robot when joint states stop', async () => {
