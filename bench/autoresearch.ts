@@ -4,7 +4,8 @@
 // proposal executed), full WMRL (outcome world model + anchors through the Corrector) and pure world model (the
 // warm-up data only); beside them two measurement baselines at WMRL's slot budget: random search and GP Bayesian
 // optimisation over the proposal space (bench/lib/research-baselines.ts). Research-task seeds are split into train
-// (--quick), validation (where choices are made: `--split validation`) and test (the report, read once per run key).
+// (--quick), validation (where choices are made: `--split validation`) and test (the report, read once per
+// computation key). The cells are computed in bench/cells/autoresearch.ts; this file runs and reports them.
 //
 // Per seed: the slot time from which each arm's greedy proposal stays at or above standard GRPO's final score, and
 // the final proposal's balanced accuracy on the split's own evaluation episodes (held-out training seeds of the
@@ -19,12 +20,14 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { SandboxPool } from '../autoresearch/sandbox.js';
 import { classifierTask } from '../autoresearch/tasks/classifier.js';
-import { execute, type Proposal } from '../autoresearch/task.js';
-import { RESEARCH_OUTCOME, RESEARCH_SIZES, RESEARCH_WMRL, ReplayExecutor, runResearch, type ResearchRow } from '../recipes/autoresearch.js';
-import { CACHE_ROOT, defineSplits, evaluateCell, protocolRun, runKey, type BenchProtocol, type SplitName } from './lib/protocol.js';
+import { RESEARCH_OUTCOME, RESEARCH_WMRL, ReplayExecutor } from '../recipes/autoresearch.js';
+import { ArmCells, BASELINE_BATCH, LR, SLOTS, cellOptions, type Arm, type ArmCell } from './cells/autoresearch.js';
+import { CACHE_ROOT, defineSplits, evaluateCell, protocolKeys, protocolRun, type BenchProtocol, type ProtocolKeys, type SplitName } from './lib/protocol.js';
 import { fmt, median, type BenchOptions, type BenchReport } from './lib/report.js';
-import { ACQUISITIONS, gpBayesOpt, randomSearch, type Acquisition, type SearchRound } from './lib/research-baselines.js';
+import { ACQUISITIONS, type Acquisition } from './lib/research-baselines.js';
 import { formatInterval, formatSpeedup, hierarchicalBootstrap, pairedDifference, perSeedTable, speedups, verdict, type Interval, type SpeedupSummary } from './lib/stats.js';
+
+export type { ArmCell };
 
 // ── Splits ──────────────────────────────────────────────────────────────────────────────────────
 /**
@@ -40,64 +43,35 @@ export const SPLITS = defineSplits('autoresearch', {
 if (SPLITS.sets.episodes.train.length !== classifierTask.seeds) throw new Error(`bench autoresearch: the train episodes must be the task's ${classifierTask.seeds} training seeds`);
 
 // ── What runs ───────────────────────────────────────────────────────────────────────────────────
-type Arm = 'standard' | 'wmrl' | 'pure' | 'random' | `gpbo-${Acquisition}`;
 /** GP-BO's acquisition in the test run, chosen on the validation split by the rule its report states (docs/decisions.md). */
 export const GPBO_ACQUISITION: Acquisition = 'thompson';
-/** Proposals a baseline executes per round: two per sandbox slot. */
-const BASELINE_BATCH = 4;
-/** GP-BO's random proposals before its first fit: WMRL's warm-up. */
-const GPBO_INIT = RESEARCH_SIZES.full.warmup;
-const LR = 1;
-const SLOTS = 2;
-/** A quick run's sizes: the recipe's quick sizes with fewer steps, so five arms finish in a minute on a loaded machine. */
-const QUICK_SIZES = { ...RESEARCH_SIZES.quick, standardSteps: 3, wmrlSteps: 12 };
 
 const NAMES: Record<string, string> = { standard: 'standard GRPO (all executed)', wmrl: 'full WMRL', pure: 'pure world model', random: 'random search', 'gpbo-thompson': 'GP-BO (Thompson)', 'gpbo-ei': 'GP-BO (EI)', 'gpbo-ucb': 'GP-BO (UCB)' };
 const armName = (a: Arm) => NAMES[a] ?? a;
 
-/** The run a set of options makes: split, seeds, episodes, sizes, arms. Its JSON is part of the run key. */
+/** The run a set of options makes: split, seeds, arms, and the cells' options (episodes, sizes, settings). Its JSON is part of the report key. */
 export function plan(o: BenchOptions) {
   const split: SplitName = o.quick ? 'train' : o.split ?? 'test';
-  const sizes = o.quick ? QUICK_SIZES : RESEARCH_SIZES.full;
   const arms: Arm[] = ['standard', 'wmrl', 'pure', 'random', ...(split === 'validation' ? ACQUISITIONS.map((a) => `gpbo-${a}` as const) : [`gpbo-${GPBO_ACQUISITION}` as const])];
-  return {
-    split,
-    seeds: SPLITS.sets.seeds[split],
-    episodes: SPLITS.sets.episodes[split],
-    sizes,
-    arms,
-    lr: LR,
-    slots: SLOTS,
-    baseline: { batch: BASELINE_BATCH, init: o.quick ? sizes.warmup : GPBO_INIT },
-    wmrl: RESEARCH_WMRL,
-    outcome: RESEARCH_OUTCOME,
-  };
+  return { ...cellOptions({ quick: o.quick, split, episodes: SPLITS.sets.episodes[split] }), seeds: SPLITS.sets.seeds[split], arms };
 }
 
-/** The code this bench's numbers depend on: its file and everything it imports, and autoresearch/ whole (the sandbox runs its programs by path). */
+/**
+ * The cells depend on bench/cells/autoresearch.ts and everything it imports, autoresearch/ whole (the sandbox runs its
+ * programs by path) and the cells' options; the report adds this file and the run's seeds and arms.
+ */
 export const protocol: BenchProtocol = {
   splits: SPLITS,
-  runKey: (o) => runKey({ entry: import.meta.url, dirs: ['autoresearch'], options: plan(o) }),
+  keys: (o) => {
+    const p = plan(o);
+    return protocolKeys({
+      compute: { entry: new URL('./cells/autoresearch.ts', import.meta.url).href, dirs: ['autoresearch'], options: cellOptions({ quick: o.quick, split: p.split, episodes: p.episodes }) },
+      report: { entry: import.meta.url, dirs: ['autoresearch'], options: p },
+    });
+  },
 };
 
-// ── One cell: an arm at one seed ────────────────────────────────────────────────────────────────
-export interface ArmCell {
-  /** (slot seconds spent, greedy proposal's mean score on the train episodes) after each step or round. */
-  points: Array<[number, number]>;
-  slotSeconds: number;
-  executions: number;
-  failed: number;
-  /** The proposal the arm ends on. */
-  proposal: Proposal;
-  /** Its balanced accuracy on each of the split's evaluation episodes (test: on the data's test part); an unscored execution counts 0. */
-  episodes: number[];
-  unscored: number;
-  /** WMRL arms: mean share of a step's groups executed as anchors. */
-  anchorShare: number | null;
-  /** Baselines: the slot budget they were given (WMRL's spend at this seed). */
-  budgetS: number | null;
-}
-
+// ── Cells: an arm at one seed ───────────────────────────────────────────────────────────────────
 const mean = (xs: readonly number[]) => xs.reduce((a, b) => a + b, 0) / xs.length;
 /** Slot time from which the curve stays at or above `level` to its end (Infinity: it does not end there). */
 function stays(points: ReadonlyArray<[number, number]>, level: number): number {
@@ -110,61 +84,26 @@ const finalOf = (c: ArmCell) => c.points[c.points.length - 1]![1];
 
 export async function run(opts: BenchOptions): Promise<BenchReport> {
   const p = plan(opts);
-  const key = protocol.runKey(opts);
+  const keys = protocol.keys(opts);
   // A quick run is a smoke test of this code: it caches nothing, so it always runs.
   const scratch = opts.quick ? mkdtempSync(join(tmpdir(), 'bench-autoresearch-')) : null;
   const cacheRoot = scratch ?? CACHE_ROOT;
-  const pr = protocolRun(SPLITS, key, { cacheRoot, ...(opts.relook ? { relook: true } : {}) });
-  const journalDir = join(cacheRoot, 'autoresearch', key);
+  const pr = protocolRun(SPLITS, keys.compute, { cacheRoot, ...(opts.relook ? { relook: true } : {}) });
+  const journalDir = join(cacheRoot, 'autoresearch', keys.compute);
   mkdirSync(journalDir, { recursive: true });
   const pool = SandboxPool.create({ slots: SLOTS });
   const ex = new ReplayExecutor(pool, join(journalDir, 'executions.jsonl'));
-  const task = classifierTask;
-  const sz = p.sizes;
-  const evalMean = async (proposal: Proposal): Promise<number> => {
-    const rs = await Promise.all(Array.from({ length: sz.evalSeeds }, (_, s) => execute(ex, task, proposal, s)));
-    const ok = rs.filter((r) => r.score !== null).map((r) => r.score!);
-    return ok.length ? mean(ok) : Number.NaN;
-  };
-  const onEpisodes = async (proposal: Proposal) => {
-    const rs = await Promise.all(p.episodes.map((e) => execute(ex, task, proposal, e)));
-    const scores = rs.map((r) => (r.output === null ? 0 : Number(p.split === 'test' ? r.output.test : r.output.score)));
-    return { episodes: scores, unscored: rs.filter((r) => r.output === null).length };
-  };
   const started = performance.now();
   const cells = new Map<string, ArmCell>();
   let done = 0, computed = 0;
   const total = p.seeds.length * p.arms.length;
-
-  const research = async (seed: number, arm: 'standard' | 'wmrl' | 'pure'): Promise<ArmCell> => {
-    const rows: ResearchRow[] = [];
-    const common = { task: 'classifier' as const, groupsPerStep: sz.groupsPerStep, groupSize: sz.groupSize, evalSeeds: sz.evalSeeds, lr: LR, slots: SLOTS, seed, quick: false };
-    const onStep = (l: ResearchRow) => {
-      rows.push(l);
-      opts.progress(done, total, `seed ${seed} ${arm} step ${l.step} greedy ${fmt(l.score)} slot ${fmt(l.slotSeconds)} s`);
-    };
-    if (arm === 'standard') await runResearch({ ...common, algo: 'standard', pureWm: false, steps: sz.standardSteps }, { executor: ex, onStep });
-    else await runResearch({ ...common, algo: 'wmrl', pureWm: arm === 'pure', steps: sz.wmrlSteps, warmup: sz.warmup }, { executor: ex, onStep });
-    const last = rows.at(-1)!;
-    return { points: rows.map((r) => [r.slotSeconds, r.score]), slotSeconds: last.slotSeconds, executions: last.executions, failed: last.failedExecutions, proposal: last.greedy, ...(await onEpisodes(last.greedy)), anchorShare: arm === 'standard' ? null : mean(rows.map((r) => r.anchorFraction)), budgetS: null };
-  };
-  const baseline = async (seed: number, arm: Arm, budgetS: number): Promise<ArmCell> => {
-    const points: Array<[number, number]> = [];
-    const onRound = async (r: SearchRound) => {
-      points.push([r.slotSeconds, await evalMean(r.recommended)]);
-      opts.progress(done, total, `seed ${seed} ${arm} round ${r.round} greedy ${fmt(points.at(-1)![1])} slot ${fmt(r.slotSeconds)} of ${fmt(budgetS)} s`);
-    };
-    const args = { task, executor: ex, seed, slotBudgetS: budgetS, batch: BASELINE_BATCH, onRound };
-    const rows = arm === 'random' ? await randomSearch(args) : await gpBayesOpt({ ...args, acquisition: arm.slice('gpbo-'.length) as Acquisition, init: p.baseline.init });
-    const last = rows.at(-1)!;
-    return { points, slotSeconds: last.slotSeconds, executions: last.executions, failed: last.failedExecutions, proposal: last.recommended, ...(await onEpisodes(last.recommended)), anchorShare: null, budgetS };
-  };
+  const compute = new ArmCells(ex, p, (label) => opts.progress(done, total, label));
 
   try {
     for (const seed of p.seeds) {
       for (const arm of p.arms) {
-        const compute = () => (arm === 'standard' || arm === 'wmrl' || arm === 'pure' ? research(seed, arm) : baseline(seed, arm, cells.get(`${seed}/wmrl`)!.slotSeconds));
-        const out = await evaluateCell(pr, { task: 'classifier', variant: arm, seed, split: p.split, episodes: p.episodes.length }, compute, (c) => ({
+        const cell = () => (arm === 'standard' || arm === 'wmrl' || arm === 'pure' ? compute.research(seed, arm) : compute.baseline(seed, arm, cells.get(`${seed}/wmrl`)!.slotSeconds));
+        const out = await evaluateCell(pr, { task: 'classifier', variant: arm, seed, split: p.split, episodes: p.episodes.length }, cell, (c) => ({
           final_score: finalOf(c),
           episode_mean: mean(c.episodes),
           slot_s: c.slotSeconds,
@@ -180,12 +119,12 @@ export async function run(opts: BenchOptions): Promise<BenchReport> {
     if (scratch) rmSync(scratch, { recursive: true, force: true });
   }
   const wallS = (performance.now() - started) / 1000;
-  return report(p, key, cells, { wallS, computed, executed: ex.executed, isolation: pool.isolation.network });
+  return report(p, keys, cells, { wallS, computed, executed: ex.executed, isolation: pool.isolation.network });
 }
 
 // ── The report ──────────────────────────────────────────────────────────────────────────────────
 /** The report of a run's cells (`seed/arm` → cell), which the run measured or reused. */
-export function report(p: ReturnType<typeof plan>, key: string, cells: Map<string, ArmCell>, run: { wallS: number; computed: number; executed: number; isolation: boolean }): BenchReport {
+export function report(p: ReturnType<typeof plan>, keys: ProtocolKeys, cells: Map<string, ArmCell>, run: { wallS: number; computed: number; executed: number; isolation: boolean }): BenchReport {
   const task = classifierTask;
   const sz = p.sizes;
   const seeds = p.seeds;
@@ -221,7 +160,7 @@ export function report(p: ReturnType<typeof plan>, key: string, cells: Map<strin
     `Split: **${p.split}** — research-task seeds ${seeds.join(', ')}; each arm's final proposal scored on evaluation episodes (classifier training seeds ${p.episodes.join(', ')}) by ${what}. Intervals: 95% bootstrap over seeds and, within them, episodes (paired where two arms are compared: same seeds, same episodes); "better"/"worse" only where the interval excludes 0.`,
     `Same agent in the three GRPO arms: ${sz.groupsPerStep} groups of ${sz.groupSize} proposals per step, learning rate ${LR}; standard GRPO ${sz.standardSteps} steps, WMRL and pure world model ${sz.wmrlSteps} steps after ${sz.warmup} random warm-up executions; WMRL executes ${fmt(RESEARCH_WMRL.anchors!.fraction!)} of its groups as anchors (median share of anchor groups per step over seeds: ${fmt(anchorShare)}); world-model arms score with a Gaussian-process outcome model (${RESEARCH_OUTCOME.features} features, one Thompson draw per step). The anchors' weight (the denoiser's) is not reported: the recipe's step rows do not carry it.`,
     `Baselines at WMRL's slot budget (per seed, the slot seconds WMRL spent): random search and GP Bayesian optimisation (${p.arms.filter((a) => a.startsWith('gpbo-')).map(armName).join(', ')}; ${p.baseline.init} random proposals first, then ${BASELINE_BATCH} a round on the same GP as WMRL's outcome model, refitted each round), each recommending its best proposal after every round. Standard GRPO spends more than that budget (its ${sz.standardSteps} steps), so its final score is not at equal cost.`,
-    `Sandbox pool of ${SLOTS} slots (network isolation ${run.isolation ? 'on' : 'OFF'}); ${run.computed} of ${seeds.length * p.arms.length} cells computed in this run (${run.executed} executions), ${fmt(run.wallS)} s wall; the rest reused from bench/.cache under the run key.${unscored ? ` ${unscored} final-proposal executions came back unscored and count 0.` : ''}`,
+    `Sandbox pool of ${SLOTS} slots (network isolation ${run.isolation ? 'on' : 'OFF'}); ${run.computed} of ${seeds.length * p.arms.length} cells computed in this run (${run.executed} executions), ${fmt(run.wallS)} s wall; the rest reused from bench/.cache under the computation key.${unscored ? ` ${unscored} final-proposal executions came back unscored and count 0.` : ''}`,
     `Slot time from which the greedy proposal stays at or above standard GRPO's final score, WMRL vs standard: ${formatSpeedup(speed.wmrl!)} (first time it gets there: ${formatSpeedup(speedFirst)}); WMRL vs ${armName(gpbo)}: ${formatSpeedup(wmrlOverGpbo)}.`,
     `Final ${what}: WMRL ${formatInterval(score.wmrl!, false)}; WMRL − ${armName(gpbo)} ${formatInterval(diff[gpbo]!)} (${verdict(diff[gpbo]!)}); WMRL − random search ${formatInterval(diff.random!)} (${verdict(diff.random!)}); WMRL − standard GRPO ${formatInterval(diff.standard!)} (${verdict(diff.standard!)}); ${armName(gpbo)} − random search ${formatInterval(gpboMinusRandom)} (${verdict(gpboMinusRandom)}).`,
   ].join('\n');
@@ -249,7 +188,7 @@ export function report(p: ReturnType<typeof plan>, key: string, cells: Map<strin
     '',
   ];
   const notes = [
-    `Run key \`${key}\`; test-split cells are recorded in bench/results/ledger.jsonl.`,
+    `Report key \`${keys.report}\`, computation key \`${keys.compute}\`; test-split cells are recorded in bench/results/ledger.jsonl under the computation key.`,
     '',
     ...choice,
     '### Per seed: the level, slot seconds from which each arm stays at it ("never": not by the end of its budget), and each final proposal\'s mean over the episodes',
@@ -275,7 +214,7 @@ export function report(p: ReturnType<typeof plan>, key: string, cells: Map<strin
       yLabel: 'balanced accuracy (validation part, train episodes)',
       lines: p.arms.map((a) => ({ label: armName(a), points: cell(plotSeed, a).points })),
     },
-    runKey: key,
+    keys,
     result: {
       split: p.split,
       seeds: seeds.length,

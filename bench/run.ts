@@ -1,8 +1,8 @@
 // Benchmark harness: `npm run bench -- <name> [--quick] [--all | --task NAME | --combine] [--seed N] [--split validation] [--relook] [--check]`.
 // Loads bench/<name>.ts, which exports `run(opts): Promise<BenchReport>`, prints its markdown table,
 // writes the full report under bench/results/ (not for --quick), and ends with the RESULT line.
-// A benchmark under the evidence protocol (its `protocol` export, bench/lib/protocol.ts) writes its run key into the
-// report, and `--check` prints the committed RESULT line only where that key is this code's.
+// A benchmark under the evidence protocol (its `protocol` export, bench/lib/protocol.ts) writes its keys into the
+// report, and `--check` prints the committed RESULT line only where its report key is this code's.
 import { dirname, join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { progressBar } from '../bin/progress.js';
@@ -90,7 +90,7 @@ const opts: BenchOptions = { quick, all, ...(task ? { task } : {}), ...(seed !==
 const variant = (all ? '-all' : task ? `-${task}` : '') + (seed !== undefined ? `-seed${seed}` : '') + (split === 'validation' ? '-validation' : '');
 const command = `npm run bench -- ${name}${all ? ' --all' : task ? ` --task ${task}` : combine ? ' --combine' : ''}${seed !== undefined ? ` --seed ${seed}` : ''}${split === 'validation' ? ' --split validation' : ''}`;
 if (check) {
-  const c = checkCommitted(`${name}${variant}`, mod.protocol!.runKey(opts), command);
+  const c = checkCommitted(`${name}${variant}`, mod.protocol!.keys(opts).report, command);
   if (!c.ok) {
     console.error(`bench ${name} --check: refused: ${c.message}`);
     process.exit(1);
@@ -99,10 +99,11 @@ if (check) {
   process.exit(0);
 }
 const report = await mod.run(opts);
-// The run reports the key of the code at its start; the code at its end must have the same (programs run by path are read as they run).
+// The run reports the keys of the code at its start; the code at its end must have the same (programs run by path are read as they run).
 if (!quick && mod.protocol) {
-  const now = mod.protocol.runKey(opts);
-  if (report.runKey !== now) throw new Error(`bench ${name}: the run's key ${report.runKey ?? '(none)'} is not the code's now (${now}): the code changed during the run, or the benchmark does not report its run key; its cached cells stay under their key, run it again`);
+  const now = mod.protocol.keys(opts);
+  const had = report.keys;
+  if (!had || had.compute !== now.compute || had.report !== now.report) throw new Error(`bench ${name}: the run's keys (report ${had?.report ?? '(none)'}, computation ${had?.compute ?? '(none)'}) are not the code's now (report ${now.report}, computation ${now.compute}): the code changed during the run, or the benchmark does not report its keys; its cached cells stay under their computation key, run it again`);
 }
 console.log(`\n## ${report.title}${quick ? ' (quick)' : ''}\n`);
 console.log(report.summary + '\n');

@@ -43,7 +43,7 @@ describe('bench autoresearch report', () => {
 
   it('on validation: intervals and verdicts from the figures, the never-reached seed named, the rule picking by speedup', () => {
     const p = plan({ ...base, split: 'validation' });
-    const r = report(p, 'k', cells(p, 5), { wallS: 1, computed: 0, executed: 0, isolation: true });
+    const r = report(p, { compute: 'c', report: 'k' }, cells(p, 5), { wallS: 1, computed: 0, executed: 0, isolation: true });
     expect(r.result.split).toBe('validation');
     expect(r.result.seeds).toBe(11);
     expect(r.result.speedup_wmrl_never).toBe(1);
@@ -57,6 +57,6 @@ describe('bench autoresearch report', () => {
     expect(r.result.wmrl_vs_gpbo).toBe('beats');
     expect(Number(r.result.wmrl_minus_gpbo_lo)).toBeGreaterThan(0);
     expect(Number(r.result.wmrl_minus_gpbo_hi)).toBeLessThan(0.04);
-    expect(r.runKey).toBe('k');
+    expect(r.keys).toEqual({ compute: 'c', report: 'k' });
   });
 });

@@ -12,25 +12,26 @@ const full = { quick: false, all: false, progress: () => {} };
 
 describe('bench --check', () => {
   it("answers for autoresearch's committed report as checkCommitted does with this code's run key", () => {
-    const key = protocol.runKey(full);
+    const key = protocol.keys(full).report;
     const expected = checkCommitted('autoresearch', key, 'npm run bench -- autoresearch');
     const r = bench('autoresearch', '--check');
     if (expected.ok) {
       expect(r.status).toBe(0);
       expect(r.stdout.trim()).toBe(expected.resultLine);
-      expect(readFileSync('bench/results/autoresearch.md', 'utf8')).toContain(`Run key: \`${key}\``);
+      expect(readFileSync('bench/results/autoresearch.md', 'utf8')).toContain(`Report key: \`${key}\``);
     } else {
       expect(r.status).toBe(1);
       expect(r.stderr).toContain('bench autoresearch --check: refused');
-      expect(r.stderr).toContain(`this code's run key is ${key}`);
+      expect(r.stderr).toContain(`this code's report key is ${key}`);
       expect(r.stderr).toContain('re-run `npm run bench -- autoresearch`');
     }
   }, 60_000);
 
-  it('gives the quick, validation and test runs different run keys', () => {
-    const keys = new Set([protocol.runKey(full), protocol.runKey({ ...full, split: 'validation' }), protocol.runKey({ ...full, quick: true })]);
-    expect(keys.size).toBe(3);
-    expect(protocol.runKey({ ...full, split: 'test' })).toBe(protocol.runKey(full));
+  it('gives the quick, validation and test runs different keys of both kinds', () => {
+    const runs = [protocol.keys(full), protocol.keys({ ...full, split: 'validation' }), protocol.keys({ ...full, quick: true })];
+    expect(new Set(runs.map((k) => k.report)).size).toBe(3);
+    expect(new Set(runs.map((k) => k.compute)).size).toBe(3);
+    expect(protocol.keys({ ...full, split: 'test' })).toEqual(protocol.keys(full));
   });
 
   it("refuses the protocol's flags for a benchmark not under it, and bad combinations", () => {

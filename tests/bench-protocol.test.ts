@@ -7,8 +7,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { Ledger } from '../bench/lib/ledger.js';
-import { CellCache, checkCommitted, defineSplits, evaluateCell, fromJson, importClosure, protocolRun, ProtocolError, runKey, runKeySources, toJson } from '../bench/lib/protocol.js';
-import { runKeyLine } from '../bench/lib/report.js';
+import { CellCache, checkCommitted, defineSplits, evaluateCell, fromJson, importClosure, protocolKeys, protocolRun, ProtocolError, runKey, runKeySources, toJson } from '../bench/lib/protocol.js';
+import { keyLines } from '../bench/lib/report.js';
 
 let dir: string;
 beforeEach(() => {
@@ -85,6 +85,39 @@ describe('run key', () => {
     expect(() => runKey({ entry: 'bench/x.ts', root })).toThrow(/lib\/b.ts imports '.\/gone.js', which resolves to no file/);
   });
 
+  it('splits the computation key from the report key: an edit of the report alone keeps the cells', () => {
+    const root = repo();
+    // bench/x.ts (the report) imports lib/a.ts (the cells' code), which imports lib/b.ts.
+    const keys = (cellOptions: unknown = { n: 3 }, reportOptions: unknown = { seeds: [1, 2] }) =>
+      protocolKeys({ compute: { entry: 'lib/a.ts', options: cellOptions, root }, report: { entry: 'bench/x.ts', options: reportOptions, root } });
+    const k0 = keys();
+    expect(k0.compute).toMatch(/^[0-9a-f]{24}$/);
+    expect(k0.report).not.toBe(k0.compute);
+    writeFileSync(join(root, 'bench/x.ts'), "import { a } from '../lib/a.js';\nexport const x = a; // reworded\n");
+    const reworded = keys();
+    expect(reworded.compute).toBe(k0.compute);
+    expect(reworded.report).not.toBe(k0.report);
+    // More seeds in the report: the same cells.
+    expect(keys({ n: 3 }, { seeds: [1, 2, 3] })).toMatchObject({ compute: k0.compute });
+    expect(keys({ n: 3 }, { seeds: [1, 2, 3] }).report).not.toBe(reworded.report);
+    // The cells' code or options: both keys move.
+    const cellsMoved = keys({ n: 4 });
+    expect(cellsMoved.compute).not.toBe(k0.compute);
+    expect(cellsMoved.report).not.toBe(reworded.report);
+    writeFileSync(join(root, 'lib/b.ts'), 'export const b = 2;\n');
+    expect(keys().compute).not.toBe(k0.compute);
+    expect(keys().report).not.toBe(reworded.report);
+    // Cells that import the report's file would void themselves on every rewording: refused.
+    writeFileSync(join(root, 'lib/b.ts'), "import '../bench/x.js';\nexport const b = 1;\n");
+    expect(() => keys()).toThrow(/the cells' code \(lib\/a.ts\) imports the report's file bench\/x.ts/);
+  });
+
+  it("keeps the autoresearch bench's report code out of its computation key", () => {
+    const cells = runKeySources({ entry: 'bench/cells/autoresearch.ts', dirs: ['autoresearch'] });
+    for (const f of ['bench/cells/autoresearch.ts', 'bench/lib/research-baselines.ts', 'recipes/autoresearch.ts', 'autoresearch/train_wmrl.ts']) expect(cells).toContain(f);
+    for (const f of ['bench/autoresearch.ts', 'bench/lib/report.ts', 'bench/lib/stats.ts', 'bench/lib/protocol.ts']) expect(cells).not.toContain(f);
+  });
+
   it("covers the autoresearch bench's own code: its file, the protocol library, the recipe and the trainers", () => {
     const files = runKeySources({ entry: 'bench/autoresearch.ts', dirs: ['autoresearch'] });
     for (const f of ['bench/autoresearch.ts', 'bench/lib/protocol.ts', 'bench/lib/stats.ts', 'recipes/autoresearch.ts', 'autoresearch/train_wmrl.ts', 'autoresearch/sandbox-runner.ts', 'wmrl/corrector.ts', 'nn/rng.ts']) expect(files).toContain(f);
@@ -113,7 +146,7 @@ describe('cells, the cache and the test-split ledger', () => {
     expect(calls.n).toBe(1);
     const entries = run.ledger.entries();
     expect(entries).toHaveLength(1);
-    expect(entries[0]).toMatchObject({ bench: 'demo', task: 't', variant: 'wmrl', seed: 10, runKey: 'k1', episodes: 5, result: { score: 0.5 } });
+    expect(entries[0]).toMatchObject({ bench: 'demo', task: 't', variant: 'wmrl', seed: 10, computeKey: 'k1', episodes: 5, result: { score: 0.5 } });
     expect(entries[0]!.relook).toBeUndefined();
   });
 
@@ -123,12 +156,12 @@ describe('cells, the cache and the test-split ledger', () => {
     rmSync(join(dir, 'cache'), { recursive: true });
     const refused = evaluateCell(setup(), cell(10), compute, summarize);
     await expect(refused).rejects.toThrow(ProtocolError);
-    await expect(evaluateCell(setup(), cell(10), compute, summarize)).rejects.toThrow(/seed 10 was evaluated under run key k1 on .* a second look at the test set is refused.*--relook/);
+    await expect(evaluateCell(setup(), cell(10), compute, summarize)).rejects.toThrow(/seed 10 was evaluated under computation key k1 on .* a second look at the test set is refused.*--relook/);
     expect(calls.n).toBe(1);
     const relooked = await evaluateCell(setup('k1', true), cell(10), compute, summarize);
     expect(relooked).toMatchObject({ cached: false, value: { score: 1.5 } });
     const entries = new Ledger(join(dir, 'ledger.jsonl')).entries();
-    expect(entries.map((e) => [e.runKey, e.relook ?? false])).toEqual([['k1', false], ['k1', true]]);
+    expect(entries.map((e) => [e.computeKey, e.relook ?? false])).toEqual([['k1', false], ['k1', true]]);
   });
 
   it('evaluates the test cell afresh under a new run key, appended beside the old one', async () => {
@@ -137,7 +170,7 @@ describe('cells, the cache and the test-split ledger', () => {
     const fresh = await evaluateCell(setup('k2'), cell(11), compute, summarize);
     expect(fresh.cached).toBe(false);
     expect(calls.n).toBe(2);
-    expect(new Ledger(join(dir, 'ledger.jsonl')).entries().map((e) => e.runKey)).toEqual(['k1', 'k2']);
+    expect(new Ledger(join(dir, 'ledger.jsonl')).entries().map((e) => e.computeKey)).toEqual(['k1', 'k2']);
   });
 
   it('keeps validation and train cells out of the ledger, and refuses a seed of another split', async () => {
@@ -163,7 +196,7 @@ describe('cells, the cache and the test-split ledger', () => {
   it('refuses a torn or malformed ledger and a cache file that does not parse, naming the file', async () => {
     const path = join(dir, 'ledger.jsonl');
     const ledger = new Ledger(path);
-    const entry = { date: '2026-12-02T00:00:00.000Z', bench: 'demo', task: 't', variant: 'v', seed: 10, runKey: 'k', episodes: 3, result: { x: 1 } };
+    const entry = { date: '2026-12-02T00:00:00.000Z', bench: 'demo', task: 't', variant: 'v', seed: 10, computeKey: 'k', episodes: 3, result: { x: 1 } };
     ledger.append(entry);
     expect(() => ledger.append({ ...entry, result: { x: Number.NaN } })).toThrow(/result.x is NaN/);
     appendFileSync(path, '{"bench": "demo"');
@@ -186,17 +219,17 @@ describe('cells, the cache and the test-split ledger', () => {
 
 describe('--check', () => {
   const write = (key: string | null, result: string | null) =>
-    writeFileSync(join(dir, 'demo.md'), ['# Demo', '', 'Reproduce: `npm run bench -- demo`', '', ...(key ? [runKeyLine(key), ''] : []), 'text', '', '```', ...(result ? [result] : []), '```', ''].join('\n'));
+    writeFileSync(join(dir, 'demo.md'), ['# Demo', '', 'Reproduce: `npm run bench -- demo`', '', ...(key ? [...keyLines({ compute: 'c0ffee', report: key }), ''] : []), 'text', '', '```', ...(result ? [result] : []), '```', ''].join('\n'));
 
   it('prints the committed RESULT line only under the same run key, and otherwise names both keys and the command', () => {
     write('abc123', 'RESULT demo x=1');
     expect(checkCommitted('demo', 'abc123', 'npm run bench -- demo', dir)).toMatchObject({ ok: true, message: 'RESULT demo x=1', committedKey: 'abc123' });
     const stale = checkCommitted('demo', 'def456', 'npm run bench -- demo', dir);
     expect(stale.ok).toBe(false);
-    expect(stale.message).toContain('was run by other code (its run key abc123; this code\'s def456)');
+    expect(stale.message).toContain('was run by other code (its report key abc123; this code\'s def456)');
     expect(stale.message).toContain('re-run `npm run bench -- demo`');
     write(null, 'RESULT demo x=1');
-    expect(checkCommitted('demo', 'def456', 'cmd', dir).message).toContain('carries no run key');
+    expect(checkCommitted('demo', 'def456', 'cmd', dir).message).toContain('carries no report key');
     write('abc123', null);
     expect(checkCommitted('demo', 'abc123', 'cmd', dir)).toMatchObject({ ok: false });
     expect(checkCommitted('other', 'abc123', 'cmd', dir).message).toContain('no committed report');

@@ -6,13 +6,14 @@ import { RESULTS_DIR } from './report.js';
 
 export const LEDGER_PATH = join(RESULTS_DIR, 'ledger.jsonl');
 
-/** What identifies one test-split cell: the same cell under the same run key is the same evaluation. */
+/** What identifies one test-split cell: the same cell under the same computation key is the same evaluation. */
 export interface LedgerCell {
   bench: string;
   task: string;
   variant: string;
   seed: number | string;
-  runKey: string;
+  /** The computation key (bench/lib/protocol.ts protocolKeys) of the code that evaluated it. */
+  computeKey: string;
 }
 
 export interface LedgerEntry extends LedgerCell {
@@ -22,11 +23,11 @@ export interface LedgerEntry extends LedgerCell {
   episodes: number;
   /** The cell's headline figures (a failed measurement is null). */
   result: Record<string, number | string | null>;
-  /** Set where this cell had been evaluated under this run key before: a deliberate second look (`--relook`). */
+  /** Set where this cell had been evaluated under this computation key before: a deliberate second look (`--relook`). */
   relook?: true;
 }
 
-const sameCell = (a: LedgerCell, b: LedgerCell) => a.bench === b.bench && a.task === b.task && a.variant === b.variant && a.seed === b.seed && a.runKey === b.runKey;
+const sameCell = (a: LedgerCell, b: LedgerCell) => a.bench === b.bench && a.task === b.task && a.variant === b.variant && a.seed === b.seed && a.computeKey === b.computeKey;
 
 function checkEntry(e: unknown, where: string): LedgerEntry {
   const o = e as Partial<LedgerEntry> | null;
@@ -34,7 +35,7 @@ function checkEntry(e: unknown, where: string): LedgerEntry {
     throw new Error(`${where}: not a ledger entry (${what})`);
   };
   if (!o || typeof o !== 'object' || Array.isArray(o)) return bad('not an object');
-  for (const k of ['bench', 'task', 'variant', 'runKey', 'date'] as const) if (typeof o[k] !== 'string' || !o[k]) bad(`${k} must be a non-empty string`);
+  for (const k of ['bench', 'task', 'variant', 'computeKey', 'date'] as const) if (typeof o[k] !== 'string' || !o[k]) bad(`${k} must be a non-empty string`);
   if (typeof o.seed !== 'number' && typeof o.seed !== 'string') bad('seed must be a number or a string');
   if (!(Number.isInteger(o.episodes) && o.episodes! >= 1)) bad('episodes must be a positive integer');
   if (!o.result || typeof o.result !== 'object' || Array.isArray(o.result)) bad('result must be an object');
@@ -64,7 +65,7 @@ export class Ledger {
     });
   }
 
-  /** The earlier evaluations of this cell under this run key. */
+  /** The earlier evaluations of this cell under this computation key. */
   find(cell: LedgerCell): LedgerEntry[] {
     return this.entries().filter((e) => sameCell(e, cell));
   }

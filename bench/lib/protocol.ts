@@ -1,7 +1,9 @@
 // The evidence protocol every learning benchmark follows: disjoint train / validation / test splits declared in one
-// place, a run key (a hash of the code a benchmark's numbers depend on and its options), results cached per
-// (bench, task, seed, variant) under the run key so a full run can span sessions, the test-split ledger that makes a
-// second look at a test set visible, and `--check`, which vouches for a committed report only under its run key.
+// place, two keys (the computation key: a hash of the code a benchmark's cells run and the cells' options; the report
+// key: that and the code that writes its report), results cached per (bench, task, seed, variant) under the
+// computation key so a full run can span sessions and a report's wording can change without voiding them, the
+// test-split ledger that makes a second look at a test set visible, and `--check`, which vouches for a committed
+// report only under its report key.
 import { createHash } from 'node:crypto';
 import { existsSync, mkdirSync, readdirSync, readFileSync, renameSync, statSync, writeFileSync } from 'node:fs';
 import { dirname, isAbsolute, join, relative, resolve } from 'node:path';
@@ -11,7 +13,7 @@ import { RESULTS_DIR, type BenchOptions } from './report.js';
 
 /** The repository's root folder. */
 export const REPO_ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..');
-/** Cached cells (git-ignored): bench/.cache/<bench>/<run key>/… */
+/** Cached cells (git-ignored): bench/.cache/<bench>/<computation key>/… */
 export const CACHE_ROOT = join(REPO_ROOT, 'bench', '.cache');
 
 export class ProtocolError extends Error {
@@ -81,7 +83,7 @@ export function defineSplits<S extends Record<string, SplitSets>>(bench: string,
   };
 }
 
-// ── Run key ─────────────────────────────────────────────────────────────────────────────────────
+// ── Run keys ────────────────────────────────────────────────────────────────────────────────────
 export interface RunKeySpec {
   /** The benchmark's file (a path or file URL): it and every file it imports, transitively, by relative import. */
   entry: string;
@@ -151,7 +153,7 @@ export function stableJson(x: unknown): string {
 }
 
 /**
- * The run key: a hash of every file runKeySources lists (each by its path and bytes), the options, and the Node major
+ * A run key: a hash of every file runKeySources lists (each by its path and bytes), the options, and the Node major
  * version and CPU architecture. A change to any of them is a new key; the key says nothing of edits elsewhere.
  */
 export function runKey(spec: RunKeySpec): string {
@@ -160,6 +162,27 @@ export function runKey(spec: RunKeySpec): string {
   for (const f of runKeySources(spec)) h.update(`${f}\0`).update(readFileSync(join(root, f))).update('\0');
   h.update(stableJson({ options: spec.options ?? null, node: process.versions.node.split('.')[0], arch: process.arch }));
   return h.digest('hex').slice(0, 24);
+}
+
+/** A benchmark's two run keys. */
+export interface ProtocolKeys {
+  /** What its cached cells depend on: the code the cells run and the cells' own options. Cells and ledger entries are kept under it. */
+  compute: string;
+  /** What its report depends on: the computation key, the benchmark's file with all it imports, and the run's options. `--check` compares it. */
+  report: string;
+}
+
+/**
+ * The keys of a benchmark whose cells are computed by `compute.entry` (a module the benchmark's file imports, which
+ * does not import the report's code) and reported by `report.entry` (the benchmark's file): editing only the
+ * report's wording moves the report key and keeps the cached cells.
+ */
+export function protocolKeys(spec: { compute: RunKeySpec; report: RunKeySpec }): ProtocolKeys {
+  const root = spec.report.root ?? REPO_ROOT;
+  const reportFile = relative(root, spec.report.entry.startsWith('file:') ? fileURLToPath(spec.report.entry) : resolve(root, spec.report.entry));
+  if (runKeySources(spec.compute).includes(reportFile)) throw new ProtocolError(`protocol keys: the cells' code (${spec.compute.entry}) imports the report's file ${reportFile}; the computation key must not hash the report`);
+  const compute = runKey(spec.compute);
+  return { compute, report: runKey({ ...spec.report, options: { compute, report: spec.report.options ?? null } }) };
 }
 
 // ── Results as JSON ─────────────────────────────────────────────────────────────────────────────
@@ -178,16 +201,16 @@ export interface Cell {
 
 const SAFE = /^[A-Za-z0-9._-]+$/;
 
-/** Each cell's result as a JSON file: <root>/<bench>/<run key>/<split>/<task>/<variant>/seed-<seed>.json. */
+/** Each cell's result as a JSON file: <root>/<bench>/<computation key>/<split>/<task>/<variant>/seed-<seed>.json. */
 export class CellCache {
-  constructor(readonly bench: string, readonly runKey: string, readonly root: string = CACHE_ROOT) {
-    for (const [what, v] of [['bench', bench], ['run key', runKey]] as const) if (!SAFE.test(v)) throw new ProtocolError(`cell cache: ${what} '${v}' may hold only letters, digits, '.', '_' and '-'`);
+  constructor(readonly bench: string, readonly computeKey: string, readonly root: string = CACHE_ROOT) {
+    for (const [what, v] of [['bench', bench], ['computation key', computeKey]] as const) if (!SAFE.test(v)) throw new ProtocolError(`cell cache: ${what} '${v}' may hold only letters, digits, '.', '_' and '-'`);
   }
 
   path(c: Cell): string {
     for (const [what, v] of [['task', c.task], ['variant', c.variant]] as const) if (!SAFE.test(v)) throw new ProtocolError(`cell cache: ${what} '${v}' may hold only letters, digits, '.', '_' and '-'`);
     if (!Number.isInteger(c.seed)) throw new ProtocolError(`cell cache: seed ${c.seed} must be an integer`);
-    return join(this.root, this.bench, this.runKey, c.split, c.task, c.variant, `seed-${c.seed}.json`);
+    return join(this.root, this.bench, this.computeKey, c.split, c.task, c.variant, `seed-${c.seed}.json`);
   }
 
   /** The cell's cached result, or undefined; throws naming the file where it does not parse. */
@@ -214,19 +237,20 @@ export class CellCache {
 // ── Evaluating a cell: the cache, and the ledger for the test split ─────────────────────────────
 export interface ProtocolRun<S extends Record<string, SplitSets>> {
   bench: string;
-  runKey: string;
+  /** The computation key the cells are cached and recorded under. */
+  computeKey: string;
   splits: Splits<S>;
   /** The kind of item a cell's seed is (its split is checked against it); default 'seeds'. */
   seedKind?: keyof S & string;
   cache: CellCache;
   ledger: Ledger;
-  /** Evaluate a test cell again even where the ledger holds it under this run key (recorded as a second look). */
+  /** Evaluate a test cell again even where the ledger holds it under this computation key (recorded as a second look). */
   relook?: boolean;
 }
 
-/** A protocol run of a benchmark at its run key, with the default cache (bench/.cache) and ledger (bench/results/ledger.jsonl). */
-export function protocolRun<S extends Record<string, SplitSets>>(splits: Splits<S>, key: string, opts: { relook?: boolean; seedKind?: keyof S & string; cacheRoot?: string; ledger?: Ledger } = {}): ProtocolRun<S> {
-  return { bench: splits.bench, runKey: key, splits, ...(opts.seedKind ? { seedKind: opts.seedKind } : {}), cache: new CellCache(splits.bench, key, opts.cacheRoot), ledger: opts.ledger ?? new Ledger(), ...(opts.relook ? { relook: true } : {}) };
+/** A protocol run of a benchmark at its computation key, with the default cache (bench/.cache) and ledger (bench/results/ledger.jsonl). */
+export function protocolRun<S extends Record<string, SplitSets>>(splits: Splits<S>, computeKey: string, opts: { relook?: boolean; seedKind?: keyof S & string; cacheRoot?: string; ledger?: Ledger } = {}): ProtocolRun<S> {
+  return { bench: splits.bench, computeKey, splits, ...(opts.seedKind ? { seedKind: opts.seedKind } : {}), cache: new CellCache(splits.bench, computeKey, opts.cacheRoot), ledger: opts.ledger ?? new Ledger(), ...(opts.relook ? { relook: true } : {}) };
 }
 
 export interface CellOutcome<T> {
@@ -236,8 +260,8 @@ export interface CellOutcome<T> {
 }
 
 /**
- * A cell's result: the cached one where it exists under this run key, else `compute()`'s, cached. A test cell is
- * refused where the ledger says it was evaluated under this run key already and its result is not cached (a second
+ * A cell's result: the cached one where it exists under this computation key, else `compute()`'s, cached. A test cell
+ * is refused where the ledger says it was evaluated under this key already and its result is not cached (a second
  * look at the test set), unless `relook`; every test evaluation is appended to the ledger with `summarize`'s figures.
  */
 export async function evaluateCell<S extends Record<string, SplitSets>, T>(
@@ -249,7 +273,7 @@ export async function evaluateCell<S extends Record<string, SplitSets>, T>(
   const kind = run.seedKind ?? 'seeds';
   const actual = run.splits.splitOf(kind, cell.seed);
   if (actual !== cell.split) throw new ProtocolError(`bench ${run.bench}: ${kind} ${cell.seed} is ${actual ? `a ${actual} item` : 'in no split'}, not ${cell.split}: a cell is evaluated only on its own split's items`);
-  const key = { bench: run.bench, task: cell.task, variant: cell.variant, seed: cell.seed, runKey: run.runKey };
+  const key = { bench: run.bench, task: cell.task, variant: cell.variant, seed: cell.seed, computeKey: run.computeKey };
   const record = (value: T, relook: boolean) => run.ledger.append({ date: new Date().toISOString(), ...key, episodes: cell.episodes, result: summarize(value), ...(relook ? { relook: true as const } : {}) });
   const hit = run.cache.get<T>(cell);
   if (hit !== undefined) {
@@ -260,7 +284,7 @@ export async function evaluateCell<S extends Record<string, SplitSets>, T>(
   const before = cell.split === 'test' ? run.ledger.find(key) : [];
   if (before.length && !run.relook) {
     throw new ProtocolError(
-      `bench ${run.bench}: the test split of task ${cell.task}, variant ${cell.variant}, seed ${cell.seed} was evaluated under run key ${run.runKey} ` +
+      `bench ${run.bench}: the test split of task ${cell.task}, variant ${cell.variant}, seed ${cell.seed} was evaluated under computation key ${run.computeKey} ` +
         `on ${before.map((e) => e.date).join(', ')} (${run.ledger.path}), and its cached result is not in ${run.cache.path(cell)}: a second look at the test set is refused. ` +
         `Restore the cached result, or evaluate it again on purpose with --relook (recorded in the ledger as a second look).`,
     );
@@ -272,11 +296,11 @@ export async function evaluateCell<S extends Record<string, SplitSets>, T>(
 }
 
 // ── A benchmark under the protocol, and --check ─────────────────────────────────────────────────
-/** What a benchmark under the protocol exports as `protocol`: its splits and its run key. */
+/** What a benchmark under the protocol exports as `protocol`: its splits and its keys. */
 export interface BenchProtocol {
   splits: Splits<Record<string, SplitSets>>;
-  /** The run key of a run with these options: the hash of the code its numbers depend on and of its options. */
-  runKey(opts: BenchOptions): string;
+  /** The keys of a run with these options (protocolKeys). */
+  keys(opts: BenchOptions): ProtocolKeys;
 }
 
 export interface CheckOutcome {
@@ -290,18 +314,18 @@ export interface CheckOutcome {
 }
 
 /**
- * `--check`: the committed report `bench/results/<report>.md` vouches for this code only where its run key is
- * `currentKey`. Refuses (ok false) where the report is missing, carries no run key or RESULT line, or another key.
+ * `--check`: the committed report `bench/results/<report>.md` vouches for this code only where its report key is
+ * `currentKey`. Refuses (ok false) where the report is missing, carries no report key or RESULT line, or another key.
  */
 export function checkCommitted(report: string, currentKey: string, rerun: string, dir: string = RESULTS_DIR): CheckOutcome {
   const path = join(dir, `${report}.md`);
-  const refuse = (why: string, committedKey: string | null = null, resultLine: string | null = null): CheckOutcome => ({ ok: false, resultLine, committedKey, currentKey, message: `${why}: re-run \`${rerun}\` (this code's run key is ${currentKey})` });
+  const refuse = (why: string, committedKey: string | null = null, resultLine: string | null = null): CheckOutcome => ({ ok: false, resultLine, committedKey, currentKey, message: `${why}: re-run \`${rerun}\` (this code's report key is ${currentKey})` });
   if (!existsSync(path)) return refuse(`no committed report ${relative(REPO_ROOT, path)}`);
   const text = readFileSync(path, 'utf8');
-  const key = /^Run key: `([0-9a-f]+)`/m.exec(text)?.[1] ?? null;
+  const key = /^Report key: `([0-9a-f]+)`/m.exec(text)?.[1] ?? null;
   const line = /^RESULT .*$/m.exec(text)?.[0] ?? null;
-  if (!key) return refuse(`${relative(REPO_ROOT, path)} carries no run key (run before the protocol)`, null, line);
+  if (!key) return refuse(`${relative(REPO_ROOT, path)} carries no report key (run before the protocol, or before its report key)`, null, line);
   if (!line) return refuse(`${relative(REPO_ROOT, path)} carries no RESULT line`, key);
-  if (key !== currentKey) return refuse(`${relative(REPO_ROOT, path)} was run by other code (its run key ${key}; this code's ${currentKey})`, key, line);
+  if (key !== currentKey) return refuse(`${relative(REPO_ROOT, path)} was run by other code (its report key ${key}; this code's ${currentKey})`, key, line);
   return { ok: true, resultLine: line, committedKey: key, currentKey, message: line };
 }

@@ -3,8 +3,11 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
-/** The run key line a full report carries, which `--check` reads back. */
-export const runKeyLine = (key: string) => `Run key: \`${key}\` (a hash of the code its numbers depend on and of its options; \`--check\` compares it with the code's).`;
+/** The key lines a full report of a benchmark under the protocol carries; `--check` reads back the report key. */
+export const keyLines = (keys: { compute: string; report: string }) => [
+  `Report key: \`${keys.report}\` (a hash of the code this report and its numbers depend on and of the run's options; \`--check\` compares it with the code's).`,
+  `Computation key: \`${keys.compute}\` (a hash of the code the cells ran and of their options: the cells are cached under bench/.cache/ and the test cells recorded in bench/results/ledger.jsonl under it).`,
+];
 
 export interface BenchOptions {
   quick: boolean;
@@ -59,8 +62,8 @@ export interface BenchReport {
   result: Record<string, number | string>;
   /** Files written beside the full report under bench/results/ (name → text): a run's raw results, which a later `--combine` reads. */
   files?: Record<string, string>;
-  /** A benchmark under the protocol: the run key of the code its numbers came from, written into the report for `--check`. */
-  runKey?: string;
+  /** A benchmark under the protocol: the keys of the code its numbers and this report came from, written into the report for `--check`. */
+  keys?: { compute: string; report: string };
 }
 
 export function median(xs: readonly number[]): number {
@@ -178,7 +181,7 @@ export function writeReport(name: string, report: BenchReport, command: string):
     '',
     `Run on ${new Date().toISOString()}, Node ${process.version}, ${process.platform}/${process.arch}.`,
     '',
-    ...(report.runKey ? [runKeyLine(report.runKey), ''] : []),
+    ...(report.keys ? [...keyLines(report.keys), ''] : []),
     report.summary,
     '',
     markdownTable(report.header, report.rows),
