@@ -69,6 +69,10 @@ describe('command history in the observation', () => {
     const policy = new GaussianPolicy({ obsDim: D, actDim: 2, hidden: [8], seed: 0 });
     const ev = await evaluateSuccess(policy, 'reach', 'gap', 2, 9_000_000, { commandHistory: 3 });
     expect(ev.episodes).toBe(2);
+    // One outcome per start state, in order, and success their mean: what paired comparisons of two policies read.
+    expect(ev.outcomes).toHaveLength(2);
+    expect(ev.outcomes!.every((x) => x === 0 || x === 1)).toBe(true);
+    expect(ev.success).toBe((ev.outcomes![0]! + ev.outcomes![1]!) / 2);
     await policy.release();
 
     const { model, simData } = await pretrainWorldModel({ ...DEFAULT_PRETRAIN, task: 'reach', wmEpisodes: 2, wmEpochs: 1, wmHidden: [8], wmMembers: 2, fit: false, commandHistory: 3 });

@@ -347,6 +347,8 @@ export interface Evaluation {
   success: number;
   meanReturn: number;
   episodes: number;
+  /** Per episode, in start-state order: 1 where it ended in success, else 0; where the evaluation keeps them, so two policies can be compared state by state. */
+  outcomes?: number[];
 }
 
 /**
@@ -367,6 +369,7 @@ export async function evaluateSuccess(policy: Policy, task: string, profile: str
     let obs = vec.reset();
     let instructions = vec.envs.map((e) => e.observationSpace.instructions[e.goalOf().goal]!);
     const done = new Uint8Array(episodes);
+    const outcomes = new Array<number>(episodes).fill(0);
     let successes = 0, ret = 0;
     const zeros = new Float32Array(episodes * A);
     // Rows of finished episodes keep a blank image: their actions are never counted.
@@ -384,14 +387,14 @@ export async function evaluateSuccess(policy: Policy, task: string, profile: str
         ret += st.reward[i]!;
         if (st.terminated[i] || st.truncated[i]) {
           done[i] = 1;
-          if (st.success[i]) successes++;
+          if (st.success[i]) { successes++; outcomes[i] = 1; }
         }
       }
       obs = st.obs;
       instructions = st.instructions;
       if (obs.length !== episodes * D) throw new Error(`evaluate: the env's state has ${obs.length / episodes} entries, the policy takes ${D}`);
     }
-    return { success: successes / episodes, meanReturn: ret / episodes, episodes };
+    return { success: successes / episodes, meanReturn: ret / episodes, episodes, outcomes };
   } finally {
     vec.dispose();
   }

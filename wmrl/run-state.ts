@@ -30,6 +30,8 @@ export interface RunRow {
   /** The update's estimate of KL to the reference policy (PgConfig.klCoef); null without the penalty. */
   refKl: number | null;
   biasReduction?: number | null;
+  /** WMRL with the debias map on: whether a fitted map calibrated this update's world-model scores (false: the identity). */
+  calibrated?: boolean;
   anchorWeight?: number;
   /** Prediction-powered interval for the policy's true mean score. */
   trueMean?: [number, number] | null;

@@ -299,6 +299,7 @@ export async function trainWmrl(run: WmrlRun): Promise<RunState> {
       approxKl: stats?.approxKl ?? null,
       refKl: stats?.refKl ?? null,
       biasReduction: log?.biasReduction ?? null,
+      ...(log ? { calibrated: log.calibrated } : {}),
       anchorWeight: log?.anchorWeight ?? 1,
       trueMean: log?.trueMean ? [log.trueMean.lo, log.trueMean.hi] : null,
       predictedSuccess: alarm.predicted.at(-1),
