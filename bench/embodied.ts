@@ -1,289 +1,395 @@
-// embodied: post-training a behaviour-cloned policy on the `gap` robot (reach; `--all`: reach and push) (the sim under the gap hardware
-// profile: heavier, weaker, laggier, noisier) with standard GRPO on the robot against WMRL and its
-// ablations, the world model pretrained on sim data (under randomized profiles, conditioned on their context,
-// the robot's identified from the anchors; DEFAULT_PRETRAIN.wmRandomize). True success on held-out start states
-// against robot-hours; imagined transitions/s against raw MuJoCo steps/s in the same run.
+// embodied: post-training a behaviour-cloned policy on the `gap` robot (the sim under the gap hardware profile:
+// heavier, weaker, laggier, noisier) — reach; `--task push` push; `--all` both — with standard GRPO on the robot
+// against WMRL, its ablations and the robot-only baselines, the world model pretrained on sim data under randomized
+// profiles (DEFAULT_PRETRAIN.wmRandomize). Under the evidence protocol (bench/lib/protocol.ts): RL seeds and start
+// states are split into train (--quick), validation (`--split validation`, where choices are made) and test (the
+// report, read once per computation key). Each (task, seed, variant) is a cell computed in bench/cells/embodied.ts and
+// cached, so a full run can span sessions; this file runs and reports them: true success on the split's evaluation
+// start states against robot-hours, per seed, with paired intervals and robot-hours speedups across seeds; and
+// imagined transitions/s against raw MuJoCo steps/s, measured in every run.
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { Rng } from '../nn/index.js';
+import { embodiedPretrain } from '../recipes/embodied.js';
 import { MjEnv, loadTaskModel } from '../sim/env.js';
 import { NOMINAL } from '../sim/profiles.js';
 import { taskDef } from '../sim/registry.js';
-import { Rng } from '../nn/index.js';
-import { ClippedPolicyGradient, type PgConfig } from '../policies/pg.js';
-import { correctorConfig, type CorrectorConfig } from '../wmrl/corrector.js';
-import type { RunRow } from '../wmrl/run-state.js';
-import { DEFAULT_PRETRAIN, POST_TRAIN_PG, SimPrompts, heldOutEvaluation, simRobotTarget, type Pretrained } from '../wmrl/sim-setup.js';
-import { trainStandard } from '../wmrl/train_standard.js';
-import { DEFAULT_WMRL, trainWmrl } from '../wmrl/train_wmrl.js';
-import { fmt, median, type BenchOptions, type BenchReport, type Series } from './lib/report.js';
-import { rawSimSps } from './worldmodel.js';
+import { DEFAULT_PRETRAIN } from '../wmrl/sim-setup.js';
+import { DEFAULT_WMRL } from '../wmrl/train_wmrl.js';
+import type { CorrectorConfig } from '../wmrl/corrector.js';
 import { ModelEnv } from '../worldmodel/index.js';
-import { embodiedPretrain } from '../recipes/embodied.js';
+import { ANCHORS_PER_UPDATE, IMAGINED, PROFILE, START_BLOCK, SeedSetup, VARIANT_NAMES, cellOptions, promptBlock, variants, type StartCell, type VariantCell, type VariantName } from './cells/embodied.js';
+import { CACHE_ROOT, defineSplits, evaluateCell, protocolKeys, protocolRun, type BenchProtocol, type ProtocolKeys, type SplitName } from './lib/protocol.js';
+import { fmt, median, type BenchOptions, type BenchReport, type Series } from './lib/report.js';
+import { formatInterval, formatSpeedup, hierarchicalBootstrap, pairedDifference, perSeedTable, speedups, verdict, type Interval, type SpeedupSummary } from './lib/stats.js';
+import { rawSimSps } from './worldmodel.js';
 
-/**
- * WMRL imagines IMAGINED times the groups standard GRPO executes per update: imagination costs compute, not
- * robot time, and more groups per update give a policy gradient with less noise from the same robot episodes
- * (scratch probe, seeds 0/1, success after 20 updates against standard GRPO's 0.265 / 0.16: 8 imagined groups
- * 0.195 / 0.12, 32 groups 0.225 / 0.225, 64 groups 0.335 / 0.24 at 1.4x the compute of 32; 32 keeps the full
- * run within 25 minutes). Every WMRL variant runs ANCHORS_PER_UPDATE anchor groups per update on average (no
- * per-update floor): an anchor group every other update, the imagined updates between anchors being where
- * WMRL saves robot time.
- */
-const IMAGINED = 4;
-const ANCHORS_PER_UPDATE = 0.5;
 /** The tasks `--all` runs (`--task NAME` one of them); the default run is the first. */
 export const tasks = ['reach', 'push'] as const;
-const TASKS = tasks;
 
-type Variant = { label: string; corrector: CorrectorConfig | false | 'standard'; prompts?: number };
+// ── Splits ──────────────────────────────────────────────────────────────────────────────────────
+/**
+ * RL seeds (each seeds a run's pretraining, its robot's noise, its policy's sampling and its prompts): validation
+ * holds seeds 1-5, seeds 0-2 being those the bench's choices were made on before this protocol (0 is train, --quick's);
+ * test seeds start at 100 and were never run before it.
+ */
+const RL_SEEDS = { train: [0], validation: [1, 2, 3, 4, 5], test: [100, 101, 102, 103, 104] };
+/**
+ * The start-state block (START_BLOCK seeds) each split's evaluation reads: validation's are the held-out states the
+ * bench's choices were made on before this protocol (from 9,000,000), test's were never evaluated before it.
+ */
+export const EVAL_BLOCK: Readonly<Record<SplitName, number>> = { train: 9, validation: 90, test: 95 };
+const ALL_SEEDS = [...RL_SEEDS.train, ...RL_SEEDS.validation, ...RL_SEEDS.test];
+// Pretraining (wmrl/sim-setup.ts) draws its start states from seeds below 1,000,000 only for RL seeds below 400.
+if (Math.max(...ALL_SEEDS) >= 400) throw new Error('bench embodied: an RL seed of 400 or more pretrains on start states above 1,000,000, the prompts\' blocks');
 
 /**
- * The variants of one run, by name, for standard GRPO's B groups per update; `corrector` false = pure world
- * model, 'standard' = every group on the robot. `prompts`: groups per update where a variant differs from B.
- * The control 'anchors_only' is standard GRPO on just one group per update — twice the robot episodes WMRL's
- * anchors spend — without any imagined group, so the table shows what the imagined groups add beyond the
- * anchors.
+ * RL seeds, and start states in blocks of START_BLOCK seeds. Train: blocks 0-9 (pretraining's demonstrations, DAgger
+ * and world-model data, and block 9, the train split's evaluation) and every seed's prompt block (10 + seed); the
+ * validation and test evaluations each read their own block, which no run trains on.
  */
-function variants(B: number): Record<string, Variant> {
-  const imagined = IMAGINED * B;
-  const base = correctorConfig({ anchors: { fraction: ANCHORS_PER_UPDATE / imagined, floor: 0 } }, DEFAULT_WMRL.corrector as CorrectorConfig);
+export const SPLITS = defineSplits('embodied', {
+  seeds: RL_SEEDS,
+  starts: { train: [...Array.from({ length: 10 }, (_, b) => b), ...ALL_SEEDS.map(promptBlock)], validation: [EVAL_BLOCK.validation], test: [EVAL_BLOCK.test] },
+});
+
+// ── What runs ───────────────────────────────────────────────────────────────────────────────────
+/** Every (task, seed)'s cells: the behaviour-cloned start, then each variant trained from it. */
+export const CELL_VARIANTS = ['bc', ...VARIANT_NAMES] as const;
+export type CellVariant = (typeof CELL_VARIANTS)[number];
+const LABELS: Record<CellVariant, string> = { bc: 'behaviour-cloned start', ...Object.fromEntries(VARIANT_NAMES.map((n) => [n, variants(1)[n].label])) } as Record<CellVariant, string>;
+/** The baselines full WMRL is defended against (robot-only, and the world model alone). */
+const BASELINES = ['standard', 'anchors_only', 'pure_wm'] as const;
+/** Variants with the Corrector, whose corrections the report follows. */
+const CORRECTED = ['full', 'full_active', 'debias', 'denoise'] as const;
+
+/** The run a set of options makes: split, tasks, seeds and the cells' options. Its JSON is part of the report key. */
+export function plan(o: BenchOptions) {
+  const split: SplitName = o.quick ? 'train' : o.split ?? 'test';
   return {
-    standard: { label: 'standard GRPO on the robot', corrector: 'standard' },
-    anchors_only: { label: 'standard GRPO, 1 group per update (the anchors alone)', corrector: 'standard', prompts: 1 },
-    pure_wm: { label: 'pure world model', corrector: false, prompts: imagined },
-    debias: { label: '+ debias', corrector: correctorConfig({ denoise: false }, base), prompts: imagined },
-    denoise: { label: '+ denoise', corrector: correctorConfig({ debias: false }, base), prompts: imagined },
-    full: { label: 'full WMRL', corrector: base, prompts: imagined },
-    full_active: { label: 'full WMRL, active anchors', corrector: correctorConfig({ anchors: { mode: 'active' } }, base), prompts: imagined },
+    split,
+    tasks: o.all ? [...tasks] : [o.task ?? tasks[0]],
+    seeds: SPLITS.sets.seeds[split],
+    variants: [...CELL_VARIANTS],
+    cell: cellOptions({ quick: o.quick, split, evalSeed0: EVAL_BLOCK[split] * START_BLOCK }),
   };
 }
+export type Plan = ReturnType<typeof plan>;
 
-interface Curve {
-  rows: RunRow[];
-  /** (robot hours, success) at every evaluation, starting with the behaviour-cloned policy at 0 h. */
-  points: Array<[number, number]>;
-  /** (robot hours, success) at the run's `updates` (every variant's comparison point). */
-  atUpdates: [number, number];
-}
+/** The cells depend on bench/cells/embodied.ts, everything it imports and the cells' options; the report adds this file and the run's tasks and seeds. */
+export const protocol: BenchProtocol = {
+  splits: SPLITS,
+  keys: (o) => {
+    const p = plan(o);
+    return protocolKeys({ compute: { entry: new URL('./cells/embodied.ts', import.meta.url).href, options: p.cell }, report: { entry: import.meta.url, options: p } });
+  },
+};
 
-/** Robot hours at the first evaluation whose success reaches `level`; null if never. */
-function hoursToReach(c: Curve, level: number): number | null {
-  const p = c.points.find(([, s]) => s >= level);
-  return p ? p[0] : null;
-}
+export type EmbodiedCell = StartCell | VariantCell;
+export const cellKey = (task: string, seed: number, variant: CellVariant) => `${task}/${seed}/${variant}`;
+const isVariantCell = (c: EmbodiedCell): c is VariantCell => 'points' in c;
 
-interface TaskRun {
-  task: string;
-  seeds: number[];
-  updates: number;
-  evalEpisodes: number;
-  prompts: number;
-  groupSize: number;
-  variants: Record<string, Variant>;
-  curves: Record<string, Curve[]>;
-  /** One update's imagination (B x G rollouts, policy + ensemble fused) against raw MuJoCo, measured alternately. */
+/** One WMRL update's imagination against raw MuJoCo on the same task, measured alternately (medians of 3). */
+export interface Throughput {
   imagineTps: number;
   simSps: number;
-  /** Imagined transitions/s over the training runs (their load varies). */
-  trainingTps: number;
-  imagineRollouts: number;
+  rollouts: number;
   horizon: number;
-  /** Wall-clock minutes of this task's whole run (pretraining, every variant and seed, the throughput measurement). */
-  wallMinutes: number;
 }
 
-async function runTask(task: string, o: BenchOptions, step: (label: string, advance?: boolean) => void): Promise<TaskRun> {
-  const wall0 = performance.now();
-  const q = o.quick;
-  const seeds = q ? [0] : [0, 1, 2];
-  const updates = q ? 3 : 20;
-  const evalEpisodes = q ? 10 : 200;
-  const cfg = { ...DEFAULT_WMRL, updates, prompts: q ? 4 : 8, groupSize: q ? 4 : 8, evalEvery: q ? 3 : 4 };
-  // One policy-gradient setting for every variant: the trainers' (wmrl/sim-setup.ts POST_TRAIN_PG).
-  const pgConfig: PgConfig = POST_TRAIN_PG;
-  const pre = q ? { bcEpisodes: 10, bcEpochs: 20, daggerRounds: 1, daggerEpisodes: 5, daggerEpochs: 10, wmEpisodes: 12, wmEpochs: 3, wmHidden: [64, 64], wmMembers: 3 } : {};
-  const VARIANTS = variants(cfg.prompts);
-  const names = Object.keys(VARIANTS);
-  const curves: Record<string, Curve[]> = Object.fromEntries(names.map((n) => [n, []]));
-  const evaluate = heldOutEvaluation(task, 'gap', evalEpisodes);
-  let imagined = 0, imagineSeconds = 0;
-  let last: Pretrained | null = null;
-  const tmp = mkdtempSync(join(tmpdir(), 'bench-embodied-'));
-  try {
-    for (const seed of seeds) {
-      step(`${task}, seed ${seed}: pretraining (behaviour cloning, world model)`);
-      const p: Pretrained = await embodiedPretrain({ task, seed, quick: false, commandHistory: 0, sizes: pre });
-      last = p;
-      step(`${task}, seed ${seed}: pretrained`, true);
-      const policy0 = p.policy.paramNames().map((n) => Float32Array.from(p.policy.store.get(n).data));
-      const model0 = p.model.store.names().map((n) => Float32Array.from(p.model.store.get(n).data));
-      const start = (await evaluate(p.policy)).success;
-      for (const name of names) {
-        step(`${task}, seed ${seed}: ${name}`);
-        p.policy.paramNames().forEach((n, i) => p.policy.store.set(n, policy0[i]!));
-        p.model.store.names().forEach((n, i) => p.model.store.set(n, model0[i]!));
-        const target = await simRobotTarget({ task, profile: 'gap', robots: 1, resetSeconds: 5, seed, store: join(tmp, `${task}-${seed}-${name}.db`) });
-        using prompts = await SimPrompts.create(task);
-        const pg = await ClippedPolicyGradient.create(p.policy, pgConfig);
-        const v = VARIANTS[name]!;
-        const common = { updates, prompts: v.prompts ?? cfg.prompts, groupSize: cfg.groupSize, evalEvery: cfg.evalEvery, promptSeed0: 1_000_000 + seed * 100_000, seed };
-        const state = v.corrector === 'standard'
-          ? await trainStandard({ config: common, policy: p.policy, pg, target, prompts, evaluate })
-          : await trainWmrl({ config: { ...cfg, ...common, corrector: v.corrector, horizon: target.maxSteps }, policy: p.policy, pg, model: p.model, simData: p.simData, target, prompts, evaluate, warn: () => {} });
-        await pg.release();
-        await target.close();
-        for (const r of state.rows) if (r.imagineSeconds) { imagined += r.imaginedTransitions!; imagineSeconds += r.imagineSeconds; }
-        const points: Array<[number, number]> = [[0, start], ...state.rows.filter((r) => r.evalSuccess !== undefined).map((r): [number, number] => [r.robotSeconds / 3600, r.evalSuccess!])];
-        const at = state.rows[updates - 1]!;
-        if (at.evalSuccess === undefined) throw new Error(`embodied bench: ${name} has no evaluation at update ${updates} (evalEvery ${cfg.evalEvery})`);
-        curves[name]!.push({ rows: state.rows, points, atUpdates: [at.robotSeconds / 3600, at.evalSuccess] });
-        step(`${task}, seed ${seed}: ${name} done`, true);
-      }
-    }
-  } finally {
-    rmSync(tmp, { recursive: true, force: true });
-  }
-
-  // Raw MuJoCo control steps/s on the same task against imagined transitions/s of one WMRL update's imagination
-  // (its groups x G rollouts of the task's horizon, policy + ensemble fused, the identified delay), the two measured
-  // alternately under the same machine load, medians of 3; the training runs' own imagination rate (its
-  // load varies over the run) is reported beside it.
+async function measureThroughput(task: string, o: Plan['cell'], quick: boolean): Promise<Throughput> {
+  // An unfitted world model and policy of the run's sizes: imagination runs the task's whole horizon whatever their weights.
+  const p = await embodiedPretrain({ task, seed: 0, quick: false, commandHistory: 0, sizes: o.pretrain, fit: false });
   const def = taskDef(task);
   const model = await loadTaskModel(def, NOMINAL);
   const env = new MjEnv(def, model, NOMINAL, { seed: 0 }, false);
   const rng = new Rng(1);
-  const p = last!;
-  const graph = p.policy.graphPolicy!();
   const menv = new ModelEnv(p.model, { members: 'fixed', seed: 0, actionDelay: 3 });
-  const B = VARIANTS.full!.prompts ?? cfg.prompts;
-  const N = B * cfg.groupSize, D = p.policy.obsDim, H = def.horizon;
-  const startObs = new Float32Array(N * D);
-  for (let i = 0; i < N; i++) startObs.set(env.reset(1_000_000 + Math.floor(i / cfg.groupSize)).state, i * D);
-  const imagineRate = async () => {
-    const t = performance.now();
-    await menv.imagine(startObs, graph, H);
-    return (N * H) / ((performance.now() - t) / 1000);
-  };
-  rawSimSps(env, def.substeps, 500, rng);
-  await imagineRate();
-  const sims: number[] = [], ims: number[] = [];
-  for (let r = 0; r < 3; r++) {
-    sims.push(rawSimSps(env, def.substeps, q ? 2000 : 10_000, rng));
-    ims.push(await imagineRate());
+  try {
+    const graph = p.policy.graphPolicy!();
+    const N = IMAGINED * o.prompts * o.groupSize, D = p.policy.obsDim, H = def.horizon;
+    const startObs = new Float32Array(N * D);
+    for (let i = 0; i < N; i++) startObs.set(env.reset(1_000_000 + Math.floor(i / o.groupSize)).state, i * D);
+    const imagineRate = async () => {
+      const t = performance.now();
+      await menv.imagine(startObs, graph, H);
+      return (N * H) / ((performance.now() - t) / 1000);
+    };
+    rawSimSps(env, def.substeps, 500, rng);
+    await imagineRate();
+    const sims: number[] = [], ims: number[] = [];
+    for (let r = 0; r < 3; r++) {
+      sims.push(rawSimSps(env, def.substeps, quick ? 2000 : 10_000, rng));
+      ims.push(await imagineRate());
+    }
+    return { imagineTps: median(ims), simSps: median(sims), rollouts: N, horizon: H };
+  } finally {
+    await menv.release();
+    env.dispose();
+    model.dispose();
   }
-  await menv.release();
-  env.dispose();
-  model.dispose();
-  return {
-    task, seeds, updates, evalEpisodes, prompts: cfg.prompts, groupSize: cfg.groupSize, variants: VARIANTS, curves,
-    imagineTps: median(ims), simSps: median(sims), trainingTps: imagineSeconds > 0 ? imagined / imagineSeconds : 0, imagineRollouts: N, horizon: H,
-    wallMinutes: (performance.now() - wall0) / 60_000,
-  };
 }
 
-/** One task's summary sentences, table rows and RESULT figures, all from its run. */
-function summarize(t: TaskRun, named: boolean) {
-  const { curves, updates, evalEpisodes, seeds, task, variants: VARIANTS } = t;
-  const names = Object.keys(VARIANTS);
-  // Per seed: standard's final success is the level; each variant's robot hours to reach it.
-  // Success and robot hours at the run's `updates` (the same number of updates for every variant).
-  const finalOf = (name: string) => curves[name]!.map((c) => c.atUpdates[1]);
-  const hoursOf = (name: string) => curves[name]!.map((c) => c.atUpdates[0]);
-  const stdFinal = finalOf('standard');
-  const starts = curves.standard!.map((c) => c.points[0]![1]);
-  // A speedup is defined on a seed only where standard GRPO improved on the behaviour-cloned start:
-  // otherwise "reaching its final success" costs nothing and says nothing.
-  const speedups = curves.full!.map((c, i) => {
-    if (!(stdFinal[i]! > starts[i]!)) return null;
-    // Both sides the robot-hours of their first evaluation at standard's final success (standard may reach it
-    // before its last update).
-    const h = hoursToReach(c, stdFinal[i]!);
-    return h === null ? 0 : hoursToReach(curves.standard![i]!, stdFinal[i]!)! / h;
-  });
-  const defined = speedups.filter((x): x is number => x !== null);
-  // Whether standard GRPO's improvement itself is more than evaluation noise.
-  const stdGain = median(stdFinal) - median(starts);
-  const pS = Math.max(median(stdFinal), 0.5 / evalEpisodes), p0 = Math.max(median(starts), 0.5 / evalEpisodes);
-  const stdGainSe2 = 2 * Math.sqrt((pS * (1 - pS) + p0 * (1 - p0)) / evalEpisodes);
-  const rows = names.map((n) => {
-    const reach = curves[n]!.map((c, i) => hoursToReach(c, stdFinal[i]!));
-    return [
-      (named ? `${task}: ` : '') + VARIANTS[n]!.label,
-      String(VARIANTS[n]!.prompts ?? t.prompts),
-      fmt(median(finalOf(n))),
-      finalOf(n).map((x) => fmt(x, 2)).join(' / '),
-      fmt(median(hoursOf(n))),
-      reach.map((h) => (h === null ? 'not reached' : fmt(h, 3))).join(' / '),
-      fmt(median(curves[n]!.map((c) => c.rows.at(-1)!.computeSeconds)), 3),
-    ];
-  });
-  const med = (n: string) => median(finalOf(n));
-  const speedup = defined.length ? median(defined) : null;
-  const lines: Series[] = names.map((n) => ({ label: VARIANTS[n]!.label, points: curves[n]![0]!.points }));
-  // Two evaluations' binomial standard errors: differences within two of them are not called a difference.
-  const verdictOf = (a: number, b: number) => {
-    const d = a - b;
-    const se = 2 * Math.sqrt((Math.max(a, 0.5 / evalEpisodes) * (1 - a) + Math.max(b, 0.5 / evalEpisodes) * (1 - b)) / evalEpisodes);
-    const word = Math.abs(d) <= se ? 'indistinguishable from' : d > 0 ? 'above' : 'below';
-    return `${word} (${d >= 0 ? '+' : ''}${fmt(d, 2)}, two standard errors ${fmt(se, 2)})`;
-  };
-  const verdict = (a: string, b: string) => verdictOf(med(a), med(b));
-  // The ablations: full WMRL with a part taken out (active anchors is a variant of full WMRL, not an ablation).
-  const ablations = ['pure_wm', 'debias', 'denoise'];
-  const below = ablations.filter((n) => med(n) > med('full'));
-  const summary = [
-    `Task ${task}; robot = the sim under the gap profile; world model pretrained on ${DEFAULT_PRETRAIN.wmRandomize > 0 ? `sim data under randomized profiles (context parameters in [1/${DEFAULT_PRETRAIN.wmRandomize}, ${DEFAULT_PRETRAIN.wmRandomize}]), the robot's context identified from the anchors` : 'nominal sim data'}; ${seeds.length} seed(s), ${updates} updates; standard GRPO runs ${t.prompts} prompts × ${t.groupSize} rollouts on the robot per update, the WMRL variants imagine ${VARIANTS.full!.prompts} prompts × ${t.groupSize} rollouts per update and run ${ANCHORS_PER_UPDATE} anchor group(s) per update on average on the robot; true success = mean action on ${evalEpisodes} held-out start states.`,
-    `Median success after ${updates} updates: full WMRL ${fmt(med('full'))}, standard GRPO ${fmt(med('standard'))}, pure world model ${fmt(med('pure_wm'))} (behaviour-cloned start ${fmt(median(starts))}); one evaluation's binomial standard error at the median is ±${fmt(Math.sqrt(Math.max(med('full'), 1 / evalEpisodes) * (1 - med('full')) / evalEpisodes), 2)}.`,
-    `After the same number of updates full WMRL is ${verdict('full', 'standard')} standard GRPO, having spent ${fmt(median(hoursOf('full').map((h, i) => h / hoursOf('standard')[i]!)), 2)} of its robot-hours; pure world model is ${verdict('pure_wm', 'full')} full WMRL.`,
-    `Full WMRL against each ablation after ${updates} updates: ${ablations.map((n) => `${VARIANTS[n]!.label} ${fmt(med(n))} (full ${verdict('full', n)})`).join('; ')}; ${below.length === 0 ? 'full WMRL is at or above every ablation' : `${below.map((n) => VARIANTS[n]!.label).join(', ')} above full WMRL`}.`,
-    `Anchor weight (Inverse-Variance Denoising; 1 = anchors not up-weighted) after ${updates} updates, per seed: full WMRL ${curves.full!.map((c) => fmt(c.rows[updates - 1]!.anchorWeight ?? 1, 2)).join(' / ')}, + denoise ${curves.denoise!.map((c) => fmt(c.rows[updates - 1]!.anchorWeight ?? 1, 2)).join(' / ')} (with the map on, the denoiser measures the world model's disagreement only once the map is fitted, at ${(DEFAULT_WMRL.corrector as CorrectorConfig).debias ? ((DEFAULT_WMRL.corrector as CorrectorConfig).debias as { minPairs: number }).minPairs : 0} anchor pairs).`,
-    `Standard GRPO on one group per update (${fmt(median(hoursOf('anchors_only')), 3)} robot-hours, ${fmt(median(hoursOf('anchors_only').map((h, i) => h / hoursOf('full')[i]!)), 2)}× full WMRL's) reaches ${fmt(med('anchors_only'))}; full WMRL is ${verdict('full', 'anchors_only')} it: this is what the imagined groups add beyond the anchors.`,
-    speedup === null
-      ? `Robot-time speedup: not defined — standard GRPO did not improve on the behaviour-cloned start on any seed (start ${starts.map((x) => fmt(x, 2)).join(' / ')}, final ${stdFinal.map((x) => fmt(x, 2)).join(' / ')}).`
-      : `Robot-time speedup of full WMRL to standard GRPO's final success, both read where their curves first reach it, median over the ${defined.length} seed(s) where standard improved on the start: ${fmt(speedup)} (per seed ${speedups.map((x) => (x === null ? 'n/a' : fmt(x, 3))).join(' / ')})${defined.some((x) => x === 0) ? ` (not reached on ${defined.filter((x) => x === 0).length}, counted as 0)` : ''}` +
-        (stdGain <= stdGainSe2 ? `; standard GRPO's own gain over the start (${fmt(stdGain, 2)}) is within two standard errors (${fmt(stdGainSe2, 2)}), so this ratio measures noise, not a speedup.` : '.'),
-    `The whole ${task} run (pretraining, ${names.length} variants × ${seeds.length} seed(s), this measurement) took ${fmt(t.wallMinutes, 3)} minutes of wall-clock.`,
-    `One WMRL update's imagination (${t.imagineRollouts} rollouts × ${t.horizon} steps, policy + ensemble fused) ran at ${fmt(t.imagineTps, 4)} transitions/s against ${fmt(t.simSps, 4)} raw MuJoCo control steps/s, measured alternately: ${fmt(t.imagineTps / t.simSps)}× (during the training runs, under their varying load: ${fmt(t.trainingTps, 4)} transitions/s).`,
-  ];
-  const result: Record<string, number | string> = {
-    robot_time_speedup: speedup ?? 'n/a',
-    final_success_wmrl: med('full'),
-    final_success_standard: med('standard'),
-    final_success_pure_wm: med('pure_wm'),
-    final_success_active: med('full_active'),
-    final_success_debias_only: med('debias'),
-    final_success_denoise_only: med('denoise'),
-    final_success_anchors_only: med('anchors_only'),
-    wall_min: t.wallMinutes,
-    robot_hours_ratio: median(hoursOf('full').map((h, i) => h / hoursOf('standard')[i]!)),
-    imagine_tps: t.imagineTps,
-    imagine_tps_training: t.trainingTps,
-    sim_sps: t.simSps,
-    imagine_vs_sim: t.imagineTps / t.simSps,
-  };
-  return { summary, rows, lines, result };
+export interface RunInfo {
+  wallS: number;
+  /** Cells computed in this run (the rest came from the cache). */
+  computed: number;
+  throughput: Record<string, Throughput>;
 }
 
 export async function run(o: BenchOptions): Promise<BenchReport> {
-  const tasks: string[] = o.all ? [...TASKS] : [o.task ?? TASKS[0]];
-  const seedsPer = o.quick ? 1 : 3;
-  const total = tasks.length * seedsPer * (Object.keys(variants(1)).length + 1);
-  let done = 0;
-  const step = (label: string, advance = false) => o.progress(advance ? ++done : done, total, label);
-  const runs: TaskRun[] = [];
-  for (const task of tasks) runs.push(await runTask(task, o, step));
-  const parts = runs.map((r) => summarize(r, runs.length > 1));
-  const first = runs[0]!;
-  // The first task's figures under the plain keys; every further task's under its name.
-  const result: Record<string, number | string> = { ...parts[0]!.result };
-  parts.slice(1).forEach((p, i) => Object.entries(p.result).forEach(([k, v]) => { result[`${runs[i + 1]!.task}_${k}`] = v; }));
+  const p = plan(o);
+  const keys = protocol.keys(o);
+  // A quick run is a smoke test of this code: it caches nothing, so it always runs.
+  const scratch = o.quick ? mkdtempSync(join(tmpdir(), 'bench-embodied-cache-')) : null;
+  const pr = protocolRun(SPLITS, keys.compute, { cacheRoot: scratch ?? CACHE_ROOT, ...(o.relook ? { relook: true } : {}) });
+  const cells = new Map<string, EmbodiedCell>();
+  const throughput: Record<string, Throughput> = {};
+  const total = p.tasks.length * (p.seeds.length * CELL_VARIANTS.length + 1);
+  let done = 0, computed = 0;
+  const started = performance.now();
+  try {
+    for (const task of p.tasks) {
+      for (const seed of p.seeds) {
+        // Pretrained only where one of the seed's cells is not cached.
+        let setup: SeedSetup | null = null;
+        const ready = async (): Promise<SeedSetup> => {
+          if (!setup) {
+            o.progress(done, total, `${task}, seed ${seed}: pretraining (behaviour cloning, world model)`);
+            setup = await SeedSetup.create(task, seed, p.cell);
+          }
+          return setup;
+        };
+        for (const variant of CELL_VARIANTS) {
+          o.progress(done, total, `${task}, seed ${seed}: ${variant}`);
+          const compute = async (): Promise<EmbodiedCell> => (variant === 'bc' ? (await ready()).start() : (await ready()).train(variant));
+          const summary = (c: EmbodiedCell): Record<string, number> => (isVariantCell(c) ? { success: c.points.at(-1)![1], robot_h: c.robotHours, compute_s: c.computeSeconds } : { success: c.success });
+          const out = await evaluateCell(pr, { task, variant, seed, split: p.split, episodes: p.cell.evalEpisodes }, compute, summary);
+          if (!out.cached) computed++;
+          cells.set(cellKey(task, seed, variant), out.value);
+          o.progress(++done, total, `${task}, seed ${seed}: ${variant}${out.cached ? ' (cached)' : ''}`);
+        }
+      }
+      o.progress(done, total, `${task}: imagined transitions/s against raw MuJoCo`);
+      throughput[task] = await measureThroughput(task, p.cell, o.quick);
+      done++;
+    }
+  } finally {
+    if (scratch) rmSync(scratch, { recursive: true, force: true });
+  }
+  return report(p, keys, cells, { wallS: (performance.now() - started) / 1000, computed, throughput });
+}
+
+// ── The report ──────────────────────────────────────────────────────────────────────────────────
+const mean = (xs: readonly number[]) => xs.reduce((a, b) => a + b, 0) / xs.length;
+/** Robot hours at the first point of a curve at or above `level` (Infinity: never). */
+const firstReach = (points: ReadonlyArray<[number, number]>, level: number) => points.find(([, y]) => y >= level - 1e-9)?.[0] ?? Number.POSITIVE_INFINITY;
+const seedList = (xs: ReadonlyArray<number>) => `${xs.length === 1 ? 'seed' : 'seeds'} ${xs.join(', ')}`;
+const said = (d: Interval, a = 'full WMRL') => (verdict(d) === 'beats' ? `${a} better` : verdict(d) === 'worse' ? `${a} worse` : 'no difference shown');
+const shortSpeedup = (s: SpeedupSummary) => (Number.isNaN(s.median.estimate) ? 'no level on any seed' : `${fmt(s.median.estimate)}x [${fmt(s.median.lo)}, ${fmt(s.median.hi)}]${s.never.length ? `, never on ${s.never.length} of ${s.perSeed.length - s.neither.length}` : ''}`);
+
+/** What the Corrector did in one variant at one seed, from its run rows. */
+export interface Corrections {
+  anchorsPerUpdate: number;
+  /** Anchor groups over the update's groups, averaged over updates. */
+  anchorShare: number;
+  weightEnd: number;
+  weightMax: number;
+  /** The denoiser up-weighted the anchors on some update. */
+  denoised: boolean;
+  /** First update whose world-model scores a debias map calibrated; null: none. */
+  mapFrom: number | null;
+  /** The map's latest held-out bias reduction; null: never measured. */
+  biasReduction: number | null;
+}
+
+export function corrections(c: VariantCell): Corrections {
+  if (!c.anchorWeight || !c.calibrated || !c.biasReduction) throw new Error('corrections: the cell is of a variant without the Corrector');
+  const anchors = mean(c.realGroups);
+  const first = c.calibrated.findIndex(Boolean);
   return {
-    title: 'Embodied WMRL: post-training on the gap robot',
-    summary: parts.map((p) => p.summary.join('\n')).join('\n\n'),
-    header: ['variant', 'groups per update', `success after ${first.updates} updates (median)`, 'per seed', `robot hours at ${first.updates} updates (median)`, 'robot hours to standard\'s final success, per seed', 'compute s (median)'],
-    rows: parts.flatMap((p) => p.rows),
-    plot: { title: `${first.task} on the gap robot: true success against robot-hours (seed ${first.seeds[0]})`, xLabel: 'robot hours', yLabel: 'success on held-out starts', lines: parts[0]!.lines },
+    anchorsPerUpdate: anchors,
+    anchorShare: anchors / c.groups,
+    weightEnd: c.anchorWeight.at(-1)!,
+    weightMax: Math.max(...c.anchorWeight),
+    denoised: c.anchorWeight.some((w) => w !== 1),
+    mapFrom: first < 0 ? null : first + 1,
+    biasReduction: c.biasReduction.filter((x): x is number => x !== null).at(-1) ?? null,
+  };
+}
+
+/** One task's figures from its cells. */
+export function analyse(p: Plan, task: string, cells: ReadonlyMap<string, EmbodiedCell>) {
+  const seeds = p.seeds;
+  const get = (seed: number, v: CellVariant) => {
+    const c = cells.get(cellKey(task, seed, v));
+    if (!c) throw new Error(`bench embodied: no cell for ${task}, seed ${seed}, ${v}`);
+    return c;
+  };
+  const start = (s: number) => get(s, 'bc') as StartCell;
+  const cell = (s: number, v: VariantName) => get(s, v) as VariantCell;
+  const outcomes = (v: CellVariant) => seeds.map((s) => get(s, v).outcomes);
+  const success = (v: CellVariant) => outcomes(v).map(mean);
+  const score = Object.fromEntries(CELL_VARIANTS.map((v) => [v, hierarchicalBootstrap(outcomes(v))])) as Record<CellVariant, Interval>;
+  // Paired: every variant of a seed is measured on the same start states.
+  const minusFull = Object.fromEntries(CELL_VARIANTS.filter((v) => v !== 'full').map((v) => [v, pairedDifference(outcomes('full'), outcomes(v))])) as Record<Exclude<CellVariant, 'full'>, Interval>;
+  const activeMinusFull = pairedDifference(outcomes('full_active'), outcomes('full'));
+  const standardGain = pairedDifference(outcomes('standard'), outcomes('bc'));
+  // The level per seed: standard GRPO's final success, where it improved on the start; without that there is no level.
+  const level = success('standard');
+  const hasLevel = seeds.map((s, i) => level[i]! > start(s).success);
+  const curve = (s: number, v: VariantName): Array<[number, number]> => [[0, start(s).success], ...cell(s, v).points];
+  const hoursTo = (v: VariantName) => seeds.map((s, i) => (hasLevel[i] ? firstReach(curve(s, v), level[i]!) : Number.POSITIVE_INFINITY));
+  const speed = Object.fromEntries(VARIANT_NAMES.filter((v) => v !== 'standard').map((v) => [v, speedups(seeds, hoursTo('standard'), hoursTo(v))])) as Record<Exclude<VariantName, 'standard'>, SpeedupSummary>;
+  const noLevel = seeds.filter((_, i) => !hasLevel[i]);
+  const corr = Object.fromEntries(CORRECTED.map((v) => [v, seeds.map((s) => corrections(cell(s, v)))])) as Record<(typeof CORRECTED)[number], Corrections[]>;
+  const hours = (v: VariantName) => seeds.map((s) => cell(s, v).robotHours);
+  return { task, seeds, start, cell, outcomes, success, score, minusFull, activeMinusFull, standardGain, level, hasLevel, curve, hoursTo, speed, noLevel, corr, hours };
+}
+type Analysis = ReturnType<typeof analyse>;
+
+/** One task's summary sentences, table rows, per-seed tables, plot lines and RESULT figures. */
+function summarize(p: Plan, a: Analysis, run: RunInfo, named: boolean) {
+  const { task, seeds, score, minusFull, speed, corr } = a;
+  const c = p.cell;
+  const V = variants(c.prompts);
+  const full = speed.full;
+  const corrector = DEFAULT_WMRL.corrector as CorrectorConfig;
+  const minPairs = corrector.debias ? corrector.debias.minPairs : 0;
+  const fullCorr = corr.full;
+  const neverDenoised = seeds.filter((_, i) => !fullCorr[i]!.denoised);
+  const neverMapped = seeds.filter((_, i) => fullCorr[i]!.mapFrom === null);
+  const acted = (never: number[], what: string, did: string) =>
+    never.length === seeds.length ? `${what} never acted on any seed: ${did}` : never.length ? `${what} never acted on ${seedList(never)} (${did} there)` : `${what} acted on every seed`;
+  const t = run.throughput[task]!;
+  const iv = (v: CellVariant) => formatInterval(score[v], false);
+  const diff = (v: Exclude<CellVariant, 'full'>) => `${formatInterval(minusFull[v])} (${said(minusFull[v])})`;
+
+  const summary = [
+    `**${task}**, ${p.split} split: RL ${seedList(seeds)}; the robot is the sim under the ${PROFILE} profile; the world model pretrained on ${DEFAULT_PRETRAIN.wmRandomize > 0 ? `sim data under randomized profiles (context parameters in [1/${DEFAULT_PRETRAIN.wmRandomize}, ${DEFAULT_PRETRAIN.wmRandomize}]), the robot's context identified from the anchors` : 'nominal sim data'}; ${c.updates} updates; standard GRPO runs ${c.prompts} prompts × ${c.groupSize} rollouts on the robot per update, the WMRL variants imagine ${V.full.prompts} prompts × ${c.groupSize} and run ${ANCHORS_PER_UPDATE} anchor group(s) per update on average on the robot. Training prompts are start states of the seed's own block (from ${promptBlock(0) * START_BLOCK} + seed × ${START_BLOCK}); true success is the mean action's on ${c.evalEpisodes} evaluation start states from ${c.evalSeed0}, the same for every variant of a seed. Intervals: 95% bootstrap over seeds and, within them, start states, paired where two variants are compared; "better"/"worse" only where the interval excludes 0.`,
+    `Success after ${c.updates} updates (mean over seeds [95% CI]): full WMRL ${iv('full')}, standard GRPO ${iv('standard')}, standard GRPO on one group per update ${iv('anchors_only')}, pure world model ${iv('pure_wm')}; behaviour-cloned start ${iv('bc')}.`,
+    `Full WMRL − each baseline (paired): − standard GRPO ${diff('standard')}; − standard GRPO on one group per update ${diff('anchors_only')} (what the imagined groups add beyond the anchors, at ${fmt(median(a.hours('anchors_only').map((h, i) => h / a.hours('full')[i]!)), 2)}× full WMRL's robot-hours); − pure world model ${diff('pure_wm')}; − the behaviour-cloned start ${diff('bc')}.`,
+    `Full WMRL − each ablation (paired): − debias only (${V.debias.label}) ${diff('debias')}; − denoise only (${V.denoise.label}) ${diff('denoise')}; full WMRL with active anchors − full WMRL ${formatInterval(a.activeMinusFull)} (${said(a.activeMinusFull, 'active anchors')}).`,
+    `Robot-hours to standard GRPO's final success (each variant read at its first evaluation there), full WMRL's speedup over standard GRPO: ${Number.isNaN(full.median.estimate) ? 'not defined on any seed' : formatSpeedup(full)}.` +
+      (a.noLevel.length ? ` On ${seedList(a.noLevel)} standard GRPO did not improve on the behaviour-cloned start, so there is no level to reach: left out.` : '') +
+      ` Standard GRPO's own gain over the start (paired): ${formatInterval(a.standardGain)} (${said(a.standardGain, 'standard GRPO')}). Full WMRL spent ${fmt(median(a.hours('full').map((h, i) => h / a.hours('standard')[i]!)), 2)} of standard GRPO's robot-hours (median over seeds).`,
+    `Corrections in full WMRL, the headline arm (from its run rows): anchor groups per update ${fmt(median(fullCorr.map((x) => x.anchorsPerUpdate)), 2)} (share of the update's groups ${fmt(median(fullCorr.map((x) => x.anchorShare)), 2)}, median over seeds); the denoiser's anchor weight at the last update, per seed, ${fullCorr.map((x) => fmt(x.weightEnd, 2)).join(' / ')} (1 = anchors not up-weighted); the first update whose world-model scores a debias map calibrated, per seed, ${fullCorr.map((x) => (x.mapFrom === null ? 'never' : x.mapFrom)).join(' / ')} (the map is fitted at ${minPairs} anchor pairs, and with the map on the denoiser measures the world model's disagreement only once the map is fitted). ` +
+      `${acted(neverDenoised, 'The denoiser', 'full WMRL ran without Inverse-Variance Denoising')}; ${acted(neverMapped, 'the debias map', 'full WMRL ran without a calibrated world model')}.`,
+    `One WMRL update's imagination (${t.rollouts} rollouts × ${t.horizon} steps, policy + ensemble fused, unfitted weights of the run's sizes) ran at ${fmt(t.imagineTps, 4)} transitions/s against ${fmt(t.simSps, 4)} raw MuJoCo control steps/s, measured alternately in this run: ${fmt(t.imagineTps / t.simSps)}×.`,
+  ];
+
+  const dash = '—';
+  const rows = CELL_VARIANTS.map((v) => {
+    const isCorr = (CORRECTED as readonly string[]).includes(v);
+    const cs = v === 'bc' ? null : seeds.map((s) => a.cell(s, v));
+    return [
+      (named ? `${task}: ` : '') + LABELS[v],
+      v === 'bc' ? dash : String(V[v].prompts),
+      formatInterval(score[v], false),
+      v === 'full' ? dash : diff(v),
+      v === 'bc' ? dash : v === 'standard' ? '1x (the level)' : shortSpeedup(speed[v]),
+      cs ? fmt(median(cs.map((x) => x.robotHours)), 3) : '0',
+      cs ? fmt(median(cs.map((x) => x.computeSeconds)), 3) : dash,
+      cs ? fmt(median(cs.map((x) => mean(x.realGroups))), 2) : dash,
+      isCorr ? fmt(median(corr[v as (typeof CORRECTED)[number]].map((x) => x.weightEnd)), 2) : dash,
+    ];
+  });
+
+  const noLevelMark = (i: number, x: number | string) => (a.hasLevel[i] ? x : 'no level');
+  const perSeed = [
+    `### ${task}: per seed, success after ${c.updates} updates on the split's start states`,
+    '',
+    perSeedTable(seeds, CELL_VARIANTS.map((v) => ({ name: v, values: a.success(v) }))),
+    '',
+    `### ${task}: per seed, robot hours to standard GRPO's final success (the level; "never": not within the run; "no level": standard GRPO did not improve on the start)`,
+    '',
+    perSeedTable(seeds, [
+      { name: 'level', values: a.level.map((x, i) => noLevelMark(i, x)) },
+      ...VARIANT_NAMES.map((v) => ({ name: v, values: a.hoursTo(v).map((x, i) => noLevelMark(i, x)), cost: true })),
+    ]),
+    '',
+    `### ${task}: per seed, robot-hours speedup over standard GRPO to the level (its hours / the variant's; 0: the variant never reached it)`,
+    '',
+    perSeedTable(seeds, VARIANT_NAMES.filter((v) => v !== 'standard').map((v) => ({ name: v, values: speed[v as Exclude<VariantName, 'standard'>].perSeed.map((x, i) => noLevelMark(i, x.speedup)) }))),
+    '',
+    `### ${task}: per seed, the corrections (anchor groups per update; the denoiser's anchor weight at the end / its largest, 1 = not up-weighted; the first update whose scores a debias map calibrated; the map's latest held-out bias reduction)`,
+    '',
+    perSeedTable(seeds, [
+      { name: 'full anchors/update', values: corr.full.map((x) => fmt(x.anchorsPerUpdate, 2)) },
+      ...CORRECTED.flatMap((v) => [
+        { name: `${v} weight`, values: corr[v].map((x) => `${fmt(x.weightEnd, 2)} / ${fmt(x.weightMax, 2)}`) },
+        { name: `${v} map from`, values: corr[v].map((x) => (x.mapFrom === null ? 'never' : x.mapFrom)) },
+      ]),
+      { name: 'full bias reduction', values: corr.full.map((x) => (x.biasReduction === null ? dash : fmt(x.biasReduction, 2))) },
+    ]),
+    '',
+  ].join('\n');
+
+  // Mean curve over seeds: every variant evaluates at the same updates on every seed.
+  const lines: Series[] = VARIANT_NAMES.map((v) => {
+    const curves = seeds.map((s) => a.curve(s, v));
+    return { label: V[v].label, points: curves[0]!.map((_, k): [number, number] => [mean(curves.map((cv) => cv[k]![0])), mean(curves.map((cv) => cv[k]![1]))]) };
+  });
+
+  const alarms = VARIANT_NAMES.flatMap((v) => seeds.map((s) => a.cell(s, v).alarms)).reduce((x, y) => x + y, 0);
+  if (alarms) summary.push(`The reward-hacking alarm was raised on ${alarms} update(s) over the WMRL variants' runs.`);
+  const nan = (x: number) => (Number.isNaN(x) ? 'n/a' : x);
+  const result: Record<string, number | string> = {
+    final_success_wmrl: score.full.estimate,
+    final_success_standard: score.standard.estimate,
+    final_success_anchors_only: score.anchors_only.estimate,
+    final_success_pure_wm: score.pure_wm.estimate,
+    final_success_debias_only: score.debias.estimate,
+    final_success_denoise_only: score.denoise.estimate,
+    final_success_active: score.full_active.estimate,
+    final_success_bc: score.bc.estimate,
+    ...Object.fromEntries(BASELINES.flatMap((b) => [
+      [`wmrl_minus_${b}`, minusFull[b].estimate], [`wmrl_minus_${b}_lo`, minusFull[b].lo], [`wmrl_minus_${b}_hi`, minusFull[b].hi], [`wmrl_vs_${b}`, verdict(minusFull[b]).replace(/ /g, '_')],
+    ])),
+    robot_time_speedup: nan(full.median.estimate),
+    robot_time_speedup_lo: nan(full.median.lo),
+    robot_time_speedup_hi: nan(full.median.hi),
+    robot_time_speedup_never: full.never.length,
+    robot_time_speedup_no_level: a.noLevel.length,
+    robot_hours_ratio: median(a.hours('full').map((h, i) => h / a.hours('standard')[i]!)),
+    anchor_share_wmrl: median(fullCorr.map((x) => x.anchorShare)),
+    anchor_weight_wmrl: median(fullCorr.map((x) => x.weightEnd)),
+    denoiser_acted_seeds: seeds.length - neverDenoised.length,
+    debias_acted_seeds: seeds.length - neverMapped.length,
+    imagine_tps: t.imagineTps,
+    sim_sps: t.simSps,
+    imagine_vs_sim: t.imagineTps / t.simSps,
+  };
+  return { summary, rows, perSeed, lines, result };
+}
+
+/** The report of a run's cells (`task/seed/variant` → cell), which the run computed or reused. */
+export function report(p: Plan, keys: ProtocolKeys, cells: ReadonlyMap<string, EmbodiedCell>, run: RunInfo): BenchReport {
+  const parts = p.tasks.map((task) => summarize(p, analyse(p, task, cells), run, p.tasks.length > 1));
+  const n = p.tasks.length * p.seeds.length * CELL_VARIANTS.length;
+  const variantCells = [...cells.values()].filter(isVariantCell);
+  const imagined = variantCells.reduce((s, c) => s + c.imaginedTransitions, 0), imagineS = variantCells.reduce((s, c) => s + c.imagineSeconds, 0);
+  const cpu = variantCells.reduce((s, c) => s + c.computeSeconds, 0);
+  // The first task's figures under the plain keys; every further task's under its name.
+  const result: Record<string, number | string> = { split: p.split, seeds: p.seeds.length, ...parts[0]!.result };
+  parts.slice(1).forEach((part, i) => Object.entries(part.result).forEach(([k, v]) => { result[`${p.tasks[i + 1]}_${k}`] = v; }));
+  result.imagine_tps_training = imagineS > 0 ? imagined / imagineS : 0;
+  result.wall_min = run.wallS / 60;
+  const runLine = `${run.computed} of ${n} cells computed in this run, ${fmt(run.wallS / 60, 3)} min wall-clock; the rest reused from bench/.cache under the computation key. The training runs' compute over all cells: ${fmt(cpu / 60, 3)} min (imagination during them: ${fmt(result.imagine_tps_training as number, 4)} transitions/s, under their load).`;
+  const first = p.tasks[0]!;
+  return {
+    title: `Embodied WMRL: post-training on the gap robot (${p.tasks.join(' and ')}, ${p.split} split)`,
+    summary: [...parts.map((part) => part.summary.join('\n')), runLine].join('\n\n'),
+    header: ['variant', 'groups per update', `success after ${p.cell.updates} updates (mean [95% CI])`, 'full WMRL − variant (paired, 95% CI)', "robot-hours speedup to standard's final (median [95% CI])", `robot hours at ${p.cell.updates} updates (median)`, 'compute s (median)', 'robot groups per update (median)', 'anchor weight at the end (median)'],
+    rows: parts.flatMap((part) => part.rows),
+    notes: [
+      `Report key \`${keys.report}\`, computation key \`${keys.compute}\`; test-split cells are recorded in bench/results/ledger.jsonl under the computation key. IMAGINED, the anchors per update and the update count were chosen before the protocol on the bench's own seeds; they are to be re-made on validation (docs/decisions.md).`,
+      '',
+      ...parts.map((part) => part.perSeed),
+    ].join('\n'),
+    plot: { title: `${first} on the gap robot: true success against robot-hours (mean of ${p.seeds.length} seed${p.seeds.length === 1 ? '' : 's'})`, xLabel: 'robot hours', yLabel: 'success on the split\'s start states', lines: parts[0]!.lines },
+    keys,
     result,
   };
 }

@@ -50,7 +50,7 @@ const mod = (await import(pathToFileURL(join(here, `${name}.ts`)).href)) as { ru
 // --split, --relook and --check only for a benchmark under the protocol.
 for (const [on, flag] of [[split !== undefined, '--split'], [relook, '--relook'], [check, '--check']] as const) {
   if (on && !mod.protocol) {
-    console.error(`benchmark '${name}' is not under the evidence protocol (it exports no \`protocol\`: no splits, no run key): ${flag} is only for one that is (autoresearch)`);
+    console.error(`benchmark '${name}' is not under the evidence protocol (it exports no \`protocol\`: no splits, no keys): ${flag} is only for one that is (autoresearch, embodied)`);
     process.exit(2);
   }
 }

@@ -5,6 +5,7 @@ import { spawnSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { protocol } from '../bench/autoresearch.js';
+import { protocol as embodied } from '../bench/embodied.js';
 import { checkCommitted } from '../bench/lib/protocol.js';
 
 const bench = (...args: string[]) => spawnSync(process.execPath, ['--import', 'tsx', 'bench/run.ts', ...args], { encoding: 'utf8', timeout: 60_000 });
@@ -24,6 +25,17 @@ describe('bench --check', () => {
       expect(r.stderr).toContain('bench autoresearch --check: refused');
       expect(r.stderr).toContain(`this code's report key is ${key}`);
       expect(r.stderr).toContain('re-run `npm run bench -- autoresearch`');
+    }
+  }, 60_000);
+
+  it("answers for embodied's committed reports, one task or both, as checkCommitted does", () => {
+    for (const [args, report, opts] of [[[], 'embodied', full], [['--all'], 'embodied-all', { ...full, all: true }]] as const) {
+      const key = embodied.keys(opts).report;
+      const expected = checkCommitted(report, key, `npm run bench -- embodied${args.length ? ' --all' : ''}`);
+      const r = bench('embodied', ...args, '--check');
+      expect(r.status).toBe(expected.ok ? 0 : 1);
+      if (expected.ok) expect(r.stdout.trim()).toBe(expected.resultLine);
+      else expect(r.stderr).toContain(`bench embodied --check: refused: ${expected.message}`);
     }
   }, 60_000);
 

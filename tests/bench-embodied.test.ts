@@ -1,0 +1,133 @@
+// bench embodied under the protocol, from known cells (no training): its RL seeds and start states are split as
+// declared, with no run's prompts on an evaluation state; its keys separate cells from the report; and the report's
+// per-seed tables, paired intervals, speedups (a seed never reached, a seed without a level) and its account of
+// corrections that never acted follow the cells.
+import { describe, expect, it } from 'vitest';
+import { CELL_VARIANTS, EVAL_BLOCK, SPLITS, cellKey, corrections, plan, protocol, report, type EmbodiedCell, type Plan } from '../bench/embodied.js';
+import { START_BLOCK, VARIANT_NAMES, promptBlock, variants, type VariantCell, type VariantName } from '../bench/cells/embodied.js';
+
+const base = { quick: false, all: false, progress: () => {} };
+const EPISODES = 20;
+
+/** A variant's cell: success climbing to `final` over 5 evaluations, `hoursPerEval` robot hours apart, `wins` of EPISODES start states solved at the end. */
+function vcell(final: number, hoursPerEval: number, extra: Partial<VariantCell> = {}): VariantCell {
+  const wins = Math.round(final * EPISODES);
+  const points = [1, 2, 3, 4, 5].map((k): [number, number] => [k * hoursPerEval, k === 5 ? wins / EPISODES : (final * k) / 6]);
+  return {
+    points, outcomes: Array.from({ length: EPISODES }, (_, e) => (e < wins ? 1 : 0)), robotHours: 5 * hoursPerEval, robotEpisodes: 100, computeSeconds: 10,
+    groups: 8, realGroups: Array(20).fill(0), anchorWeight: null, calibrated: null, biasReduction: null, alarms: 0, imaginedTransitions: 0, imagineSeconds: 0, ...extra,
+  };
+}
+const corrected = (denoised: boolean, mapFrom: number | null): Partial<VariantCell> => ({
+  groups: 32,
+  realGroups: Array.from({ length: 20 }, (_, u) => (u % 2 ? 1 : 0)),
+  anchorWeight: Array.from({ length: 20 }, (_, u) => (denoised && u >= 15 ? 1.8 : 1)),
+  calibrated: Array.from({ length: 20 }, (_, u) => mapFrom !== null && u + 1 >= mapFrom),
+  biasReduction: Array.from({ length: 20 }, (_, u) => (mapFrom !== null && u + 1 > mapFrom ? 0.4 : null)),
+});
+
+/**
+ * Validation cells: the start solves 2 of 20 states; standard GRPO 8 (at 1 h per evaluation); full WMRL 12 (at 0.05 h),
+ * except on `neverSeed`, where it stays at 6 and never reaches standard's level; on `flatSeed` standard GRPO gains
+ * nothing over the start. The denoiser acts on no seed; the debias map on all but the first.
+ */
+function cells(p: Plan, neverSeed: number, flatSeed: number): Map<string, EmbodiedCell> {
+  const m = new Map<string, EmbodiedCell>();
+  const task = p.tasks[0]!;
+  p.seeds.forEach((s, i) => {
+    m.set(cellKey(task, s, 'bc'), { success: 0.1, outcomes: Array.from({ length: EPISODES }, (_, e) => (e < 2 ? 1 : 0)) });
+    m.set(cellKey(task, s, 'standard'), vcell(s === flatSeed ? 0.1 : 0.4, 1));
+    m.set(cellKey(task, s, 'anchors_only'), vcell(0.3, 0.12));
+    m.set(cellKey(task, s, 'pure_wm'), vcell(0.1, 0));
+    const fullLike = (final: number) => vcell(s === neverSeed ? 0.3 : final, 0.05, corrected(false, i === 0 ? null : 12));
+    m.set(cellKey(task, s, 'full'), fullLike(0.6));
+    m.set(cellKey(task, s, 'full_active'), fullLike(0.6));
+    m.set(cellKey(task, s, 'debias'), vcell(0.6, 0.05, corrected(false, 12)));
+    m.set(cellKey(task, s, 'denoise'), vcell(0.5, 0.05, corrected(true, null)));
+  });
+  return m;
+}
+const throughput = { reach: { imagineTps: 60_000, simSps: 20_000, rollouts: 256, horizon: 100 } };
+
+describe('bench embodied: splits and keys', () => {
+  it('runs the declared splits: quick on train, at least five seeds on validation and test, no run prompting on an evaluation state', () => {
+    expect(plan({ ...base, quick: true }).seeds).toEqual(SPLITS.sets.seeds.train);
+    const v = plan({ ...base, split: 'validation' }), t = plan(base);
+    expect(v.seeds).toEqual(SPLITS.sets.seeds.validation);
+    expect(t.seeds).toEqual(SPLITS.sets.seeds.test);
+    expect(v.seeds.length).toBeGreaterThanOrEqual(5);
+    expect(t.seeds.length).toBeGreaterThanOrEqual(5);
+    expect(t.seeds.filter((s) => v.seeds.includes(s))).toEqual([]);
+    expect(v.cell.evalSeed0).toBe(EVAL_BLOCK.validation * START_BLOCK);
+    expect(t.cell.evalSeed0).toBe(EVAL_BLOCK.test * START_BLOCK);
+    expect(SPLITS.splitOf('starts', EVAL_BLOCK.validation)).toBe('validation');
+    expect(SPLITS.splitOf('starts', EVAL_BLOCK.test)).toBe('test');
+    // Every run's prompts (the most any variant draws) lie in its own train block, away from every evaluation's states.
+    const most = Math.max(...Object.values(variants(t.cell.prompts)).map((x) => x.prompts)) * t.cell.updates;
+    const evals = [plan({ ...base, quick: true }), v, t].map((x) => [x.cell.evalSeed0, x.cell.evalSeed0 + x.cell.evalEpisodes] as const);
+    for (const s of [...SPLITS.sets.seeds.train, ...v.seeds, ...t.seeds]) {
+      expect(SPLITS.splitOf('starts', promptBlock(s))).toBe('train');
+      const lo = promptBlock(s) * START_BLOCK, hi = lo + most;
+      for (const [a, b] of evals) expect(hi <= a || lo >= b, `seed ${s}`).toBe(true);
+    }
+    expect(t.variants).toEqual(['bc', ...VARIANT_NAMES]);
+  });
+
+  it('keeps the cells of one split under one computation key whichever tasks a run reports', () => {
+    const reach = protocol.keys(base), push = protocol.keys({ ...base, task: 'push' }), all = protocol.keys({ ...base, all: true });
+    expect(push.compute).toBe(reach.compute);
+    expect(all.compute).toBe(reach.compute);
+    expect(new Set([reach.report, push.report, all.report]).size).toBe(3);
+    const splits = [protocol.keys({ ...base, quick: true }), protocol.keys({ ...base, split: 'validation' }), reach];
+    expect(new Set(splits.map((k) => k.compute)).size).toBe(3);
+  });
+});
+
+describe('bench embodied: report', () => {
+  const p = plan({ ...base, split: 'validation' });
+  const [first, second, third] = p.seeds as [number, number, number];
+  const r = report(p, { compute: 'c', report: 'k' }, cells(p, second, third), { wallS: 60, computed: 3, throughput });
+
+  it('states paired intervals and verdicts from the cells, per seed, for every variant', () => {
+    expect(r.result.split).toBe('validation');
+    expect(r.result.seeds).toBe(5);
+    // Full WMRL solves 12 of 20 on four seeds and 6 on one: mean 0.54; standard 8 of 20 (2 on the flat seed).
+    expect(r.result.final_success_wmrl).toBeCloseTo(0.54, 6);
+    expect(r.result.final_success_standard).toBeCloseTo(0.34, 6);
+    expect(r.result.wmrl_vs_standard).toBe('beats');
+    expect(r.result.wmrl_vs_pure_wm).toBe('beats');
+    expect(Number(r.result.wmrl_minus_anchors_only_lo)).toBeLessThanOrEqual(Number(r.result.wmrl_minus_anchors_only));
+    expect(r.rows).toHaveLength(CELL_VARIANTS.length);
+    // Four per-seed tables (success, hours, speedups, corrections), one row per validation seed in each.
+    expect(r.notes!.split('\n').filter((l) => new RegExp(`^\\| ${p.seeds.at(-1)} +\\|`).test(l))).toHaveLength(4);
+    expect(r.keys).toEqual({ compute: 'c', report: 'k' });
+  });
+
+  it('names a seed never reaching the level and a seed without one, never hiding them in the median', () => {
+    expect(r.result.robot_time_speedup_never).toBe(1);
+    expect(r.result.robot_time_speedup_no_level).toBe(1);
+    // Standard reaches its level at 5 h, full WMRL at 0.05 h per evaluation: 25x where both reach it (its fourth evaluation, 0.2 h).
+    expect(r.result.robot_time_speedup).toBeCloseTo(25, 6); // median of 0, 25, 25, 25
+    expect(r.summary).toMatch(new RegExp(`seed ${second} never reached the level: counted as 0x`));
+    expect(r.summary).toContain(`On seed ${third} standard GRPO did not improve on the behaviour-cloned start, so there is no level to reach: left out.`);
+    expect(r.notes).toContain('no level');
+    expect(r.notes).toContain('never');
+  });
+
+  it("says where the headline arm's corrections never acted, from its rows", () => {
+    expect(r.result.denoiser_acted_seeds).toBe(0);
+    expect(r.result.debias_acted_seeds).toBe(4);
+    expect(r.summary).toContain('The denoiser never acted on any seed: full WMRL ran without Inverse-Variance Denoising');
+    expect(r.summary).toContain(`the debias map never acted on seed ${first} (full WMRL ran without a calibrated world model there)`);
+    expect(r.result.anchor_share_wmrl).toBeCloseTo(0.5 / 32, 6);
+    const c = corrections(vcell(0.5, 0.05, corrected(true, 12)));
+    expect(c).toMatchObject({ anchorsPerUpdate: 0.5, denoised: true, weightEnd: 1.8, mapFrom: 12, biasReduction: 0.4 });
+    expect(() => corrections(vcell(0.5, 1))).toThrow(/without the Corrector/);
+  });
+
+  it('refuses a report with a cell missing, naming it', () => {
+    const m = cells(p, second, third);
+    m.delete(cellKey('reach', first, 'denoise' as VariantName));
+    expect(() => report(p, { compute: 'c', report: 'k' }, m, { wallS: 1, computed: 0, throughput })).toThrow(`no cell for reach, seed ${first}, denoise`);
+  });
+});
