@@ -135,11 +135,13 @@ export async function serve(o: ServeOptions): Promise<void> {
       }
     });
   }
-  console.log('Ctrl-C stops: the episode being recorded is finished and the run checkpointed.');
-  await new Promise<void>((resolve) => {
+  // Listening before the line is printed: a supervisor that waits for it may send SIGTERM at once.
+  const stopped = new Promise<void>((resolve) => {
     process.once('SIGINT', resolve);
     process.once('SIGTERM', resolve);
   });
+  console.log('Ctrl-C stops: the episode being recorded is finished and the run checkpointed.');
+  await stopped;
   console.log('\nshutting down: finishing the episode being recorded, checkpointing runs ...');
   await svc.close();
   printTable(
