@@ -215,8 +215,8 @@ function command(file: string, values: Record<string, string>): string[] {
   return argv.slice(1);
 }
 
-/** Runs `node ARGV` in the checkout; `ready` (on stdout) then SIGTERM, or its own end. */
-function run(argv: string[], env: Record<string, string>, ready?: RegExp): Promise<{ code: number | null; stdout: string; stderr: string }> {
+/** Runs `node ARGV` in the checkout: once `ready` matches its stdout, `then` (if given) and SIGTERM; else to its own end. */
+function run(argv: string[], env: Record<string, string>, ready?: RegExp, then?: (stdout: string) => Promise<void>): Promise<{ code: number | null; signal: NodeJS.Signals | null; stdout: string; stderr: string }> {
   return new Promise((done, fail) => {
     const p = spawn(process.execPath, argv, { cwd: ROOT, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
     let stdout = '', stderr = '';
@@ -228,13 +228,16 @@ function run(argv: string[], env: Record<string, string>, ready?: RegExp): Promi
       stdout += d;
       if (ready?.test(stdout)) {
         ready = undefined;
-        p.kill('SIGTERM');
+        void (then ?? (async () => {}))(stdout).then(() => p.kill('SIGTERM'), (e: unknown) => {
+          p.kill('SIGKILL');
+          fail(e);
+        });
       }
     });
     p.stderr.on('data', (d) => (stderr += d));
-    p.on('exit', (code) => {
+    p.on('exit', (code, signal) => {
       clearTimeout(t);
-      done({ code, stdout, stderr });
+      done({ code, signal, stdout, stderr });
     });
   });
 }
@@ -254,10 +257,16 @@ describe('the commands the launch files start run', () => {
   it('bridge.launch.xml: wmrl serve hosting the robot (the in-process sim in place of a ROS robot)', async () => {
     const argv = command('bridge.launch.xml', { robot: 'sim:reach', wmrl_dir: ROOT, http_port: '0', foxglove_port: '0', mqtt_port: '0', data: join(dir, 'data') });
     expect(argv.slice(1, 4)).toEqual(['serve', '--robot', 'sim:reach']);
-    const r = await run(argv, {}, /Ctrl-C stops/);
+    // the service answers for the robot before it is stopped
+    let robots: Array<{ id: string }> = [];
+    const r = await run(argv, {}, /Ctrl-C stops/, async (out) => {
+      const url = /serving on (http:\/\/\S+)/.exec(out)![1]!;
+      robots = (await (await fetch(`${url}/api/robots`)).json()) as Array<{ id: string }>;
+    });
+    expect(robots.map((x) => x.id)).toEqual(['sim']);
     expect(r.stdout).toMatch(/WMRL Bridge \S+ serving on http:\/\/127\.0\.0\.1:\d+/);
     expect(r.stdout).toMatch(/robot sim/);
-    expect(r.code, r.stderr).toBe(0);
+    expect(r.code, `${r.signal} ${r.stdout} ${r.stderr}`).toBe(0);
     expect(existsSync(join(dir, 'data/token'))).toBe(true);
   }, 120_000);
 
