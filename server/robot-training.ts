@@ -35,6 +35,22 @@ export interface ImaginedRollouts {
   rollout(start: Float32Array, physics: EnvState, H: number): Promise<ImaginedStep[]>;
 }
 
+/** What a training job's checkpoint.json holds beside the trainer's own files (state.json, pg.safetensors, world_model.safetensors, history.json). */
+export interface RobotRunCheckpoint {
+  run: string;
+  task: string;
+  profile: string;
+  updates: number;
+  robotSeconds: number;
+  /** The robot's episodes in the store, in order. */
+  episodes: string[];
+  /** The policy left in the library (null when the run stopped before pretraining ended). */
+  policy: { id: string; updates: number } | null;
+  metrics: MetricsPoint[];
+  stoppedEarly: boolean;
+  stoppedDuring: 'pretraining' | 'training' | null;
+}
+
 /** A trainer's update as the run's metrics; `evalEpisodes`: the held-out episodes its true success is measured on. */
 export function updateMetrics(r: RunRow, evalEpisodes: number): MetricsPoint {
   return {

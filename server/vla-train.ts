@@ -9,7 +9,7 @@ import { COMMAND_HISTORY, RESET_SECONDS, S, VLA_TASKS, runVla, vlaRecipeProblem,
 import type { RunRow } from '../wmrl/run-state.js';
 import { simOnlyProblem } from './jobs.js';
 import type { RobotHost } from './robot-host.js';
-import { AnchorEpisodes, round, successInterval, updateMetrics } from './robot-training.js';
+import { AnchorEpisodes, round, successInterval, updateMetrics, type RobotRunCheckpoint } from './robot-training.js';
 import type { JobDefinition } from './runs.js';
 import { VlaTrainOptions, type MetricsPoint } from './schemas.js';
 
@@ -19,23 +19,10 @@ export interface HeldOut {
   combinations: number;
 }
 
-/** What the run's checkpoint.json holds beside the trainer's own files (state.json, pg.safetensors, world_model.safetensors, history.json). */
-export interface VlaCheckpoint {
-  run: string;
-  task: string;
-  profile: string;
-  updates: number;
-  robotSeconds: number;
-  /** The robot's episodes in the store, in order. */
-  episodes: string[];
-  /** The VLA left in the library (null when the run stopped before pretraining ended). */
-  policy: { id: string; updates: number } | null;
-  /** The clone's held-out success (null when stopped before it was measured) and the post-trained VLA's (null unless the run ended). */
+/** A VLA run's checkpoint: the clone's held-out success (null when stopped before it was measured) and the post-trained VLA's (null unless the run ended). */
+export interface VlaCheckpoint extends RobotRunCheckpoint {
   clone: HeldOut | null;
   wmrl: HeldOut | null;
-  metrics: MetricsPoint[];
-  stoppedEarly: boolean;
-  stoppedDuring: 'pretraining' | 'training' | null;
 }
 
 /** Why `host` cannot run the VLA recipe, naming what it lacks; null when it can. */

@@ -16,7 +16,7 @@ import { SimPrompts, postTrainPg, heldOutEvaluation, type Pretrained } from '../
 import { DEFAULT_WMRL, trainWmrl } from '../wmrl/train_wmrl.js';
 import { ModelEnv, repeatRows, type EnsembleModel } from '../worldmodel/index.js';
 import { anchorGroupsProblem, embodiedPretrain, exportEmbodiedPolicy, trainerCorrector } from '../recipes/embodied.js';
-import { AnchorEpisodes, round, successInterval, updateMetrics, type ImaginedRollouts, type ImaginedStep } from './robot-training.js';
+import { AnchorEpisodes, round, successInterval, updateMetrics, type ImaginedRollouts, type ImaginedStep, type RobotRunCheckpoint } from './robot-training.js';
 import type { RobotHost } from './robot-host.js';
 import { RunFailure, type JobDefinition } from './runs.js';
 import { WmrlTrainOptions, type MetricsPoint } from './schemas.js';
@@ -96,21 +96,8 @@ class Imaginer implements ImaginedRollouts {
 }
 
 // ── The job ─────────────────────────────────────────────────────────────────────────────────────
-/** What the run's checkpoint.json holds beside the trainer's own files (state.json, pg.safetensors, world_model.safetensors, history.json). */
-export interface WmrlCheckpoint {
-  run: string;
-  task: string;
-  profile: string;
-  updates: number;
-  robotSeconds: number;
-  /** Anchor episodes in the store, in order. */
-  episodes: string[];
-  /** The policy left in the library (null when the run stopped before pretraining ended). */
-  policy: { id: string; updates: number } | null;
-  metrics: MetricsPoint[];
-  stoppedEarly: boolean;
-  stoppedDuring: 'pretraining' | 'training' | null;
-}
+/** A WMRL run's checkpoint (anchor episodes in `episodes`). */
+export type WmrlCheckpoint = RobotRunCheckpoint;
 
 /**
  * Why `host` cannot run wmrl-train (`task`: the options' own), naming what it lacks, or null when it can: a robot over a
