@@ -8,6 +8,7 @@ import type { RobotConfig } from '../config.js';
 import type { Image, RobotObservation, RobotDeclaration } from '../../common/robot.js';
 import { checkObservation, layoutOf, type ObservationLayout } from '../../common/layout.js';
 import { authOp } from '../../bridge/rosbridge/auth.js';
+import { wsTransportFactory } from '../../bridge/rosbridge/ws-transport.js';
 import { resetSeed, UnseededResetError, type ResetOptions, type Robot } from '../types.js';
 import { cameraType, commandMessage, commandType, imageFromMessage, JointStateReader, type JointStateMsg } from './ros-messages.js';
 import { FOLLOW_JOINT_TRAJECTORY, JOINT_TRAJECTORY, RosControl, SWITCH_CONTROLLER, type ControllerLink, type FollowJointTrajectoryResult, type SwitchControllerResponse } from './ros-control.js';
@@ -76,7 +77,7 @@ export class RosRobot implements Robot {
     this.layout = layoutOf(config.spec);
     this.jointReader = new JointStateReader(config.spec.joints);
     this.backoff = opts.reconnectMinMs ?? 100;
-    this.ros = new Ros({ transportFactory: opts.transportFactory });
+    this.ros = new Ros({ transportFactory: opts.transportFactory ?? wsTransportFactory });
     this.ros.on('connection', () => this.onConnect());
     this.ros.on('close', () => this.onClose());
     this.ros.on('error', () => this.onClose());
