@@ -60,14 +60,16 @@ export class RemoteSlots implements Executor {
     const started = performance.now();
     const jobId = `${this.prefix}-${this.next++}`;
     try {
-      if (signal?.aborted) return { ok: false, reason: 'cancelled', detail: 'aborted before it started', slotMs: 0, slot: -1 };
+      if (signal?.aborted) return { ok: false, reason: 'cancelled', detail: 'aborted before it started', slotMs: 0, cpuMs: 0, slot: -1 };
       const r = await this.dispatcher.submit({ jobId, policyVersion: 'autoresearch', seed: 0, horizon: 1, params: { program: job.program, input: job.input, limits: job.limits ?? {} } });
       this.perWorker.set(r.workerId, (this.perWorker.get(r.workerId) ?? 0) + 1);
       const slotMs = performance.now() - started;
-      if (r.ok && r.score !== undefined) return { ok: true, value: { score: r.score }, slotMs, slot: -1 };
+      // A remote worker reports no CPU time: the run is charged the time it held the slot, as a run that never answered is.
+      const cpuMs = slotMs;
+      if (r.ok && r.score !== undefined) return { ok: true, value: { score: r.score }, slotMs, cpuMs, slot: -1 };
       const text = r.error ?? 'no score';
       const reason = REASONS.find((x) => text.startsWith(`${x}: `)) ?? 'crash';
-      return { ok: false, reason, detail: `remote worker ${r.workerId}: ${text.slice(reason.length + 2) || text}`, slotMs, slot: -1 };
+      return { ok: false, reason, detail: `remote worker ${r.workerId}: ${text.slice(reason.length + 2) || text}`, slotMs, cpuMs, slot: -1 };
     } finally {
       this.inFlight--;
       this.waiting.shift()?.();

@@ -104,9 +104,14 @@ export interface SandboxJob {
 /** Why a run came back unscored. */
 export type FailReason = 'timeout' | 'memory' | 'procs' | 'crash' | 'error' | 'cancelled';
 
+/**
+ * A run's result. `slotMs`: wall time it held its slot (spawn to exit). `cpuMs`: CPU time its process used as it
+ * reported on answering (user + system, every thread); a run that never answered (killed, crashed) is charged its
+ * slot time instead, since what it burned cannot be read back.
+ */
 export type SandboxOutcome =
-  | { ok: true; value: unknown; slotMs: number; slot: number }
-  | { ok: false; reason: FailReason; detail: string; slotMs: number; slot: number };
+  | { ok: true; value: unknown; slotMs: number; cpuMs: number; slot: number }
+  | { ok: false; reason: FailReason; detail: string; slotMs: number; cpuMs: number; slot: number };
 
 /** What the pool enforces (all true with bwrap; all false under `unsafeNoIsolation`). */
 export interface Isolation {
@@ -156,6 +161,8 @@ export interface PoolStats {
   failed: Record<FailReason, number>;
   /** Summed slot time of finished runs, ms. */
   slotMs: number;
+  /** Summed CPU time of finished runs, ms (SandboxOutcome.cpuMs). */
+  cpuMs: number;
 }
 
 const NOBODY = 65534;
@@ -428,7 +435,7 @@ export class SandboxPool implements Executor {
     this.isolation = launch.isolation;
     this.free = Array.from({ length: capacity }, (_, i) => capacity - 1 - i);
     this.limits = limits;
-    this.stats_ = { capacity, busy: 0, queueLength: 0, completed: 0, failed: { timeout: 0, memory: 0, procs: 0, crash: 0, error: 0, cancelled: 0 }, slotMs: 0 };
+    this.stats_ = { capacity, busy: 0, queueLength: 0, completed: 0, failed: { timeout: 0, memory: 0, procs: 0, crash: 0, error: 0, cancelled: 0 }, slotMs: 0, cpuMs: 0 };
   }
 
   /** Throws when this machine cannot isolate proposals (bwrap, prlimit or setpriv missing), unless `unsafeNoIsolation`. */
@@ -468,7 +475,7 @@ export class SandboxPool implements Executor {
   /** Kills running jobs (their outcome: cancelled) and refuses new ones. */
   async close(): Promise<void> {
     this.closed = true;
-    for (const p of this.queue.splice(0)) p.resolve({ ok: false, reason: 'cancelled', detail: 'pool closed', slotMs: 0, slot: -1 });
+    for (const p of this.queue.splice(0)) p.resolve({ ok: false, reason: 'cancelled', detail: 'pool closed', slotMs: 0, cpuMs: 0, slot: -1 });
     const exits = [...this.running].map((c) => new Promise<void>((r) => { if (c.exitCode !== null || c.signalCode !== null) r(); else c.once('exit', () => r()); }));
     for (const c of this.running) killTree(c);
     await Promise.all(exits);
@@ -481,7 +488,7 @@ export class SandboxPool implements Executor {
     while (this.free.length && this.queue.length) {
       const p = this.queue.shift()!;
       if (p.signal?.aborted) {
-        p.resolve({ ok: false, reason: 'cancelled', detail: 'aborted before it started', slotMs: 0, slot: -1 });
+        p.resolve({ ok: false, reason: 'cancelled', detail: 'aborted before it started', slotMs: 0, cpuMs: 0, slot: -1 });
         continue;
       }
       const slot = this.free.pop()!;
@@ -494,6 +501,7 @@ export class SandboxPool implements Executor {
         (o) => {
           release();
           this.stats_.slotMs += o.slotMs;
+          this.stats_.cpuMs += o.cpuMs;
           if (o.ok) this.stats_.completed++;
           else this.stats_.failed[o.reason]++;
           p.resolve(o);
@@ -614,18 +622,19 @@ export class SandboxPool implements Executor {
         killTree(child);
         this.running.delete(child);
         const slotMs = performance.now() - started;
-        const base = { slotMs, slot };
+        let base = { slotMs, cpuMs: slotMs, slot };
         const fail = (reason: FailReason, detail: string) => resolve({ ok: false, reason, detail: boundDetail(detail), ...base });
         if (killedFor) return fail(killedFor.reason, killedFor.detail);
         if (spawnError) return reject(new Error(`sandbox: could not start ${cmd[0]}: ${spawnError.message}`, { cause: spawnError }));
         const line = resultText.split('\n').find((l) => l.trim());
         if (line) {
-          let msg: { ok?: unknown; value?: unknown; error?: unknown };
+          let msg: { ok?: unknown; value?: unknown; error?: unknown; cpuMs?: unknown };
           try {
             msg = JSON.parse(line) as typeof msg;
           } catch {
             return fail('crash', `unreadable result: ${line.slice(0, 200)}`);
           }
+          if (typeof msg.cpuMs === 'number' && Number.isFinite(msg.cpuMs) && msg.cpuMs >= 0) base = { ...base, cpuMs: msg.cpuMs };
           if (msg.ok === true) return resolve({ ok: true, value: msg.value, ...base });
           const detail = String(msg.error);
           return fail(MEMORY_TEXT.test(detail) ? 'memory' : 'error', detail);

@@ -14,6 +14,8 @@ import { execute, type Executed, type ResearchTask } from './task.js';
 export class SandboxScorer implements TrustedScorer<ResearchRollout> {
   /** Slot time spent, ms, whole run. */
   slotMs = 0;
+  /** CPU time charged, ms, whole run. */
+  cpuMs = 0;
   executions = 0;
   failures = 0;
   /** Executed rollouts not yet taken by `takeExecuted` (the outcome model's new training data). */
@@ -25,6 +27,7 @@ export class SandboxScorer implements TrustedScorer<ResearchRollout> {
     const results = await Promise.all(rollouts.map((r) => execute(this.executor, this.task, r.proposal, r.seed)));
     results.forEach((res, i) => {
       this.slotMs += res.slotMs;
+      this.cpuMs += res.cpuMs;
       this.executions++;
       if (res.score === null) this.failures++;
       this.fresh.push({ rollout: rollouts[i]!, result: res });

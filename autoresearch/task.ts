@@ -44,6 +44,8 @@ export interface Executed {
   score: number | null;
   reason: string | null;
   slotMs: number;
+  /** CPU time charged (SandboxOutcome.cpuMs). */
+  cpuMs: number;
   output: ExecutionOutput | null;
 }
 
@@ -68,10 +70,10 @@ export const proposalKey = (task: ResearchTask, p: Proposal, seed: number): stri
 export async function execute(executor: Executor, task: ResearchTask, proposal: Proposal, seed: number, signal?: AbortSignal): Promise<Executed> {
   const input: ExecutionInput = { proposal, seed };
   const o = await executor.run({ program: task.program, input, limits: task.limits }, signal);
-  if (!o.ok) return { score: null, reason: `${o.reason}: ${o.detail}`, slotMs: o.slotMs, output: null };
+  if (!o.ok) return { score: null, reason: `${o.reason}: ${o.detail}`, slotMs: o.slotMs, cpuMs: o.cpuMs, output: null };
   const out = o.value as ExecutionOutput | null;
   if (!out || typeof out.score !== 'number' || !Number.isFinite(out.score)) {
-    return { score: null, reason: `invalid: the program returned no finite score (${JSON.stringify(o.value)?.slice(0, 200)})`, slotMs: o.slotMs, output: null };
+    return { score: null, reason: `invalid: the program returned no finite score (${JSON.stringify(o.value)?.slice(0, 200)})`, slotMs: o.slotMs, cpuMs: o.cpuMs, output: null };
   }
-  return { score: out.score, reason: null, slotMs: o.slotMs, output: out };
+  return { score: out.score, reason: null, slotMs: o.slotMs, cpuMs: o.cpuMs, output: out };
 }

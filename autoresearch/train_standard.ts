@@ -29,6 +29,8 @@ export interface ResearchStepLog {
   step: number;
   /** Sandbox-slot time spent so far (every real execution, warm-up included), s. */
   slotSeconds: number;
+  /** CPU time of those executions, s (SandboxOutcome.cpuMs). */
+  cpuSeconds: number;
   executions: number;
   failedExecutions: number;
   /** The greedy proposal of the first context after this step's update. */
@@ -75,6 +77,7 @@ export async function trainStandard(args: ResearchTrainArgs): Promise<ResearchTr
     const entry: ResearchStepLog = {
       step,
       slotSeconds: real.slotMs / 1000,
+      cpuSeconds: real.cpuMs / 1000,
       executions: real.executions,
       failedExecutions: real.failures,
       greedy: policy.greedy(contexts[0]!),

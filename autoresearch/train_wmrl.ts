@@ -94,6 +94,7 @@ export async function trainWmrl(args: WmrlResearchArgs): Promise<ResearchTrainRe
       const entry: ResearchStepLog = {
         step,
         slotSeconds: real.slotMs / 1000,
+        cpuSeconds: real.cpuMs / 1000,
         executions: real.executions,
         failedExecutions: real.failures,
         greedy: policy.greedy(contexts[0]!),

@@ -7,14 +7,16 @@
 // (--quick), validation (where choices are made: `--split validation`) and test (the report, read once per
 // computation key). The cells are computed in bench/cells/autoresearch.ts; this file runs and reports them.
 //
-// Per seed: the slot time from which each arm's greedy proposal stays at or above standard GRPO's final score, and
+// Per seed: the sandbox CPU time from which each arm's greedy proposal stays at or above standard GRPO's final score, and
 // the final proposal's balanced accuracy on the split's own evaluation episodes (held-out training seeds of the
 // classifier; on the test split scored on the data's test part, which no arm ever sees).
 //
-// Cost accounting: an execution is charged its measured slot time (spawn to exit). Executions are deterministic in
-// (proposal, training seed), so the bench memoizes them across arms and seeds, and journals them beside its cached
-// cells: a repeated execution replays the measured outcome *and is charged its measured slot time again*, exactly as
-// if it had run. Evaluations of the greedy proposal (the score curves, the episodes) are measurements, charged to no arm.
+// Cost accounting: an execution is charged the CPU time its sandboxed process reported (its wall slot time where it
+// never answered), which other processes on the machine barely change, so budgets and speedups do not follow the
+// machine's load; wall slot time is reported beside. Executions are deterministic in (proposal, training seed), so the
+// bench memoizes them across arms and seeds, and journals them beside its cached cells: a repeated execution replays
+// the measured outcome *and is charged its measured time again*, exactly as if it had run. Evaluations of the greedy
+// proposal (the score curves, the episodes) are measurements, charged to no arm.
 import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -102,11 +104,11 @@ export async function run(opts: BenchOptions): Promise<BenchReport> {
   try {
     for (const seed of p.seeds) {
       for (const arm of p.arms) {
-        const cell = () => (arm === 'standard' || arm === 'wmrl' || arm === 'pure' ? compute.research(seed, arm) : compute.baseline(seed, arm, cells.get(`${seed}/wmrl`)!.slotSeconds));
+        const cell = () => (arm === 'standard' || arm === 'wmrl' || arm === 'pure' ? compute.research(seed, arm) : compute.baseline(seed, arm, cells.get(`${seed}/wmrl`)!.cpuSeconds));
         const out = await evaluateCell(pr, { task: 'classifier', variant: arm, seed, split: p.split, episodes: p.episodes.length }, cell, (c) => ({
           final_score: finalOf(c),
           episode_mean: mean(c.episodes),
-          slot_s: c.slotSeconds,
+          cpu_s: c.cpuSeconds,
           executions: c.executions,
         }));
         if (!out.cached) computed++;
@@ -131,7 +133,7 @@ export function report(p: ReturnType<typeof plan>, keys: ProtocolKeys, cells: Ma
   const cell = (seed: number, a: Arm) => cells.get(`${seed}/${a}`)!;
   const gpbo = p.arms.find((a) => a === `gpbo-${GPBO_ACQUISITION}`)!;
   const others = p.arms.filter((a) => a !== 'wmrl');
-  // The level per seed: standard GRPO's final greedy score; each arm's slot time from which it stays there (and first reaches it).
+  // The level per seed: standard GRPO's final greedy score; each arm's CPU time from which it stays there (and first reaches it).
   const level = seeds.map((s) => finalOf(cell(s, 'standard')));
   const t = (a: Arm) => seeds.map((s, i) => stays(cell(s, a).points, level[i]!));
   const first = (a: Arm) => seeds.map((s, i) => firstReach(cell(s, a).points, level[i]!));
@@ -144,6 +146,13 @@ export function report(p: ReturnType<typeof plan>, keys: ProtocolKeys, cells: Ma
   const gpboMinusRandom = pairedDifference(episodes(gpbo), episodes('random'));
   const what = p.split === 'test' ? "balanced accuracy on the data's test part" : "balanced accuracy on the data's validation part";
   const anchorShare = median(seeds.map((s) => cell(s, 'wmrl').anchorShare!));
+  // Whether the denoiser acted: its weight on the anchors above 1 on some step of some seed.
+  const weights = seeds.map((s) => cell(s, 'wmrl').anchorWeight!);
+  const anchorWeightLast = median(weights.map((w) => w.at(-1)!));
+  const acted = weights.map((w) => w.filter((x) => x > 1 + 1e-9).length);
+  const denoiserSentence = acted.every((n) => n === 0)
+    ? `1 on every step of every seed: in this run the denoiser never acted (full WMRL here is the debiased outcome model with its anchors at face value).`
+    : `median at the last step ${fmt(anchorWeightLast)}; above 1 on ${acted.map((n, i) => `${n} of ${weights[i]!.length} steps`).join(', ')} (seeds ${seeds.join(', ')}).`;
   const unscored = p.arms.flatMap((a) => seeds.map((s) => cell(s, a).unscored)).reduce((x, y) => x + y, 0);
 
   const rows = p.arms.map((a) => [
@@ -151,6 +160,7 @@ export function report(p: ReturnType<typeof plan>, keys: ProtocolKeys, cells: Ma
     formatInterval(score[a]!, false),
     a === 'wmrl' ? '—' : `${formatInterval(diff[a]!)} ${verdict(diff[a]!) === 'beats' ? '(WMRL better)' : verdict(diff[a]!) === 'worse' ? '(WMRL worse)' : '(no difference shown)'}`,
     median(seeds.map((s) => finalOf(cell(s, a)))),
+    median(seeds.map((s) => cell(s, a).cpuSeconds)),
     median(seeds.map((s) => cell(s, a).slotSeconds)),
     a === 'standard' ? '1x (the level)' : formatSpeedup(speed[a]!),
     median(seeds.map((s) => cell(s, a).executions)),
@@ -158,18 +168,20 @@ export function report(p: ReturnType<typeof plan>, keys: ProtocolKeys, cells: Ma
   const summary = [
     `Task: ${task.name} (${task.metric}); the agent's policy is one softmax per field over ${task.fields.map((f) => `${f.name} (${f.choices.length})`).join(', ')} (${task.fields.reduce((n, f) => n * f.choices.length, 1)} proposals).`,
     `Split: **${p.split}** — research-task seeds ${seeds.join(', ')}; each arm's final proposal scored on evaluation episodes (classifier training seeds ${p.episodes.join(', ')}) by ${what}. Intervals: 95% bootstrap over seeds and, within them, episodes (paired where two arms are compared: same seeds, same episodes); "better"/"worse" only where the interval excludes 0.`,
-    `Same agent in the three GRPO arms: ${sz.groupsPerStep} groups of ${sz.groupSize} proposals per step, learning rate ${LR}; standard GRPO ${sz.standardSteps} steps, WMRL and pure world model ${sz.wmrlSteps} steps after ${sz.warmup} random warm-up executions; WMRL executes ${fmt(RESEARCH_WMRL.anchors!.fraction!)} of its groups as anchors (median share of anchor groups per step over seeds: ${fmt(anchorShare)}); world-model arms score with a Gaussian-process outcome model (${RESEARCH_OUTCOME.features} features, one Thompson draw per step). The anchors' weight (the denoiser's) is not reported: the recipe's step rows do not carry it.`,
-    `Baselines at WMRL's slot budget (per seed, the slot seconds WMRL spent): random search and GP Bayesian optimisation (${p.arms.filter((a) => a.startsWith('gpbo-')).map(armName).join(', ')}; ${p.baseline.init} random proposals first, then ${BASELINE_BATCH} a round on the same GP as WMRL's outcome model, refitted each round), each recommending its best proposal after every round. Standard GRPO spends more than that budget (its ${sz.standardSteps} steps), so its final score is not at equal cost.`,
+    `Same agent in the three GRPO arms: ${sz.groupsPerStep} groups of ${sz.groupSize} proposals per step, learning rate ${LR}; standard GRPO ${sz.standardSteps} steps, WMRL and pure world model ${sz.wmrlSteps} steps after ${sz.warmup} random warm-up executions; WMRL executes ${fmt(RESEARCH_WMRL.anchors!.fraction!)} of its groups as anchors (median share of anchor groups per step over seeds: ${fmt(anchorShare)}); world-model arms score with a Gaussian-process outcome model (${RESEARCH_OUTCOME.features} features, one Thompson draw per step). The denoiser's weight on the anchors: ${denoiserSentence}`,
+    `Baselines at WMRL's budget (per seed, the sandbox CPU seconds WMRL's executions used): random search and GP Bayesian optimisation (${p.arms.filter((a) => a.startsWith('gpbo-')).map(armName).join(', ')}; ${p.baseline.init} random proposals first, then ${BASELINE_BATCH} a round on the same GP as WMRL's outcome model, refitted each round), each recommending its best proposal after every round. Standard GRPO spends more than that budget (its ${sz.standardSteps} steps), so its final score is not at equal cost. Every arm is charged the CPU time each execution's sandboxed process reported (wall slot time where it never answered); the wall slot seconds are reported beside.`,
     `Sandbox pool of ${SLOTS} slots (network isolation ${run.isolation ? 'on' : 'OFF'}); ${run.computed} of ${seeds.length * p.arms.length} cells computed in this run (${run.executed} executions), ${fmt(run.wallS)} s wall; the rest reused from bench/.cache under the computation key.${unscored ? ` ${unscored} final-proposal executions came back unscored and count 0.` : ''}`,
-    `Slot time from which the greedy proposal stays at or above standard GRPO's final score, WMRL vs standard: ${formatSpeedup(speed.wmrl!)} (first time it gets there: ${formatSpeedup(speedFirst)}); WMRL vs ${armName(gpbo)}: ${formatSpeedup(wmrlOverGpbo)}.`,
+    `CPU time from which the greedy proposal stays at or above standard GRPO's final score, WMRL vs standard: ${formatSpeedup(speed.wmrl!)} (first time it gets there: ${formatSpeedup(speedFirst)}); WMRL vs ${armName(gpbo)}: ${formatSpeedup(wmrlOverGpbo)}.`,
     `Final ${what}: WMRL ${formatInterval(score.wmrl!, false)}; WMRL − ${armName(gpbo)} ${formatInterval(diff[gpbo]!)} (${verdict(diff[gpbo]!)}); WMRL − random search ${formatInterval(diff.random!)} (${verdict(diff.random!)}); WMRL − standard GRPO ${formatInterval(diff.standard!)} (${verdict(diff.standard!)}); ${armName(gpbo)} − random search ${formatInterval(gpboMinusRandom)} (${verdict(gpboMinusRandom)}).`,
   ].join('\n');
 
   const perSeed = perSeedTable(seeds, [
     { name: 'level (std final)', values: level },
-    ...p.arms.map((a) => ({ name: `${a}: slot s to stay`, values: t(a), cost: true })),
+    ...p.arms.map((a) => ({ name: `${a}: CPU s to stay`, values: t(a), cost: true })),
     ...p.arms.map((a) => ({ name: `${a}: final (episodes)`, values: seeds.map((s) => mean(cell(s, a).episodes)) })),
-    { name: 'WMRL slot s (= baseline budget)', values: seeds.map((s) => cell(s, 'wmrl').slotSeconds) },
+    { name: 'WMRL CPU s (= baseline budget)', values: seeds.map((s) => cell(s, 'wmrl').cpuSeconds) },
+    { name: 'WMRL wall slot s', values: seeds.map((s) => cell(s, 'wmrl').slotSeconds) },
+    { name: 'WMRL last anchor weight', values: seeds.map((s) => cell(s, 'wmrl').anchorWeight!.at(-1)!) },
   ]);
   const speedTable = perSeedTable(seeds, p.arms.filter((a) => a !== 'standard').map((a) => ({ name: `${a} speedup vs standard`, values: speed[a]!.perSeed.map((x) => x.speedup) })));
   // On validation, the acquisition the rule picks by the criterion WMRL's outcome model was chosen by: the highest
@@ -191,26 +203,26 @@ export function report(p: ReturnType<typeof plan>, keys: ProtocolKeys, cells: Ma
     `Report key \`${keys.report}\`, computation key \`${keys.compute}\`; test-split cells are recorded in bench/results/ledger.jsonl under the computation key.`,
     '',
     ...choice,
-    '### Per seed: the level, slot seconds from which each arm stays at it ("never": not by the end of its budget), and each final proposal\'s mean over the episodes',
+    '### Per seed: the level, CPU seconds from which each arm stays at it ("never": not by the end of its budget), and each final proposal\'s mean over the episodes',
     '',
     perSeed,
     '',
-    '### Per seed: speedup over standard GRPO (its slot time to stay at the level / the arm\'s; 0: the arm never stays there)',
+    '### Per seed: speedup over standard GRPO (its CPU time to stay at the level / the arm\'s; 0: the arm never stays there)',
     '',
     speedTable,
     '',
-    'Executions are memoized across arms and seeds (deterministic in proposal and training seed); each arm is charged the measured slot time of every execution it asks for, repeated or not. Slot times are wall-clock measurements: a run on another machine, or under other load, charges other times (the proposals chosen do not change).',
+    'Executions are memoized across arms and seeds (deterministic in proposal and training seed); each arm is charged the measured CPU time of every execution it asks for, repeated or not. CPU times are measurements: another machine charges other times, and the baselines\' budgets follow them (the GRPO arms\' proposals do not change).',
   ].join('\n');
   const plotSeed = seeds[0]!;
   return {
     title: `AutoResearch: standard GRPO vs WMRL vs pure world model vs random search vs GP-BO (weather classifier search, ${p.split} split)`,
     summary,
-    header: ['arm', `final ${p.split === 'test' ? 'test' : 'validation'} score (mean [95% CI])`, 'WMRL − arm (paired, 95% CI)', 'final greedy score (median)', 'slot s spent (median)', 'speedup vs standard (to stay at its final)', 'executions (median)'],
+    header: ['arm', `final ${p.split === 'test' ? 'test' : 'validation'} score (mean [95% CI])`, 'WMRL − arm (paired, 95% CI)', 'final greedy score (median)', 'CPU s charged (median)', 'wall slot s (median)', 'speedup vs standard (to stay at its final)', 'executions (median)'],
     rows,
     notes,
     plot: {
-      title: `greedy proposal score vs sandbox-slot seconds (seed ${plotSeed})`,
-      xLabel: 'sandbox-slot seconds',
+      title: `greedy proposal score vs sandbox CPU seconds (seed ${plotSeed})`,
+      xLabel: 'sandbox CPU seconds',
       yLabel: 'balanced accuracy (validation part, train episodes)',
       lines: p.arms.map((a) => ({ label: armName(a), points: cell(plotSeed, a).points })),
     },
@@ -229,6 +241,7 @@ export function report(p: ReturnType<typeof plan>, keys: ProtocolKeys, cells: Ma
       final_pure_wm: score.pure!.estimate,
       final_random: score.random!.estimate,
       final_gpbo: score[gpbo]!.estimate,
+      anchor_weight_wmrl: anchorWeightLast,
       wmrl_minus_gpbo: diff[gpbo]!.estimate,
       wmrl_minus_gpbo_lo: diff[gpbo]!.lo,
       wmrl_minus_gpbo_hi: diff[gpbo]!.hi,

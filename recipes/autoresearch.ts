@@ -66,7 +66,7 @@ export function researchSizes(o: ResearchOptions) {
 /**
  * An executor that answers a repeated job with its first outcome (executions are deterministic in proposal and
  * seed) and, given a journal file, appends each new outcome there and answers from it first. A replayed outcome
- * carries the slot time it measured, so the trainer is charged it again, exactly as if it had run.
+ * carries the slot and CPU time it measured, so the trainer is charged them again, exactly as if it had run.
  */
 export class ReplayExecutor implements Executor {
   private readonly memo = new Map<string, Promise<SandboxOutcome>>();
@@ -121,12 +121,16 @@ export interface ResearchRow {
   step: number;
   /** Sandbox-slot time spent so far (warm-up included), s. */
   slotSeconds: number;
+  /** CPU time of those executions, s. */
+  cpuSeconds: number;
   executions: number;
   failedExecutions: number;
   /** Mean real score of the greedy proposal on the evaluation seeds (NaN when every one failed). */
   score: number;
   greedy: Proposal;
   anchorFraction: number;
+  /** The denoiser's weight on the step's anchors (1: not up-weighted; standard GRPO: 1). */
+  anchorWeight: number;
 }
 
 /** The exported artifact (OUT/policy.json): the proposal the agent ends on, its score, and the agent's distribution. */
@@ -206,7 +210,7 @@ export async function runResearch(given: ResearchOptions, io: ResearchIo = {}): 
   let policy: ProposalPolicy | null = null;
   const onStep = async (l: ResearchStepLog, p: ProposalPolicy) => {
     policy = p;
-    const row: ResearchRow = { step: l.step, slotSeconds: l.slotSeconds, executions: l.executions, failedExecutions: l.failedExecutions, score: await evaluate(l.greedy), greedy: l.greedy, anchorFraction: l.anchorFraction };
+    const row: ResearchRow = { step: l.step, slotSeconds: l.slotSeconds, cpuSeconds: l.cpuSeconds, executions: l.executions, failedExecutions: l.failedExecutions, score: await evaluate(l.greedy), greedy: l.greedy, anchorFraction: l.anchorFraction, anchorWeight: l.anchorWeight };
     rows.push(row);
     if (io.out) writeFileAtomic(join(io.out, 'steps.json'), [JSON.stringify(rows, null, 1)]);
     io.onStep?.(row, sz.steps);

@@ -187,6 +187,17 @@ describe('sandbox pool', () => {
     expect(s.failed).toMatchObject({ timeout: before.failed.timeout + 1, memory: before.failed.memory + 1, procs: before.failed.procs + 1, error: before.failed.error + 1 });
   }, 40_000);
 
+  it('charges a run the CPU time its process reports, and a run that never answered its slot time', async () => {
+    // 300 ms of sleep and at least 200 ms of spinning: the CPU charge counts the spinning, not the sleep.
+    const o = await pool.run(src('await new Promise((r) => setTimeout(r, 300)); const t = performance.now(); while (performance.now() - t < 200) {} return 1;'));
+    expect(o).toMatchObject({ ok: true, value: 1 });
+    expect(o.cpuMs).toBeGreaterThanOrEqual(190);
+    expect(o.cpuMs).toBeLessThan(o.slotMs - 250);
+    const killed = await pool.run({ ...src('while (true) {}'), limits: { timeoutMs: 1500 } });
+    expect(killed).toMatchObject({ ok: false, reason: 'timeout' });
+    expect(killed.cpuMs).toBe(killed.slotMs);
+  }, 20_000);
+
   it('a crash or a non-numeric result is unscored (null with a reason), never 0', async () => {
     const task = (code: string): ResearchTask => ({ name: 't', fields: [], program: { kind: 'source', code }, metric: 'm', limits: { timeoutMs: 4000 }, seeds: 1 });
     const crash = await execute(pool, task('export default () => process.exit(3)'), {}, 0);

@@ -6,10 +6,10 @@ import { plan, report, SPLITS, type ArmCell } from '../bench/autoresearch.js';
 
 const base = { quick: false, all: false, progress: () => {} };
 
-/** A cell whose greedy curve reaches `final` at `reachAt` slot seconds (never, where reachAt is Infinity) and whose episodes score `ep`. */
+/** A cell whose greedy curve reaches `final` at `reachAt` CPU seconds (never, where reachAt is Infinity) and whose episodes score `ep`. */
 function cell(final: number, reachAt: number, ep: number, spend = 100): ArmCell {
   const points: Array<[number, number]> = Number.isFinite(reachAt) ? [[reachAt / 2, final - 0.1], [reachAt, final], [spend, final]] : [[spend / 2, final - 0.2], [spend, final - 0.1]];
-  return { points, slotSeconds: spend, executions: 10, failed: 0, proposal: { hidden: 8 }, episodes: [ep, ep + 0.01, ep - 0.01, ep, ep + 0.02], unscored: 0, anchorShare: null, budgetS: null };
+  return { points, cpuSeconds: spend, slotSeconds: 2 * spend, executions: 10, failed: 0, proposal: { hidden: 8 }, episodes: [ep, ep + 0.01, ep - 0.01, ep, ep + 0.02], unscored: 0, anchorShare: null, anchorWeight: null, budgetS: null };
 }
 
 function cells(p: ReturnType<typeof plan>, neverSeed: number): Map<string, ArmCell> {
@@ -17,7 +17,7 @@ function cells(p: ReturnType<typeof plan>, neverSeed: number): Map<string, ArmCe
   p.seeds.forEach((s, i) => {
     const jitter = 0.002 * (i % 3);
     m.set(`${s}/standard`, cell(0.5, 300, 0.5 + jitter, 400));
-    m.set(`${s}/wmrl`, { ...cell(0.55, s === neverSeed ? Number.POSITIVE_INFINITY : 30, 0.56 + jitter), anchorShare: 1 / 32 });
+    m.set(`${s}/wmrl`, { ...cell(0.55, s === neverSeed ? Number.POSITIVE_INFINITY : 30, 0.56 + jitter), anchorShare: 1 / 32, anchorWeight: [1, 1, i === 0 ? 2.5 : 1] });
     m.set(`${s}/pure`, cell(0.4, Number.POSITIVE_INFINITY, 0.4 + jitter, 5));
     m.set(`${s}/random`, cell(0.52, 100, 0.52 + jitter));
     // EI reaches the level soonest; Thompson scores highest at the end.
@@ -58,5 +58,16 @@ describe('bench autoresearch report', () => {
     expect(Number(r.result.wmrl_minus_gpbo_lo)).toBeGreaterThan(0);
     expect(Number(r.result.wmrl_minus_gpbo_hi)).toBeLessThan(0.04);
     expect(r.keys).toEqual({ compute: 'c', report: 'k' });
+    // The denoiser's weight on the anchors: above 1 on one step of the first seed only.
+    expect(r.summary).toContain(`above 1 on 1 of 3 steps, ${Array(10).fill('0 of 3 steps').join(', ')}`);
+    expect(r.result.anchor_weight_wmrl).toBe(1);
+  });
+
+  it('says so where the denoiser never acted', () => {
+    const p = plan({ ...base, split: 'validation' });
+    const m = cells(p, 5);
+    for (const s of p.seeds) m.set(`${s}/wmrl`, { ...m.get(`${s}/wmrl`)!, anchorWeight: [1, 1, 1] });
+    const r = report(p, { compute: 'c', report: 'k' }, m, { wallS: 1, computed: 0, executed: 0, isolation: true });
+    expect(r.summary).toContain('in this run the denoiser never acted');
   });
 });

@@ -22,9 +22,9 @@ class Counting implements Executor {
     this.ran.push(job.input);
     if (this.cancel) {
       this.cancel = false;
-      return { ok: false, reason: 'cancelled', detail: 'pool closed', slotMs: 0, slot: -1 };
+      return { ok: false, reason: 'cancelled', detail: 'pool closed', slotMs: 0, cpuMs: 0, slot: -1 };
     }
-    return { ok: true, value: { score: (job.input as { seed: number }).seed / 10 }, slotMs: 100 + this.ran.length, slot: 0 };
+    return { ok: true, value: { score: (job.input as { seed: number }).seed / 10 }, slotMs: 100 + this.ran.length, cpuMs: 50 + this.ran.length, slot: 0 };
   }
 }
 const job = (seed: number): SandboxJob => ({ program: { kind: 'source', source: '' }, input: { proposal: { a: 1 }, seed } }) as unknown as SandboxJob;

@@ -34,8 +34,11 @@ export function cellOptions(o: { quick: boolean; split: 'train' | 'validation' |
 export type CellOptions = ReturnType<typeof cellOptions>;
 
 export interface ArmCell {
-  /** (slot seconds spent, greedy proposal's mean score on the train episodes) after each step or round. */
+  /** (sandbox CPU seconds spent, greedy proposal's mean score on the train episodes) after each step or round. */
   points: Array<[number, number]>;
+  /** CPU time of the arm's executions, s: what it is charged, and the baselines' budget. */
+  cpuSeconds: number;
+  /** Wall time its executions held their sandbox slots, s (load-dependent; reported beside). */
   slotSeconds: number;
   executions: number;
   failed: number;
@@ -46,7 +49,9 @@ export interface ArmCell {
   unscored: number;
   /** WMRL arms: mean share of a step's groups executed as anchors. */
   anchorShare: number | null;
-  /** Baselines: the slot budget they were given (WMRL's spend at this seed). */
+  /** WMRL arms, per step: the denoiser's weight on the anchors (1: not up-weighted). */
+  anchorWeight: number[] | null;
+  /** Baselines: the CPU budget they were given, s (WMRL's spend at this seed). */
   budgetS: number | null;
 }
 
@@ -79,24 +84,28 @@ export class ArmCells {
     const common = { task: 'classifier' as const, groupsPerStep: sz.groupsPerStep, groupSize: sz.groupSize, evalSeeds: sz.evalSeeds, lr: this.o.lr, slots: this.o.slots, seed, quick: false };
     const onStep = (l: ResearchRow) => {
       rows.push(l);
-      this.progress(`seed ${seed} ${arm} step ${l.step} greedy ${num(l.score)} slot ${num(l.slotSeconds)} s`);
+      this.progress(`seed ${seed} ${arm} step ${l.step} greedy ${num(l.score)} cpu ${num(l.cpuSeconds)} s`);
     };
     if (arm === 'standard') await runResearch({ ...common, algo: 'standard', pureWm: false, steps: sz.standardSteps }, { executor: this.ex, onStep });
     else await runResearch({ ...common, algo: 'wmrl', pureWm: arm === 'pure', steps: sz.wmrlSteps, warmup: sz.warmup }, { executor: this.ex, onStep });
     const last = rows.at(-1)!;
-    return { points: rows.map((r) => [r.slotSeconds, r.score]), slotSeconds: last.slotSeconds, executions: last.executions, failed: last.failedExecutions, proposal: last.greedy, ...(await this.onEpisodes(last.greedy)), anchorShare: arm === 'standard' ? null : mean(rows.map((r) => r.anchorFraction)), budgetS: null };
+    const wm = arm !== 'standard';
+    return {
+      points: rows.map((r) => [r.cpuSeconds, r.score]), cpuSeconds: last.cpuSeconds, slotSeconds: last.slotSeconds, executions: last.executions, failed: last.failedExecutions, proposal: last.greedy, ...(await this.onEpisodes(last.greedy)),
+      anchorShare: wm ? mean(rows.map((r) => r.anchorFraction)) : null, anchorWeight: wm ? rows.map((r) => r.anchorWeight) : null, budgetS: null,
+    };
   }
 
-  /** A measurement baseline (random search, GP-BO) at `budgetS` slot seconds (WMRL's spend at this seed). */
+  /** A measurement baseline (random search, GP-BO) at `budgetS` CPU seconds (WMRL's spend at this seed). */
   async baseline(seed: number, arm: Exclude<Arm, 'standard' | 'wmrl' | 'pure'>, budgetS: number): Promise<ArmCell> {
     const points: Array<[number, number]> = [];
     const onRound = async (r: SearchRound) => {
-      points.push([r.slotSeconds, await this.evalMean(r.recommended)]);
-      this.progress(`seed ${seed} ${arm} round ${r.round} greedy ${num(points.at(-1)![1])} slot ${num(r.slotSeconds)} of ${num(budgetS)} s`);
+      points.push([r.cpuSeconds, await this.evalMean(r.recommended)]);
+      this.progress(`seed ${seed} ${arm} round ${r.round} greedy ${num(points.at(-1)![1])} cpu ${num(r.cpuSeconds)} of ${num(budgetS)} s`);
     };
-    const args = { task: this.task, executor: this.ex, seed, slotBudgetS: budgetS, batch: this.o.baseline.batch, onRound };
+    const args = { task: this.task, executor: this.ex, seed, cpuBudgetS: budgetS, batch: this.o.baseline.batch, onRound };
     const rows = arm === 'random' ? await randomSearch(args) : await gpBayesOpt({ ...args, acquisition: arm.slice('gpbo-'.length) as Acquisition, init: this.o.baseline.init });
     const last = rows.at(-1)!;
-    return { points, slotSeconds: last.slotSeconds, executions: last.executions, failed: last.failedExecutions, proposal: last.recommended, ...(await this.onEpisodes(last.recommended)), anchorShare: null, budgetS };
+    return { points, cpuSeconds: last.cpuSeconds, slotSeconds: last.slotSeconds, executions: last.executions, failed: last.failedExecutions, proposal: last.recommended, ...(await this.onEpisodes(last.recommended)), anchorShare: null, anchorWeight: null, budgetS };
   }
 }

@@ -1,6 +1,6 @@
 // Measurement baselines for `bench autoresearch`: random search and Gaussian-process Bayesian optimisation over the
-// research task's proposal space, each stopped at a sandbox-slot budget and charged every execution's measured slot
-// time as the trainers are. They are yardsticks for the agent, not product features, so they live with the bench.
+// research task's proposal space, each stopped at a budget of sandbox CPU time and charged every execution's measured
+// CPU time as the trainers are. They are yardsticks for the agent, not product features, so they live with the bench.
 import { Rng } from '../../nn/rng.js';
 import { DEFAULT_GP_CONFIG, GpOutcomeModel, ordinalDim, ordinalFeatures } from '../../autoresearch/outcome-model.js';
 import type { Executor } from '../../autoresearch/sandbox.js';
@@ -10,8 +10,8 @@ export interface SearchArgs {
   task: ResearchTask;
   executor: Executor;
   seed: number;
-  /** Stop before a round once this much sandbox-slot time (s) is spent (as the trainers' `slotBudgetS`). */
-  slotBudgetS: number;
+  /** Stop before a round once this much sandbox CPU time (s) is spent. */
+  cpuBudgetS: number;
   /** Proposals executed per round, in parallel over the executor's slots. */
   batch: number;
   /** Called after every round with the proposal the search recommends then (measuring it is not charged). */
@@ -22,6 +22,8 @@ export interface SearchRound {
   round: number;
   /** Sandbox-slot time spent so far, s. */
   slotSeconds: number;
+  /** CPU time of those executions, s (what the budget is counted in). */
+  cpuSeconds: number;
   executions: number;
   failedExecutions: number;
   recommended: Proposal;
@@ -42,6 +44,7 @@ export interface GpBoArgs extends SearchArgs {
 /** What both searches keep of the executions: the charge, and every proposal's scores by key. */
 class Executions {
   slotMs = 0;
+  cpuMs = 0;
   executions = 0;
   failed = 0;
   readonly seen = new Map<string, { proposal: Proposal; scores: number[] }>();
@@ -49,12 +52,13 @@ class Executions {
   readonly ys: number[] = [];
 
   constructor(private readonly args: SearchArgs) {
-    if (!(args.slotBudgetS > 0)) throw new Error(`search: slot budget ${args.slotBudgetS} s must be > 0`);
+    if (!(args.cpuBudgetS > 0)) throw new Error(`search: CPU budget ${args.cpuBudgetS} s must be > 0`);
     if (!(Number.isInteger(args.batch) && args.batch >= 1)) throw new Error(`search: batch ${args.batch} must be a positive integer`);
   }
 
+  /** CPU time spent, s. */
   get spentS(): number {
-    return this.slotMs / 1000;
+    return this.cpuMs / 1000;
   }
 
   /** Executes the proposals, each at a training seed drawn from `rng`, and records the scored ones. */
@@ -63,6 +67,7 @@ class Executions {
     const rs = await Promise.all(proposals.map((p, i) => execute(this.args.executor, this.args.task, p, seeds[i]!)));
     rs.forEach((r, i) => {
       this.slotMs += r.slotMs;
+      this.cpuMs += r.cpuMs;
       this.executions++;
       if (r.score === null) {
         this.failed++;
@@ -79,7 +84,7 @@ class Executions {
   }
 
   async report(round: number, recommended: Proposal): Promise<void> {
-    await this.args.onRound?.({ round, slotSeconds: this.spentS, executions: this.executions, failedExecutions: this.failed, recommended });
+    await this.args.onRound?.({ round, slotSeconds: this.slotMs / 1000, cpuSeconds: this.spentS, executions: this.executions, failedExecutions: this.failed, recommended });
   }
 }
 
@@ -99,10 +104,10 @@ export async function randomSearch(args: SearchArgs): Promise<SearchRound[]> {
   const l = new Executions(args);
   const rows: SearchRound[] = [];
   const first = randomProposal(args.task, rng);
-  for (let round = 0; l.spentS < args.slotBudgetS; round++) {
+  for (let round = 0; l.spentS < args.cpuBudgetS; round++) {
     const batch = round === 0 ? [first, ...Array.from({ length: args.batch - 1 }, () => randomProposal(args.task, rng))] : Array.from({ length: args.batch }, () => randomProposal(args.task, rng));
     await l.run(batch, rng);
-    const row = { round, slotSeconds: l.spentS, executions: l.executions, failedExecutions: l.failed, recommended: bestObserved(l, first) };
+    const row = { round, slotSeconds: l.slotMs / 1000, cpuSeconds: l.spentS, executions: l.executions, failedExecutions: l.failed, recommended: bestObserved(l, first) };
     rows.push(row);
     await l.report(round, row.recommended);
   }
@@ -155,10 +160,10 @@ export async function gpBayesOpt(args: GpBoArgs): Promise<SearchRound[]> {
     const executed = [...l.seen.values()].map((s) => s.proposal);
     const atExecuted = executed.length ? await model.predict(executed.map(feat)) : [];
     const recommended = executed.length ? executed[atExecuted.reduce((b, p, i) => (p.mean > atExecuted[b]!.mean ? i : b), 0)]! : init[0]!;
-    const row = { round, slotSeconds: l.spentS, executions: l.executions, failedExecutions: l.failed, recommended };
+    const row = { round, slotSeconds: l.slotMs / 1000, cpuSeconds: l.spentS, executions: l.executions, failedExecutions: l.failed, recommended };
     rows.push(row);
     await l.report(round, recommended);
-    if (l.spentS >= args.slotBudgetS) {
+    if (l.spentS >= args.cpuBudgetS) {
       await model.release();
       break;
     }
