@@ -173,9 +173,12 @@ export class MjEnv implements Env {
     }
     const applied = this.queue.shift()!;
     const ctrl = this.data.raw.ctrl as Float64Array;
+    const dead = this.profileDef.actuator_deadband;
     for (let i = 0; i < this.nu; i++) {
       const lo = this.ctrlLo[i]!;
-      ctrl[this.actIds[i]!] = lo + ((applied[i]! + 1) / 2) * (this.ctrlHi[i]! - lo);
+      const v = applied[i]!;
+      const u = dead > 0 ? (Math.abs(v) <= dead ? 0 : v - Math.sign(v) * dead) : v;
+      ctrl[this.actIds[i]!] = lo + ((u + 1) / 2) * (this.ctrlHi[i]! - lo);
     }
     const j = this.profileDef.control_jitter_substeps;
     const substeps = Math.max(1, this.taskDef.substeps + (j > 0 ? this.rng.intIn(-j, j) : 0));

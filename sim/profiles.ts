@@ -27,6 +27,11 @@ const ProfileFile = Type.Object(
     obs_noise_std: Type.Optional(Type.Number({ minimum: 0, maximum: 10 })),
     /** Physics substeps per control step vary uniformly by ±this many (control-rate jitter). */
     control_jitter_substeps: Steps,
+    /**
+     * Drive dead zone, in the command's normalized units ([-1, 1]): a command reaching the actuator with magnitude
+     * at most this does nothing, a larger one loses this much (a motor driver's deadband, gearbox stiction).
+     */
+    actuator_deadband: Type.Optional(Type.Number({ minimum: 0, maximum: 0.9 })),
   },
   { additionalProperties: false },
 );
@@ -44,6 +49,7 @@ export const NOMINAL: HardwareProfile = {
   action_latency_steps: 0,
   obs_noise_std: 0,
   control_jitter_substeps: 0,
+  actuator_deadband: 0,
 };
 
 /**

@@ -3,6 +3,7 @@
 import { describe, expect, it } from 'vitest';
 import { heapSize } from '../sim/mujoco.js';
 import { NOMINAL } from '../sim/profiles.js';
+import { MjEnv } from '../sim/env.js';
 import { makeEnv } from '../sim/registry.js';
 import { VecEnv } from '../sim/vec.js';
 import { Rng } from '../sim/rng.js';
@@ -104,6 +105,36 @@ describe('Env', () => {
       expect(applied[0]).toEqual([0, 0]); // the queue starts holding the reset controls (0 torque)
     } finally {
       env.dispose();
+    }
+  });
+
+  it('a drive dead zone swallows small commands and takes its width off larger ones', async () => {
+    const env = (await makeEnv({ task: 'reach', profile: { ...NOMINAL, name: 'dead', actuator_deadband: 0.3 } })) as MjEnv;
+    const plain = (await makeEnv({ task: 'reach' })) as MjEnv;
+    try {
+      // Held below the dead zone the arm stays where it started; without it the same commands move it.
+      env.reset(0);
+      plain.reset(0);
+      const q = (e: MjEnv) => Array.from((e.data.raw.qpos as Float64Array).slice(0, 2));
+      const moved = (e: MjEnv, q0: number[]) => Math.max(...q(e).map((x, i) => Math.abs(x - q0[i]!)));
+      const q0 = q(env), p0 = q(plain);
+      for (let k = 0; k < 20; k++) {
+        env.step([0.25, 0.25]);
+        plain.step([0.25, 0.25]);
+      }
+      expect(moved(plain, p0)).toBeGreaterThan(0.05);
+      expect(moved(env, q0)).toBeLessThan(0.1 * moved(plain, p0));
+      const ctrl = () => Array.from(env.data.raw.ctrl as Float64Array);
+      env.step([0.2, -0.25]);
+      expect(ctrl()).toEqual([0, 0]);
+      env.step([0.5, -0.9]);
+      expect(ctrl()[0]).toBeCloseTo(0.2, 6);
+      expect(ctrl()[1]).toBeCloseTo(-0.6, 6);
+      // What reached the drive is still reported as commanded (the dead zone is the hardware's, not the command's).
+      expect(Array.from(env.step([0.1, 0.1]).info.appliedAction)).toEqual([Math.fround(0.1), Math.fround(0.1)]);
+    } finally {
+      env.dispose();
+      plain.dispose();
     }
   });
 

@@ -10,11 +10,17 @@ import { taskDef } from '../sim/registry.js';
 const KEYS = Object.keys(NOMINAL).filter((k) => k !== 'name' && k !== 'description');
 
 describe('hardware profiles', () => {
-  it('nominal and gap load; nominal is the identity, gap changes every parameter', () => {
+  it('nominal, gap and worn load; nominal is the identity, gap and worn change every parameter between them', () => {
     const nominal = loadProfile('nominal');
     const gap = loadProfile('gap');
+    const worn = loadProfile('worn');
     expect(nominal).toEqual({ ...NOMINAL, description: 'the simulation as written' });
-    for (const k of KEYS) expect(gap[k as keyof typeof gap], k).not.toEqual(NOMINAL[k as keyof typeof NOMINAL]);
+    // gap leaves the drive's dead zone alone (its gap lies inside the world model's context class); worn sets it.
+    for (const k of KEYS.filter((k) => k !== 'actuator_deadband')) expect(gap[k as keyof typeof gap], k).not.toEqual(NOMINAL[k as keyof typeof NOMINAL]);
+    for (const k of KEYS) expect(worn[k as keyof typeof worn], k).not.toEqual(NOMINAL[k as keyof typeof NOMINAL]);
+    // worn errs the other way: lighter and stronger where gap is heavier and weaker.
+    expect(worn.mass_scale).toBeLessThan(1);
+    expect(worn.actuator_gain_scale).toBeGreaterThan(1);
   });
 
   it('an unknown key is an error naming the file, the line and the key', () => {
@@ -44,6 +50,7 @@ describe('hardware profiles', () => {
       action_latency_steps: fc.integer({ min: 0, max: 100 }),
       obs_noise_std: fc.double({ min: 0, max: 10, noNaN: true }),
       control_jitter_substeps: fc.integer({ min: 0, max: 100 }),
+      actuator_deadband: fc.double({ min: 0, max: 0.9, noNaN: true }),
     });
     fc.assert(
       fc.property(valid, (p) => {
