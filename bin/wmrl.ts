@@ -114,7 +114,7 @@ program
   .option('--clear-service <S>', "the operator's std_srvs/Trigger that clears a latched e-stop", '/wmrl/clear_estop')
   .action(async (o) => (await import('./commands/robot-services.js')).robotServices(o));
 
-const episodes = program.command('episodes').summary('list recorded episodes; export one to MCAP; import an MCAP bag; LeRobot v3.0 datasets').usage('list [--json]|export ID OUT.mcap|OUT/ [--rosbag2] [--lz4|--zstd]|import IN.mcap [--store DB]|export-lerobot DB DIR [--robot sim:TASK] [--command-history K]|import-lerobot DIR DB [--robot sim:TASK] [--command-history K]');
+const episodes = program.command('episodes').summary('list recorded episodes; export one to MCAP; import an MCAP bag; LeRobot v3.0 datasets').usage('list [--json]|export ID OUT.mcap|OUT/ [--rosbag2] [--lz4|--zstd]|import IN.mcap [--store DB]|export-lerobot DB DIR [--robot sim:TASK] [--command-history K] [--images video|png] [--camera NAME]|import-lerobot DIR DB [--robot sim:TASK] [--command-history K] [--image KEY]');
 episodes
   .command('list', { isDefault: true })
   .summary('list the recorded episodes')
@@ -146,6 +146,8 @@ episodes
   .option('--ids <ID...>', 'episode ids (default: every complete episode)')
   .option('--all', 'include partial and recording episodes', false)
   .option('--fps <N>', 'frames per second (default: the robot\'s control rate, else measured)', positive('--fps'))
+  .addOption(new Option('--images <FORMAT>', 'camera frames as a video feature (mp4 encoded by ffmpeg, as LeRobot records) or PNG image features in the parquet (exact)').choices(['video', 'png']).default('video'))
+  .option('--camera <NAME>', 'the camera\'s name: its feature is observation.images.NAME', 'camera')
   .option('--command-history <K>', '--robot sim:…: its observation reports the last K commands sent (episodes recorded with drive --command-history K)', steps('--command-history'))
   .action(async (db, dir, o) => (await import('./commands/episodes.js')).exportLeRobotCmd(db, dir, { ...o, status: o.all ? 'all' : 'complete' }));
 episodes
@@ -154,7 +156,7 @@ episodes
   .argument('<dir>', 'dataset folder')
   .argument('<db>', 'episode store')
   .option('--robot <R>', 'sim:TASK[:PROFILE] whose observation layout observation.state must have (needed for datasets this project did not write)')
-  .option('--image <KEY>', 'which image feature becomes the episode image (default observation.image, or the only one)')
+  .option('--image <KEY>', 'which camera (image or video feature, e.g. observation.images.front) becomes the episode image (default observation.image, or the only one)')
   .option('--command-history <K>', '--robot sim:…: its observation reports the last K commands sent', steps('--command-history'))
   .action(async (dir, db, o) => (await import('./commands/episodes.js')).importLeRobotCmd(dir, db, o));
 

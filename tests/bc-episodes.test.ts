@@ -98,7 +98,7 @@ describe('demonstrations from recorded episodes', () => {
     sameDemos(demonstrationsFromEpisodes(mcaps, { ...opts, source: 'mcap' }), want);
 
     const ds = join(dir, 'lerobot');
-    exportLeRobot(bySeed, ds, { layout, fps: 50 });
+    await exportLeRobot(bySeed, ds, { layout, fps: 50, images: 'png' });
     const lr = await loadEpisodes(parseEpisodeSource(`lerobot:${ds}`), { layout, actionDim: 2 });
     sameDemos(demonstrationsFromEpisodes(lr, { ...opts, source: 'lerobot' }), want);
 

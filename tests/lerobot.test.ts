@@ -1,17 +1,21 @@
-// LeRobot v3.0 datasets: the project's episodes survive export → import exactly; a dataset laid out the way
-// LeRobot writes it (built here independently of the exporter, from LeRobot's documented layout) imports;
-// a dataset that does not fit the robot is refused with an error naming the feature, column or file.
+// LeRobot v3.0 datasets: the project's episodes survive export → import exactly (camera frames as PNG images;
+// video features: lerobot-video.test.ts); a dataset laid out the way LeRobot writes it (built here independently
+// of the exporter, from LeRobot's documented layout) imports; a dataset that does not fit the robot is refused
+// with an error naming the feature, column or file.
 import { spawnSync } from 'node:child_process';
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { deflateSync } from 'node:zlib';
 import { parquetWriteBuffer, type ColumnSource, type SchemaElement } from 'hyparquet-writer';
+import { parquetMetadata } from 'hyparquet';
+import jpeg from 'jpeg-js';
 import { describe, expect, it } from 'vitest';
 import { defineLayout } from '../common/layout.js';
 import { exportLeRobot } from '../episodes/lerobot/export.js';
 import { LeRobotError } from '../episodes/lerobot/format.js';
 import { importLeRobot } from '../episodes/lerobot/import.js';
+import { readParquet } from '../episodes/lerobot/parquet.js';
 import { decodePng, encodePng } from '../common/png.js';
 import { EpisodeStore } from '../episodes/store/store.js';
 import type { Episode } from '../episodes/types.js';
@@ -33,16 +37,33 @@ function storeEpisodes(file: string, eps: Episode[]): Episode[] {
   }
 }
 
+/** richEpisode's png/jpeg frames are random bytes: give them real encodings of random pixels, which LeRobot readers decode. */
+function decodableImages(e: Episode, seed: number): Episode {
+  const r = rng(seed);
+  for (const s of e.steps) {
+    const im = s.obs.image;
+    if (!im || im.encoding === 'rgb8') continue;
+    const rgb = Uint8Array.from({ length: im.width * im.height * 3 }, () => Math.floor(r() * 256));
+    if (im.encoding === 'png') im.data = encodePng(rgb, im.width, im.height);
+    else {
+      const rgba = new Uint8Array(im.width * im.height * 4);
+      for (let i = 0; i < im.width * im.height; i++) rgba.set([rgb[i * 3]!, rgb[i * 3 + 1]!, rgb[i * 3 + 2]!, 255], i * 4);
+      im.data = new Uint8Array(jpeg.encode({ data: rgba, width: im.width, height: im.height }, 90).data);
+    }
+  }
+  return e;
+}
+
 const ROBOT = defineLayout(
   ['j0', 'j1', 'j2', 'j3'].map((name) => ({ name, unit: 'rad' as const })),
   ['f0', 'f1', 'f2', 'f3', 'f4'].map((name) => ({ name, unit: 'm' })),
 );
 
 describe('LeRobot export → import', () => {
-  it('re-imports a project-exported dataset identically (images rgb8/png/jpeg, NaN reward, partial, seq gaps, several data files)', async () => {
+  it('re-imports a project-exported dataset identically (PNG images from rgb8/png/jpeg, NaN reward, partial, seq gaps, several data files)', async () => {
     const a = richEpisode('ep-rgb', 7, 'rgb8', 1);
-    const b = richEpisode('ep-png', 5, 'png', 2);
-    const c = richEpisode('ep-jpeg', 4, 'jpeg', 3);
+    const b = decodableImages(richEpisode('ep-png', 5, 'png', 2), 2);
+    const c = decodableImages(richEpisode('ep-jpeg', 4, 'jpeg', 3), 3);
     b.steps[2]!.reward = NaN;
     b.steps[3]!.seq = 9; // a gap the store allows
     b.steps[4]!.seq = 10;
@@ -54,13 +75,19 @@ describe('LeRobot export → import', () => {
     const original = storeEpisodes(join(tmp('lr-a-'), 'a.db'), [a, b, c, d]);
 
     const dir = join(tmp('lr-ds-'), 'ds');
-    const res = exportLeRobot(original, dir, { layout: ROBOT, fps: 20, framesPerFile: 10 });
-    expect(res).toMatchObject({ episodes: 4, frames: 19 });
+    const res = await exportLeRobot(original, dir, { layout: ROBOT, fps: 20, framesPerFile: 10, images: 'png' });
+    expect(res).toMatchObject({ episodes: 4, frames: 19, videoFiles: [], camera: { key: 'observation.images.camera', dtype: 'image' } });
     expect(res.dataFiles).toEqual(['data/chunk-000/file-000.parquet', 'data/chunk-000/file-001.parquet', 'data/chunk-000/file-002.parquet']);
     const info = JSON.parse(readFileSync(join(dir, 'meta/info.json'), 'utf8'));
-    expect(info).toMatchObject({ codebase_version: 'v3.0', fps: 20, total_episodes: 4, total_frames: 19, total_tasks: 3, splits: { train: '0:4' } });
-    expect(info.features['observation.image']).toEqual({ dtype: 'image', shape: [3, 4, 3], names: ['height', 'width', 'channel'] });
-    expect(info.features['observation.state'].shape).toEqual([13]);
+    expect(info).toMatchObject({ codebase_version: 'v3.0', fps: 20, total_episodes: 4, total_frames: 19, total_tasks: 3, splits: { train: '0:4' }, video_path: null });
+    expect(info.features['observation.images.camera']).toEqual({ dtype: 'image', shape: [3, 4, 3], names: ['height', 'width', 'channels'], info: { is_depth_map: false } });
+    expect(info.features['observation.state']).toMatchObject({ dtype: 'float32', shape: [13] });
+    // LeRobot's frame columns: float32 state, timestamp = frame_index / fps (not the robot clock, which wmrl.t_obs keeps)
+    const meta = parquetMetadata(new Uint8Array(readFileSync(join(dir, res.dataFiles[0]!))).buffer);
+    const leaf = (name: string) => meta.schema[meta.schema.findIndex((e) => e.name === name) + 2]!.type;
+    expect([leaf('observation.state'), leaf('action'), leaf('wmrl.state')]).toEqual(['FLOAT', 'FLOAT', 'DOUBLE']);
+    const rows = (await readParquet(join(dir, res.dataFiles[0]!))).rows;
+    expect(rows.map((r) => r.timestamp)).toEqual(rows.map((r) => Math.fround(Number(r.frame_index) / 20)));
 
     const back = await importLeRobot(dir, { layout: ROBOT, actionDim: 4 });
     expect(back.tasks).toEqual(['touch the red cube', 'stack the blue block', 'open the drawer']);
@@ -70,10 +97,10 @@ describe('LeRobot export → import', () => {
     expect(Number.isNaN(again[1]!.steps[2]!.reward)).toBe(true);
   });
 
-  it('refuses to write into a folder that holds files', () => {
+  it('refuses to write into a folder that holds files', async () => {
     const dir = tmp('lr-full-');
     writeFileSync(join(dir, 'keep.txt'), 'x');
-    expect(() => exportLeRobot([richEpisode('e', 2)], dir)).toThrow(/not empty/);
+    await expect(exportLeRobot([richEpisode('e', 2)], dir)).rejects.toThrow(/not empty/);
     expect(readFileSync(join(dir, 'keep.txt'), 'utf8')).toBe('x');
   });
 });
@@ -259,17 +286,18 @@ describe('LeRobot import of a dataset written the way LeRobot writes it', () => 
     await expect(importLeRobot(f.dir, { layout: ARM })).rejects.toThrow(/data\/chunk-000\/file-000\.parquet: missing column 'action'/);
   });
 
-  it('refuses other codebase versions, video features and a missing feature, naming each', async () => {
+  it('refuses other codebase versions, a video the episode index does not place, an unknown camera and a missing feature, naming each', async () => {
     await expect(importLeRobot(lerobotFixture({ info: (i) => (i.codebase_version = 'v2.1') }).dir, { layout: ARM })).rejects.toThrow(/codebase_version is v2\.1/);
     const video = lerobotFixture({ info: (i) => (i.features['observation.images.front']!.dtype = 'video') });
-    await expect(importLeRobot(video.dir, { layout: ARM, imageKey: 'observation.images.front' })).rejects.toThrow(/'observation\.images\.front' is a video/);
+    await expect(importLeRobot(video.dir, { layout: ARM })).rejects.toThrow(/episode 0 has no 'videos\/observation\.images\.front\/chunk_index'/);
+    await expect(importLeRobot(video.dir, { layout: ARM, imageKey: 'observation.images.wrist' })).rejects.toThrow(/no camera feature 'observation\.images\.wrist' \(image and video features: observation\.images\.front\)/);
     await expect(importLeRobot(lerobotFixture({ info: (i) => delete i.features.action }).dir, { layout: ARM })).rejects.toThrow(/features lack 'action'/);
     await expect(importLeRobot(lerobotFixture({ info: (i) => delete i.fps }).dir, { layout: ARM })).rejects.toThrow(/info\.json: .*fps/);
   });
 
   it('refuses a project dataset on a robot whose layout differs, naming the joint', async () => {
     const dir = join(tmp('lr-d-'), 'ds');
-    exportLeRobot([richEpisode('e', 3)], dir, { layout: ROBOT });
+    await exportLeRobot([richEpisode('e', 3)], dir, { layout: ROBOT, images: 'png' });
     const renamed = defineLayout([{ name: 'j0', unit: 'rad' }, { name: 'jX', unit: 'rad' }, { name: 'j2', unit: 'rad' }, { name: 'j3', unit: 'rad' }], ROBOT.features);
     await expect(importLeRobot(dir, { layout: renamed })).rejects.toThrow(/joint 1: robot has 'jX' \(rad\), dataset has 'j1' \(rad\)/);
     rmSync(dir, { recursive: true });
@@ -291,9 +319,9 @@ describe('wmrl episodes export-lerobot / import-lerobot', () => {
   it('exports a store as a dataset and imports it into another store; a dataset that does not fit the robot exits 1 naming the feature', () => {
     const dir = tmp('lr-cli-');
     const original = storeEpisodes(join(dir, 'a.db'), [richEpisode('cli-1', 4, 'rgb8', 5), richEpisode('cli-2', 3, 'rgb8', 6)]);
-    const e = wmrl('episodes', 'export-lerobot', join(dir, 'a.db'), join(dir, 'ds'));
+    const e = wmrl('episodes', 'export-lerobot', join(dir, 'a.db'), join(dir, 'ds'), '--images', 'png');
     expect(e.status, e.stderr).toBe(0);
-    expect(e.stdout).toMatch(/wrote LeRobot v3\.0 dataset .*: 2 episode\(s\), 7 frames in 1 data file/);
+    expect(e.stdout).toMatch(/wrote LeRobot v3\.0 dataset .*: 2 episode\(s\), 7 frames in 1 data file\(s\); camera observation\.images\.camera as PNG images/);
     const i = wmrl('episodes', 'import-lerobot', join(dir, 'ds'), join(dir, 'b.db'));
     expect(i.status, i.stderr).toBe(0);
     const s = EpisodeStore.open(join(dir, 'b.db'));

@@ -120,7 +120,10 @@ async function simLayout(robot: string, commandHistory: number | undefined): Pro
 }
 
 /** `wmrl episodes export-lerobot DB DIR`: the store's episodes (all, or --ids) as one LeRobot v3.0 dataset. */
-export async function exportLeRobotCmd(db: string, dir: string, o: { robot?: string; ids?: string[]; fps?: number; status?: 'complete' | 'all'; commandHistory?: number }): Promise<void> {
+export async function exportLeRobotCmd(
+  db: string, dir: string,
+  o: { robot?: string; ids?: string[]; fps?: number; status?: 'complete' | 'all'; commandHistory?: number; images?: 'video' | 'png'; camera?: string },
+): Promise<void> {
   if (o.commandHistory !== undefined && !o.robot) throw new Error('--command-history names the layout of --robot sim:TASK[:PROFILE]; give --robot too');
   const sim = o.robot ? await simLayout(o.robot, o.commandHistory) : undefined;
   await withStore(db, async (store) => {
@@ -131,8 +134,11 @@ export async function exportLeRobotCmd(db: string, dir: string, o: { robot?: str
       bar(k + 1, ids.length, `reading ${id.slice(0, 8)}`);
       return store.get(id);
     });
-    const res = exportLeRobot(eps, dir, { layout: sim?.layout, actionNames: sim?.actionNames, fps: o.fps ?? (sim ? Math.round(sim.controlHz) : undefined) });
-    console.log(`wrote LeRobot v3.0 dataset ${dir}: ${res.episodes} episode(s), ${res.frames} frames in ${res.dataFiles.length} data file(s)`);
+    const res = await exportLeRobot(eps, dir, {
+      layout: sim?.layout, actionNames: sim?.actionNames, fps: o.fps ?? (sim ? Math.round(sim.controlHz) : undefined), images: o.images, camera: o.camera,
+    });
+    const cam = res.camera ? `; camera ${res.camera.key} as ${res.camera.dtype === 'video' ? `${res.camera.codec} video in ${res.videoFiles.length} mp4 file(s)` : 'PNG images'}` : '';
+    console.log(`wrote LeRobot v3.0 dataset ${dir}: ${res.episodes} episode(s), ${res.frames} frames in ${res.dataFiles.length} data file(s)${cam}`);
   });
 }
 

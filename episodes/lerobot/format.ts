@@ -4,8 +4,11 @@
 //   meta/tasks.parquet                              task (the pandas index) → task_index
 //   meta/episodes/chunk-{chunk:03d}/file-{file:03d}.parquet        one row per episode: length, tasks, where its frames are
 //   data/chunk-{chunk:03d}/file-{file:03d}.parquet                 one row per frame, many episodes per file
-//   meta/stats.json                                 per-feature min / max / mean / std / count
-// Vectors are list columns, `image` features are structs {bytes, path} holding PNG bytes (HF datasets' Image).
+//   videos/{video_key}/chunk-{chunk:03d}/file-{file:03d}.mp4       a camera's frames, many episodes per file
+//   meta/stats.json                                 per-feature min / max / mean / std / count / quantiles
+// Vectors are list columns, `image` features are structs {bytes, path} holding PNG bytes (HF datasets' Image);
+// `video` features live in the mp4 files only: an episode row says which file and from/to which timestamp.
+// Each episode row also carries that episode's stats as `stats/<feature>/<stat>` columns.
 // Columns named `wmrl.*` (frames) and `wmrl/episode` (episodes) carry what a LeRobot dataset has no
 // field for (robot-clock stamps, the episode's metadata), so a dataset this project wrote re-imports exactly.
 import { Type, type Static } from '@sinclair/typebox';
@@ -18,6 +21,7 @@ export const TASKS_PATH = 'meta/tasks.parquet';
 export const EPISODES_DIR = 'meta/episodes';
 export const DATA_PATH = 'data/chunk-{chunk_index:03d}/file-{file_index:03d}.parquet';
 export const EPISODES_PATH = 'meta/episodes/chunk-{chunk_index:03d}/file-{file_index:03d}.parquet';
+export const VIDEO_PATH = 'videos/{video_key}/chunk-{chunk_index:03d}/file-{file_index:03d}.mp4';
 export const DEFAULT_CHUNKS_SIZE = 1000;
 
 /** The per-frame columns every LeRobot dataset has (DEFAULT_FEATURES), and the two a policy trains on. */
@@ -33,6 +37,7 @@ export const COLUMNS = {
   done: 'next.done',
   success: 'next.success',
   // this project's, for an exact round trip
+  state64: 'wmrl.state',
   seq: 'wmrl.seq',
   tObs: 'wmrl.t_obs',
   tAct: 'wmrl.t_act',
@@ -41,7 +46,22 @@ export const COLUMNS = {
   imageEncoding: 'wmrl.image_encoding',
 } as const;
 
-export const IMAGE_KEY = 'observation.image';
+/** A camera named NAME is the feature `observation.images.NAME` (LeRobot's recorder); older datasets have `observation.image`. */
+export const CAMERA_PREFIX = 'observation.images.';
+export const LEGACY_IMAGE_KEY = 'observation.image';
+export const cameraKey = (name: string): string => `${CAMERA_PREFIX}${name}`;
+
+/** The columns of an episode row that place one video feature's frames. */
+export const videoColumns = (key: string) => ({
+  chunk: `videos/${key}/chunk_index`,
+  file: `videos/${key}/file_index`,
+  from: `videos/${key}/from_timestamp`,
+  to: `videos/${key}/to_timestamp`,
+});
+
+/** The statistics LeRobot keeps per feature, per episode and for the dataset. */
+export const STAT_NAMES = ['min', 'max', 'mean', 'std', 'count', 'q01', 'q10', 'q50', 'q90', 'q99'] as const;
+export const statColumn = (key: string, stat: string): string => `stats/${key}/${stat}`;
 
 export const EPISODE_COLUMNS = {
   episodeIndex: 'episode_index',
@@ -111,10 +131,11 @@ export function parseInfo(text: string, file: string): Info {
   return v;
 }
 
-/** Fills a LeRobot path template: `{chunk_index:03d}` and `{file_index:03d}`. */
-export function fillPath(template: string, chunk: number, file: number): string {
+/** Fills a LeRobot path template: `{chunk_index:03d}`, `{file_index:03d}` and (videos) `{video_key}`. */
+export function fillPath(template: string, chunk: number, file: number, videoKey?: string): string {
   const pad = (n: number, spec: string | undefined) => (spec ? String(n).padStart(Number(spec.replace(/\D/g, '')), '0') : String(n));
-  return template.replace(/\{(chunk_index|file_index)(?::(0?\d+d))?\}/g, (_, key: string, spec: string | undefined) => pad(key === 'chunk_index' ? chunk : file, spec));
+  const filled = template.replace(/\{(chunk_index|file_index)(?::(0?\d+d))?\}/g, (_, key: string, spec: string | undefined) => pad(key === 'chunk_index' ? chunk : file, spec));
+  return videoKey === undefined ? filled : filled.replace(/\{video_key\}/g, videoKey);
 }
 
 /** The struct HF datasets' Image feature stores. */

@@ -1,26 +1,32 @@
 // A LeRobot v3.0 dataset folder → Episodes. Reads what LeRobot writes (format.ts): info.json's features,
 // tasks.parquet, the episode index under meta/episodes/, and the data files it points to (many episodes a
-// file, any column order, float32 or float64 vectors, PNG image structs). observation.state is split by the
-// robot's observation layout; a dataset whose features do not fit that layout is refused with an error
-// naming the feature. The `wmrl.*` columns of a dataset this project wrote restore its episodes exactly.
+// file, any column order, float32 or float64 vectors, PNG image structs), and decodes a `video` camera from its
+// mp4 files with ffmpeg (video.ts). observation.state is split by the robot's observation layout; a dataset whose
+// features do not fit that layout is refused with an error naming the feature. The `wmrl.*` columns of a dataset
+// this project wrote restore its episodes exactly (camera frames of a video within the codec's loss).
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { basename, join, resolve } from 'node:path';
 import { assertSameLayout, layoutDim, layoutFromJson, LayoutError, type ObservationLayout } from '../../common/layout.js';
 import type { Image } from '../../common/robot.js';
 import type { Episode, EpisodeMeta, EpisodeStatus, EpisodeStep } from '../types.js';
-import { COLUMNS, EPISODE_COLUMNS, EPISODES_DIR, INFO_PATH, TASKS_PATH, LeRobotError, fillPath, parseInfo, type Feature, type Info } from './format.js';
+import {
+  COLUMNS, EPISODE_COLUMNS, EPISODES_DIR, INFO_PATH, LEGACY_IMAGE_KEY, TASKS_PATH, LeRobotError, fillPath, parseInfo, videoColumns, type Feature, type Info,
+} from './format.js';
 import { readParquet, requireColumns } from './parquet.js';
 import { decodePng, isPng } from '../../common/png.js';
+import { decodeVideo, ffmpegTools, probeVideo } from './video.js';
 
 export interface LeRobotImportOptions {
   /** The robot's observation layout: observation.state must be [positions, velocities, features] of it. */
   layout?: ObservationLayout;
   /** The robot's action length; a dataset whose `action` differs is refused. */
   actionDim?: number;
-  /** Which `image` feature becomes the episode image (default: `observation.image`, else the only one). */
+  /** Which camera (`image` or `video` feature) becomes the episode image (default: `observation.image`, else the only one). */
   imageKey?: string;
   /** Only these episode indices (default all). */
   episodes?: number[];
+  /** The ffmpeg binary that decodes `video` features, a path or a name on PATH (ffprobe is taken from beside it). */
+  ffmpeg?: string;
 }
 
 export interface LeRobotDataset {
@@ -52,18 +58,23 @@ function vectorFeature(info: Info, key: string, file: string): number {
   return f.shape[0]!;
 }
 
+/** The camera feature that becomes the episode image: `image` (PNG in the parquet) or `video` (mp4 files). */
 function chooseImage(info: Info, key: string | undefined, file: string): string | undefined {
-  const videos = Object.entries(info.features).filter(([, f]) => f.dtype === 'video').map(([k]) => k);
-  const images = Object.entries(info.features).filter(([, f]) => f.dtype === 'image').map(([k]) => k);
+  const cameras = Object.entries(info.features).filter(([, f]) => f.dtype === 'image' || f.dtype === 'video').map(([k]) => k);
   if (key !== undefined) {
-    if (videos.includes(key)) throw new LeRobotError(`${file}: feature '${key}' is a video (mp4); only 'image' features (PNG in the parquet) are read`);
-    if (!images.includes(key)) throw new LeRobotError(`${file}: no image feature '${key}' (image features: ${images.join(', ') || 'none'})`);
+    if (!cameras.includes(key)) throw new LeRobotError(`${file}: no camera feature '${key}' (image and video features: ${cameras.join(', ') || 'none'})`);
     return key;
   }
-  if (images.includes('observation.image')) return 'observation.image';
-  if (images.length === 1) return images[0];
-  if (images.length > 1) throw new LeRobotError(`${file}: several image features (${images.join(', ')}); choose one with imageKey`);
+  if (cameras.includes(LEGACY_IMAGE_KEY)) return LEGACY_IMAGE_KEY;
+  if (cameras.length === 1) return cameras[0];
+  if (cameras.length > 1) throw new LeRobotError(`${file}: several cameras (${cameras.join(', ')}); choose one with imageKey (--image)`);
   return undefined;
+}
+
+/** [height, width] of a camera feature's shape: [H, W, C] (names height, width, channels) or [C, H, W]. */
+function cameraSize(shape: number[]): { width: number; height: number } {
+  const [h, w] = shape[0] === 3 && shape.length === 3 && shape[2] !== 3 ? [shape[1]!, shape[2]!] : [shape[0]!, shape[1]!];
+  return { width: w, height: h };
 }
 
 function imageOf(cell: unknown, encoding: unknown, shape: number[], what: string): Image | undefined {
@@ -73,8 +84,7 @@ function imageOf(cell: unknown, encoding: unknown, shape: number[], what: string
     const path = (cell as { path?: unknown }).path;
     throw new LeRobotError(`${what}: image has no embedded bytes${typeof path === 'string' ? ` (it refers to the file ${path})` : ''}`);
   }
-  // shape is [H, W, C] (names height, width, channel) or [C, H, W]
-  const [h, w] = shape[0] === 3 && shape.length === 3 && shape[2] !== 3 ? [shape[1]!, shape[2]!] : [shape[0]!, shape[1]!];
+  const { width: w, height: h } = cameraSize(shape);
   if (encoding === 'png' || encoding === 'jpeg') return { width: w, height: h, encoding, data: new Uint8Array(bytes) };
   if (!isPng(bytes)) {
     if (bytes[0] === 0xff && bytes[1] === 0xd8) return { width: w, height: h, encoding: 'jpeg', data: new Uint8Array(bytes) };
@@ -121,6 +131,10 @@ export async function importLeRobot(dir: string, opts: LeRobotImportOptions = {}
   for (const k of [COLUMNS.frameIndex, COLUMNS.episodeIndex, COLUMNS.taskIndex]) featureOf(info, k, infoFile);
   const imageKey = chooseImage(info, opts.imageKey, infoFile);
   const imageShape = imageKey ? info.features[imageKey]!.shape : [];
+  const video = imageKey !== undefined && info.features[imageKey]!.dtype === 'video';
+  // ffmpeg is looked for before any file is read, so a machine without it hears so at once.
+  const ff = video ? ffmpegTools(opts.ffmpeg) : undefined;
+  if (video && !info.video_path) throw new LeRobotError(`${infoFile}: feature '${imageKey}' is a video but video_path is ${info.video_path === null ? 'null' : 'missing'}`);
 
   // tasks: pandas stores the index `task` as a column (older writers: __index_level_0__).
   const tasksFile = join(dir, TASKS_PATH);
@@ -149,8 +163,10 @@ export async function importLeRobot(dir: string, opts: LeRobotImportOptions = {}
     const rel = fillPath(info.data_path, num(r[EPISODE_COLUMNS.dataChunk]), num(r[EPISODE_COLUMNS.dataFile]));
     byFile.set(rel, [...(byFile.get(rel) ?? []), r]);
   }
-  const frameCols = [COLUMNS.state, COLUMNS.action, COLUMNS.frameIndex, COLUMNS.episodeIndex, COLUMNS.taskIndex, ...(imageKey ? [imageKey] : [])];
+  const frameCols = [COLUMNS.state, COLUMNS.action, COLUMNS.frameIndex, COLUMNS.episodeIndex, COLUMNS.taskIndex, ...(imageKey && !video ? [imageKey] : [])];
   const out = new Map<number, Episode>();
+  /** Per episode: the timestamp of each frame, where a video's frames are looked up. */
+  const stampsOf = new Map<number, number[]>();
   const name = basename(resolve(dir));
   for (const [rel, eps] of byFile) {
     const file = join(dir, rel);
@@ -183,11 +199,14 @@ export async function importLeRobot(dir: string, opts: LeRobotImportOptions = {}
         startedAt: 0,
       };
       const nj = layout.joints.length;
+      const stamps: number[] = [];
+      stampsOf.set(index, stamps);
       const steps: EpisodeStep[] = rows.map((row, k) => {
         const what = `${file} episode ${index} frame ${k}`;
-        const state = vector(row[COLUMNS.state], D, `${what} '${COLUMNS.state}'`);
+        const state = vector(row[has(COLUMNS.state64) ? COLUMNS.state64 : COLUMNS.state], D, `${what} '${has(COLUMNS.state64) ? COLUMNS.state64 : COLUMNS.state}'`);
         const action = vector(row[COLUMNS.action], A, `${what} '${COLUMNS.action}'`);
-        const t = has(COLUMNS.timestamp) ? num(row[COLUMNS.timestamp]) : k / info.fps;
+        const t = has(COLUMNS.timestamp) ? num(row[COLUMNS.timestamp]) : num(row[COLUMNS.frameIndex]) / info.fps;
+        stamps.push(t);
         const tObs = has(COLUMNS.tObs) ? num(row[COLUMNS.tObs]) : t;
         const task = tasks[num(row[COLUMNS.taskIndex])];
         if (task === undefined) throw new LeRobotError(`${what}: task_index ${num(row[COLUMNS.taskIndex])} is not in ${TASKS_PATH}`);
@@ -205,7 +224,7 @@ export async function importLeRobot(dir: string, opts: LeRobotImportOptions = {}
           done: has(COLUMNS.done) && row[COLUMNS.done] !== null ? row[COLUMNS.done] === true : k === rows.length - 1,
         };
         if (wm ? wm.hasFeatures : layout.features.length > 0) step.obs.features = Float32Array.from(state.slice(2 * nj));
-        if (imageKey) {
+        if (imageKey && !video) {
           const im = imageOf(row[imageKey], has(COLUMNS.imageEncoding) ? row[COLUMNS.imageEncoding] : undefined, imageShape, `${what} '${imageKey}'`);
           if (im) step.obs.image = im;
         }
@@ -216,5 +235,69 @@ export async function importLeRobot(dir: string, opts: LeRobotImportOptions = {}
       out.set(index, { meta, status: wm?.status ?? 'complete', steps });
     }
   }
+  if (video) await attachVideoFrames(dir, info, imageKey!, chosen, out, stampsOf, ff!);
   return { info, layout, tasks, episodes: [...out.keys()].sort((a, b) => a - b).map((k) => out.get(k)!) };
+}
+
+/**
+ * Decodes a video camera's mp4 files and gives each step the frame shown at its episode's from_timestamp plus the
+ * frame's timestamp, as LeRobot's loader looks frames up. A frame counts when it is within a quarter of a frame
+ * period of that time: concatenating episode files shifts later episodes by a fraction of a millisecond.
+ */
+async function attachVideoFrames(
+  dir: string, info: Info, key: string, rows: Array<Record<string, unknown>>, episodes: Map<number, Episode>, stampsOf: Map<number, number[]>, ff: ReturnType<typeof ffmpegTools>,
+): Promise<void> {
+  const vc = videoColumns(key);
+  const size = cameraSize(info.features[key]!.shape);
+  const tolerance = 0.25 / info.fps;
+  interface Target { t: number; step: EpisodeStep; episode: number; frame: number; error: number }
+  const byFile = new Map<string, Target[]>();
+  for (const r of rows) {
+    const index = num(r[EPISODE_COLUMNS.episodeIndex]);
+    for (const c of [vc.chunk, vc.file, vc.from]) {
+      if (r[c] === undefined || r[c] === null) throw new LeRobotError(`${join(dir, EPISODES_DIR)}: episode ${index} has no '${c}' (where feature '${key}' keeps its frames)`);
+    }
+    const rel = fillPath(info.video_path!, num(r[vc.chunk]), num(r[vc.file]), key);
+    const from = num(r[vc.from]);
+    const list = byFile.get(rel) ?? [];
+    byFile.set(rel, list);
+    const ep = episodes.get(index)!;
+    stampsOf.get(index)!.forEach((ts, k) => list.push({ t: from + ts, step: ep.steps[k]!, episode: index, frame: k, error: Infinity }));
+  }
+  for (const [rel, targets] of byFile) {
+    const file = join(dir, rel);
+    if (!existsSync(file)) {
+      const eps = [...new Set(targets.map((t) => t.episode))];
+      throw new LeRobotError(`${file}: missing; feature '${key}' keeps the frames of episode${eps.length > 1 ? 's' : ''} ${eps.join(', ')} there`);
+    }
+    const stream = probeVideo(ff, file);
+    if (stream.width !== size.width || stream.height !== size.height) {
+      throw new LeRobotError(`${file}: frames are ${stream.width}x${stream.height}, feature '${key}' has shape [${info.features[key]!.shape.join(', ')}] (${size.width}x${size.height})`);
+    }
+    targets.sort((a, b) => a.t - b.t);
+    let first = Infinity, last = -Infinity;
+    const decoded = await decodeVideo(ff, file, size, (time, rgb) => {
+      first = Math.min(first, time);
+      last = Math.max(last, time);
+      // the targets within tolerance of this frame: binary search for the first at or after time - tolerance
+      let lo = 0, hi = targets.length;
+      while (lo < hi) {
+        const mid = (lo + hi) >> 1;
+        if (targets[mid]!.t < time - tolerance) lo = mid + 1;
+        else hi = mid;
+      }
+      for (let i = lo; i < targets.length && targets[i]!.t <= time + tolerance; i++) {
+        const tg = targets[i]!;
+        const err = Math.abs(tg.t - time);
+        if (err < tg.error) {
+          tg.error = err;
+          tg.step.obs.image = { width: size.width, height: size.height, encoding: 'rgb8', data: rgb };
+        }
+      }
+    });
+    const miss = targets.find((t) => t.error === Infinity);
+    if (miss) {
+      throw new LeRobotError(`${file}: no frame within ${tolerance.toFixed(4)} s of ${miss.t.toFixed(4)} s (feature '${key}', episode ${miss.episode} frame ${miss.frame}); the video has ${decoded} frames${decoded ? ` from ${first.toFixed(4)} to ${last.toFixed(4)} s` : ''}`);
+    }
+  }
 }

@@ -1,11 +1,13 @@
 // Parquet in and out for the LeRobot files, with the column types pyarrow writes for them: scalars,
-// lists (`list<element>`, the three-level LIST layout), the Image struct {bytes, path}; every column nullable.
+// lists (`list<element>`, the three-level LIST layout, nested for image stats), the Image struct {bytes, path};
+// every column nullable.
 import { readFileSync, writeFileSync } from 'node:fs';
 import { parquetMetadata, parquetReadObjects } from 'hyparquet';
 import { parquetWriteBuffer, type ColumnSource, type SchemaElement } from 'hyparquet-writer';
 import { LeRobotError } from './format.js';
 
-export type ColumnKind = 'float' | 'double' | 'int64' | 'bool' | 'string' | 'list<float>' | 'list<double>' | 'list<string>' | 'image';
+type Leaf = 'float' | 'double' | 'int64' | 'bool' | 'string';
+export type ColumnKind = Leaf | `list<${Leaf}>` | 'list<list<list<double>>>' | 'image';
 
 export interface Column {
   name: string;
@@ -30,12 +32,12 @@ function schemaOf(c: Column): SchemaElement[] {
       { name: 'path', type: 'BYTE_ARRAY', converted_type: 'UTF8', ...opt },
     ];
   }
-  const list = /^list<(\w+)>$/.exec(c.kind);
+  const list = /^list<(.+)>$/.exec(c.kind);
   if (list) {
     return [
       { name: c.name, ...opt, converted_type: 'LIST', num_children: 1 },
       { name: 'list', repetition_type: 'REPEATED', num_children: 1 },
-      { ...LEAF[list[1]!]!, name: 'element', ...opt },
+      ...schemaOf({ name: 'element', kind: list[1] as ColumnKind, data: [] }),
     ];
   }
   return [{ ...LEAF[c.kind]!, name: c.name, ...opt }];
