@@ -10,6 +10,8 @@ export interface FfmpegTools {
   ffprobe: string;
   /** The video encoders this ffmpeg was built with. */
   encoders: Set<string>;
+  /** How to keep every decoded frame as it is: `-fps_mode` from ffmpeg 5.1, `-vsync` before (Ubuntu 22.04 has 4.4). */
+  passthrough: string[];
 }
 
 /** The encoder for a camera, and what info.json records of it (LeRobot's `video.*` keys). */
@@ -44,7 +46,9 @@ export function ffmpegTools(ffmpeg = 'ffmpeg'): FfmpegTools {
   const probe = spawnSync(ffprobe, ['-version'], { encoding: 'utf8' });
   if (probe.error) throw missing(ffprobe, probe.error as NodeJS.ErrnoException);
   const encoders = new Set([...enc.stdout.matchAll(/^ V\S{5} (\S+)/gm)].map((m) => m[1]!));
-  const t = { ffmpeg, ffprobe, encoders };
+  const version = /^ffmpeg version n?(\d+)\.(\d+)/.exec(spawnSync(ffmpeg, ['-version'], { encoding: 'utf8' }).stdout ?? '');
+  const old = version !== null && Number(version[1]) * 100 + Number(version[2]) < 501;
+  const t = { ffmpeg, ffprobe, encoders, passthrough: old ? ['-vsync', 'passthrough'] : ['-fps_mode', 'passthrough'] };
   tools.set(ffmpeg, t);
   return t;
 }
@@ -168,7 +172,7 @@ export async function decodeVideo(t: FfmpegTools, file: string, size: { width: n
   const frameBytes = size.width * size.height * 3;
   const p = spawn(t.ffmpeg, [
     '-hide_banner', '-nostats', '-nostdin', '-loglevel', 'info', '-i', file,
-    '-map', '0:v:0', '-vf', 'showinfo', '-fps_mode', 'passthrough', '-f', 'rawvideo', '-pix_fmt', 'rgb24', 'pipe:1',
+    '-map', '0:v:0', '-vf', 'showinfo', ...t.passthrough, '-f', 'rawvideo', '-pix_fmt', 'rgb24', 'pipe:1',
   ], { stdio: ['ignore', 'pipe', 'pipe'] });
   const exited = exitOf(p);
   let timeBase: number | undefined;
