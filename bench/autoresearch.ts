@@ -46,7 +46,7 @@ if (SPLITS.sets.episodes.train.length !== classifierTask.seeds) throw new Error(
 
 // ── What runs ───────────────────────────────────────────────────────────────────────────────────
 /** GP-BO's acquisition in the test run, chosen on the validation split by the rule its report states (docs/decisions.md). */
-export const GPBO_ACQUISITION: Acquisition = 'thompson';
+export const GPBO_ACQUISITION: Acquisition = 'ucb';
 
 const NAMES: Record<string, string> = { standard: 'standard GRPO (all executed)', wmrl: 'full WMRL', pure: 'pure world model', random: 'random search', 'gpbo-thompson': 'GP-BO (Thompson)', 'gpbo-ei': 'GP-BO (EI)', 'gpbo-ucb': 'GP-BO (UCB)' };
 const armName = (a: Arm) => NAMES[a] ?? a;

@@ -53,10 +53,10 @@ describe('bench autoresearch report', () => {
     expect(r.notes).toContain('it picks **GP-BO (EI)**');
     // Per-seed tables: one row per validation seed, twice.
     expect(r.notes!.split('\n').filter((l) => /^\| 11 +\|/.test(l))).toHaveLength(2);
-    // The paired interval of WMRL − GP-BO (Thompson) lies near the 0.02 difference and excludes 0.
+    // The paired interval of WMRL − GP-BO (the acquisition the test run uses, UCB) lies near the 0.06 difference and excludes 0.
     expect(r.result.wmrl_vs_gpbo).toBe('beats');
-    expect(Number(r.result.wmrl_minus_gpbo_lo)).toBeGreaterThan(0);
-    expect(Number(r.result.wmrl_minus_gpbo_hi)).toBeLessThan(0.04);
+    expect(Number(r.result.wmrl_minus_gpbo_lo)).toBeGreaterThan(0.04);
+    expect(Number(r.result.wmrl_minus_gpbo_hi)).toBeLessThan(0.08);
     expect(r.keys).toEqual({ compute: 'c', report: 'k' });
     // The denoiser's weight on the anchors: above 1 on one step of the first seed only.
     expect(r.summary).toContain(`above 1 on 1 of 3 steps, ${Array(10).fill('0 of 3 steps').join(', ')}`);
