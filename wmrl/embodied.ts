@@ -17,6 +17,7 @@ import type { SafetyLayer } from '../hardware/safety.js';
 import type { PgBatch } from '../policies/pg.js';
 import type { Policy, PolicyContext, PolicyInputs } from '../policies/types.js';
 import { VecEnv, makeEnv, type Env } from '../sim/index.js';
+import { RobotFleet, watchedRobot, type TargetRobot } from './fleet.js';
 
 /** A GRPO prompt: a start state the robot's seeded reset reproduces, with its instruction. */
 export interface Prompt {
@@ -87,9 +88,10 @@ export class RobotClock {
     this.busy = new Array<number>(robots).fill(0);
   }
 
-  /** Charges one episode of `steps` control steps at `controlHz`. */
-  charge(steps: number, controlHz: number): void {
-    const i = this.busy.indexOf(Math.min(...this.busy));
+  /** Charges one episode of `steps` control steps at `controlHz` to robot `robot`, or to the robot that frees up first. */
+  charge(steps: number, controlHz: number, robot?: number): void {
+    const i = robot ?? this.busy.indexOf(Math.min(...this.busy));
+    if (!(Number.isInteger(i) && i >= 0 && i < this.robots)) throw new Error(`robot clock: robot ${i} is not one of its ${this.robots} robots`);
     this.busy[i]! += steps / controlHz + this.resetSeconds;
     this.episodes++;
   }
@@ -115,6 +117,7 @@ export class RobotClock {
 
 /** Where real episodes run: a robot behind its safety layer, the robot's own outcome signal, the store. */
 export interface RobotTarget {
+  /** The robot (a fleet's first): its spec is the one every robot of the target shares. */
   robot: SafetyLayer;
   /** Reward, done and success of the step just taken, as the robot reports them. */
   outcome: Scorer;
@@ -125,6 +128,11 @@ export interface RobotTarget {
   meta: { robot: string; hardwareProfile: string; task?: string };
   clock: RobotClock;
   signal?: AbortSignal;
+  /**
+   * Several robots (`robot` the first), each running its own episodes at once, charged to its own robot of `clock`
+   * (wmrl/fleet.ts): a group's episodes run in parallel, and a robot lost mid-run leaves the fleet.
+   */
+  fleet?: RobotFleet;
 }
 
 export type ClosableTarget = RobotTarget & { close(): Promise<void> };
@@ -150,6 +158,43 @@ export function robotTarget(robot: SafetyLayer, o: Omit<RobotTarget, 'robot' | '
       await robot[Symbol.asyncDispose]();
     },
   };
+}
+
+/**
+ * A trainer's target of several robots, `robots[0]` the lead (`robot`, `outcome`, `meta`), each charged to its own robot
+ * of the clock; `onLost` hears of each robot lost. `close()` closes the store and every robot.
+ */
+export function fleetTarget(robots: readonly TargetRobot[], o: Pick<RobotTarget, 'maxSteps' | 'realTime' | 'signal'> & { store?: string | EpisodeStore; resetSeconds: number; onLost?: ConstructorParameters<typeof RobotFleet>[1] }): ClosableTarget {
+  const fleet = new RobotFleet(robots, o.onLost);
+  let store: EpisodeStore | undefined;
+  const own = typeof o.store === 'string';
+  if (typeof o.store === 'string') {
+    mkdirSync(dirname(o.store), { recursive: true });
+    store = EpisodeStore.open(o.store);
+  } else store = o.store;
+  const lead = robots[0]!;
+  return {
+    robot: lead.robot,
+    outcome: lead.outcome,
+    maxSteps: o.maxSteps,
+    realTime: o.realTime,
+    store,
+    meta: lead.meta,
+    clock: new RobotClock(robots.length, o.resetSeconds),
+    signal: o.signal,
+    fleet,
+    async close() {
+      if (own) store?.close();
+      const closed = await Promise.allSettled(robots.map((r) => r.robot[Symbol.asyncDispose]()));
+      const bad = closed.find((c) => c.status === 'rejected');
+      if (bad) throw (bad as PromiseRejectedResult).reason;
+    },
+  };
+}
+
+/** Plain robots (each behind its safety layer, with its own outcome signal) as a fleet's robots: their own failures watched. */
+export function fleetRobots(robots: ReadonlyArray<{ robot: SafetyLayer; outcome: Scorer; meta: TargetRobot['meta'] }>): TargetRobot[] {
+  return robots.map((r) => watchedRobot(r.robot, r.outcome, r.meta));
 }
 
 /** One policy episode on the robot, as the trainers need it. T = steps. */
@@ -207,33 +252,65 @@ const robotTurns = new WeakMap<SafetyLayer, Promise<unknown>>();
  * both groups' commands in one episode).
  */
 export function robotEpisode(target: RobotTarget, policy: Policy, seed: number, rng: Rng, policyVersion: string): Promise<RobotEpisode> {
+  const fleet = target.fleet;
+  if (fleet) return fleet.run((on, i) => runRobotEpisode(target, on, i, policy, seed, rng, policyVersion));
   // Wait for the robot's previous episode to end, however it ended: its outcome, or its error, goes to its own caller.
   const turn = (robotTurns.get(target.robot) ?? Promise.resolve()).then(() => undefined, () => undefined);
-  const mine = turn.then(() => runRobotEpisode(target, policy, seed, rng, policyVersion));
+  const mine = turn.then(() => runRobotEpisode(target, target, undefined, policy, seed, rng, policyVersion));
   robotTurns.set(target.robot, mine);
   return mine;
 }
 
-async function runRobotEpisode(target: RobotTarget, policy: Policy, seed: number, rng: Rng, policyVersion: string): Promise<RobotEpisode> {
+/**
+ * The `n` episodes of one group, each from the seeded reset `seed`, episode k sampling with `noise(k, g)` (default g
+ * itself). On one robot they take turns in order, g the trainer's `rng`, drawn from as they go. On a fleet they run
+ * at once, each on the robot that frees up first, g a generator of its own seeded from `rng` in order, so an
+ * episode's noise does not depend on which episode ends first. `ended` hears of each episode as it ends; on a fleet
+ * an episode that fails lets the others end before its error is thrown.
+ */
+export async function groupEpisodes(target: RobotTarget, policy: Policy, seed: number, n: number, rng: Rng, policyVersion: string, o: { noise?: (k: number, g: Rng) => Rng; ended?: (ep: RobotEpisode, k: number) => void } = {}): Promise<RobotEpisode[]> {
+  const noise = o.noise ?? ((_k: number, g: Rng) => g);
+  if (!target.fleet) {
+    const eps: RobotEpisode[] = [];
+    for (let k = 0; k < n; k++) {
+      const ep = await robotEpisode(target, policy, seed, noise(k, rng), policyVersion);
+      o.ended?.(ep, k);
+      eps.push(ep);
+    }
+    return eps;
+  }
+  const own = Array.from({ length: n }, (_, k) => noise(k, new Rng(rng.int(2 ** 31))));
+  const settled = await Promise.allSettled(own.map(async (g, k) => {
+    const ep = await robotEpisode(target, policy, seed, g, policyVersion);
+    o.ended?.(ep, k);
+    return ep;
+  }));
+  const failed = settled.find((s) => s.status === 'rejected');
+  if (failed) throw (failed as PromiseRejectedResult).reason;
+  return settled.map((s) => (s as PromiseFulfilledResult<RobotEpisode>).value);
+}
+
+/** `on`: the robot it runs on (the target itself, or one of its fleet's, charged to the clock's robot `index`). */
+async function runRobotEpisode(target: RobotTarget, on: Pick<TargetRobot, 'robot' | 'outcome' | 'meta' | 'store'>, index: number | undefined, policy: Policy, seed: number, rng: Rng, policyVersion: string): Promise<RobotEpisode> {
   const D = policy.obsDim, A = policy.actDim;
   if (policy.chunk !== 1) throw new Error(`robot episode: one action per control step (chunk 1); the ${policy.kind} policy gives chunks of ${policy.chunk}`);
   const reads = policy.inputs();
   const obs: Float32Array[] = [], action: Float32Array[] = [], sent: Float32Array[] = [], logProb: number[] = [], reward: number[] = [];
   const images: Uint8Array[] = [], instructions: string[] = [];
   let success = false;
-  const layout = layoutOf(target.robot.spec);
+  const layout = layoutOf(on.robot.spec);
   const out = await runEpisode({
-    robot: target.robot,
+    robot: on.robot,
     reset: { seed },
     maxSteps: target.maxSteps,
-    store: target.store,
+    store: on.store ?? target.store,
     realTime: target.realTime,
     signal: target.signal,
-    meta: { ...target.meta, policyVersion, extra: { seed } },
+    meta: { ...on.meta, policyVersion, extra: { seed } },
     policy: async (o) => {
       const x = buildObservation(layout, o);
       if (x.length !== D) throw new Error(`robot episode: the robot's observation has ${x.length} entries, the policy takes ${D}`);
-      const ctx = robotContext(reads, o, target.robot.spec.name);
+      const ctx = robotContext(reads, o, on.robot.spec.name);
       const noise = Float32Array.from({ length: A }, () => rng.normal());
       const r = await policy.act(x, noise, ctx);
       if (ctx?.images) images.push(Uint8Array.from(ctx.images));
@@ -244,15 +321,15 @@ async function runRobotEpisode(target: RobotTarget, policy: Policy, seed: number
       return r.action;
     },
     score: async () => {
-      const s = await target.outcome();
+      const s = await on.outcome();
       reward.push(s.reward);
       if (s.success !== undefined) success = s.success;
       return s;
     },
     onSent: (a: Float32Array) => sent.push(Float32Array.from(a)),
   });
-  obs.push(buildObservation(layout, await target.robot.observe()));
-  target.clock.charge(out.steps, target.robot.spec.controlHz);
+  obs.push(buildObservation(layout, await on.robot.observe()));
+  target.clock.charge(out.steps, on.robot.spec.controlHz, index);
   const T = out.steps;
   const flat = (rows: Float32Array[], w: number, n: number) => {
     const f = new Float32Array(n * w);

@@ -9,7 +9,7 @@ import { Rng, writeFileAtomic } from '../nn/index.js';
 import type { Policy } from '../policies/types.js';
 import type { ClippedPolicyGradient } from '../policies/pg.js';
 import { DEFAULT_GRPO_CONFIG, StandardGrpo } from './grpo.js';
-import { pgBatch, robotEpisode, type Evaluation, type RobotEpisode, type RobotTarget, type Prompt, type PromptSource, type Trajectory } from './embodied.js';
+import { groupEpisodes, pgBatch, type Evaluation, type RobotEpisode, type RobotTarget, type Prompt, type PromptSource, type Trajectory } from './embodied.js';
 import { loadRunState, saveRunState, type RunHooks, type RunRow, type RunState } from './run-state.js';
 
 export interface StandardConfig {
@@ -65,13 +65,12 @@ export async function trainStandard(run: StandardRun): Promise<RunState> {
     async score(group: readonly Ref[]) {
       const b = group[0]!.b;
       const prompt = updatePrompts[b]!;
-      const eps: RobotEpisode[] = [];
-      for (let k = 0; k < group.length; k++) {
-        const ep = await robotEpisode(target, policy, prompt.seed, rng, `standard-${update}`);
-        run.hooks?.onEpisode?.(ep, 'train');
-        state.episodeIds.push(ep.id);
-        eps.push(ep);
-      }
+      const eps = await groupEpisodes(target, policy, prompt.seed, group.length, rng, `standard-${update}`, {
+        ended: (ep) => {
+          run.hooks?.onEpisode?.(ep, 'train');
+          state.episodeIds.push(ep.id);
+        },
+      });
       real.set(b, eps);
       return eps.map((ep) => ep.return);
     },

@@ -18,7 +18,7 @@ import { HackingAlarm } from './alarm.js';
 import { Corrector, correctorConfig, type CorrectorConfig, type CorrectorState } from './corrector.js';
 import { ImaginedGate, NoiseReplay, type GateConfig } from './gate.js';
 import { imaginedRollouts, imagineRollouts, policyFace, type ImaginedRollouts } from './imagine-policy.js';
-import { actedEpisode, episodeTransitions, pgBatch, robotEpisode, type RobotEpisode, type Prompt, type Trajectory } from './embodied.js';
+import { actedEpisode, episodeTransitions, groupEpisodes, pgBatch, type RobotEpisode, type Prompt, type Trajectory } from './embodied.js';
 import { loadRunState, saveRunState, type RunRow, type RunState } from './run-state.js';
 import type { StandardConfig, StandardRun } from './train_standard.js';
 
@@ -172,20 +172,22 @@ export async function trainWmrl(run: WmrlRun): Promise<RunState> {
     async score(group: readonly Ref[]) {
       const b = group[0]!.b;
       const prompt = updatePrompts[b]!;
-      const eps: RobotEpisode[] = [], acted: DelayEpisode[] = [];
-      for (let k = 0; k < group.length; k++) {
+      const acted: DelayEpisode[] = [];
+      const eps = await groupEpisodes(target, policy, prompt.seed, group.length, rng, `wmrl-${update}`, {
         // Under the gate, the noise rollout k of this group drew in imagination (its first H steps' draws).
-        const i = (b * G + group[k]!.k) * H * A;
-        const noise = gate ? new NoiseReplay(imagined!.noise.subarray(i, i + H * A), rng) : rng;
-        const ep = await robotEpisode(target, policy, prompt.seed, noise, `wmrl-${update}`);
-        run.hooks?.onEpisode?.(ep, 'anchor');
-        state.finalObs[ep.id] = Array.from(ep.obs.subarray(ep.steps * D));
-        state.episodeIds.push(ep.id);
-        eps.push(ep);
-        acted.push(actedEpisode(ep, lo, hi));
-        if (ep.steps > 0) recentAnchors.push(acted[k]!);
-        if (recentAnchors.length > 32) recentAnchors.shift();
-      }
+        noise: (k, g) => {
+          const i = (b * G + group[k]!.k) * H * A;
+          return gate ? new NoiseReplay(imagined!.noise.subarray(i, i + H * A), g) : g;
+        },
+        ended: (ep, k) => {
+          run.hooks?.onEpisode?.(ep, 'anchor');
+          state.finalObs[ep.id] = Array.from(ep.obs.subarray(ep.steps * D));
+          state.episodeIds.push(ep.id);
+          acted[k] = actedEpisode(ep, lo, hi);
+          if (ep.steps > 0) recentAnchors.push(acted[k]);
+          if (recentAnchors.length > 32) recentAnchors.shift();
+        },
+      });
       real.set(b, eps);
       // The pair: the world model's score of the episode's first H steps as imagination scores a rollout (the policy's
       // commands as it acted them, as late as imagination feeds them), and its real score.
