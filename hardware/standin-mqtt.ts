@@ -9,6 +9,7 @@ import type { RobotDeclaration, RobotObservation } from '../common/robot.js';
 import { serveRobotOverMqtt, type RobotServer } from './robots/mqtt-server.js';
 import { SimRobot, type SimRobotOptions } from './robots/sim.js';
 import type { ResetOptions, Robot } from './types.js';
+import type { StepResult } from '../sim/index.js';
 
 /**
  * A sim robot stepped by its own clock at its control rate, not by its callers: act() sets the command the next
@@ -22,6 +23,9 @@ export class RealTimeSim implements Robot {
   private readonly t0 = performance.now();
   /** Control steps taken. */
   steps = 0;
+
+  /** Hears of each control step taken (the sim's step result: reward, success, termination). */
+  onStep?: (r: StepResult) => void;
 
   constructor(
     readonly sim: SimRobot,
@@ -50,6 +54,7 @@ export class RealTimeSim implements Robot {
     const fresh = performance.now() - this.commandAt <= this.commandTimeoutMs;
     await this.sim.act(fresh ? this.command : new Float32Array(this.command.length));
     this.steps++;
+    this.onStep?.(this.sim.lastStep!);
   }
 
   observe(): Promise<RobotObservation> {
@@ -105,11 +110,13 @@ export async function startMqttStandIn(o: MqttStandInOptions): Promise<MqttStand
   const robot = new RealTimeSim(await SimRobot.create(simOptions), commandTimeoutMs ?? 100, onError);
   let served: RobotServer;
   try {
-    served = await serveRobotOverMqtt(robot, client, robotId, { onError });
+    served = await serveRobotOverMqtt(robot, client, robotId, { onError, reportsOutcome: true });
   } catch (e) {
     await robot[Symbol.asyncDispose]();
     throw e;
   }
+  // Every step's outcome, as the rosbridge stand-in publishes it on its outcome topic: training scores its episodes by it.
+  robot.onStep = (r) => served.outcome({ t: r.info.t, reward: r.reward, success: r.info.success, terminated: r.terminated, truncated: r.truncated });
   return {
     robot,
     served,

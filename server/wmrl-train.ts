@@ -109,7 +109,7 @@ export function wmrlRobotProblem(task: string | undefined, host: RobotHost): str
   if (host.simulated) return null;
   const lacks: string[] = [];
   if ((task ?? host.task) === null) lacks.push("a sim task to pretrain in (its expert, world model and prompts' start states): task: in its YAML, or options.task");
-  if (!host.scorer()) lacks.push(host.kind === 'mqtt' ? 'the outcome of each step (reward, success), which MQTT robots do not report' : 'the outcome of each step (reward, success): outcome_topic in its YAML');
+  if (!host.scorer()) lacks.push(host.kind === 'mqtt' ? 'the outcome of each step (reward, success), which this MQTT robot does not announce (its robot side publishes wmrl/robots/{id}/outcome)' : 'the outcome of each step (reward, success): outcome_topic in its YAML');
   if (!host.seededResets) lacks.push('seeded resets (a prompt is a start state its reset reproduces): services.reset_seed_topic in its YAML');
   return lacks.length ? `robot '${host.id}' (${host.kind}) cannot run wmrl-train: it needs ${lacks.join('; ')}` : null;
 }

@@ -166,3 +166,42 @@ describe.each(BROKERS)('MQTT robot over $name', (kind) => {
     await r[Symbol.asyncDispose]();
   }, 15_000);
 });
+
+describe.each(BROKERS)('step outcomes over $name', (kind) => {
+  it('a robot served with reportsOutcome announces it; the outcome of the step after the last command is read; one that does not is refused clearly', async () => {
+    const broker = await kind.start();
+    const errors: Error[] = [];
+    const scored = await serveRobotOverMqtt(new FakeRobot(), await broker.client('robot-side-o1'), 'o1', { watchdog: false, reportsOutcome: true, onError: (e) => errors.push(e) });
+    const plain = await serveRobotOverMqtt(new FakeRobot(), await broker.client('robot-side-o2'), 'o2', { watchdog: false, onError: (e) => errors.push(e) });
+    const r1 = await MqttRobot.connect(await broker.client('service-o1'), 'o1', { commandTtlMs: 500, maxStateAgeMs: 300, requestTimeoutMs: 2000 });
+    const r2 = await MqttRobot.connect(await broker.client('service-o2'), 'o2');
+    try {
+      expect([r1.reportsOutcome, r2.reportsOutcome]).toEqual([true, false]);
+      await r1.reset();
+      // An outcome from before the command is not the command's.
+      scored.outcome({ t: 0, reward: 9, success: false, terminated: false, truncated: false });
+      await sleep(100);
+      await r1.act(Float32Array.of(0.1, 0.1));
+      const pending = r1.outcomeOfLastCommand();
+      setTimeout(() => scored.outcome({ t: 1, reward: 0.25, success: true, terminated: true, truncated: false }), 50);
+      expect(await pending).toEqual({ reward: 0.25, success: true, done: true });
+      await r1.act(Float32Array.of(0.1, 0.1));
+      scored.outcome({ t: 2, reward: -1, success: false, terminated: false, truncated: true });
+      expect(await r1.outcomeOfLastCommand()).toEqual({ reward: -1, success: false, done: true });
+      await expect(r2.outcomeOfLastCommand()).rejects.toThrow('robot o2 reports no outcome of its steps (its spec announcement does not say outcome: true)');
+      expect(() => plain.outcome({ t: 0, reward: 0, success: false, terminated: false, truncated: false })).toThrow(/served without reportsOutcome/);
+      // A robot that goes silent: the wait ends as soon as its state is stale, not at the request timeout.
+      await r1.act(Float32Array.of(0, 0));
+      await scored.stop();
+      const t0 = Date.now();
+      await expect(r1.outcomeOfLastCommand()).rejects.toThrow('robot o1: its state stopped arriving (link or robot down) before it reported the outcome of the last command');
+      expect(Date.now() - t0).toBeLessThan(1500);
+      expect(errors).toEqual([]);
+    } finally {
+      await r1[Symbol.asyncDispose]();
+      await r2[Symbol.asyncDispose]();
+      await plain.stop();
+      await broker.close();
+    }
+  }, 20_000);
+});

@@ -121,7 +121,7 @@ describe('serve with robot YAMLs: a rosbridge robot and an MQTT robot, each its 
     expect((await inject({ url: '/api/robots/arm-b/scene' })).json<{ format: string }>().format).toBe('wmrl-scene/1');
   });
 
-  it('deploys a policy on each through its safety layer: episodes recorded (scored by the outcome topic, unscored over MQTT), real frames and Foxglove joint states from the robots', async () => {
+  it('deploys a policy on each through its safety layer: episodes recorded (scored by the outcome topic, over MQTT by the outcome channel), real frames and Foxglove joint states from the robots', async () => {
     const ws = new WebSocket(svc.foxglove!.url, [FoxgloveClient.SUPPORTED_SUBPROTOCOL]);
     ws.binaryType = 'arraybuffer';
     const client = new FoxgloveClient({ ws: ws as unknown as ConstructorParameters<typeof FoxgloveClient>[0]['ws'] });
@@ -143,12 +143,13 @@ describe('serve with robot YAMLs: a rosbridge robot and an MQTT robot, each its 
       expect(a.map((e) => e.status)).toEqual(['complete']);
       // The rosbridge stand-in reports each step's outcome: the episode has a success, true or false.
       expect(typeof a[0]!.success).toBe('boolean');
-      // Over MQTT no outcome comes: unscored, it runs the task's full horizon.
-      expect(b.map((e) => [e.status, e.success, e.steps])).toEqual([['complete', undefined, 100]]);
+      // The MQTT stand-in publishes each step's outcome too: scored, it ends at success or at the task's horizon.
+      expect(b.map((e) => [e.status, typeof e.success, e.steps <= 100])).toEqual([['complete', 'boolean', true]]);
       for (const r of runs) {
         const [episode] = (await inject({ url: `/api/runs/${r.id}/rollouts` })).json<string[]>();
         const frames = (await inject({ url: `/api/runs/${r.id}/rollouts/${episode}` })).json<{ real: Array<{ q: number[]; poses: number[] }> }>().real;
-        expect(frames.length).toBeGreaterThan(10);
+        // A robot steps on its own clock: on a loaded machine its episode's horizon can pass after few commands.
+        expect(frames.length).toBeGreaterThan(2);
         expect(frames.at(-1)!.q).toHaveLength(2);
         // Posed in the task's scene from the robot's joint positions.
         expect(frames.at(-1)!.poses.length).toBeGreaterThan(0);
@@ -165,7 +166,6 @@ describe('serve with robot YAMLs: a rosbridge robot and an MQTT robot, each its 
     const refusals: Array<[string, Record<string, unknown>, RegExp]> = [
       ['expert-session', { robot: 'arm-a' }, /^robot 'arm-a' is a rosbridge robot \(arm-a\), not the in-process sim: the expert session needs the sim's scripted expert/],
       ['vla-train', { robot: 'arm-a' }, /^robot 'arm-a' is a rosbridge robot .*: the VLA recipe needs the gap sim/],
-      ['wmrl-train', { robot: 'arm-b' }, /^robot 'arm-b' \(mqtt\) cannot run wmrl-train: it needs the outcome of each step \(reward, success\), which MQTT robots do not report$/],
       ['wmrl-train', { robot: 'arm-a', task: 'push' }, /^options\.task 'push' contradicts robot 'arm-a', whose task is 'reach'$/],
     ];
     for (const [kind, payload, message] of refusals) {

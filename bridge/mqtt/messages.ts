@@ -45,6 +45,21 @@ const ObsSchema = Type.Object({
 
 const StateSchema = Type.Composite([Type.Object({ type: Type.Literal('state') }), ObsSchema]);
 
+/** The outcome of one control step the robot took, published after it (as a ROS robot's outcome_topic). */
+const OutcomeSchema = Type.Object({
+  type: Type.Literal('outcome'),
+  /** Robot wall clock, ms since the epoch. */
+  stamp: Stamp,
+  /** Control steps since the episode's reset. */
+  t: Type.Integer({ minimum: 0, maximum: Number.MAX_SAFE_INTEGER }),
+  reward: Num,
+  success: Type.Boolean(),
+  /** The task ended (success or failure). */
+  terminated: Type.Boolean(),
+  /** The episode reached its step limit. */
+  truncated: Type.Boolean(),
+});
+
 const CommandSchema = Type.Object({
   type: Type.Literal('command'),
   /** Random per sender instance: seq restarts at 0 when the service restarts. */
@@ -80,6 +95,8 @@ const ReplySchema = Type.Object({
 const SpecSchema = Type.Object({
   type: Type.Literal('spec'),
   robotId: Id,
+  /** The robot publishes the outcome of each control step on its outcome channel (training scores its episodes by it). */
+  outcome: Type.Optional(Type.Boolean()),
   spec: Type.Object({
     name: Id,
     joints: Type.Array(Id, { maxItems: MAX_JOINTS }),
@@ -175,6 +192,7 @@ const RolloutResultSchema = Type.Object({
 
 export type WireObs = Static<typeof ObsSchema>;
 export type StateMsg = Static<typeof StateSchema>;
+export type OutcomeMsg = Static<typeof OutcomeSchema>;
 export type CommandMsg = Static<typeof CommandSchema>;
 export type RequestMsg = Static<typeof RequestSchema>;
 export type ReplyMsg = Static<typeof ReplySchema>;
@@ -190,6 +208,7 @@ export type RolloutResultMsg = Static<typeof RolloutResultSchema>;
 
 export type MqttMessage =
   | StateMsg
+  | OutcomeMsg
   | CommandMsg
   | RequestMsg
   | ReplyMsg
@@ -205,6 +224,7 @@ export type MessageType = MqttMessage['type'];
 
 const SCHEMAS: Record<MessageType, TSchema> = {
   state: StateSchema,
+  outcome: OutcomeSchema,
   command: CommandSchema,
   request: RequestSchema,
   reply: ReplySchema,
@@ -224,6 +244,7 @@ const CHECKS = Object.fromEntries(
 /** Which message types each topic may carry; anything else on it is an error. */
 const ROBOT_CHANNEL_TYPES: Record<RobotChannel, readonly MessageType[]> = {
   state: ['state'],
+  outcome: ['outcome'],
   cmd: ['command', 'request'],
   reply: ['reply'],
   spec: ['spec'],
@@ -234,6 +255,7 @@ const ROBOT_CHANNEL_TYPES: Record<RobotChannel, readonly MessageType[]> = {
 // ---------------------------------------------------------------- guards
 
 export const isState = (m: MqttMessage): m is StateMsg => m.type === 'state';
+export const isOutcome = (m: MqttMessage): m is OutcomeMsg => m.type === 'outcome';
 export const isCommand = (m: MqttMessage): m is CommandMsg => m.type === 'command';
 export const isRequest = (m: MqttMessage): m is RequestMsg => m.type === 'request';
 export const isReply = (m: MqttMessage): m is ReplyMsg => m.type === 'reply';

@@ -4,8 +4,8 @@
 export const ROOT = 'wmrl';
 
 /** Per-robot channels: wmrl/robots/{robotId}/{channel}. */
-export type RobotChannel = 'state' | 'cmd' | 'reply' | 'spec' | 'episodes' | 'ack';
-export const ROBOT_CHANNELS: readonly RobotChannel[] = ['state', 'cmd', 'reply', 'spec', 'episodes', 'ack'];
+export type RobotChannel = 'state' | 'outcome' | 'cmd' | 'reply' | 'spec' | 'episodes' | 'ack';
+export const ROBOT_CHANNELS: readonly RobotChannel[] = ['state', 'outcome', 'cmd', 'reply', 'spec', 'episodes', 'ack'];
 
 export const JOBS_TOPIC = `${ROOT}/jobs/rollout`;
 /** Results travel back on one topic; the service subscribes to it without sharing. */

@@ -53,8 +53,8 @@ export function mqttSecurity(name: string, m: MqttRobotConfig, env: NodeJS.Proce
  * A robot's link as its transport sees it. `connected`: the link is up and the robot's state arrives (rosbridge: the
  * WebSocket, which reconnects by itself; MQTT: the broker connection and a state newer than the adapter's age limit,
  * since a robot process that dies leaves the broker up; native ROS 2 has no link to lose and reports true).
- * `outcome`: the robot's reward, success and episode end for the step its last command started (its outcome_topic),
- * null for a robot that reports none.
+ * `outcome`: the robot's reward, success and episode end for the step its last command started (its outcome_topic;
+ * over MQTT its outcome channel, where its spec announces one), null for a robot that reports none.
  */
 export interface RobotLink {
   connected(): boolean;
@@ -95,8 +95,8 @@ const FACTORIES: Record<RobotConfig['transport'], (cfg: RobotConfig) => Promise<
       await endClient(client, true);
       throw new Error(`${cfg.spec.name}: observation layouts differ: ${mismatch}`);
     }
-    // MQTT robots report no outcome of their steps: their episodes are recorded unscored.
-    return { robot: new WithSpec(robot, spec, () => endClient(client, true)), link: { connected: () => robot.isConnected, outcome: null } };
+    // A robot that announces no outcomes has its episodes recorded unscored.
+    return { robot: new WithSpec(robot, spec, () => endClient(client, true)), link: { connected: () => robot.isConnected, outcome: robot.reportsOutcome ? () => robot.outcomeOfLastCommand() : null } };
   },
 };
 

@@ -27,8 +27,23 @@ export interface RobotServerStats {
   resets: number;
 }
 
+/** The outcome of one control step, as the robot side reports it (wmrl/robots/{id}/outcome). */
+export interface StepOutcomeReport {
+  /** Control steps since the episode's reset. */
+  t: number;
+  reward: number;
+  success: boolean;
+  terminated: boolean;
+  truncated: boolean;
+}
+
 export interface RobotServer {
   stats: RobotServerStats;
+  /**
+   * Publishes the outcome of the control step the robot just took (a robot served with `reportsOutcome`, which its spec
+   * announces): call it after every step, so the service scores each command by the step that applied it.
+   */
+  outcome(o: StepOutcomeReport): void;
   /** The safety layer every command passes through (its `counts` say what it clamped). */
   safety: SafetyLayer;
   /** Releases a latched e-stop: an operator's action at the robot, never a message. */
@@ -47,6 +62,8 @@ export interface ServeOptions {
   watchdog?: boolean;
   /** Interventions of the robot-side safety layer. */
   log?: (e: InterventionEvent) => void;
+  /** The robot reports each control step's outcome through the server's `outcome()`; its spec announces it (default false). */
+  reportsOutcome?: boolean;
   /** Most commands applied per second (default twice the robot's control rate); more are refused as 'rate'. */
   maxCommandHz?: number;
   /** Commands that may arrive at once, e.g. bunched by the network (default 10). */
@@ -75,6 +92,7 @@ export async function serveRobotOverMqtt(robot: Robot, client: MqttClient, robot
   const cmdTopic = robotTopic(robotId, 'cmd');
   const stateTopic = robotTopic(robotId, 'state');
   const replyTopic = robotTopic(robotId, 'reply');
+  const outcomeTopic = robotTopic(robotId, 'outcome');
   let session = '';
   let lastSeq = -1;
   // Commands and requests run one at a time, in arrival order; e-stop jumps the queue.
@@ -146,7 +164,7 @@ export async function serveRobotOverMqtt(robot: Robot, client: MqttClient, robot
     else if (isRequest(m)) chain = chain.then(() => answer(m)).catch(fail);
   });
 
-  await publish(client, robotTopic(robotId, 'spec'), { type: 'spec', robotId, spec: specToWire(safety.spec) }, { qos: 1, retain: true });
+  await publish(client, robotTopic(robotId, 'spec'), { type: 'spec', robotId, ...(opts.reportsOutcome ? { outcome: true } : {}), spec: specToWire(safety.spec) }, { qos: 1, retain: true });
   await subscribe(client, cmdTopic, 1);
 
   let publishing = false;
@@ -166,6 +184,12 @@ export async function serveRobotOverMqtt(robot: Robot, client: MqttClient, robot
     stats,
     events,
     safety,
+    outcome(o) {
+      if (!opts.reportsOutcome) throw new Error(`robot ${robotId}: served without reportsOutcome, so its spec does not announce outcomes; serve it with reportsOutcome: true`);
+      // Latest-wins like the state: an outcome is not queued while the broker is unreachable.
+      if (!client.connected) return;
+      publish(client, outcomeTopic, { type: 'outcome', stamp: Date.now(), ...o }, { qos: 0 }).catch(fail);
+    },
     clearEstop: () => safety.clearEstop(),
     async stop() {
       clearInterval(timer);

@@ -1,7 +1,7 @@
 // A Robot reached over MQTT: the service side of the link (the robot side is mqtt-server.ts).
 //
 //   service: MqttRobot ── cmd (command | request) ──▶ broker ──▶ serveRobotOverMqtt ── Robot
-//            ◀── state (QoS 0, control rate), reply, spec (retained) ──
+//            ◀── state (QoS 0, control rate), outcome (each step, where announced), reply, spec (retained) ──
 //
 // Commands carry a per-sender session id, a seq and a deadline on the sender's wall clock
 // (clocks NTP-synchronized): the robot side applies a command only if it is fresh and newer
@@ -13,7 +13,7 @@ import { EventEmitter } from 'node:events';
 import type { MqttClient } from 'mqtt';
 import { onMessages, publish, subscribe } from '../../bridge/mqtt/client.js';
 import { obsFromWire, specFromWire } from '../../bridge/mqtt/convert.js';
-import { isReply, isSpec, isState, type CommandMsg, type RequestMsg } from '../../bridge/mqtt/messages.js';
+import { isOutcome, isReply, isSpec, isState, type CommandMsg, type OutcomeMsg, type RequestMsg } from '../../bridge/mqtt/messages.js';
 import { robotTopic } from '../../bridge/mqtt/topics.js';
 import type { RobotObservation, RobotDeclaration } from '../../common/robot.js';
 import { checkObservation, layoutOf, type ObservationLayout } from '../../common/layout.js';
@@ -24,8 +24,15 @@ export interface MqttRobotOptions {
   commandTtlMs?: number;
   /** observe() rejects when the newest state is older than this (default: 10 control periods, at least 500 ms). */
   maxStateAgeMs?: number;
-  /** Timeout of reset()/estop() and of waiting for the spec or first state (default 5000 ms). */
+  /** Timeout of reset()/estop(), of waiting for the spec or first state, and for a step's outcome (default 5000 ms). */
   requestTimeoutMs?: number;
+}
+
+/** What outcomeOfLastCommand() gives: the step's reward, success, and whether the episode ended there. */
+export interface MqttStepOutcome {
+  reward: number;
+  success: boolean;
+  done: boolean;
 }
 
 export class MqttRobot implements Robot {
@@ -36,6 +43,11 @@ export class MqttRobot implements Robot {
   private seq = 0;
   private latest: { obs: RobotObservation; at: number } | undefined;
   private stateWaiters: Array<() => void> = [];
+  private outcome: OutcomeMsg | null = null;
+  /** Outcomes received, and how many had been when the last command was sent. */
+  private outcomes = 0;
+  private outcomesAtCommand = 0;
+  private readonly outcomeWaiters = new Set<() => void>();
   private readonly pending = new Map<string, { resolve: (obs?: RobotObservation) => void; reject: (e: Error) => void }>();
   private readonly stopRouting: () => void;
   private readonly ttlMs: number;
@@ -49,6 +61,8 @@ export class MqttRobot implements Robot {
     private readonly client: MqttClient,
     readonly robotId: string,
     spec: RobotDeclaration,
+    /** The robot publishes each control step's outcome (its spec announcement says so): its episodes can be scored. */
+    readonly reportsOutcome: boolean,
     opts: MqttRobotOptions,
   ) {
     this.spec = spec;
@@ -59,9 +73,10 @@ export class MqttRobot implements Robot {
     this.timeoutMs = opts.requestTimeoutMs ?? 5000;
     const stateTopic = robotTopic(robotId, 'state');
     const replyTopic = robotTopic(robotId, 'reply');
+    const outcomeTopic = robotTopic(robotId, 'outcome');
     this.stopRouting = onMessages(
       client,
-      (t) => t === stateTopic || t === replyTopic,
+      (t) => t === stateTopic || t === replyTopic || t === outcomeTopic,
       (_topic, r) => {
         if (!r.ok) return void this.events.emit('invalid', r.error);
         const m = r.msg;
@@ -70,6 +85,10 @@ export class MqttRobot implements Robot {
           const w = this.stateWaiters;
           this.stateWaiters = [];
           for (const f of w) f();
+        } else if (isOutcome(m)) {
+          this.outcome = m;
+          this.outcomes++;
+          for (const f of [...this.outcomeWaiters]) f();
         } else if (isReply(m)) {
           const p = this.pending.get(m.id);
           if (!p) return;
@@ -86,19 +105,19 @@ export class MqttRobot implements Robot {
     const timeoutMs = opts.requestTimeoutMs ?? 5000;
     const specTopic = robotTopic(robotId, 'spec');
     let stop: () => void = () => {};
-    const spec = new Promise<RobotDeclaration>((resolve, reject) => {
+    const spec = new Promise<{ spec: RobotDeclaration; outcome: boolean }>((resolve, reject) => {
       const t = setTimeout(() => reject(new Error(`no spec from robot ${robotId} on ${specTopic} within ${timeoutMs} ms`)), timeoutMs);
       stop = onMessages(client, (topic) => topic === specTopic, (_topic, r) => {
         if (!r.ok || !isSpec(r.msg)) return reject(new Error(r.ok ? `unexpected message on ${specTopic}` : r.error));
         clearTimeout(t);
-        resolve(specFromWire(r.msg.spec));
+        resolve({ spec: specFromWire(r.msg.spec), outcome: r.msg.outcome === true });
       });
     });
     try {
       await subscribe(client, specTopic, 1);
       const s = await spec;
-      const robot = new MqttRobot(client, robotId, s, opts);
-      await subscribe(client, [robotTopic(robotId, 'state'), robotTopic(robotId, 'reply')], 1);
+      const robot = new MqttRobot(client, robotId, s.spec, s.outcome, opts);
+      await subscribe(client, [robotTopic(robotId, 'state'), robotTopic(robotId, 'reply'), ...(s.outcome ? [robotTopic(robotId, 'outcome')] : [])], 1);
       return robot;
     } finally {
       stop();
@@ -147,10 +166,42 @@ export class MqttRobot implements Robot {
       if (sent[i] !== a) clipped = true;
     }
     if (clipped) this.events.emit('clipped', { requested: action, sent });
+    this.outcomesAtCommand = this.outcomes;
     const now = Date.now();
     const msg: CommandMsg = { type: 'command', session: this.session, seq: this.seq++, stamp: now, deadline: now + this.ttlMs, action: Array.from(sent) };
     await withTimeout(publish(this.client, robotTopic(this.robotId, 'cmd'), msg, { qos: 1 }), this.ttlMs, `command ${msg.seq} to robot ${this.robotId} not acknowledged by the broker`);
     return sent;
+  }
+
+  /**
+   * The robot's outcome (reward, success, episode end) of the first control step it reports after the last command was
+   * sent: the step that applied it. Rejects once the robot's state stops arriving (link or robot down) or after the
+   * request timeout, and for a robot that announces no outcomes.
+   */
+  async outcomeOfLastCommand(): Promise<MqttStepOutcome> {
+    if (!this.reportsOutcome) throw new Error(`robot ${this.robotId} reports no outcome of its steps (its spec announcement does not say outcome: true)`);
+    const since = this.outcomesAtCommand;
+    await new Promise<void>((resolve, reject) => {
+      const end = Date.now() + this.timeoutMs;
+      const finish = (e?: Error) => {
+        clearInterval(poll);
+        this.outcomeWaiters.delete(check);
+        if (e) reject(e);
+        else resolve();
+      };
+      const check = () => {
+        if (this.outcomes > since) finish();
+        else if (this.disposed) finish(new Error(`robot ${this.robotId} disposed`));
+        else if (!this.isConnected) finish(new Error(`robot ${this.robotId}: its state stopped arriving (link or robot down) before it reported the outcome of the last command`));
+        else if (Date.now() > end) finish(new Error(`robot ${this.robotId} reported no outcome of the last command within ${this.timeoutMs} ms`));
+      };
+      // Polled too: a robot that goes silent sends nothing that would wake this up.
+      const poll = setInterval(check, 20);
+      this.outcomeWaiters.add(check);
+      check();
+    });
+    const o = this.outcome!;
+    return { reward: o.reward, success: o.success, done: o.terminated || o.truncated };
   }
 
   /** A seed travels in the reset request; a robot that cannot honour it refuses the reset. */
