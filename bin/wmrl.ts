@@ -211,15 +211,21 @@ program
 const train = program
   .command('train')
   .summary('post-train a policy on a robot with WMRL (or the standard-GRPO baseline), export it as .onnx')
-  .usage('[--policy gaussian|vla] [--algo wmrl|standard] [--robot sim:TASK[:PROFILE]|ROBOT.yaml --task TASK] [--quick] [--out DIR] [--resume] [--json] [options]')
+  .usage('[--policy gaussian|vla] [--algo wmrl|standard] [--robot sim:TASK[:PROFILE]|ROBOT.yaml [--robot …] --task TASK] [--quick] [--out DIR] [--resume] [--json] [options]')
   .option('--out <DIR>', 'the run folder: config.json, the checkpoint, episodes.db, history.json, policy.onnx (default runs/ALGO-TIME)')
   .option('--resume', 'continue the run in --out as it was started (only --updates may change, to extend it)', false)
   .option('--command-history <K>', COMMAND_HISTORY_HELP, steps('--command-history'))
   .option('--json', JSON_HELP, false)
   .addOption(new Option('--policy <kind>', 'the policy post-trained: the Gaussian MLP, or the VLA (recipes/vla.ts: cloned on the gap robot, then WMRL; takes --robot sim:TASK:gap, --quick, --seed, --updates, --kl-coef, --out)').choices(['gaussian', 'vla']).default('gaussian'));
-const trainKeys = [...addSchemaFlags(train, EmbodiedOptions, ['commandHistory']), 'commandHistory'];
+// --robot is repeatable (a fleet): the schema's default stands until the first one given.
+const ROBOT_DEFAULT = [EmbodiedOptions.properties.robot.default as string];
+train.addOption(new Option('--robot <R>', EmbodiedOptions.properties.robot.description).default(ROBOT_DEFAULT).argParser((v: string, all: string[]) => (all === ROBOT_DEFAULT ? [v] : [...all, v])));
+const trainKeys = [...addSchemaFlags(train, EmbodiedOptions, ['commandHistory', 'robot']), 'commandHistory', 'robot'];
 train.action(async (o: Record<string, unknown>, cmd: typeof train) => {
   const given = trainKeys.filter((k) => cmd.getOptionValueSource(k) === 'cli');
+  const robots = o.robot as string[];
+  if (robots.length === 1) o.robot = robots[0];
+  else if (o.policy === 'vla') throw new Error(`--policy vla trains on one sim robot; got --robot ${robots.join(', --robot ')}`);
   if (o.policy === 'vla') return (await import('./commands/train-vla.js')).trainVla(o as unknown as Parameters<typeof import('./commands/train-vla.js').trainVla>[0], given);
   await (await import('./commands/train.js')).train(o as Parameters<typeof import('./commands/train.js').train>[0], trainKeys, given);
 });

@@ -77,7 +77,10 @@ export function exportEmbodiedPolicy(policy: GaussianPolicy, spec: RobotDeclarat
 /** Everything a run was started with, resolved; saved as OUT/config.json so a resume continues the same run. */
 export interface EmbodiedRunConfig {
   algo: 'wmrl' | 'standard';
+  /** The robot (a fleet's first). */
   robot: string;
+  /** Every robot of a fleet (--robot repeated), `robot` first; absent: one robot. */
+  fleet?: string[];
   task: string;
   profile: string;
   debias: boolean;
@@ -103,21 +106,34 @@ export interface EmbodiedRunConfig {
 export function embodiedConfig(o: EmbodiedOptions): EmbodiedRunConfig {
   const bad = [...Value.Errors(EmbodiedOptions, o)].map((e) => `${e.path.slice(1)}: ${e.message}`);
   if (bad.length) throw new Error(bad.join('; '));
-  const sim = o.robot.startsWith('sim:');
-  const [, simTask = '', profile = sim ? 'nominal' : 'real'] = sim ? o.robot.split(':') : [];
-  const yaml = sim ? null : loadRobotConfig(o.robot);
-  // The task the robot names itself (sim:TASK, or a robot YAML's task:): --task must agree with it.
-  const own = sim ? simTask : yaml?.task;
+  const fleet = typeof o.robot === 'string' ? [o.robot] : o.robot;
+  const robot = fleet[0]!;
+  const sim = robot.startsWith('sim:');
+  if (fleet.length > 1) {
+    // One policy acts on every robot of a fleet, and the held-out evaluation runs under the sims' one profile.
+    if (fleet.some((r) => r.startsWith('sim:') !== sim)) throw new Error(`--robot: a fleet is robot YAMLs or copies of one sim, not both; got ${fleet.join(', ')}`);
+    if (sim && fleet.some((r) => r !== robot)) throw new Error(`--robot: a fleet of sims is copies of one sim:TASK[:PROFILE]; got ${fleet.join(', ')}`);
+    if (o.robots !== 1) throw new Error(`--robots ${o.robots} stands one robot in for several in the robot-time accounting; a fleet of ${fleet.length} (--robot repeated) is its own robots`);
+  }
+  const [, simTask = '', profile = sim ? 'nominal' : 'real'] = sim ? robot.split(':') : [];
+  const yamls = sim ? [] : fleet.map((r) => loadRobotConfig(r));
+  // The task each robot names itself (sim:TASK, or a robot YAML's task:): --task must agree with it.
+  const owns = sim ? [simTask] : yamls.map((y) => y.task);
+  const own = owns.find((t) => t);
   if (sim && !own) throw new Error('--robot sim:TASK[:PROFILE] needs a task');
-  if (o.task && own && o.task !== own) throw new Error(`--task ${o.task} contradicts --robot ${o.robot}${sim ? '' : `, whose task is ${own}`}`);
+  const other = owns.findIndex((t) => t && t !== own);
+  if (other >= 0) throw new Error(`--robot ${fleet[other]}: its task ${owns[other]} is not the fleet's, ${own} (--robot ${fleet[owns.indexOf(own)]}): a fleet's robots share one task`);
+  if (o.task && own && o.task !== own) throw new Error(`--task ${o.task} contradicts --robot ${fleet[owns.indexOf(own)]}${sim ? '' : `, whose task is ${own}`}`);
   const task = own || o.task;
-  if (!task) throw new Error(`--robot ${o.robot}: a robot YAML needs --task TASK (or task: in the YAML), the sim task whose expert and world model the run starts from and whose seeded resets give the prompts`);
-  if (o.commandHistory !== undefined && !sim) throw new Error(`--command-history is the sim robot's; robot ${o.robot} sets command_history in its YAML`);
+  if (!task) throw new Error(`--robot ${robot}: a robot YAML needs --task TASK (or task: in the YAML), the sim task whose expert and world model the run starts from and whose seeded resets give the prompts`);
+  if (o.commandHistory !== undefined && !sim) throw new Error(`--command-history is the sim robot's; robot ${robot} sets command_history in its YAML`);
+  const histories = yamls.map((y) => y.commandHistory ?? 0);
+  if (histories.some((h) => h !== histories[0])) throw new Error(`--robot: the fleet's robots report different command histories (${fleet.map((r, i) => `${r}: ${histories[i]}`).join(', ')}); one policy reads one observation`);
   const problem = o.algo === 'wmrl' ? anchorGroupsProblem(o) : null;
   if (problem) throw new Error(problem);
-  const commandHistory = yaml ? (yaml.commandHistory ?? 0) : (o.commandHistory ?? 0);
-  const { algo, robot, robots, debias, denoise, pureWm, anchors, updates, prompts, group, imagine, anchorGroups, klCoef, resetSeconds, seed, quick } = o;
-  return { algo, robot, task, profile, robots, debias, denoise, pureWm, anchors, updates, prompts, group, imagine, anchorGroups, klCoef, resetSeconds, seed, quick, commandHistory };
+  const commandHistory = sim ? (o.commandHistory ?? 0) : histories[0]!;
+  const { algo, robots, debias, denoise, pureWm, anchors, updates, prompts, group, imagine, anchorGroups, klCoef, resetSeconds, seed, quick } = o;
+  return { algo, robot, ...(fleet.length > 1 ? { fleet } : {}), task, profile, robots, debias, denoise, pureWm, anchors, updates, prompts, group, imagine, anchorGroups, klCoef, resetSeconds, seed, quick, commandHistory };
 }
 
 export interface EmbodiedIo {
@@ -163,9 +179,11 @@ export async function runEmbodied(given: EmbodiedRunConfig | null, io: EmbodiedI
   // ── the robot, the prompts, the evaluation ──
   const store = join(out, 'episodes.db');
   const horizon = await SimPrompts.horizon(a.task);
+  const log = io.log ?? ((e: { kind: string; detail: string }) => console.error(`safety: ${e.kind}: ${e.detail}`));
+  const onLost = (r: { meta: { robot: string } }, e: Error, left: number) => log({ kind: 'robot_lost', detail: `robot ${r.meta.robot} left the fleet (${e.message}); its episode runs again on one of the ${left} left` });
   const target = a.robot.startsWith('sim:')
-    ? await simRobotTarget({ task: a.task, profile: a.profile, store, robots: a.robots, resetSeconds: a.resetSeconds, seed: a.seed, commandHistory })
-    : await yamlRobotTarget({ config: a.robot, maxSteps: horizon, store, robots: a.robots, resetSeconds: a.resetSeconds, task: a.task, log: io.log ?? ((e) => console.error(`safety: ${e.kind}: ${e.detail}`)) });
+    ? await simRobotTarget({ task: a.task, profile: a.profile, store, robots: a.robots, resetSeconds: a.resetSeconds, seed: a.seed, commandHistory, ...(a.fleet ? { fleet: a.fleet.length, onLost } : {}) })
+    : await yamlRobotTarget({ config: a.fleet ?? a.robot, maxSteps: horizon, store, robots: a.robots, resetSeconds: a.resetSeconds, task: a.task, log, onLost });
   using prompts = await SimPrompts.create(a.task, 'nominal', { commandHistory });
   const pg = await ClippedPolicyGradient.create(pre.policy, postTrainPg(a.klCoef));
   // Held-out success is measured where the robot has a sim twin under its profile; a robot YAML's own episodes are its measure.

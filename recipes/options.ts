@@ -43,14 +43,29 @@ export const PretrainSizes = Type.Object(
   { additionalProperties: false },
 );
 
+// ── Fleets (wmrl/fleet.ts) ──────────────────────────────────────────────────────────────────────
+/**
+ * The robots a run's episodes execute on at once, each exclusive and through its own safety layer: the service's
+ * `wmrl-train` names them by id in `fleet`, `wmrl train` by repeating --robot.
+ */
+export const FleetRobots = Type.Union(
+  [
+    Type.Literal('all'),
+    Type.Array(Type.String({ minLength: 1, maxLength: 128, pattern: '^[A-Za-z0-9._-]+$' }), { minItems: 1, maxItems: 64, uniqueItems: true }),
+  ],
+  {
+    description:
+      "the robots the run's anchor episodes execute on in parallel, each exclusive and through its own safety layer, `robot` among them: their ids, or 'all' (every connected robot no other run drives that can run this run's anchors: the task's robot, each step's outcome, seeded resets); a robot lost mid-run leaves its episode partial, which runs again on another; default: `robot` alone",
+  },
+);
 
 /** `wmrl train`'s run: the trainer's options and the robot it trains on (the service's job trains on its own robot). */
 export const EmbodiedOptions = Type.Object(
   {
     algo: Type.Union([Type.Literal('wmrl'), Type.Literal('standard')], { default: 'wmrl', description: 'wmrl (imagined groups + anchors on the robot) or standard (GRPO, every group on the robot)' }),
-    robot: Type.String({ minLength: 1, default: 'sim:reach:gap', description: 'a robot YAML file, or sim:TASK[:PROFILE] for the in-process sim' }),
+    robot: Type.Union([Type.String({ minLength: 1 }), Type.Array(Type.String({ minLength: 1 }), { minItems: 1, maxItems: 64 })], { default: 'sim:reach:gap', description: 'a robot YAML file, or sim:TASK[:PROFILE] for the in-process sim; repeated: a fleet of those robots, each running episodes at once (robot YAMLs of one task, or sims of one task and profile)' }),
     task: Type.Optional(Type.String({ minLength: 1, description: "a robot YAML's sim task: its expert and world model the run starts from, its seeded resets the prompts (sim:TASK names it already)" })),
-    robots: Type.Integer({ minimum: 1, maximum: 64, default: 1, description: 'robots running episodes at once' }),
+    robots: Type.Integer({ minimum: 1, maximum: 64, default: 1, description: 'robots one robot stands in for in the robot-time accounting (wall-clock as if that many ran episodes at once); a fleet (--robot repeated) is its own robots' }),
     commandHistory: Type.Optional(Type.Integer({ minimum: 0, maximum: 64, description: "sim robot: its observation also reports the last K commands sent (a robot YAML sets command_history)" })),
     ...TrainerOptions,
   },

@@ -28,6 +28,35 @@ describe('wmrl train', () => {
     expect(existsSync(join(dir, 'never', 'state.json'))).toBe(false);
   });
 
+  it('--robot repeated: a fleet, checked before any training', () => {
+    const cases: Array<[string[], RegExp]> = [
+      [['--robot', 'sim:reach:gap', '--robot', 'sim:push:gap'], /--robot: a fleet of sims is copies of one sim:TASK\[:PROFILE\]; got sim:reach:gap, sim:push:gap/],
+      [['--robot', 'sim:reach:gap', '--robot', 'launch/robots/sim-reach.yaml'], /--robot: a fleet is robot YAMLs or copies of one sim, not both/],
+      [['--robot', 'sim:reach:gap', '--robot', 'sim:reach:gap', '--robots', '4'], /--robots 4 stands one robot in for several in the robot-time accounting; a fleet of 2 \(--robot repeated\) is its own robots/],
+      [['--policy', 'vla', '--robot', 'sim:reach:gap', '--robot', 'sim:reach:gap'], /--policy vla trains on one sim robot; got --robot sim:reach:gap, --robot sim:reach:gap/],
+    ];
+    for (const [args, msg] of cases) {
+      const r = wmrl('train', ...args, '--out', join(dir, 'never-fleet'));
+      expect(r.status, args.join(' ')).toBe(1);
+      expect(r.stderr).toMatch(msg);
+    }
+  });
+
+  it('a fleet of two sim robots: every group on both at once, robot time and wall-clock apart, each episode recorded by its robot', () => {
+    const out = join(dir, 'fleet');
+    const r = wmrl('train', '--quick', '--algo', 'standard', '--robot', 'sim:reach:gap', '--robot', 'sim:reach:gap', '--updates', '1', '--prompts', '2', '--group', '2', '--out', out);
+    expect(r.status, r.stderr).toBe(0);
+    const rows = JSON.parse(readFileSync(join(out, 'history.json'), 'utf8')) as Array<{ robotEpisodes: number; robotSeconds: number; robotWallSeconds: number }>;
+    expect(rows[0]!.robotEpisodes).toBe(4);
+    expect(rows[0]!.robotWallSeconds).toBeLessThan(rows[0]!.robotSeconds);
+    expect(JSON.parse(readFileSync(join(out, 'config.json'), 'utf8'))).toMatchObject({ robot: 'sim:reach:gap', fleet: ['sim:reach:gap', 'sim:reach:gap'], robots: 1 });
+    expect(r.stdout).toMatch(/\| robot hours \| robots' wall-clock hours \|/);
+    const d = wmrl('episodes', 'list', '--store', join(out, 'episodes.db'), '--json');
+    expect(d.status, d.stderr).toBe(0);
+    const robots = (JSON.parse(d.stdout) as { episodes: Array<{ robot: string }> }).episodes.map((e) => e.robot);
+    expect(new Set(robots)).toEqual(new Set(['sim-reach-gap-1', 'sim-reach-gap-2']));
+  });
+
   it('imagines --imagine x --prompts groups per update, runs --anchor-groups on the robot, penalizes the KL to the clone by --kl-coef, and exports a policy drive runs', () => {
     const out = join(dir, 'run');
     const r = wmrl('train', '--quick', '--robot', 'sim:reach:gap', '--updates', '4', '--prompts', '2', '--group', '2', '--imagine', '3', '--anchor-groups', '0.5', '--kl-coef', '0.5', '--seed', '1', '--out', out, '--json');

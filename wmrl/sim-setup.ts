@@ -11,7 +11,9 @@ import { GaussianPolicy } from '../policies/gaussian.js';
 import type { Policy } from '../policies/types.js';
 import { exploratoryEpisodes, makeEnv } from '../sim/index.js';
 import { EnsembleModel, TransitionBuffer, fitRollout, type Transitions } from '../worldmodel/index.js';
-import { SimPrompts, evaluateSuccess, robotTarget, type ClosableTarget, type Evaluation } from './embodied.js';
+import type { Scorer } from '../hardware/record.js';
+import { SimPrompts, evaluateSuccess, fleetRobots, fleetTarget, robotTarget, type ClosableTarget, type Evaluation } from './embodied.js';
+import type { TargetRobot } from './fleet.js';
 
 export interface PretrainOptions {
   task: string;
@@ -193,16 +195,33 @@ export interface SimRobotTargetOptions {
   /** The robot reports its last this many commands in its observation (sim/env.ts EnvOptions.commandHistory). */
   commandHistory?: number;
   signal?: AbortSignal;
+  /** A fleet of this many sim robots (named ROBOT-1, ROBOT-2, …), each running its own episodes at once; omit for one robot. */
+  fleet?: number;
+  /** A fleet's robot lost mid-run. */
+  onLost?: (robot: TargetRobot, error: Error, left: number) => void;
 }
 
-/** A sim robot behind the safety layer, as a trainer's robot target; dispose it with `close()`. */
-export async function simRobotTarget(o: SimRobotTargetOptions): Promise<ClosableTarget> {
+/** A sim robot behind the safety layer, with its own outcome signal (the sim's step). */
+async function safeSim(o: SimRobotTargetOptions): Promise<{ sim: SimRobot; robot: SafetyLayer; outcome: Scorer }> {
   const sim = await SimRobot.create({ task: o.task, profile: o.profile, seed: o.seed, image: o.image, commandHistory: o.commandHistory });
   // Stepped as fast as it goes: the safety layer reads the sim's clock, so the host's compute time (a slow policy
   // call, a pause for garbage collection) never makes a command stale and the run stays reproducible.
   const robot = new SafetyLayer(sim, { ...DEFAULT_SAFETY, maxDelta: 2 }, { watchdog: false, now: () => sim.clockMs });
+  return { sim, robot, outcome: () => ({ reward: sim.lastStep?.reward ?? 0, done: !!(sim.lastStep?.terminated || sim.lastStep?.truncated), success: sim.lastStep?.info.success }) };
+}
+
+/** A sim robot behind the safety layer (or a fleet of them), as a trainer's robot target; dispose it with `close()`. */
+export async function simRobotTarget(o: SimRobotTargetOptions): Promise<ClosableTarget> {
+  if (o.fleet !== undefined) {
+    if (!(Number.isInteger(o.fleet) && o.fleet >= 1)) throw new Error(`sim robot target: a fleet of ${o.fleet} robots`);
+    if (o.robots !== 1) throw new Error(`sim robot target: robots ${o.robots} stands one robot in for several in the accounting; a fleet of ${o.fleet} is its own robots`);
+    const sims = await Promise.all(Array.from({ length: o.fleet }, () => safeSim(o)));
+    const robots = fleetRobots(sims.map(({ robot, outcome }, i) => ({ robot, outcome, meta: { robot: `${robot.spec.name}-${i + 1}`, hardwareProfile: o.profile, task: o.task } })));
+    return fleetTarget(robots, { maxSteps: sims[0]!.sim.env.horizon, realTime: false, store: o.store, resetSeconds: o.resetSeconds, signal: o.signal, onLost: o.onLost });
+  }
+  const { sim, robot, outcome } = await safeSim(o);
   return robotTarget(robot, {
-    outcome: () => ({ reward: sim.lastStep?.reward ?? 0, done: !!(sim.lastStep?.terminated || sim.lastStep?.truncated), success: sim.lastStep?.info.success }),
+    outcome,
     maxSteps: sim.env.horizon,
     realTime: false,
     store: o.store,

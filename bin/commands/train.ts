@@ -35,15 +35,15 @@ export async function train(flags: TrainFlags, keys: readonly string[], given: r
   const { config: a, rows, policyPath } = await runEmbodied(config, {
     out, resume: flags.resume, ...(flags.resume && given.includes('updates') ? { resumeUpdates: Number(flags.updates) } : {}),
     onProgress: (what, done, total) => bar(done, total, what),
-    onUpdate: (r, updates) => bar(r.update, updates, `update · robot ${(r.robotSeconds / 3600).toFixed(2)} h${r.evalSuccess !== undefined ? ` · success ${(100 * r.evalSuccess).toFixed(0)}%` : ''}`),
+    onUpdate: (r, updates) => bar(r.update, updates, `update · robot ${(r.robotSeconds / 3600).toFixed(2)} h (wall-clock ${(r.robotWallSeconds / 3600).toFixed(2)} h)${r.evalSuccess !== undefined ? ` · success ${(100 * r.evalSuccess).toFixed(0)}%` : ''}`),
   });
 
   const files = { policy: policyPath, episodes: join(out, 'episodes.db'), history: join(out, 'history.json') };
   if (flags.json) return printJson({ run: out, ...files, config: a, updates: rows });
   const evals = rows.filter((r) => r.evalSuccess !== undefined);
   const last = rows.at(-1)!;
-  console.log(`\n| run | algo | updates | robot episodes | robot hours | compute s | success first → last eval |\n|---|---|---|---|---|---|---|`);
+  console.log(`\n| run | algo | updates | robot episodes | robot hours | robots' wall-clock hours | compute s | success first → last eval |\n|---|---|---|---|---|---|---|---|`);
   const successes = evals.length ? evals.map((r) => `${(100 * r.evalSuccess!).toFixed(0)}%`).join(' → ') : `robot episodes: ${rows.filter((r) => r.trainSuccess !== null).map((r) => `${(100 * r.trainSuccess!).toFixed(0)}%`).join(' → ')}`;
-  console.log(`| ${out} | ${a.algo}${a.pureWm ? ' (pure world model)' : ''} | ${last.update} | ${last.robotEpisodes} | ${(last.robotSeconds / 3600).toFixed(3)} | ${last.computeSeconds.toFixed(0)} | ${successes} |`);
+  console.log(`| ${out} | ${a.algo}${a.pureWm ? ' (pure world model)' : ''} | ${last.update} | ${last.robotEpisodes} | ${(last.robotSeconds / 3600).toFixed(3)} | ${(last.robotWallSeconds / 3600).toFixed(3)} | ${last.computeSeconds.toFixed(0)} | ${successes} |`);
   console.log(`\npolicy: ${files.policy}   episodes: ${files.episodes}   history: ${files.history}`);
 }
