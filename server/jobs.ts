@@ -160,7 +160,7 @@ async function session(s: SessionSpec): Promise<string> {
       done++;
       if (out.success) successes++;
       // A robot that reports no outcome has unscored episodes: no success rate to show.
-      const m: MetricsPoint = { step: done, robotSeconds: round(robotSeconds), trueSuccess: score ? round(successes / done) : null, anchorFraction: 1, biasReduction: null, anchorWeight: null, ppi: score ? (wilson(successes, done).map(round) as [number, number]) : null, trueScore: null };
+      const m: MetricsPoint = { step: done, robotSeconds: round(robotSeconds), robotWallSeconds: round(robotSeconds), trueSuccess: score ? round(successes / done) : null, anchorFraction: 1, biasReduction: null, anchorWeight: null, ppi: score ? (wilson(successes, done).map(round) as [number, number]) : null, trueScore: null };
       metrics.push(m);
       ctx.emit({ type: 'metrics', metrics: m });
       ctx.progress(done, s.episodes);

@@ -6,10 +6,12 @@ import { buildObservation, layoutOf } from '../common/layout.js';
 import type { RobotObservation } from '../common/robot.js';
 import type { EpisodeMeta } from '../episodes/types.js';
 import type { EpisodeStore } from '../episodes/store/store.js';
+import type { StepOutcome } from '../hardware/record.js';
 import { SafetyStop, type ActOptions, type SafetyLayer } from '../hardware/safety.js';
 import type { ResetOptions } from '../hardware/types.js';
 import type { EnvState } from '../sim/index.js';
-import { RobotClock, type RobotEpisode, type RobotTarget } from '../wmrl/embodied.js';
+import { RobotClock, fleetTarget, type RobotEpisode, type RobotTarget } from '../wmrl/embodied.js';
+import type { RobotFleet, TargetRobot } from '../wmrl/fleet.js';
 import type { RunRow } from '../wmrl/run-state.js';
 import { episodeFailure, sleep, wilson } from './jobs.js';
 import type { RobotHost } from './robot-host.js';
@@ -41,9 +43,16 @@ export interface RobotRunCheckpoint {
   task: string;
   profile: string;
   updates: number;
+  /** Robot time, every robot summed. */
   robotSeconds: number;
-  /** The robot's episodes in the store, in order. */
+  /** The robots' wall-clock: less than robot time where a fleet ran episodes at once. */
+  robotWallSeconds: number;
+  /** The robot's episodes in the store, in order (a fleet's: every robot's, the partial ones of robots lost included). */
   episodes: string[];
+  /** A fleet's robots (the run's robot first); absent for one robot. */
+  fleet?: string[];
+  /** The fleet's robots lost mid-run, each with what happened to it. */
+  lostRobots?: Array<{ robot: string; message: string }>;
   /** The policy left in the library (null when the run stopped before pretraining ended). */
   policy: { id: string; updates: number } | null;
   metrics: MetricsPoint[];
@@ -56,6 +65,7 @@ export function updateMetrics(r: RunRow, evalEpisodes: number): MetricsPoint {
   return {
     step: r.update,
     robotSeconds: round(r.robotSeconds),
+    robotWallSeconds: round(r.robotWallSeconds),
     trueSuccess: r.evalSuccess === undefined ? null : round(r.evalSuccess),
     anchorFraction: round(r.realGroups / r.groups),
     biasReduction: r.biasReduction === undefined || r.biasReduction === null ? null : round(r.biasReduction),
@@ -65,46 +75,45 @@ export function updateMetrics(r: RunRow, evalEpisodes: number): MetricsPoint {
   };
 }
 
+/** What the robots of one run's anchor episodes share: the job, the imagined rollouts, the ids recorded. */
+interface AnchorRun {
+  ctx: JobContext;
+  /** The world model's rollouts from a start state, one at a time (robots of a fleet reset at once); null: none imagined. */
+  imagine: ((start: Float32Array, physics: EnvState) => Promise<ImaginedStep[]>) | null;
+  /** Ids of the episodes recorded, in order. */
+  ids: string[];
+}
+
 /**
- * Each robot episode the trainer runs, seen from the service: `reset` waits while the e-stop is latched (the
- * viewer's "reset robot" clears it; the e-stopped episode ended as partial and the trainer leaves it unscored),
- * refuses once the run is stopping, and imagines the episode from its start state; `begin` (the store's) makes
- * the episode id known, which every frame carries; `act` streams the step as the robot applied it.
+ * One robot's episodes of a run, seen from the service: `reset` waits while the e-stop is latched (the viewer's "reset
+ * robot" clears it; the e-stopped episode ended as partial and the trainer leaves it unscored), refuses once the run is
+ * stopping, and imagines the episode from its start state; `begin` (the store's) makes the episode id known, which every
+ * frame carries; `act` streams the step as the robot applied it.
  */
-export class AnchorEpisodes {
-  private episode: string | null = null;
+class RobotEpisodes {
+  /** The episode being recorded on this robot, if any. */
+  episode: string | null = null;
   private t = 0;
   private pending: ImaginedStep[] = [];
-  /** Why the run failed (failed()): episodes the trainer still had queued must not start. */
-  private dead: Error | null = null;
-  /** Ids of the episodes recorded, in order. */
-  readonly ids: string[] = [];
+  /** Why this robot's part of the run failed (fail(), or a robot call): episodes queued on it must not start. */
+  dead: Error | null = null;
 
   constructor(
-    private readonly ctx: JobContext,
-    private readonly host: RobotHost,
-    private readonly imaginer: ImaginedRollouts | null,
-    private readonly horizon: number,
+    private readonly run: AnchorRun,
+    readonly host: RobotHost,
   ) {}
 
-  /**
-   * The trainer's robot: the host's, through this; its outcome the host's scoring of each step (the sim's step, or the
-   * robot's outcome topic: a job checks the robot has one before it starts); one robot, `resetSeconds` charged per reset.
-   */
-  target(o: { realTime: boolean; resetSeconds: number; task: string }): RobotTarget {
-    const { ctx, host } = this;
+  /** The robot as a trainer's: the host's safety layer through this, scored by the host (a job checks it is). */
+  unit(task: string): TargetRobot {
+    const { host } = this;
     const outcome = host.scorer();
     if (!outcome) throw new Error(`robot '${host.id}' reports no outcome of its steps: its episodes cannot score a trainer's rollouts`);
     return {
       robot: this.robot(),
-      outcome,
-      maxSteps: this.horizon,
-      // A robot over a transport moves in real time whatever the trainer asks.
-      realTime: o.realTime || !host.simulated,
+      outcome: () => this.fault(new Promise<StepOutcome>((resolve) => resolve(outcome()))),
+      meta: { robot: host.spec.name, hardwareProfile: host.profile, task },
       store: this.store(),
-      meta: { robot: host.spec.name, hardwareProfile: host.profile, task: o.task },
-      clock: new RobotClock(1, o.resetSeconds),
-      signal: ctx.signal,
+      failure: () => this.dead,
     };
   }
 
@@ -127,7 +136,7 @@ export class AnchorEpisodes {
 
   /** The service's store, with `begin` telling this the id of the episode starting. */
   private store(): EpisodeStore {
-    const store = this.ctx.store;
+    const store = this.run.ctx.store;
     const begin = (meta: EpisodeMeta) => {
       const rec = store.begin(meta);
       this.started(meta.id);
@@ -143,15 +152,15 @@ export class AnchorEpisodes {
   }
 
   private async reset(o?: ResetOptions): Promise<RobotObservation> {
-    const { ctx, host } = this;
+    const { run: { ctx, imagine }, host } = this;
     while (host.safety.isEstopped && !ctx.signal.aborted) await sleep(50, ctx.signal);
     ctx.signal.throwIfAborted();
     if (this.dead) throw new Error(`robot '${host.id}': the run failed (${this.dead.message}); no further episode starts`);
     let obs = await this.fault(host.safety.reset(o));
     this.pending = [];
-    const physics = this.imaginer && o?.seed !== undefined ? host.physicsState() : null;
-    if (this.imaginer && physics) {
-      this.pending = await this.imaginer.rollout(buildObservation(layoutOf(host.spec), obs), physics, this.horizon);
+    const physics = imagine && o?.seed !== undefined ? host.physicsState() : null;
+    if (imagine && physics) {
+      this.pending = await imagine(buildObservation(layoutOf(host.spec), obs), physics);
       // Imagining took a moment, in which the watchdog may have held the sim (one step per command): the same seed
       // starts it again. A robot over a transport held still in real time meanwhile.
       if (host.simulated) obs = await this.fault(host.safety.reset(o));
@@ -160,7 +169,7 @@ export class AnchorEpisodes {
   }
 
   private started(id: string): void {
-    const { ctx, host } = this;
+    const { run: { ctx }, host } = this;
     this.episode = id;
     this.t = 0;
     ctx.emit({ type: 'episode', episode: id, phase: 'start', steps: 0, success: null, status: 'recording' });
@@ -169,8 +178,8 @@ export class AnchorEpisodes {
   }
 
   /**
-   * A robot call that fails other than by the safety layer's stop (the link lost) ends the run: marked at once, so that
-   * no episode the trainer has queued behind the failing one starts before the trainer hears of the failure.
+   * A robot call that fails other than by the safety layer's stop (the link lost) ends the robot's part of the run:
+   * marked at once, so that no episode the trainer has queued behind the failing one starts on it.
    */
   private fault<T>(p: Promise<T>): Promise<T> {
     return p.catch((e: unknown) => {
@@ -180,35 +189,117 @@ export class AnchorEpisodes {
   }
 
   private async act(a: Float32Array, o?: ActOptions): Promise<Float32Array> {
-    const { ctx, host } = this;
+    const { run: { ctx }, host } = this;
     const sent = await this.fault(host.safety.act(a, o));
     if (this.episode) ctx.emit({ type: 'real', robot: host.id, episode: this.episode, t: this.t++, q: host.positions(), command: Array.from(sent, round), poses: host.poses() });
     return sent;
   }
 
-  /**
-   * The trainer failed with `e`: the episode being recorded (if any) has its end reported (its record kept as partial)
-   * and no queued episode starts. Returns the run's error naming the episode and the robot, or null when no episode was
-   * running (the failure is not the robot's).
-   */
-  failed(e: Error): string | null {
-    const { ctx, host } = this;
+  /** Failed with `e`: the episode being recorded (if any) has its end reported (its record kept as partial); returns its id. */
+  fail(e: Error): string | null {
+    const { run: { ctx, ids }, host } = this;
     this.dead ??= e;
     const ep = this.episode;
     if (!ep) return null;
-    this.ids.push(ep);
+    ids.push(ep);
     ctx.emit({ type: 'episode', episode: ep, phase: 'end', steps: this.t, success: null, status: `partial (${host.connected ? 'error' : 'disconnected'})` });
     this.episode = null;
-    return episodeFailure(host, ep, e);
+    return ep;
   }
 
-  /** The trainer's report of the episode just run. */
+  /** The trainer's report of the episode just run on this robot. */
   ended(ep: RobotEpisode): void {
-    const { ctx, host } = this;
-    this.ids.push(ep.id);
+    const { run: { ctx, ids }, host } = this;
+    ids.push(ep.id);
     const why = ep.status === 'complete' ? '' : host.safety.isEstopped ? ' (estop)' : ctx.signal.aborted ? ' (aborted)' : '';
     ctx.emit({ type: 'episode', episode: ep.id, phase: 'end', steps: ep.steps, success: ep.status === 'complete' ? ep.success : null, status: `${ep.status}${why}` });
     this.episode = null;
   }
 }
 
+/**
+ * The robot episodes a training job runs, on its robot or on a fleet of the service's robots (JobContext.fleet): each
+ * robot's through its own safety layer, recorded in the service's store, streamed (RobotEpisodes). A robot of a fleet
+ * lost mid-run leaves its episode partial (run again on another robot) and the run goes on with the others.
+ */
+export class AnchorEpisodes {
+  /** Ids of the episodes recorded, in order. */
+  readonly ids: string[] = [];
+  /** The fleet's robots lost mid-run, each with what happened to it. */
+  readonly lost: Array<{ robot: string; message: string }> = [];
+  private readonly robots: RobotEpisodes[];
+  private fleet: RobotFleet | null = null;
+  private shown: { done: number; total: number } | null = null;
+
+  /** `hosts`: the robot, or a fleet's robots (the first the lead); `imaginer`: the world model's rollouts streamed before each episode. */
+  constructor(
+    private readonly ctx: JobContext,
+    hosts: RobotHost | readonly RobotHost[],
+    imaginer: ImaginedRollouts | null,
+    private readonly horizon: number,
+  ) {
+    let turn: Promise<unknown> = Promise.resolve();
+    const imagine = imaginer && ((start: Float32Array, physics: EnvState) => {
+      const mine = turn.then(() => imaginer.rollout(start, physics, horizon));
+      turn = mine.catch(() => undefined);
+      return mine;
+    });
+    const run: AnchorRun = { ctx, imagine, ids: this.ids };
+    this.robots = (Array.isArray(hosts) ? hosts : [hosts as RobotHost]).map((h) => new RobotEpisodes(run, h));
+  }
+
+  /**
+   * The trainer's robot target: the robot, or the fleet (each robot charged to its own robot of the clock);
+   * `resetSeconds` charged per reset. A robot over a transport moves in real time whatever the trainer asks.
+   */
+  target(o: { realTime: boolean; resetSeconds: number; task: string }): RobotTarget {
+    const { ctx, robots } = this;
+    const realTime = o.realTime || robots.some((r) => !r.host.simulated);
+    const units = robots.map((r) => r.unit(o.task));
+    if (units.length === 1) {
+      const u = units[0]!;
+      return { robot: u.robot, outcome: u.outcome, maxSteps: this.horizon, realTime, store: u.store, meta: u.meta, clock: new RobotClock(1, o.resetSeconds), signal: ctx.signal };
+    }
+    const t = fleetTarget(units, { maxSteps: this.horizon, realTime, store: ctx.store, resetSeconds: o.resetSeconds, signal: ctx.signal, onLost: (u, e) => this.lose(units.indexOf(u), e) });
+    this.fleet = t.fleet!;
+    // The service's robots outlive the run: nothing here closes them.
+    const { close: _close, ...target } = t;
+    return target;
+  }
+
+  /** The run's progress, its phase naming the robots lost: shown again at once when one is lost. */
+  progress(done: number, total: number, phase: string): void {
+    this.shown = { done, total };
+    const n = this.robots.length;
+    const left = n - this.lost.length;
+    this.ctx.progress(done, total, this.lost.length ? `${phase} on ${left} of ${n} robots (lost: ${this.lost.map((l) => l.robot).join(', ')})` : phase);
+  }
+
+  private lose(i: number, e: Error): void {
+    const r = this.robots[i]!;
+    const ep = r.fail(e);
+    const { host } = r;
+    this.lost.push({ robot: host.id, message: ep ? episodeFailure(host, ep, e) : `robot '${host.id}' (${host.kind}) ${host.connected ? 'failed' : 'disconnected'}: ${e.message}` });
+    if (this.shown) this.progress(this.shown.done, this.shown.total, 'updates');
+  }
+
+  /**
+   * The trainer failed with `e`: no queued episode starts, and the episodes being recorded have their ends reported
+   * (their records kept as partial). Returns the run's error naming the robots and their episodes, or null when the
+   * failure is not the robots' (no episode was running; a fleet with robots left).
+   */
+  failed(e: Error): string | null {
+    if (!this.fleet) {
+      const r = this.robots[0]!;
+      const ep = r.fail(e);
+      return ep ? episodeFailure(r.host, ep, e) : null;
+    }
+    for (const r of this.robots) r.fail(e);
+    return this.fleet.left === 0 ? `no robot left to run episodes on: ${this.lost.map((l) => l.message).join('; ')}` : null;
+  }
+
+  /** The trainer's report of the episode just run, on whichever robot ran it. */
+  ended(ep: RobotEpisode): void {
+    (this.robots.find((r) => r.episode === ep.id) ?? this.robots[0]!).ended(ep);
+  }
+}

@@ -20,6 +20,8 @@ export interface JobContext {
   /** Progress of the run (`phase` says of what: pretraining, updates, episodes); viewers get it at most 4 times a second, and at every change of phase. */
   progress(done: number, total: number, phase?: string): void;
   robot(id: string): RobotHost;
+  /** The robots the run drives: its options' `robot` first, then those its job's `fleet` added; all claimed (empty: no robot). */
+  fleet: readonly RobotHost[];
   /** Claims the robot for this run (refused when another run drives it); released when the run ends. */
   claim(robot: RobotHost): void;
   store: EpisodeStore;
@@ -36,6 +38,11 @@ export interface JobDefinition<S extends TObject = TObject> {
   check?(options: Static<S>): string | null;
   /** Checks the options against the robot they name (their `robot`); the problem, naming the robot or the option, or null. Runs before the run starts. */
   checkRobot?(options: Static<S>, robot: RobotHost): string | null;
+  /**
+   * The robots the run drives besides its `robot` (`lead`), from its options; `robots`: every robot of the service.
+   * Each is checked as `robot` is (busy, checkRobot, e-stopped, disconnected) and claimed before the run starts.
+   */
+  fleet?(options: Static<S>, lead: RobotHost, robots: readonly RobotHost[]): RobotHost[];
   /**
    * Runs until done or until `ctx.signal` aborts; on abort it finishes the episode being recorded and
    * returns. Returns the path of its checkpoint (written at the end, aborted or not), or null.
@@ -110,11 +117,14 @@ export class RunManager {
     if (problem) throw new ApiError('WMRL_VALIDATION', problem);
     const robotId = typeof options.robot === 'string' ? options.robot : null;
     const robot = robotId === null ? null : this.robot(robotId);
-    if (robot?.run) throw new ApiError('WMRL_ROBOT_BUSY', `robot '${robotId}' is driven by run '${robot.run}'; stop it first`);
-    const unfit = robot ? (job.checkRobot?.(options as Static<typeof job.options>, robot) ?? null) : null;
-    if (unfit) throw new ApiError('WMRL_VALIDATION', unfit);
-    if (robot?.safety.isEstopped) throw new ApiError('WMRL_ROBOT_ESTOPPED', `robot '${robotId}' is e-stopped; reset it first (POST /api/robots/${robotId}/reset, or the viewer's reset button)`);
-    if (robot && !robot.connected) throw new ApiError('WMRL_ROBOT_UNAVAILABLE', `robot '${robotId}' is disconnected (its ${robot.kind} link is down or it sends no state); start the run once GET /api/robots/${robotId} shows it connected`);
+    const fleet = robot ? [robot, ...(job.fleet?.(options as Static<typeof job.options>, robot, [...this.deps.robots.values()]) ?? []).filter((r) => r !== robot)] : [];
+    for (const r of fleet) {
+      if (r.run) throw new ApiError('WMRL_ROBOT_BUSY', `robot '${r.id}' is driven by run '${r.run}'; stop it first`);
+      const unfit = job.checkRobot?.(options as Static<typeof job.options>, r) ?? null;
+      if (unfit) throw new ApiError('WMRL_VALIDATION', unfit);
+      if (r.safety.isEstopped) throw new ApiError('WMRL_ROBOT_ESTOPPED', `robot '${r.id}' is e-stopped; reset it first (POST /api/robots/${r.id}/reset, or the viewer's reset button)`);
+      if (!r.connected) throw new ApiError('WMRL_ROBOT_UNAVAILABLE', `robot '${r.id}' is disconnected (its ${r.kind} link is down or it sends no state); start the run once GET /api/robots/${r.id} shows it connected`);
+    }
     const id = `${kind}-${new Date().toISOString().replace(/[:.]/g, '-')}-${randomUUID().slice(0, 6)}`;
     const dir = join(this.deps.dataDir, 'runs', id);
     mkdirSync(dir, { recursive: true, mode: 0o700 });
@@ -122,11 +132,11 @@ export class RunManager {
     const status: RunStatus = { id, kind, state: 'running', robot: robotId, options, startedAt: Date.now(), endedAt: null, progress: { done: 0, total: 0, phase: '' }, error: null, checkpoint: null, lastMetrics: null };
     const rec: RunRecord = { status, abort, done: Promise.resolve(), metrics: [], rollouts: new Map() };
     this.runs.set(id, rec);
-    // The run's robot is claimed now, before any await, so a second start cannot slip in.
+    // The run's robots are claimed now, before any await, so a second start cannot slip in.
     const claimed: RobotHost[] = [];
-    if (robot) {
-      robot.run = id;
-      claimed.push(robot);
+    for (const r of fleet) {
+      r.run = id;
+      claimed.push(r);
     }
     let lastProgress = -Infinity;
     const ctx: JobContext = {
@@ -143,6 +153,7 @@ export class RunManager {
         }
       },
       robot: (rid) => this.robot(rid),
+      fleet,
       claim: (robot) => {
         if (robot.run && robot.run !== id) throw new ApiError('WMRL_ROBOT_BUSY', `robot '${robot.id}' is driven by run '${robot.run}'`);
         if (robot.run === id) return;

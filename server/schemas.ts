@@ -2,7 +2,7 @@
 // WebSocket stream's events, error codes. TypeBox gives each shape once; fastify validates with it,
 // the OpenAPI document at /docs and the TypeScript types derive from it; the viewer imports the types.
 import { Type, type Static, type TSchema } from '@sinclair/typebox';
-import { PretrainSizes, TrainerOptions, VlaSettings } from '../recipes/options.js';
+import { FleetRobots, PretrainSizes, TrainerOptions, VlaSettings } from '../recipes/options.js';
 
 // ── Errors ──────────────────────────────────────────────────────────────────────────────────────
 /** Stable error codes: never reused for another meaning (like fastify's FST_ERR_*). */
@@ -120,6 +120,7 @@ export const WmrlTrainOptions = Type.Object(
   {
     robot: Id,
     task: Type.Optional(Type.String({ minLength: 1, maxLength: 200, description: "the sim task pretraining runs in (its expert, world model and prompts' start states), for a robot whose YAML names none; default: the robot's task" })),
+    fleet: Type.Optional(FleetRobots),
     ...TrainerOptions,
     pretrain: Type.Optional(PretrainSizes),
     evalEpisodes: Type.Integer({ minimum: 1, maximum: 10000, default: 50, description: "held-out start states (in the sim, under the robot's profile) on which true success is measured after every update" }),
@@ -147,7 +148,8 @@ export type RunState = Static<typeof RunState>;
 /** Training metrics of one step. Fields a job cannot measure are null (a scripted session has no world model to debias). */
 export const MetricsPoint = Type.Object({
   step: Type.Integer(),
-  robotSeconds: Type.Number({ description: 'real robot time spent so far' }),
+  robotSeconds: Type.Number({ description: 'real robot time spent so far, every robot summed (robot-hours)' }),
+  robotWallSeconds: Type.Union([Type.Number(), Type.Null()], { description: "wall-clock the robots took so far: robots that run episodes at once (a fleet) take less of it than robot time" }),
   trueSuccess: Type.Union([Type.Number(), Type.Null()], { description: 'success rate on the real robot' }),
   anchorFraction: Type.Union([Type.Number(), Type.Null()], { description: 'share of groups executed for real' }),
   biasReduction: Type.Union([Type.Number(), Type.Null()]),

@@ -69,7 +69,7 @@ export const vlaTrain: JobDefinition<typeof VlaTrainOptions> = {
     const checkpoint = (c: Pick<VlaCheckpoint, 'policy' | 'wmrl' | 'stoppedDuring'>) => {
       const file = join(ctx.dir, 'checkpoint.json');
       const last = rows.at(-1);
-      const cp: VlaCheckpoint = { run: id, task, profile: host.profile, updates: last?.update ?? 0, robotSeconds: last?.robotSeconds ?? 0, episodes: anchors.ids, clone, metrics, stoppedEarly: ctx.signal.aborted, ...c };
+      const cp: VlaCheckpoint = { run: id, task, profile: host.profile, updates: last?.update ?? 0, robotSeconds: last?.robotSeconds ?? 0, robotWallSeconds: last?.robotWallSeconds ?? 0, episodes: anchors.ids, clone, metrics, stoppedEarly: ctx.signal.aborted, ...c };
       writeFileAtomic(file, [JSON.stringify(cp, null, 1)]);
       return file;
     };
@@ -84,7 +84,7 @@ export const vlaTrain: JobDefinition<typeof VlaTrainOptions> = {
         onClone: (c) => {
           clone = heldOut(c);
           evalEpisodes = c.heldOutStates.episodes;
-          emit({ step: 0, robotSeconds: 0, trueSuccess: clone.states, anchorFraction: null, biasReduction: null, anchorWeight: null, ppi: successInterval(c.heldOutStates.success, evalEpisodes), trueScore: null });
+          emit({ step: 0, robotSeconds: 0, robotWallSeconds: 0, trueSuccess: clone.states, anchorFraction: null, biasReduction: null, anchorWeight: null, ppi: successInterval(c.heldOutStates.success, evalEpisodes), trueScore: null });
         },
         onUpdate: (row) => {
           rows.push(row);

@@ -11,6 +11,7 @@ import { layoutMismatch, layoutOf, splitObservation, type ObservationLayout } fr
 import type { GaussianPolicy } from '../policies/gaussian.js';
 import { ClippedPolicyGradient } from '../policies/pg.js';
 import { MjEnv, makeEnv, type EnvState } from '../sim/index.js';
+import { fleetMismatch } from '../wmrl/fleet.js';
 import type { RunRow } from '../wmrl/run-state.js';
 import { SimPrompts, postTrainPg, heldOutEvaluation, type Pretrained } from '../wmrl/sim-setup.js';
 import { DEFAULT_WMRL, trainWmrl } from '../wmrl/train_wmrl.js';
@@ -18,6 +19,7 @@ import { ModelEnv, repeatRows, type EnsembleModel } from '../worldmodel/index.js
 import { anchorGroupsProblem, embodiedPretrain, exportEmbodiedPolicy, trainerCorrector } from '../recipes/embodied.js';
 import { AnchorEpisodes, round, successInterval, updateMetrics, type ImaginedRollouts, type ImaginedStep, type RobotRunCheckpoint } from './robot-training.js';
 import type { RobotHost } from './robot-host.js';
+import { ApiError } from './errors.js';
 import { RunFailure, type JobDefinition } from './runs.js';
 import { WmrlTrainOptions, type MetricsPoint } from './schemas.js';
 
@@ -114,16 +116,42 @@ export function wmrlRobotProblem(task: string | undefined, host: RobotHost): str
   return lacks.length ? `robot '${host.id}' (${host.kind}) cannot run wmrl-train: it needs ${lacks.join('; ')}` : null;
 }
 
+/** Why `r` cannot anchor beside `lead` in a run of these options (the task's robot, one policy for both), or null. */
+function fleetProblem(o: WmrlTrainOptions, lead: RobotHost, r: RobotHost): string | null {
+  const task = o.task ?? lead.task;
+  if (r.task !== null && r.task !== task) return `robot '${r.id}' performs task '${r.task}', the run's is '${task}' (robot '${lead.id}'): a fleet's robots share one task`;
+  return fleetMismatch(`robot '${lead.id}'`, lead.spec, `robot '${r.id}'`, r.spec) ?? wmrlRobotProblem(o.task, r);
+}
+
+/**
+ * The robots besides `lead` a run's anchors execute on: those `fleet` names (any that cannot is a 400 naming it), or
+ * with 'all' every connected robot no run drives, not e-stopped, that can.
+ */
+function fleetOf(o: WmrlTrainOptions, lead: RobotHost, robots: readonly RobotHost[]): RobotHost[] {
+  if (o.fleet === undefined) return [];
+  if (o.fleet === 'all') return robots.filter((r) => r !== lead && r.connected && !r.run && !r.safety.isEstopped && fleetProblem(o, lead, r) === null);
+  const unknown = o.fleet.filter((id) => !robots.some((r) => r.id === id));
+  if (unknown.length) throw new ApiError('WMRL_ROBOT_NOT_FOUND', `fleet: no robot ${unknown.map((u) => `'${u}'`).join(', ')} (robots: ${robots.map((r) => r.id).join(', ')})`);
+  const named = o.fleet.map((id) => robots.find((r) => r.id === id)!).filter((r) => r !== lead);
+  for (const r of named) {
+    const problem = fleetProblem(o, lead, r);
+    if (problem) throw new ApiError('WMRL_VALIDATION', `fleet: ${problem}`);
+  }
+  return named;
+}
+
 export const wmrlTrain: JobDefinition<typeof WmrlTrainOptions> = {
   kind: 'wmrl-train',
   description:
-    "WMRL post-training on the robot's task: behaviour cloning and a world model pretrained on the nominal sim, then updates on groups imagined in the world model, corrected by anchor episodes on this robot (recorded, streamed with the world model's imagined rollouts); the policy goes into the policies as the run's id",
+    "WMRL post-training on the robot's task: behaviour cloning and a world model pretrained on the nominal sim, then updates on groups imagined in the world model, corrected by anchor episodes on this robot, or on a fleet of robots at once (recorded, streamed with the world model's imagined rollouts); the policy goes into the policies as the run's id",
   options: WmrlTrainOptions,
   check: anchorGroupsProblem,
   checkRobot: (o, host) => wmrlRobotProblem(o.task, host),
+  fleet: (o, lead, robots) => fleetOf(o, lead, robots),
   async run(o, ctx) {
     const host = ctx.robot(o.robot);
     ctx.claim(host);
+    const hosts = ctx.fleet.length ? ctx.fleet : [host];
     const task = o.task ?? host.task;
     if (task === null) throw new Error(wmrlRobotProblem(o.task, host) ?? `robot '${host.id}' names no sim task`);
     const { profile } = host;
@@ -138,10 +166,13 @@ export const wmrlTrain: JobDefinition<typeof WmrlTrainOptions> = {
     const layout = layoutOf(spec);
     const metrics: MetricsPoint[] = [];
     const rows: RunRow[] = [];
-    const checkpoint = (c: Omit<WmrlCheckpoint, 'run' | 'task' | 'profile' | 'metrics' | 'stoppedEarly' | 'updates' | 'robotSeconds'>) => {
+    const checkpoint = (c: Omit<WmrlCheckpoint, 'run' | 'task' | 'profile' | 'metrics' | 'stoppedEarly' | 'updates' | 'robotSeconds' | 'robotWallSeconds' | 'fleet'>) => {
       const file = join(ctx.dir, 'checkpoint.json');
       const last = rows.at(-1);
-      const cp: WmrlCheckpoint = { run: ctx.runId, task, profile, updates: last?.update ?? 0, robotSeconds: last?.robotSeconds ?? 0, metrics, stoppedEarly: ctx.signal.aborted, ...c };
+      const cp: WmrlCheckpoint = {
+        run: ctx.runId, task, profile, updates: last?.update ?? 0, robotSeconds: last?.robotSeconds ?? 0, robotWallSeconds: last?.robotWallSeconds ?? 0,
+        ...(hosts.length > 1 ? { fleet: hosts.map((h) => h.id) } : {}), metrics, stoppedEarly: ctx.signal.aborted, ...c,
+      };
       writeFileAtomic(file, [JSON.stringify(cp, null, 1)]);
       return file;
     };
@@ -180,15 +211,15 @@ export const wmrlTrain: JobDefinition<typeof WmrlTrainOptions> = {
     let failure: { message: string; error: Error } | null = null;
     try {
       imaginer = o.imagined ? await Imaginer.create(pre.model, pre.policy, task, layout, config.successThreshold, host.commandHistory) : null;
-      anchors = new AnchorEpisodes(ctx, host, imaginer, H);
+      anchors = new AnchorEpisodes(ctx, hosts, imaginer, H);
       const a = anchors;
       const target = a.target({ realTime: o.realTime, resetSeconds: o.resetSeconds, task });
       // Where post-training starts: the pretrained policy's true success.
       if (evaluate) {
         const start = await evaluate(pre.policy);
-        emit({ step: 0, robotSeconds: 0, trueSuccess: round(start.success), anchorFraction: null, biasReduction: null, anchorWeight: null, ppi: successInterval(start.success, start.episodes), trueScore: null });
+        emit({ step: 0, robotSeconds: 0, robotWallSeconds: 0, trueSuccess: round(start.success), anchorFraction: null, biasReduction: null, anchorWeight: null, ppi: successInterval(start.success, start.episodes), trueScore: null });
       }
-      ctx.progress(0, o.updates, 'updates');
+      a.progress(0, o.updates, 'updates');
       await trainWmrl({
         config, policy: pre.policy, pg, model: pre.model, simData: pre.simData, target, prompts, evaluate, outDir: ctx.dir,
         hooks: {
@@ -197,7 +228,7 @@ export const wmrlTrain: JobDefinition<typeof WmrlTrainOptions> = {
           onUpdate: (r) => {
             rows.push(r);
             emit(updateMetrics(r, o.evalEpisodes));
-            ctx.progress(r.update, o.updates, 'updates');
+            a.progress(r.update, o.updates, 'updates');
           },
         },
       });
@@ -218,7 +249,7 @@ export const wmrlTrain: JobDefinition<typeof WmrlTrainOptions> = {
     const id = ctx.runId;
     const updates = rows.at(-1)?.update ?? 0;
     exportEmbodiedPolicy(pre.policy, spec, ctx.policyPath(id), { policyVersion: id, runId: ctx.runId, extra: { source: 'wmrl', task, updates: String(updates) } });
-    const file = checkpoint({ episodes: anchors?.ids ?? [], policy: { id, updates }, stoppedDuring: ctx.signal.aborted || failure ? 'training' : null });
+    const file = checkpoint({ episodes: anchors?.ids ?? [], ...(anchors?.lost.length ? { lostRobots: anchors.lost } : {}), policy: { id, updates }, stoppedDuring: ctx.signal.aborted || failure ? 'training' : null });
     if (failure) throw new RunFailure(failure.message, file, { cause: failure.error });
     return file;
   },

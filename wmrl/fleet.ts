@@ -4,6 +4,7 @@
 // is kept in the store as partial and runs again, from the same reset, on another robot, and the run goes on with
 // the others. Only a fleet with no robot left fails, naming every robot it lost and why.
 import { layoutMismatch, layoutOf } from '../common/layout.js';
+import type { RobotDeclaration } from '../common/robot.js';
 import type { EpisodeStore } from '../episodes/store/store.js';
 import type { Scorer } from '../hardware/record.js';
 import { SafetyStop, type SafetyLayer } from '../hardware/safety.js';
@@ -48,6 +49,16 @@ export function watchedRobot(robot: SafetyLayer, outcome: Scorer, meta: TargetRo
   return { robot: watched, outcome: () => watch(outcome), meta, failure: () => failure };
 }
 
+/** Why the robot `who` of `spec` cannot join a fleet whose lead is `lead` of `leadSpec` (one policy acts on every robot of a fleet), or null. */
+export function fleetMismatch(lead: string, leadSpec: RobotDeclaration, who: string, spec: RobotDeclaration): string | null {
+  const mismatch = layoutMismatch(layoutOf(leadSpec), layoutOf(spec), lead, who);
+  if (mismatch) return `${who} observes another robot than ${lead} (one policy acts on every robot of a fleet): ${mismatch}`;
+  const a = spec.action, b = leadSpec.action;
+  const same = a.kind === b.kind && a.low.length === b.low.length && a.low.every((v, i) => v === b.low[i] && a.high[i] === b.high[i]);
+  if (!same) return `${who} takes ${a.kind} actions in [${a.low.join(', ')}] .. [${a.high.join(', ')}], ${lead} ${b.kind} in [${b.low.join(', ')}] .. [${b.high.join(', ')}]: one policy acts on every robot of a fleet`;
+  return null;
+}
+
 /** The fleet has no robot left: each one it lost, with its failure. */
 export class FleetExhausted extends Error {
   override readonly name = 'FleetExhausted';
@@ -72,14 +83,10 @@ export class RobotFleet {
     private readonly onLost?: (robot: TargetRobot, error: Error, left: number) => void,
   ) {
     if (robots.length === 0) throw new Error('robot fleet: no robots');
-    const first = robots[0]!.robot.spec;
+    const lead = robots[0]!;
     for (const r of robots.slice(1)) {
-      const s = r.robot.spec;
-      const who = `robot '${r.meta.robot}'`, lead = `robot '${robots[0]!.meta.robot}'`;
-      const mismatch = layoutMismatch(layoutOf(first), layoutOf(s), lead, who);
-      if (mismatch) throw new Error(`robot fleet: ${who} observes another robot than ${lead} (one policy acts on every robot of a fleet): ${mismatch}`);
-      const same = s.action.kind === first.action.kind && s.action.low.length === first.action.low.length && s.action.low.every((v, i) => v === first.action.low[i] && s.action.high[i] === first.action.high[i]);
-      if (!same) throw new Error(`robot fleet: ${who} takes ${s.action.kind} actions in [${s.action.low.join(', ')}] .. [${s.action.high.join(', ')}], ${lead} ${first.action.kind} in [${first.action.low.join(', ')}] .. [${first.action.high.join(', ')}]: one policy acts on every robot of a fleet`);
+      const problem = fleetMismatch(`robot '${lead.meta.robot}'`, lead.robot.spec, `robot '${r.meta.robot}'`, r.robot.spec);
+      if (problem) throw new Error(`robot fleet: ${problem}`);
     }
     this.idle = robots.map((_, i) => i);
   }
