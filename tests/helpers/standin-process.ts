@@ -65,7 +65,8 @@ function standInProcess(proc: ChildProcess, port: number, output: () => string):
     },
     stop: () =>
       new Promise<void>((resolve) => {
-        if (proc.exitCode !== null) return resolve();
+        // Exited already, by itself or by a signal (a test's SIGKILL).
+        if (proc.exitCode !== null || proc.signalCode !== null) return resolve();
         proc.once('exit', () => resolve());
         proc.kill('SIGTERM');
         setTimeout(() => proc.kill('SIGKILL'), 3000).unref();
