@@ -162,16 +162,14 @@ export function robotTarget(robot: SafetyLayer, o: Omit<RobotTarget, 'robot' | '
 
 /**
  * A trainer's target of several robots, `robots[0]` the lead (`robot`, `outcome`, `meta`), each charged to its own robot
- * of the clock; `onLost` hears of each robot lost. `close()` closes the store and every robot.
+ * of the clock; `onLost` hears of each robot lost. `store`: a path (opened here, its folder made) or an open store.
+ * `close()` closes every robot, and the store where it opened it.
  */
 export function fleetTarget(robots: readonly TargetRobot[], o: Pick<RobotTarget, 'maxSteps' | 'realTime' | 'signal'> & { store?: string | EpisodeStore; resetSeconds: number; onLost?: ConstructorParameters<typeof RobotFleet>[1] }): ClosableTarget {
   const fleet = new RobotFleet(robots, o.onLost);
-  let store: EpisodeStore | undefined;
   const own = typeof o.store === 'string';
-  if (typeof o.store === 'string') {
-    mkdirSync(dirname(o.store), { recursive: true });
-    store = EpisodeStore.open(o.store);
-  } else store = o.store;
+  if (typeof o.store === 'string') mkdirSync(dirname(o.store), { recursive: true });
+  const store = typeof o.store === 'string' ? EpisodeStore.open(o.store) : o.store;
   const lead = robots[0]!;
   return {
     robot: lead.robot,
@@ -246,10 +244,10 @@ const robotTurns = new WeakMap<SafetyLayer, Promise<unknown>>();
 
 /**
  * Runs `policy` (sampling with `rng`) for one episode from the seeded reset `seed`. The episode is
- * recorded in the store step by step and charged to the robot clock. Episodes on one robot take
- * turns in the order they were asked for (WMRL's anchor groups of one update are scored
- * concurrently; on one robot, a reset for one group mid-way through another's episode would run
- * both groups' commands in one episode).
+ * recorded in the store step by step and charged to the robot clock. On a fleet it runs on the robot
+ * that frees up first (wmrl/fleet.ts). Episodes on one robot take turns in the order they were asked
+ * for (WMRL's anchor groups of one update are scored concurrently; on one robot, a reset for one group
+ * mid-way through another's episode would run both groups' commands in one episode).
  */
 export function robotEpisode(target: RobotTarget, policy: Policy, seed: number, rng: Rng, policyVersion: string): Promise<RobotEpisode> {
   const fleet = target.fleet;
