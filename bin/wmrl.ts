@@ -219,7 +219,7 @@ const train = program
   .addOption(new Option('--policy <kind>', 'the policy post-trained: the Gaussian MLP, or the VLA (recipes/vla.ts: cloned on the gap robot, then WMRL; takes --robot sim:TASK:gap, --quick, --seed, --updates, --kl-coef, --out)').choices(['gaussian', 'vla']).default('gaussian'));
 // --robot is repeatable (a fleet): the schema's default stands until the first one given.
 const ROBOT_DEFAULT = [EmbodiedOptions.properties.robot.default as string];
-train.addOption(new Option('--robot <R>', EmbodiedOptions.properties.robot.description).default(ROBOT_DEFAULT).argParser((v: string, all: string[]) => (all === ROBOT_DEFAULT ? [v] : [...all, v])));
+train.addOption(new Option('--robot <R>', EmbodiedOptions.properties.robot.description).default(ROBOT_DEFAULT, JSON.stringify(ROBOT_DEFAULT[0])).argParser((v: string, all: string[]) => (all === ROBOT_DEFAULT ? [v] : [...all, v])));
 const trainKeys = [...addSchemaFlags(train, EmbodiedOptions, ['commandHistory', 'robot']), 'commandHistory', 'robot'];
 train.action(async (o: Record<string, unknown>, cmd: typeof train) => {
   const given = trainKeys.filter((k) => cmd.getOptionValueSource(k) === 'cli');
