@@ -17,6 +17,9 @@ export function sessionOptions(o: SessionOptions = {}): ort.InferenceSession.Ses
     graphOptimizationLevel: 'all',
     executionMode: 'sequential',
     ...(o.threads ? { intraOpNumThreads: o.threads } : {}),
+    // Idle pool threads sleep instead of spin-waiting for the next parallel op: on cores shared with other work the
+    // spinning burns CPU time that the other work needs, and how the threads wait never changes a result.
+    extra: { session: { intra_op: { allow_spinning: '0' }, inter_op: { allow_spinning: '0' } } },
   };
 }
 

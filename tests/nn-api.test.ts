@@ -39,6 +39,27 @@ describe('shape errors are caught when the graph is built, naming the op and the
   });
 });
 
+describe('sessions', () => {
+  it('let idle pool threads sleep rather than spin, and a two-thread program computes what a one-thread one does', async () => {
+    expect(nn.sessionOptions({ threads: 2 })).toMatchObject({ intraOpNumThreads: 2, extra: { session: { intra_op: { allow_spinning: '0' } } } });
+    const g = new nn.Graph();
+    const x = g.input('x', ['n', 64]);
+    const w = g.constant(Array.from({ length: 64 * 64 }, (_, i) => Math.sin(i)), [64, 64]);
+    const y = nn.tanh(nn.matmul(nn.tanh(nn.matmul(x, w)), w));
+    const rng = new nn.Rng(3);
+    const feed = { x: nn.tensor(Float32Array.from({ length: 512 * 64 }, () => rng.normal()), [512, 64]) };
+    const run = async (threads: number) => {
+      const p = await nn.Program.fromSpec({ inputs: [{ name: 'x', tensor: x }], outputs: [{ name: 'y', tensor: y }] }, { threads });
+      try {
+        return Float32Array.from(nn.f32((await p.run(feed)).y));
+      } finally {
+        await p.release();
+      }
+    };
+    expect(await run(2)).toEqual(await run(1));
+  });
+});
+
 describe('parameter files', () => {
   const makeStore = () => {
     const s = new nn.ParamStore(4);
