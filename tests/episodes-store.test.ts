@@ -6,7 +6,7 @@ import { existsSync, mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import { MIGRATIONS } from '../episodes/store/schema.js';
 import { EpisodeStore } from '../episodes/store/store.js';
 import { EpisodeStoreError } from '../episodes/store/validate.js';
@@ -58,6 +58,28 @@ describe('episode store', () => {
       for (const step of ep.steps) expect(rec.append(step)).toEqual({ inserted: true });
       rec.finish({ success: true });
       expect(s.get(ep.meta.id)).toEqual(ep);
+    }
+  });
+
+  it('prepares its statements once, not once per step: a second recording prepares none', () => {
+    const s = openStore(fresh());
+    const record = (id: string) => {
+      const rec = s.begin(meta(id));
+      for (let seq = 0; seq < 20; seq++) rec.append(makeStep(id, seq, seq === 19));
+      rec.finish({ success: true });
+    };
+    const prepare = vi.spyOn(Database.prototype, 'prepare');
+    try {
+      record('first');
+      const first = prepare.mock.calls.length;
+      expect(first).toBeGreaterThan(0);
+      expect(first).toBeLessThan(20);
+      record('second');
+      expect(prepare.mock.calls.length).toBe(first);
+      expect(s.get('second').steps).toHaveLength(20);
+      expect(s.list().map((e) => [e.meta.id, e.steps, e.success])).toEqual([['first', 20, true], ['second', 20, true]]);
+    } finally {
+      prepare.mockRestore();
     }
   });
 

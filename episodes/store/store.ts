@@ -89,6 +89,8 @@ export class EpisodeStore {
   private readonly db: Database.Database;
   private readonly writer: WriterIdentity;
   private closed = false;
+  /** Prepared statements by their SQL: a recording prepares its few statements once, not once per step. */
+  private readonly statements = new Map<string, Database.Statement>();
 
   private constructor(file: string, opts: StoreOptions) {
     this.file = file;
@@ -137,16 +139,25 @@ export class EpisodeStore {
   private recoverDeadWriters(): string[] {
     return this.db
       .transaction(() => {
-        const rows = this.db
-          .prepare(`SELECT id, writer_pid, writer_token, writer_incarnation FROM episodes
+        const rows = this
+          .sql(`SELECT id, writer_pid, writer_token, writer_incarnation FROM episodes
                     WHERE status = 'recording' AND writer_pid IS NOT NULL`)
           .all() as Array<Pick<EpisodeRow, 'id' | 'writer_pid' | 'writer_token' | 'writer_incarnation'>>;
         const dead = rows.filter((r) => !writerAlive(r.writer_pid ?? 0, r.writer_token ?? '', r.writer_incarnation ?? ''));
-        const mark = this.db.prepare(`UPDATE episodes SET status = 'partial' WHERE id = ? AND status = 'recording'`);
+        const mark = this.sql(`UPDATE episodes SET status = 'partial' WHERE id = ? AND status = 'recording'`);
         for (const r of dead) mark.run(r.id);
         return dead.map((r) => r.id);
       })
       .immediate();
+  }
+
+  private sql(text: string): Database.Statement {
+    let st = this.statements.get(text);
+    if (!st) {
+      st = this.db.prepare(text);
+      this.statements.set(text, st);
+    }
+    return st;
   }
 
   private live(): void {
@@ -154,12 +165,12 @@ export class EpisodeStore {
   }
 
   private row(id: string): EpisodeRow | undefined {
-    return this.db.prepare('SELECT * FROM episodes WHERE id = ?').get(id) as EpisodeRow | undefined;
+    return this.sql('SELECT * FROM episodes WHERE id = ?').get(id) as EpisodeRow | undefined;
   }
 
   private insertEpisode(meta: EpisodeMeta, local: boolean): void {
-    this.db
-      .prepare(
+    this
+      .sql(
         `INSERT INTO episodes (id, robot, policy_version, hardware_profile, task, instruction, started_at, extra,
                                status, writer_pid, writer_token, writer_incarnation)
          VALUES (?, ?, ?, ?, ?, ?, ?, ?, 'recording', ?, ?, ?)`,
@@ -227,23 +238,23 @@ export class EpisodeStore {
         const shape: StepShape | undefined =
           ep.n_joints === null ? undefined : { joints: ep.n_joints, action: ep.n_action ?? 0, features: ep.n_features ?? -1 };
         const mine = validateStep(step, shape, id);
-        if (this.db.prepare('SELECT 1 FROM steps WHERE episode_id = ? AND seq = ?').get(id, step.seq) !== undefined) {
-          this.db.prepare('UPDATE episodes SET duplicates = duplicates + 1 WHERE id = ?').run(id);
+        if (this.sql('SELECT 1 FROM steps WHERE episode_id = ? AND seq = ?').get(id, step.seq) !== undefined) {
+          this.sql('UPDATE episodes SET duplicates = duplicates + 1 WHERE id = ?').run(id);
           return { inserted: false };
         }
         if (ep.status !== 'recording') {
           throw new EpisodeStoreError('NOT_RECORDING', 'step.seq', `step.seq: episode ${id} is ${ep.status}; step ${step.seq} refused`);
         }
-        const max = this.db.prepare('SELECT MAX(seq) AS m FROM steps WHERE episode_id = ?').get(id) as { m: number | null };
+        const max = this.sql('SELECT MAX(seq) AS m FROM steps WHERE episode_id = ?').get(id) as { m: number | null };
         const expected = (max.m ?? -1) + 1;
-        this.db
-          .prepare(
+        this
+          .sql(
             `INSERT INTO steps VALUES (@episode_id, @seq, @t_obs, @t_act, @stamp, @position, @velocity, @features,
                @image_width, @image_height, @image_encoding, @image, @instruction, @action, @reward, @reward_nan, @done, @success)`,
           )
           .run(stepToRow(id, step));
         if (shape === undefined) {
-          this.db.prepare('UPDATE episodes SET n_joints = ?, n_action = ?, n_features = ? WHERE id = ?').run(mine.joints, mine.action, mine.features, id);
+          this.sql('UPDATE episodes SET n_joints = ?, n_action = ?, n_features = ? WHERE id = ?').run(mine.joints, mine.action, mine.features, id);
         }
         return step.seq > expected ? { inserted: true, gap: { expected, got: step.seq } } : { inserted: true };
       })
@@ -266,10 +277,10 @@ export class EpisodeStore {
           throw new EpisodeStoreError('NOT_RECORDING', 'status', `status: episode ${id} is already ${ep.status}, cannot mark it ${status}`);
         }
         const success = outcome.success === undefined ? null : outcome.success ? 1 : 0;
-        this.db.prepare('UPDATE episodes SET status = ?, success = ?, finished_at = ? WHERE id = ?').run(status, success, Date.now(), id);
+        this.sql('UPDATE episodes SET status = ?, success = ?, finished_at = ? WHERE id = ?').run(status, success, Date.now(), id);
         if (success !== null) {
-          this.db
-            .prepare(`UPDATE steps SET success = ? WHERE episode_id = ? AND success IS NULL
+          this
+            .sql(`UPDATE steps SET success = ? WHERE episode_id = ? AND success IS NULL
                       AND seq = (SELECT MAX(seq) FROM steps WHERE episode_id = ?)`)
             .run(success, id, id);
         }
@@ -291,8 +302,8 @@ export class EpisodeStore {
     if (filter.limit !== undefined && !(Number.isInteger(filter.limit) && filter.limit >= 0)) {
       throw new RangeError(`limit: ${filter.limit} is not a whole number ≥ 0`);
     }
-    const rows = this.db
-      .prepare(
+    const rows = this
+      .sql(
         `SELECT e.*, (SELECT COUNT(*) FROM steps s WHERE s.episode_id = e.id) AS n_steps FROM (
            SELECT * FROM episodes
            WHERE (@status IS NULL OR status = @status) AND (@robot IS NULL OR robot = @robot)
@@ -317,7 +328,7 @@ export class EpisodeStore {
     this.live();
     const ep = this.row(id);
     if (ep === undefined) throw new EpisodeStoreError('NOT_FOUND', 'id', `no episode ${id} in ${this.file}`);
-    const page = this.db.prepare('SELECT * FROM steps WHERE episode_id = ? AND seq > ? ORDER BY seq LIMIT ?');
+    const page = this.sql('SELECT * FROM steps WHERE episode_id = ? AND seq > ? ORDER BY seq LIMIT ?');
     const steps = (function* (store: EpisodeStore): Generator<EpisodeStep> {
       let after = -1;
       for (;;) {
@@ -337,7 +348,7 @@ export class EpisodeStore {
       .transaction((): Episode => {
         const ep = this.row(id);
         if (ep === undefined) throw new EpisodeStoreError('NOT_FOUND', 'id', `no episode ${id} in ${this.file}`);
-        const rows = this.db.prepare('SELECT * FROM steps WHERE episode_id = ? ORDER BY seq').all(id) as StepRow[];
+        const rows = this.sql('SELECT * FROM steps WHERE episode_id = ? ORDER BY seq').all(id) as StepRow[];
         return { meta: metaOf(ep), status: ep.status, steps: rows.map(rowToStep) };
       })
       .deferred();
@@ -348,8 +359,8 @@ export class EpisodeStore {
     this.live();
     return this.db
       .transaction(() => {
-        this.db.prepare('DELETE FROM steps WHERE episode_id = ?').run(id);
-        return this.db.prepare('DELETE FROM episodes WHERE id = ?').run(id).changes > 0;
+        this.sql('DELETE FROM steps WHERE episode_id = ?').run(id);
+        return this.sql('DELETE FROM episodes WHERE id = ?').run(id).changes > 0;
       })
       .immediate();
   }
@@ -359,7 +370,7 @@ export class EpisodeStore {
     if (this.closed) return;
     this.closed = true;
     try {
-      this.db.prepare(`UPDATE episodes SET status = 'partial' WHERE status = 'recording' AND writer_token = ?`).run(this.writer.token);
+      this.sql(`UPDATE episodes SET status = 'partial' WHERE status = 'recording' AND writer_token = ?`).run(this.writer.token);
     } finally {
       releaseWriter(this.writer);
       this.db.close();
