@@ -1,6 +1,6 @@
 // The batched model env: shapes, seeding, member modes as documented, and the fused imagine path against
 // plain step-by-step stepping with the same noise. Untrained small ensembles: these are behaviour tests.
-import { afterAll, describe, expect, it } from 'vitest';
+import { afterAll, describe, expect, it, vi } from 'vitest';
 import * as nn from '../nn/index.js';
 import { EnsembleModel, ModelEnv, repeatRows, type GraphPolicy } from '../worldmodel/index.js';
 
@@ -186,6 +186,35 @@ describe('ModelEnv.imagine (policy + ensemble in one graph)', () => {
     }
     await prog.release();
     await env.release();
+  });
+
+  it('runs what is left after the stepsPerRun runs in power-of-two runs: a few graphs serve every length, the rollouts those of one run', async () => {
+    const N = 3;
+    const policy = gaussianPolicy(5);
+    const start = rows(N, D);
+    const members = [0, 3, 1];
+    const lengths = [13, 11, 7, 15, 9];
+    const noise = lengths.map((H) => Float32Array.from({ length: N * H * A }, () => rng.normal()));
+    // Each length in one run of its own graph.
+    const whole = new ModelEnv(model, { members: 'fixed' });
+    const ref = [];
+    for (const [i, H] of lengths.entries()) ref.push(await whole.imagine(start, policy, H, { policyNoise: noise[i], members, stepsPerRun: H }));
+    await whole.release();
+    const compile = vi.spyOn(nn.Program, 'fromSpec');
+    const env = new ModelEnv(model, { members: 'fixed' });
+    try {
+      for (const [i, H] of lengths.entries()) {
+        // 13 = 8 + 4 + 1, 11 = 8 + 2 + 1, 7 = 4 + 2 + 1, 15 = 8 + 4 + 2 + 1, 9 = 8 + 1.
+        const im = await env.imagine(start, policy, H, { policyNoise: noise[i], members, stepsPerRun: 8 });
+        for (const k of ['obs', 'action', 'reward', 'successProb', 'disagreement', 'memberReward'] as const) expect(im[k]).toEqual(ref[i]![k]);
+        expect(im.policy.logProb).toEqual(ref[i]!.policy.logProb);
+      }
+      // Graphs of 8, 4, 2 and 1 steps: one each, whatever the lengths.
+      expect(compile).toHaveBeenCalledTimes(4);
+    } finally {
+      compile.mockRestore();
+      await env.release();
+    }
   });
 
   it('reads the policy parameters at each call (no recompiling), and is reproducible from the env seed', async () => {

@@ -72,7 +72,10 @@ export interface ImagineOptions {
   policyNoise?: Float32Array;
   /** 'fixed' mode: the member of each rollout, Shape N (default: drawn). */
   members?: ArrayLike<number>;
-  /** Steps unrolled into one graph run (default min(H, 25)); longer unrolls mean fewer calls, bigger graphs. */
+  /**
+   * Steps unrolled into one graph run (default 25); longer unrolls mean fewer calls, bigger graphs. Steps left after
+   * the last whole run go in runs of powers of two, so horizons of every length share a few graphs.
+   */
   stepsPerRun?: number;
 }
 
@@ -253,7 +256,7 @@ export class ModelEnv {
     if (pNoise.length !== n * horizon * nd) throw new Error(`imagine: policyNoise has ${pNoise.length} values, expected N x H x noiseDim = ${n} x ${horizon} x ${nd}`);
     if (opts.members && this.mode !== 'fixed') throw new Error(`imagine: members are given but the mode is '${this.mode}', not 'fixed'`);
     const fixed = this.mode === 'fixed' ? this.memberList(n, opts.members) : null;
-    const U = Math.min(opts.stepsPerRun ?? 25, horizon);
+    const U = opts.stepsPerRun ?? 25;
     if (!(Number.isInteger(U) && U > 0)) throw new Error(`imagine: stepsPerRun must be a positive integer, got ${opts.stepsPerRun}`);
 
     const H = horizon;
@@ -272,8 +275,9 @@ export class ModelEnv {
     let cur = startObs.slice();
     const hw = this.carried * dAct;
     let hist = new Float32Array(n * hw);
-    for (let t0 = 0; t0 < H; t0 += U) {
-      const u = Math.min(U, H - t0);
+    for (let t0 = 0, u = 0; t0 < H; t0 += u) {
+      // Runs of U steps, then the rest in runs of powers of two: replays of every length share a few compiled graphs.
+      u = H - t0 >= U ? U : 2 ** (31 - Math.clz32(H - t0));
       const { prog, params } = await this.compiledUnroll(policy, u);
       // Per-run inputs, laid out [u, ...] so the graph slices one step at a time.
       const mix = new Float32Array(u * E * n);
