@@ -58,6 +58,20 @@ describe('actedEpisode', () => {
   });
 });
 
+describe('simRobotTarget', () => {
+  it('records into a store that fsyncs every step (as a real robot\'s), or only survives a killed process with storeSync NORMAL', async () => {
+    const full = await simRobotTarget({ task: 'reach', profile: 'gap', robots: 1, resetSeconds: 5, seed: 0, store: join(dir, 'sync-full.db') });
+    const normal = await simRobotTarget({ task: 'reach', profile: 'gap', robots: 1, resetSeconds: 5, seed: 0, store: join(dir, 'sync-normal.db'), storeSync: 'NORMAL' });
+    try {
+      expect(full.store!.synchronous()).toBe('FULL');
+      expect(normal.store!.synchronous()).toBe('NORMAL');
+    } finally {
+      await full.close();
+      await normal.close();
+    }
+  });
+});
+
 describe('embodied trainers (tiny budget, reach on the gap robot)', () => {
   let pre: Pretrained;
   let snapshot: Float32Array[];

@@ -10,7 +10,7 @@ import { cameraRgb } from '../common/image.js';
 import type { RobotObservation } from '../common/robot.js';
 import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
-import { EpisodeStore } from '../episodes/store/store.js';
+import { EpisodeStore, type StoreOptions } from '../episodes/store/store.js';
 import type { Episode, EpisodeStatus } from '../episodes/types.js';
 import { runEpisode, type Scorer } from '../hardware/record.js';
 import type { SafetyLayer } from '../hardware/safety.js';
@@ -138,11 +138,11 @@ export interface RobotTarget {
 export type ClosableTarget = RobotTarget & { close(): Promise<void> };
 
 /** A trainer's target for `robot`: the store opened (its folder made) when a path is given; `close()` closes both. */
-export function robotTarget(robot: SafetyLayer, o: Omit<RobotTarget, 'robot' | 'store' | 'clock'> & { store?: string; robots: number; resetSeconds: number }): ClosableTarget {
+export function robotTarget(robot: SafetyLayer, o: Omit<RobotTarget, 'robot' | 'store' | 'clock'> & { store?: string; storeOptions?: StoreOptions; robots: number; resetSeconds: number }): ClosableTarget {
   let store: EpisodeStore | undefined;
   if (o.store) {
     mkdirSync(dirname(o.store), { recursive: true });
-    store = EpisodeStore.open(o.store);
+    store = EpisodeStore.open(o.store, o.storeOptions);
   }
   return {
     robot,

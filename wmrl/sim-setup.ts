@@ -187,6 +187,11 @@ export interface SimRobotTargetOptions {
   profile: string;
   /** Episode store file; omit for no recording. */
   store?: string;
+  /**
+   * The store's durability (episodes/store StoreOptions.synchronous): FULL (default, as for a real robot) fsyncs every
+   * step; NORMAL survives a killed process only, for a store nobody reads after the process (a scratch file).
+   */
+  storeSync?: 'FULL' | 'NORMAL';
   robots: number;
   resetSeconds: number;
   seed: number;
@@ -225,6 +230,7 @@ export async function simRobotTarget(o: SimRobotTargetOptions): Promise<Closable
     maxSteps: sim.env.horizon,
     realTime: false,
     store: o.store,
+    ...(o.storeSync ? { storeOptions: { synchronous: o.storeSync } } : {}),
     meta: { robot: robot.spec.name, hardwareProfile: o.profile, task: o.task },
     robots: o.robots,
     resetSeconds: o.resetSeconds,

@@ -152,7 +152,8 @@ export class SeedSetup {
     const seen: { last: (Evaluation & { outcomes: number[] }) | null } = { last: null };
     const evaluate = async (policy: Policy) => (seen.last = await this.evaluate(policy));
     try {
-      const target = await simRobotTarget({ task, profile: PROFILE, robots: 1, resetSeconds: o.resetSeconds, seed, store: join(tmp, 'episodes.db') });
+      // The store is this cell's scratch file, deleted with it: no fsync per step.
+      const target = await simRobotTarget({ task, profile: PROFILE, robots: 1, resetSeconds: o.resetSeconds, seed, store: join(tmp, 'episodes.db'), storeSync: 'NORMAL' });
       try {
         using prompts = await SimPrompts.create(task);
         const pg = await ClippedPolicyGradient.create(p.policy, POST_TRAIN_PG);
