@@ -196,6 +196,22 @@ describe('embodied trainers (tiny budget, reach on the gap robot)', () => {
     await target.close();
   }, 180_000);
 
+  it('refitAtEnd false: the refit due at the last update is skipped, the earlier ones run', async () => {
+    fresh();
+    const model0 = pre.model.store.names().map((n) => Float32Array.from(pre.model.store.get(n).data));
+    const target = await simRobotTarget({ task: 'reach', profile: 'gap', robots: 1, resetSeconds: 5, seed: 0, store: join(dir, 'refit-at-end.db') });
+    using prompts = await SimPrompts.create('reach');
+    const pg = await ClippedPolicyGradient.create(pre.policy, pgConfig);
+    try {
+      const st = await trainWmrl({ config: wmrlConfig({ horizon: 10, refitAtEnd: false }), policy: pre.policy, pg, model: pre.model, simData: pre.simData, target, prompts });
+      expect(st.rows.map((r) => r.refit)).toEqual([true, false]);
+    } finally {
+      await pg.release();
+      await target.close();
+      pre.model.store.names().forEach((n, i) => pre.model.store.set(n, model0[i]!));
+    }
+  }, 120_000);
+
   it('anchor groups of one update take turns on the one robot: each episode runs from its own reset to its end', async () => {
     fresh();
     const target = await simRobotTarget({ task: 'reach', profile: 'gap', robots: 1, resetSeconds: 5, seed: 0, store: join(dir, 'turns.db') });

@@ -36,6 +36,11 @@ export interface WmrlConfig extends StandardConfig {
   successThreshold: number;
   /** Refit the world model from the store every this many updates (0: never). */
   refitEvery: number;
+  /**
+   * Whether a refit due at the last update runs (default true): it leaves the run's saved world model fitted to every
+   * robot episode, for a resumed or extended run; false skips it where nothing reads the model after the run.
+   */
+  refitAtEnd?: boolean;
   refitEpochs: number;
   /** Open-loop steps the dynamics refit through (0: one step), so a refit keeps the multi-step fit pretraining gave. */
   refitRolloutSteps: number;
@@ -257,7 +262,8 @@ export async function trainWmrl(run: WmrlRun): Promise<RunState> {
 
     // Refit the world model from the store: every real episode so far, plus the sim data it started from at `simWeight`.
     let refit = false;
-    if (c.refitEvery > 0 && (u + 1) % c.refitEvery === 0 && state.episodeIds.length > 0 && target.store) {
+    const due = c.refitEvery > 0 && (u + 1) % c.refitEvery === 0 && (u + 1 < c.updates || c.refitAtEnd !== false);
+    if (due && state.episodeIds.length > 0 && target.store) {
       const eps = state.episodeIds.map((id) => episodeTransitions(target.store!.get(id), layoutOf(target.robot.spec), Float32Array.from(state.finalObs[id] ?? []))).filter((e) => e !== null);
       const data = refitTransitions(eps, model, { robotRewards: c.robotRewards, simData: run.simData, simWeight: c.simWeight, actionDelay: env.actionDelay });
       await refitModel(model, data, { epochs: c.refitEpochs, rolloutSteps: c.refitRolloutSteps, rolloutWindows: c.refitRolloutWindows, seed: c.seed + u });

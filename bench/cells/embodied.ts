@@ -161,7 +161,8 @@ export class SeedSetup {
         const state = v.corrector === 'standard'
           ? await trainStandard({ config: common, policy: p.policy, pg, target, prompts, evaluate })
           // The alarm's warnings are counted from the rows (hackingAlarm), not printed over the progress bar.
-          : await trainWmrl({ config: { ...DEFAULT_WMRL, ...common, corrector: v.corrector, horizon: target.maxSteps }, policy: p.policy, pg, model: p.model, simData: p.simData, target, prompts, evaluate, warn: () => {} });
+          // A cell reads nothing of the world model after the run: no refit at the last update.
+          : await trainWmrl({ config: { ...DEFAULT_WMRL, ...common, corrector: v.corrector, horizon: target.maxSteps, refitAtEnd: false }, policy: p.policy, pg, model: p.model, simData: p.simData, target, prompts, evaluate, warn: () => {} });
         await pg.release();
         const rows = state.rows;
         const end = rows[o.updates - 1];
