@@ -62,8 +62,9 @@ export async function behaviourClone(policy: Policy, demos: Demonstrations, opts
         const features = F ? new Float32Array(bs * F) : undefined;
         for (let r = 0; r < bs; r++) {
           const k = order[s + r]!;
-          x.set(demos.obs.subarray(k * D, (k + 1) * D), r * D);
-          y.set(demos.action.subarray(k * A, (k + 1) * A), r * A);
+          // Plain loops: a subarray view per short row costs more than copying its entries.
+          for (let j = 0; j < D; j++) x[r * D + j] = demos.obs[k * D + j]!;
+          for (let j = 0; j < A; j++) y[r * A + j] = demos.action[k * A + j]!;
           if (images) images.set(demos.images!.subarray(k * px, (k + 1) * px), r * px);
           if (spec.instruction) instructions.push(demos.instructions![k]!);
           if (features) features.set(demos.features!.subarray(k * F, (k + 1) * F), r * F);
