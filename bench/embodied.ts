@@ -4,7 +4,8 @@
 // profiles (DEFAULT_PRETRAIN.wmRandomize). Under the evidence protocol (bench/lib/protocol.ts): RL seeds and start
 // states are split into train (--quick), validation (`--split validation`, where choices are made) and test (the
 // report, read once per computation key). Each (task, seed, variant) is a cell computed in bench/cells/embodied.ts and
-// cached, so a full run can span sessions; this file runs and reports them: true success on the split's evaluation
+// cached under its own computation key (the shared setup and its variant's trainer), so a full run can span sessions
+// and a new variant leaves the others' cells valid; this file runs and reports them: true success on the split's evaluation
 // start states against robot-hours, per seed, with paired intervals and robot-hours speedups across seeds; and
 // imagined transitions/s against raw MuJoCo steps/s, measured in every run.
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -19,7 +20,7 @@ import { DEFAULT_PRETRAIN } from '../wmrl/sim-setup.js';
 import { DEFAULT_WMRL } from '../wmrl/train_wmrl.js';
 import type { CorrectorConfig } from '../wmrl/corrector.js';
 import { ModelEnv } from '../worldmodel/index.js';
-import { ANCHORS_PER_UPDATE, IMAGINED, PROFILE, START_BLOCK, SeedSetup, VARIANT_NAMES, cellOptions, promptBlock, variants, type StartCell, type VariantCell, type VariantName } from './cells/embodied.js';
+import { ANCHORS_PER_UPDATE, CORE_VARIANTS, IMAGINED, PROFILE, SETUP_MODULE, START_BLOCK, SeedSetup, cellOptions, planVariants, promptBlock, trainVariant, variantKeySpecs, variants, type StartCell, type VariantCell, type VariantName } from './cells/embodied.js';
 import { CACHE_ROOT, defineSplits, evaluateCell, protocolKeys, protocolRun, type BenchProtocol, type ProtocolKeys, type SplitName } from './lib/protocol.js';
 import { fmt, median, type BenchOptions, type BenchReport, type Series } from './lib/report.js';
 import { formatInterval, formatSpeedup, hierarchicalBootstrap, pairedDifference, perSeedTable, speedups, verdict, type Interval, type SpeedupSummary } from './lib/stats.js';
@@ -55,12 +56,14 @@ export const SPLITS = defineSplits('embodied', {
 });
 
 // ── What runs ───────────────────────────────────────────────────────────────────────────────────
-/** Every (task, seed)'s cells: the behaviour-cloned start, then each variant trained from it. */
-export const CELL_VARIANTS = ['bc', ...VARIANT_NAMES] as const;
-export type CellVariant = (typeof CELL_VARIANTS)[number];
-const LABELS: Record<CellVariant, string> = { bc: 'behaviour-cloned start', ...Object.fromEntries(VARIANT_NAMES.map((n) => [n, variants(1)[n].label])) } as Record<CellVariant, string>;
-/** The baselines full WMRL is defended against (robot-only, and the world model alone). */
+/** A (task, seed)'s cells: the behaviour-cloned start ('bc'), then each variant trained from it. */
+export type CellVariant = 'bc' | VariantName;
+const label = (v: CellVariant) => (v === 'bc' ? 'behaviour-cloned start' : variants(1)[v]!.label);
+/** The baselines full WMRL is defended against (robot-only, and the world model alone) that every run has; the tuned robot-only baselines are the plan's other variants. */
 const BASELINES = ['standard', 'anchors_only', 'pure_wm'] as const;
+/** The plan's variants trained from the start (every cell but 'bc'), and those of them beyond WMRL's arms and the core baselines. */
+const trained = (p: Plan) => p.variants.filter((v) => v !== 'bc');
+const tuned = (p: Plan) => trained(p).filter((v) => !(CORE_VARIANTS as readonly string[]).includes(v));
 /** Variants with the Corrector, whose corrections the report follows. */
 const CORRECTED = ['full', 'full_active', 'debias', 'denoise'] as const;
 
@@ -71,18 +74,22 @@ export function plan(o: BenchOptions) {
     split,
     tasks: o.all ? [...tasks] : [o.task ?? tasks[0]],
     seeds: SPLITS.sets.seeds[split],
-    variants: [...CELL_VARIANTS],
+    variants: ['bc', ...planVariants(split)] as CellVariant[],
     cell: cellOptions({ quick: o.quick, split, evalSeed0: EVAL_BLOCK[split] * START_BLOCK }),
   };
 }
 export type Plan = ReturnType<typeof plan>;
 
-/** The cells depend on bench/cells/embodied.ts, everything it imports and the cells' options; the report adds this file and the run's tasks and seeds. */
+/**
+ * Every cell depends on the shared setup (bench/cells/embodied/setup.ts, everything it imports, the cells' options), a
+ * trained variant's cell also on its family's module (everything it imports: its trainer) and its options, and on
+ * nothing else; the report adds this file and the run's tasks, seeds and variants.
+ */
 export const protocol: BenchProtocol = {
   splits: SPLITS,
   keys: (o) => {
     const p = plan(o);
-    return protocolKeys({ compute: { entry: new URL('./cells/embodied.ts', import.meta.url).href, options: p.cell }, report: { entry: import.meta.url, options: p } });
+    return protocolKeys({ compute: { entry: SETUP_MODULE, options: p.cell }, variants: variantKeySpecs(trained(p), p.cell.prompts), report: { entry: import.meta.url, options: p } });
   },
 };
 
@@ -143,10 +150,10 @@ export async function run(o: BenchOptions): Promise<BenchReport> {
   const keys = protocol.keys(o);
   // A quick run is a smoke test of this code: it caches nothing, so it always runs.
   const scratch = o.quick ? mkdtempSync(join(tmpdir(), 'bench-embodied-cache-')) : null;
-  const pr = protocolRun(SPLITS, keys.compute, { cacheRoot: scratch ?? CACHE_ROOT, ...(o.relook ? { relook: true } : {}) });
+  const pr = protocolRun(SPLITS, keys, { cacheRoot: scratch ?? CACHE_ROOT, ...(o.relook ? { relook: true } : {}) });
   const cells = new Map<string, EmbodiedCell>();
   const throughput: Record<string, Throughput> = {};
-  const total = p.tasks.length * (p.seeds.length * CELL_VARIANTS.length + 1);
+  const total = p.tasks.length * (p.seeds.length * p.variants.length + 1);
   let done = 0, computed = 0;
   const started = performance.now();
   try {
@@ -161,9 +168,9 @@ export async function run(o: BenchOptions): Promise<BenchReport> {
           }
           return setup;
         };
-        for (const variant of CELL_VARIANTS) {
+        for (const variant of p.variants) {
           o.progress(done, total, `${task}, seed ${seed}: ${variant}`);
-          const compute = async (): Promise<EmbodiedCell> => (variant === 'bc' ? (await ready()).start() : (await ready()).train(variant));
+          const compute = async (): Promise<EmbodiedCell> => (variant === 'bc' ? (await ready()).start() : trainVariant(await ready(), variant, p.cell.prompts));
           const summary = (c: EmbodiedCell): Record<string, number> => (isVariantCell(c) ? { success: c.points.at(-1)![1], robot_h: c.robotHours, compute_s: c.computeSeconds } : { success: c.success });
           const out = await evaluateCell(pr, { task, variant, seed, split: p.split, episodes: p.cell.evalEpisodes }, compute, summary);
           if (!out.cached) computed++;
@@ -231,9 +238,9 @@ export function analyse(p: Plan, task: string, cells: ReadonlyMap<string, Embodi
   const cell = (s: number, v: VariantName) => get(s, v) as VariantCell;
   const outcomes = (v: CellVariant) => seeds.map((s) => get(s, v).outcomes);
   const success = (v: CellVariant) => outcomes(v).map(mean);
-  const score = Object.fromEntries(CELL_VARIANTS.map((v) => [v, hierarchicalBootstrap(outcomes(v))])) as Record<CellVariant, Interval>;
+  const score = Object.fromEntries(p.variants.map((v) => [v, hierarchicalBootstrap(outcomes(v))])) as Record<CellVariant, Interval>;
   // Paired: every variant of a seed is measured on the same start states.
-  const minusFull = Object.fromEntries(CELL_VARIANTS.filter((v) => v !== 'full').map((v) => [v, pairedDifference(outcomes('full'), outcomes(v))])) as Record<Exclude<CellVariant, 'full'>, Interval>;
+  const minusFull = Object.fromEntries(p.variants.filter((v) => v !== 'full').map((v) => [v, pairedDifference(outcomes('full'), outcomes(v))])) as Record<CellVariant, Interval>;
   const activeMinusFull = pairedDifference(outcomes('full_active'), outcomes('full'));
   const standardGain = pairedDifference(outcomes('standard'), outcomes('bc'));
   // The level per seed: standard GRPO's final success, where it improved on the start; without that there is no level.
@@ -241,7 +248,7 @@ export function analyse(p: Plan, task: string, cells: ReadonlyMap<string, Embodi
   const hasLevel = seeds.map((s, i) => level[i]! > start(s).success);
   const curve = (s: number, v: VariantName): Array<[number, number]> => [[0, start(s).success], ...cell(s, v).points];
   const hoursTo = (v: VariantName) => seeds.map((s, i) => (hasLevel[i] ? firstReach(curve(s, v), level[i]!) : Number.POSITIVE_INFINITY));
-  const speed = Object.fromEntries(VARIANT_NAMES.filter((v) => v !== 'standard').map((v) => [v, speedups(seeds, hoursTo('standard'), hoursTo(v))])) as Record<Exclude<VariantName, 'standard'>, SpeedupSummary>;
+  const speed = Object.fromEntries(trained(p).filter((v) => v !== 'standard').map((v) => [v, speedups(seeds, hoursTo('standard'), hoursTo(v))])) as Record<VariantName, SpeedupSummary>;
   const noLevel = seeds.filter((_, i) => !hasLevel[i]);
   const corr = Object.fromEntries(CORRECTED.map((v) => [v, seeds.map((s) => corrections(cell(s, v)))])) as Record<(typeof CORRECTED)[number], Corrections[]>;
   const hours = (v: VariantName) => seeds.map((s) => cell(s, v).robotHours);
@@ -264,7 +271,7 @@ function summarize(p: Plan, a: Analysis, run: RunInfo, named: boolean) {
     never.length === seeds.length ? `${what} never acted on any seed: ${did}` : never.length ? `${what} never acted on ${seedList(never)} (${did} there)` : `${what} acted on every seed`;
   const t = run.throughput[task]!;
   const iv = (v: CellVariant) => formatInterval(score[v], false);
-  const diff = (v: Exclude<CellVariant, 'full'>) => `${formatInterval(minusFull[v])} (${said(minusFull[v])})`;
+  const diff = (v: CellVariant) => `${formatInterval(minusFull[v]!)} (${said(minusFull[v]!)})`;
 
   const summary = [
     `**${task}**, ${p.split} split: RL ${seedList(seeds)}; the robot is the sim under the ${PROFILE} profile; the world model pretrained on ${DEFAULT_PRETRAIN.wmRandomize > 0 ? `sim data under randomized profiles (context parameters in [1/${DEFAULT_PRETRAIN.wmRandomize}, ${DEFAULT_PRETRAIN.wmRandomize}]), the robot's context identified from the anchors` : 'nominal sim data'}; ${c.updates} updates; standard GRPO runs ${c.prompts} prompts × ${c.groupSize} rollouts on the robot per update, the WMRL variants imagine ${V.full.prompts} prompts × ${c.groupSize} and run ${ANCHORS_PER_UPDATE} anchor group(s) per update on average on the robot. Training prompts are start states of the seed's own block (from ${promptBlock(0) * START_BLOCK} + seed × ${START_BLOCK}); true success is the mean action's on ${c.evalEpisodes} evaluation start states from ${c.evalSeed0}, the same for every variant of a seed. Intervals: 95% bootstrap over seeds and, within them, start states, paired where two variants are compared; "better"/"worse" only where the interval excludes 0.`,
@@ -276,15 +283,16 @@ function summarize(p: Plan, a: Analysis, run: RunInfo, named: boolean) {
       ` Standard GRPO's own gain over the start (paired): ${formatInterval(a.standardGain)} (${said(a.standardGain, 'standard GRPO')}). Full WMRL spent ${fmt(median(a.hours('full').map((h, i) => h / a.hours('standard')[i]!)), 2)} of standard GRPO's robot-hours (median over seeds).`,
     `Corrections in full WMRL, the headline arm (from its run rows): anchor groups per update ${fmt(median(fullCorr.map((x) => x.anchorsPerUpdate)), 2)} (share of the update's groups ${fmt(median(fullCorr.map((x) => x.anchorShare)), 2)}, median over seeds); the denoiser's anchor weight at the last update, per seed, ${fullCorr.map((x) => fmt(x.weightEnd, 2)).join(' / ')} (1 = anchors not up-weighted); the first update whose world-model scores a debias map calibrated, per seed, ${fullCorr.map((x) => (x.mapFrom === null ? 'never' : x.mapFrom)).join(' / ')} (the map is fitted at ${minPairs} anchor pairs, and with the map on the denoiser measures the world model's disagreement only once the map is fitted). ` +
       `${acted(neverDenoised, 'The denoiser', 'full WMRL ran without Inverse-Variance Denoising')}; ${acted(neverMapped, 'the debias map', 'full WMRL ran without a calibrated world model')}.`,
+    ...(tuned(p).length ? [`Robot-only baselines, each from the same start on the same robot with the same robot accounting (success [95% CI]; full WMRL − it, paired; robot hours at the end, median): ${tuned(p).map((v) => `${label(v)} ${iv(v)}; ${diff(v)}; ${fmt(median(a.hours(v)), 3)} h`).join(' — ')}.`] : []),
     `One WMRL update's imagination (${t.rollouts} rollouts × ${t.horizon} steps, policy + ensemble fused, unfitted weights of the run's sizes) ran at ${fmt(t.imagineTps, 4)} transitions/s against ${fmt(t.simSps, 4)} raw MuJoCo control steps/s, measured alternately in this run: ${fmt(t.imagineTps / t.simSps)}×.`,
   ];
 
   const dash = '—';
-  const rows = CELL_VARIANTS.map((v) => {
+  const rows = p.variants.map((v) => {
     const isCorr = (CORRECTED as readonly string[]).includes(v);
     const cs = v === 'bc' ? null : seeds.map((s) => a.cell(s, v));
     return [
-      (named ? `${task}: ` : '') + LABELS[v],
+      (named ? `${task}: ` : '') + label(v),
       v === 'bc' ? dash : String(V[v].prompts),
       formatInterval(score[v], false),
       v === 'full' ? dash : diff(v),
@@ -300,18 +308,18 @@ function summarize(p: Plan, a: Analysis, run: RunInfo, named: boolean) {
   const perSeed = [
     `### ${task}: per seed, success after ${c.updates} updates on the split's start states`,
     '',
-    perSeedTable(seeds, CELL_VARIANTS.map((v) => ({ name: v, values: a.success(v) }))),
+    perSeedTable(seeds, p.variants.map((v) => ({ name: v, values: a.success(v) }))),
     '',
     `### ${task}: per seed, robot hours to standard GRPO's final success (the level; "never": not within the run; "no level": standard GRPO did not improve on the start)`,
     '',
     perSeedTable(seeds, [
       { name: 'level', values: a.level.map((x, i) => noLevelMark(i, x)) },
-      ...VARIANT_NAMES.map((v) => ({ name: v, values: a.hoursTo(v).map((x, i) => noLevelMark(i, x)), cost: true })),
+      ...trained(p).map((v) => ({ name: v, values: a.hoursTo(v).map((x, i) => noLevelMark(i, x)), cost: true })),
     ]),
     '',
     `### ${task}: per seed, robot-hours speedup over standard GRPO to the level (its hours / the variant's; 0: the variant never reached it)`,
     '',
-    perSeedTable(seeds, VARIANT_NAMES.filter((v) => v !== 'standard').map((v) => ({ name: v, values: speed[v as Exclude<VariantName, 'standard'>].perSeed.map((x, i) => noLevelMark(i, x.speedup)) }))),
+    perSeedTable(seeds, trained(p).filter((v) => v !== 'standard').map((v) => ({ name: v, values: speed[v]!.perSeed.map((x, i) => noLevelMark(i, x.speedup)) }))),
     '',
     `### ${task}: per seed, the corrections (anchor groups per update; the denoiser's anchor weight at the end / its largest, 1 = not up-weighted; the first update whose scores a debias map calibrated; the map's latest held-out bias reduction)`,
     '',
@@ -327,12 +335,12 @@ function summarize(p: Plan, a: Analysis, run: RunInfo, named: boolean) {
   ].join('\n');
 
   // Mean curve over seeds: every variant evaluates at the same updates on every seed.
-  const lines: Series[] = VARIANT_NAMES.map((v) => {
+  const lines: Series[] = trained(p).map((v) => {
     const curves = seeds.map((s) => a.curve(s, v));
-    return { label: V[v].label, points: curves[0]!.map((_, k): [number, number] => [mean(curves.map((cv) => cv[k]![0])), mean(curves.map((cv) => cv[k]![1]))]) };
+    return { label: V[v]!.label, points: curves[0]!.map((_, k): [number, number] => [mean(curves.map((cv) => cv[k]![0])), mean(curves.map((cv) => cv[k]![1]))]) };
   });
 
-  const alarms = VARIANT_NAMES.flatMap((v) => seeds.map((s) => a.cell(s, v).alarms)).reduce((x, y) => x + y, 0);
+  const alarms = trained(p).flatMap((v) => seeds.map((s) => a.cell(s, v).alarms)).reduce((x, y) => x + y, 0);
   if (alarms) summary.push(`The reward-hacking alarm was raised on ${alarms} update(s) over the WMRL variants' runs.`);
   const nan = (x: number) => (Number.isNaN(x) ? 'n/a' : x);
   const result: Record<string, number | string> = {
@@ -360,6 +368,9 @@ function summarize(p: Plan, a: Analysis, run: RunInfo, named: boolean) {
     imagine_tps: t.imagineTps,
     sim_sps: t.simSps,
     imagine_vs_sim: t.imagineTps / t.simSps,
+    ...Object.fromEntries(tuned(p).flatMap((b) => [
+      [`final_success_${b}`, score[b]!.estimate], [`wmrl_minus_${b}`, minusFull[b]!.estimate], [`wmrl_minus_${b}_lo`, minusFull[b]!.lo], [`wmrl_minus_${b}_hi`, minusFull[b]!.hi], [`wmrl_vs_${b}`, verdict(minusFull[b]!).replace(/ /g, '_')],
+    ])),
   };
   return { summary, rows, perSeed, lines, result };
 }
@@ -367,7 +378,7 @@ function summarize(p: Plan, a: Analysis, run: RunInfo, named: boolean) {
 /** The report of a run's cells (`task/seed/variant` → cell), which the run computed or reused. */
 export function report(p: Plan, keys: ProtocolKeys, cells: ReadonlyMap<string, EmbodiedCell>, run: RunInfo): BenchReport {
   const parts = p.tasks.map((task) => summarize(p, analyse(p, task, cells), run, p.tasks.length > 1));
-  const n = p.tasks.length * p.seeds.length * CELL_VARIANTS.length;
+  const n = p.tasks.length * p.seeds.length * p.variants.length;
   const variantCells = [...cells.values()].filter(isVariantCell);
   const imagined = variantCells.reduce((s, c) => s + c.imaginedTransitions, 0), imagineS = variantCells.reduce((s, c) => s + c.imagineSeconds, 0);
   const cpu = variantCells.reduce((s, c) => s + c.computeSeconds, 0);
@@ -376,7 +387,7 @@ export function report(p: Plan, keys: ProtocolKeys, cells: ReadonlyMap<string, E
   parts.slice(1).forEach((part, i) => Object.entries(part.result).forEach(([k, v]) => { result[`${p.tasks[i + 1]}_${k}`] = v; }));
   result.imagine_tps_training = imagineS > 0 ? imagined / imagineS : 0;
   result.wall_min = run.wallS / 60;
-  const runLine = `${run.computed} of ${n} cells computed in this run, ${fmt(run.wallS / 60, 3)} min wall-clock; the rest reused from bench/.cache under the computation key. The training runs' compute over all cells: ${fmt(cpu / 60, 3)} min (imagination during them: ${fmt(result.imagine_tps_training as number, 4)} transitions/s, under their load).`;
+  const runLine = `${run.computed} of ${n} cells computed in this run, ${fmt(run.wallS / 60, 3)} min wall-clock; the rest reused from bench/.cache under their computation keys. The training runs' compute over all cells: ${fmt(cpu / 60, 3)} min (imagination during them: ${fmt(result.imagine_tps_training as number, 4)} transitions/s, under their load).`;
   const first = p.tasks[0]!;
   return {
     title: `Embodied WMRL: post-training on the gap robot (${p.tasks.join(' and ')}, ${p.split} split)`,
@@ -384,7 +395,7 @@ export function report(p: Plan, keys: ProtocolKeys, cells: ReadonlyMap<string, E
     header: ['variant', 'groups per update', `success after ${p.cell.updates} updates (mean [95% CI])`, 'full WMRL − variant (paired, 95% CI)', "robot-hours speedup to standard's final (median [95% CI])", `robot hours at ${p.cell.updates} updates (median)`, 'compute s (median)', 'robot groups per update (median)', 'anchor weight at the end (median)'],
     rows: parts.flatMap((part) => part.rows),
     notes: [
-      `Report key \`${keys.report}\`, computation key \`${keys.compute}\`; test-split cells are recorded in bench/results/ledger.jsonl under the computation key. IMAGINED, the anchors per update and the update count were chosen before the protocol on the bench's own seeds; they are to be re-made on validation (docs/decisions.md).`,
+      `Report key \`${keys.report}\`; computation key of the shared setup (pretraining, evaluation, the cell options; the behaviour-cloned start's cells) \`${keys.compute}\`${keys.variants ? `, each variant's (the setup, its trainer's code, its options): ${Object.entries(keys.variants).map(([v, k]) => `${v} \`${k}\``).join(', ')}` : ''}; test-split cells are recorded in bench/results/ledger.jsonl under their computation key. IMAGINED, the anchors per update and the update count were chosen before the protocol on the bench's own seeds; they are to be re-made on validation (docs/decisions.md).`,
       '',
       ...parts.map((part) => part.perSeed),
     ].join('\n'),

@@ -3,8 +3,9 @@
 // per-seed tables, paired intervals, speedups (a seed never reached, a seed without a level) and its account of
 // corrections that never acted follow the cells.
 import { describe, expect, it } from 'vitest';
-import { CELL_VARIANTS, EVAL_BLOCK, SPLITS, cellKey, corrections, plan, protocol, report, type EmbodiedCell, type Plan } from '../bench/embodied.js';
-import { START_BLOCK, VARIANT_NAMES, promptBlock, variants, type VariantCell, type VariantName } from '../bench/cells/embodied.js';
+import { EVAL_BLOCK, SPLITS, cellKey, corrections, plan, protocol, report, type EmbodiedCell, type Plan } from '../bench/embodied.js';
+import { runKeySources, variantKey } from '../bench/lib/protocol.js';
+import { CORE_VARIANTS, SETUP_MODULE, START_BLOCK, promptBlock, variantKeySpecs, variants, type VariantCell, type VariantName } from '../bench/cells/embodied.js';
 
 const base = { quick: false, all: false, progress: () => {} };
 const EPISODES = 20;
@@ -70,7 +71,7 @@ describe('bench embodied: splits and keys', () => {
       const lo = promptBlock(s) * START_BLOCK, hi = lo + most;
       for (const [a, b] of evals) expect(hi <= a || lo >= b, `seed ${s}`).toBe(true);
     }
-    expect(t.variants).toEqual(['bc', ...VARIANT_NAMES]);
+    expect(t.variants).toEqual(['bc', ...CORE_VARIANTS]);
   });
 
   it('keeps the cells of one split under one computation key whichever tasks a run reports', () => {
@@ -80,6 +81,34 @@ describe('bench embodied: splits and keys', () => {
     expect(new Set([reach.report, push.report, all.report]).size).toBe(3);
     const splits = [protocol.keys({ ...base, quick: true }), protocol.keys({ ...base, split: 'validation' }), reach];
     expect(new Set(splits.map((k) => k.compute)).size).toBe(3);
+  });
+});
+
+describe('bench embodied: per-variant computation keys', () => {
+  const v = plan({ ...base, split: 'validation' });
+  const keys = protocol.keys({ ...base, split: 'validation' });
+  const specs = variantKeySpecs(v.variants.filter((x) => x !== 'bc'), v.cell.prompts);
+  const sources = (name: string) => runKeySources({ entry: specs[name]!.entry });
+
+  it("keys every trained variant by the shared setup and its family's trainer alone; the start by the setup", () => {
+    expect(Object.keys(keys.variants!).sort()).toEqual(v.variants.filter((x) => x !== 'bc').sort());
+    expect(variantKey(keys, 'bc')).toBe(keys.compute);
+    expect(new Set(Object.values(keys.variants!)).size).toBe(Object.keys(keys.variants!).length);
+    const shared = runKeySources({ entry: SETUP_MODULE });
+    for (const f of ['wmrl/sim-setup.ts', 'wmrl/embodied.ts', 'policies/pg.ts']) expect(shared).toContain(f);
+    // No trainer, and not the file that declares the variants, is in the setup every cell shares.
+    for (const f of ['wmrl/train_standard.ts', 'wmrl/train_wmrl.ts', 'bench/cells/embodied.ts', 'bench/embodied.ts']) expect(shared).not.toContain(f);
+    expect(sources('standard')).toContain('wmrl/train_standard.ts');
+    expect(sources('standard')).not.toContain('wmrl/train_wmrl.ts');
+    expect(sources('full')).toContain('wmrl/train_wmrl.ts');
+    for (const name of Object.keys(specs)) expect(sources(name)).not.toContain('bench/cells/embodied.ts');
+  });
+
+  it("gives two variants of one trainer different keys by their options alone", () => {
+    expect(specs.standard!.entry).toBe(specs.anchors_only!.entry);
+    expect(keys.variants!.standard).not.toBe(keys.variants!.anchors_only);
+    expect(specs.debias!.entry).toBe(specs.full!.entry);
+    expect(keys.variants!.debias).not.toBe(keys.variants!.full);
   });
 });
 
@@ -97,7 +126,7 @@ describe('bench embodied: report', () => {
     expect(r.result.wmrl_vs_standard).toBe('beats');
     expect(r.result.wmrl_vs_pure_wm).toBe('beats');
     expect(Number(r.result.wmrl_minus_anchors_only_lo)).toBeLessThanOrEqual(Number(r.result.wmrl_minus_anchors_only));
-    expect(r.rows).toHaveLength(CELL_VARIANTS.length);
+    expect(r.rows).toHaveLength(p.variants.length);
     // Four per-seed tables (success, hours, speedups, corrections), one row per validation seed in each.
     expect(r.notes!.split('\n').filter((l) => new RegExp(`^\\| ${p.seeds.at(-1)} +\\|`).test(l))).toHaveLength(4);
     expect(r.keys).toEqual({ compute: 'c', report: 'k' });

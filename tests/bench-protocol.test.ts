@@ -7,7 +7,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { Ledger } from '../bench/lib/ledger.js';
-import { CellCache, checkCommitted, defineSplits, evaluateCell, fromJson, importClosure, protocolKeys, protocolRun, ProtocolError, runKey, runKeySources, toJson } from '../bench/lib/protocol.js';
+import { CellCache, checkCommitted, defineSplits, evaluateCell, fromJson, importClosure, protocolKeys, protocolRun, ProtocolError, runKey, runKeySources, toJson, variantKey } from '../bench/lib/protocol.js';
 import { keyLines } from '../bench/lib/report.js';
 
 let dir: string;
@@ -112,6 +112,65 @@ describe('run key', () => {
     expect(() => keys()).toThrow(/the cells' code \(lib\/a.ts\) imports the report's file bench\/x.ts/);
   });
 
+  /** Per-variant keys: bench/r.ts (the report) imports cells/v-a.ts and cells/v-b.ts, each a variant's glue importing cells/setup.ts and its own trainer t/a.ts or t/b.ts. */
+  function variantRepo(): string {
+    const root = join(dir, 'vrepo');
+    for (const d of ['bench', 'cells', 't']) mkdirSync(join(root, d), { recursive: true });
+    writeFileSync(join(root, 'cells/setup.ts'), 'export const pretrain = 1;\n');
+    for (const v of ['a', 'b', 'c']) {
+      writeFileSync(join(root, `t/${v}.ts`), `export const train${v} = 1;\n`);
+      writeFileSync(join(root, `cells/v-${v}.ts`), `import { pretrain } from './setup.js';\nimport { train${v} } from '../t/${v}.js';\nexport const run = pretrain + train${v};\n`);
+    }
+    writeFileSync(join(root, 'bench/r.ts'), "import '../cells/v-a.js';\nimport '../cells/v-b.js';\nimport '../cells/v-c.js';\n");
+    writeFileSync(join(root, 'package-lock.json'), '{}\n');
+    return root;
+  }
+
+  it('keys each variant by the shared setup and its own code and options: adding or editing one keeps the others', () => {
+    const root = variantRepo();
+    const spec = (names: string[], lr: Record<string, number> = {}) => protocolKeys({
+      compute: { entry: 'cells/setup.ts', options: { updates: 3 }, root },
+      variants: Object.fromEntries(names.map((n) => [n, { entry: `cells/v-${n}.ts`, options: { lr: lr[n] ?? 1e-3 } }])),
+      report: { entry: 'bench/r.ts', options: { seeds: [1] }, root },
+    });
+    const two = spec(['a', 'b']);
+    expect(Object.keys(two.variants!)).toEqual(['a', 'b']);
+    expect(two.variants!.a).not.toBe(two.variants!.b);
+    expect(two.variants!.a).not.toBe(two.compute);
+    // Adding a variant: the others keep their keys; the report, which covers every cell it uses, moves.
+    const three = spec(['a', 'b', 'c']);
+    expect(three.compute).toBe(two.compute);
+    expect(three.variants!.a).toBe(two.variants!.a);
+    expect(three.variants!.b).toBe(two.variants!.b);
+    expect(three.report).not.toBe(two.report);
+    // Editing one variant's trainer moves its key alone.
+    writeFileSync(join(root, 't/a.ts'), 'export const traina = 2;\n');
+    const edited = spec(['a', 'b', 'c']);
+    expect(edited.variants!.a).not.toBe(three.variants!.a);
+    expect({ compute: edited.compute, b: edited.variants!.b, c: edited.variants!.c }).toEqual({ compute: three.compute, b: three.variants!.b, c: three.variants!.c });
+    expect(edited.report).not.toBe(three.report);
+    // A variant's options (its grid point) move its key alone; the shared setup moves every key.
+    const lr = spec(['a', 'b', 'c'], { b: 3e-4 });
+    expect([lr.variants!.a, lr.variants!.b !== edited.variants!.b, lr.variants!.c]).toEqual([edited.variants!.a, true, edited.variants!.c]);
+    writeFileSync(join(root, 'cells/setup.ts'), 'export const pretrain = 2;\n');
+    const shared = spec(['a', 'b', 'c']);
+    for (const k of [shared.compute, ...Object.values(shared.variants!)]) expect([edited.compute, ...Object.values(edited.variants!)]).not.toContain(k);
+    // A variant without a key of its own (the setup's own cell) is kept under the shared key.
+    expect(variantKey(shared, 'bc')).toBe(shared.compute);
+    expect(variantKey(shared, 'a')).toBe(shared.variants!.a);
+  });
+
+  it("refuses per-variant keys where the shared setup imports a variant's code, or one variant another's", () => {
+    const root = variantRepo();
+    const keys = () => protocolKeys({ compute: { entry: 'cells/setup.ts', root }, variants: { a: { entry: 'cells/v-a.ts' }, b: { entry: 'cells/v-b.ts' } }, report: { entry: 'bench/r.ts', root } });
+    expect(() => keys()).not.toThrow();
+    writeFileSync(join(root, 't/a.ts'), "import '../cells/v-b.js';\nexport const traina = 1;\n");
+    expect(() => keys()).toThrow(/variant a's code \(cells\/v-a.ts\) imports variant b's cells\/v-b.ts/);
+    writeFileSync(join(root, 't/a.ts'), 'export const traina = 1;\n');
+    writeFileSync(join(root, 'cells/setup.ts'), "import './v-a.js';\nexport const pretrain = 1;\n");
+    expect(() => keys()).toThrow(/the shared setup \(cells\/setup.ts\) imports variant a's code cells\/v-a.ts/);
+  });
+
   it("keeps the autoresearch bench's report code out of its computation key", () => {
     const cells = runKeySources({ entry: 'bench/cells/autoresearch.ts', dirs: ['autoresearch'] });
     for (const f of ['bench/cells/autoresearch.ts', 'bench/lib/research-baselines.ts', 'recipes/autoresearch.ts', 'autoresearch/train_wmrl.ts']) expect(cells).toContain(f);
@@ -171,6 +230,21 @@ describe('cells, the cache and the test-split ledger', () => {
     expect(fresh.cached).toBe(false);
     expect(calls.n).toBe(2);
     expect(new Ledger(join(dir, 'ledger.jsonl')).entries().map((e) => e.computeKey)).toEqual(['k1', 'k2']);
+  });
+
+  it("caches and records each variant's cells under its own key: a variant whose key moved is computed again, the others are reused", async () => {
+    const keyed = (a: string) => protocolRun(splits, { compute: 'shared', variants: { wmrl: a, ppo: 'p1' } }, { cacheRoot: join(dir, 'cache'), ledger: new Ledger(join(dir, 'ledger.jsonl')) });
+    const { calls, compute } = counting();
+    const at = (variant: string) => ({ ...cell(10), variant });
+    for (const v of ['wmrl', 'ppo', 'bc']) await evaluateCell(keyed('w1'), at(v), compute, summarize);
+    expect(calls.n).toBe(3);
+    expect(new Ledger(join(dir, 'ledger.jsonl')).entries().map((e) => [e.variant, e.computeKey])).toEqual([['wmrl', 'w1'], ['ppo', 'p1'], ['bc', 'shared']]);
+    // wmrl's code changed: its cell is computed again under its new key; ppo's and the start's are reused.
+    const outs = [];
+    for (const v of ['wmrl', 'ppo', 'bc']) outs.push((await evaluateCell(keyed('w2'), at(v), compute, summarize)).cached);
+    expect(outs).toEqual([false, true, true]);
+    expect(calls.n).toBe(4);
+    expect(new Ledger(join(dir, 'ledger.jsonl')).entries().map((e) => e.computeKey)).toEqual(['w1', 'p1', 'shared', 'w2']);
   });
 
   it('keeps validation and train cells out of the ledger, and refuses a seed of another split', async () => {

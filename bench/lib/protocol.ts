@@ -1,7 +1,8 @@
 // The evidence protocol every learning benchmark follows: disjoint train / validation / test splits declared in one
-// place, two keys (the computation key: a hash of the code a benchmark's cells run and the cells' options; the report
-// key: that and the code that writes its report), results cached per (bench, task, seed, variant) under the
-// computation key so a full run can span sessions and a report's wording can change without voiding them, the
+// place, two keys (the computation key: a hash of the code a benchmark's cells run and the cells' options, per variant
+// where the variants are trainers of their own; the report key: those and the code that writes its report), results
+// cached per (bench, task, seed, variant) under the cell's computation key so a full run can span sessions, a variant
+// can be added, and a report's wording can change without voiding the other cells, the
 // test-split ledger that makes a second look at a test set visible, and `--check`, which vouches for a committed
 // report only under its report key.
 import { createHash } from 'node:crypto';
@@ -164,26 +165,68 @@ export function runKey(spec: RunKeySpec): string {
   return h.digest('hex').slice(0, 24);
 }
 
-/** A benchmark's two run keys. */
+/** A variant's own code and options, for a benchmark whose cells differ by variant in code (a trainer each). */
+export interface VariantKeySpec {
+  /** The variant's code (a path or file URL): it and every file it imports, transitively; the shared setup's files may be among them. */
+  entry: string;
+  dirs?: readonly string[];
+  files?: readonly string[];
+  /** The variant's options (its trainer's configuration, its grid point): JSON, keys sorted. */
+  options?: unknown;
+}
+
+/** A benchmark's run keys. */
 export interface ProtocolKeys {
-  /** What its cached cells depend on: the code the cells run and the cells' own options. Cells and ledger entries are kept under it. */
+  /**
+   * What its cached cells depend on: the code the cells run and the cells' own options. With per-variant keys, the
+   * shared setup alone (what every cell runs: pretraining, evaluation, the cell options); cells of a variant without a
+   * key of its own, and ledger entries of them, are kept under it.
+   */
   compute: string;
-  /** What its report depends on: the computation key, the benchmark's file with all it imports, and the run's options. `--check` compares it. */
+  /** Per variant, the computation key its cells are cached and recorded under: the shared key with the variant's own code and options. */
+  variants?: Record<string, string>;
+  /** What its report depends on: the computation keys, the benchmark's file with all it imports, and the run's options. `--check` compares it. */
   report: string;
 }
+
+const fileOf = (root: string, entry: string) => relative(root, entry.startsWith('file:') ? fileURLToPath(entry) : resolve(root, entry));
 
 /**
  * The keys of a benchmark whose cells are computed by `compute.entry` (a module the benchmark's file imports, which
  * does not import the report's code) and reported by `report.entry` (the benchmark's file): editing only the
- * report's wording moves the report key and keeps the cached cells.
+ * report's wording moves the report key and keeps the cached cells. With `variants`, `compute` is the setup every
+ * cell shares and each variant's cells get a key of their own, covering the shared key and the variant's own code
+ * (its entry's import closure) and options: adding a variant, or editing one variant's trainer, keeps the other
+ * variants' cells. The shared code must import no variant's entry, and no variant another's, or an edit of one would
+ * move the others' keys; the report key covers every variant key, so a report is vouched for only while every cell
+ * it used keeps its key.
  */
-export function protocolKeys(spec: { compute: RunKeySpec; report: RunKeySpec }): ProtocolKeys {
+export function protocolKeys(spec: { compute: RunKeySpec; variants?: Readonly<Record<string, VariantKeySpec>>; report: RunKeySpec }): ProtocolKeys {
   const root = spec.report.root ?? REPO_ROOT;
-  const reportFile = relative(root, spec.report.entry.startsWith('file:') ? fileURLToPath(spec.report.entry) : resolve(root, spec.report.entry));
-  if (runKeySources(spec.compute).includes(reportFile)) throw new ProtocolError(`protocol keys: the cells' code (${spec.compute.entry}) imports the report's file ${reportFile}; the computation key must not hash the report`);
+  const reportFile = fileOf(root, spec.report.entry);
+  const shared = runKeySources(spec.compute);
+  if (shared.includes(reportFile)) throw new ProtocolError(`protocol keys: the cells' code (${spec.compute.entry}) imports the report's file ${reportFile}; the computation key must not hash the report`);
   const compute = runKey(spec.compute);
-  return { compute, report: runKey({ ...spec.report, options: { compute, report: spec.report.options ?? null } }) };
+  const variants = Object.entries(spec.variants ?? {});
+  const entries = new Map(variants.map(([name, v]) => [name, fileOf(root, v.entry)]));
+  const variantKeys: Record<string, string> = {};
+  for (const [name, v] of variants) {
+    const own = entries.get(name)!;
+    if (shared.includes(own)) throw new ProtocolError(`protocol keys: the shared setup (${spec.compute.entry}) imports variant ${name}'s code ${own}; an edit of it would move every variant's key`);
+    const vspec: RunKeySpec = { entry: v.entry, root, ...(v.dirs ? { dirs: v.dirs } : {}), ...(v.files ? { files: v.files } : {}), options: { shared: compute, variant: v.options ?? null } };
+    const sources = runKeySources(vspec);
+    if (sources.includes(reportFile)) throw new ProtocolError(`protocol keys: variant ${name}'s code (${own}) imports the report's file ${reportFile}; the computation key must not hash the report`);
+    for (const [other, theirs] of entries) {
+      if (theirs !== own && sources.includes(theirs)) throw new ProtocolError(`protocol keys: variant ${name}'s code (${own}) imports variant ${other}'s ${theirs}; an edit of ${other}'s code would move ${name}'s key`);
+    }
+    variantKeys[name] = runKey(vspec);
+  }
+  const keys = variants.length ? { compute, variants: variantKeys } : { compute };
+  return { ...keys, report: runKey({ ...spec.report, options: { ...keys, report: spec.report.options ?? null } }) };
 }
+
+/** The computation key a variant's cells are cached and recorded under: its own, or the shared one. */
+export const variantKey = (keys: Pick<ProtocolKeys, 'compute' | 'variants'>, variant: string): string => keys.variants?.[variant] ?? keys.compute;
 
 // ── Results as JSON ─────────────────────────────────────────────────────────────────────────────
 /** JSON that keeps NaN and ±Infinity (a level never reached stays Infinity). */
@@ -237,20 +280,35 @@ export class CellCache {
 // ── Evaluating a cell: the cache, and the ledger for the test split ─────────────────────────────
 export interface ProtocolRun<S extends Record<string, SplitSets>> {
   bench: string;
-  /** The computation key the cells are cached and recorded under. */
+  /** The computation key the cells are cached and recorded under, where their variant has none of its own. */
   computeKey: string;
+  /** Per variant, the key its cells are cached and recorded under instead (ProtocolKeys.variants). */
+  variantKeys?: Readonly<Record<string, string>>;
   splits: Splits<S>;
   /** The kind of item a cell's seed is (its split is checked against it); default 'seeds'. */
   seedKind?: keyof S & string;
-  cache: CellCache;
+  /** Where the cells are cached: <cacheRoot>/<bench>/<the cell's computation key>/… */
+  cacheRoot: string;
   ledger: Ledger;
-  /** Evaluate a test cell again even where the ledger holds it under this computation key (recorded as a second look). */
+  /** Evaluate a test cell again even where the ledger holds it under its computation key (recorded as a second look). */
   relook?: boolean;
 }
 
-/** A protocol run of a benchmark at its computation key, with the default cache (bench/.cache) and ledger (bench/results/ledger.jsonl). */
-export function protocolRun<S extends Record<string, SplitSets>>(splits: Splits<S>, computeKey: string, opts: { relook?: boolean; seedKind?: keyof S & string; cacheRoot?: string; ledger?: Ledger } = {}): ProtocolRun<S> {
-  return { bench: splits.bench, computeKey, splits, ...(opts.seedKind ? { seedKind: opts.seedKind } : {}), cache: new CellCache(splits.bench, computeKey, opts.cacheRoot), ledger: opts.ledger ?? new Ledger(), ...(opts.relook ? { relook: true } : {}) };
+/**
+ * A protocol run of a benchmark at its computation keys (one key for every cell, or ProtocolKeys with per-variant
+ * keys), with the default cache (bench/.cache) and ledger (bench/results/ledger.jsonl).
+ */
+export function protocolRun<S extends Record<string, SplitSets>>(splits: Splits<S>, keys: string | Pick<ProtocolKeys, 'compute' | 'variants'>, opts: { relook?: boolean; seedKind?: keyof S & string; cacheRoot?: string; ledger?: Ledger } = {}): ProtocolRun<S> {
+  const k = typeof keys === 'string' ? { compute: keys } : keys;
+  return {
+    bench: splits.bench, computeKey: k.compute, ...(k.variants ? { variantKeys: k.variants } : {}), splits, ...(opts.seedKind ? { seedKind: opts.seedKind } : {}),
+    cacheRoot: opts.cacheRoot ?? CACHE_ROOT, ledger: opts.ledger ?? new Ledger(), ...(opts.relook ? { relook: true } : {}),
+  };
+}
+
+/** The cache a cell of `variant` is kept in: under its variant's key, or the run's. */
+export function cellCache<S extends Record<string, SplitSets>>(run: ProtocolRun<S>, variant: string): CellCache {
+  return new CellCache(run.bench, run.variantKeys?.[variant] ?? run.computeKey, run.cacheRoot);
 }
 
 export interface CellOutcome<T> {
@@ -260,8 +318,8 @@ export interface CellOutcome<T> {
 }
 
 /**
- * A cell's result: the cached one where it exists under this computation key, else `compute()`'s, cached. A test cell
- * is refused where the ledger says it was evaluated under this key already and its result is not cached (a second
+ * A cell's result: the cached one where it exists under its computation key (its variant's, or the run's), else
+ * `compute()`'s, cached. A test cell is refused where the ledger says it was evaluated under that key already and its result is not cached (a second
  * look at the test set), unless `relook`; every test evaluation is appended to the ledger with `summarize`'s figures.
  */
 export async function evaluateCell<S extends Record<string, SplitSets>, T>(
@@ -273,9 +331,10 @@ export async function evaluateCell<S extends Record<string, SplitSets>, T>(
   const kind = run.seedKind ?? 'seeds';
   const actual = run.splits.splitOf(kind, cell.seed);
   if (actual !== cell.split) throw new ProtocolError(`bench ${run.bench}: ${kind} ${cell.seed} is ${actual ? `a ${actual} item` : 'in no split'}, not ${cell.split}: a cell is evaluated only on its own split's items`);
-  const key = { bench: run.bench, task: cell.task, variant: cell.variant, seed: cell.seed, computeKey: run.computeKey };
+  const cache = cellCache(run, cell.variant);
+  const key = { bench: run.bench, task: cell.task, variant: cell.variant, seed: cell.seed, computeKey: cache.computeKey };
   const record = (value: T, relook: boolean) => run.ledger.append({ date: new Date().toISOString(), ...key, episodes: cell.episodes, result: summarize(value), ...(relook ? { relook: true as const } : {}) });
-  const hit = run.cache.get<T>(cell);
+  const hit = cache.get<T>(cell);
   if (hit !== undefined) {
     // A cached test result the ledger lacks (a ledger from before it) is recorded now: every result a report uses is in the ledger.
     if (cell.split === 'test' && run.ledger.find(key).length === 0) record(hit, false);
@@ -284,13 +343,13 @@ export async function evaluateCell<S extends Record<string, SplitSets>, T>(
   const before = cell.split === 'test' ? run.ledger.find(key) : [];
   if (before.length && !run.relook) {
     throw new ProtocolError(
-      `bench ${run.bench}: the test split of task ${cell.task}, variant ${cell.variant}, seed ${cell.seed} was evaluated under computation key ${run.computeKey} ` +
-        `on ${before.map((e) => e.date).join(', ')} (${run.ledger.path}), and its cached result is not in ${run.cache.path(cell)}: a second look at the test set is refused. ` +
+      `bench ${run.bench}: the test split of task ${cell.task}, variant ${cell.variant}, seed ${cell.seed} was evaluated under computation key ${cache.computeKey} ` +
+        `on ${before.map((e) => e.date).join(', ')} (${run.ledger.path}), and its cached result is not in ${cache.path(cell)}: a second look at the test set is refused. ` +
         `Restore the cached result, or evaluate it again on purpose with --relook (recorded in the ledger as a second look).`,
     );
   }
   const value = await compute();
-  run.cache.put(cell, value);
+  cache.put(cell, value);
   if (cell.split === 'test') record(value, before.length > 0);
   return { value, cached: false };
 }

@@ -6,7 +6,7 @@ import { fileURLToPath } from 'node:url';
 /** The key lines a full report of a benchmark under the protocol carries; `--check` reads back the report key. */
 export const keyLines = (keys: { compute: string; report: string }) => [
   `Report key: \`${keys.report}\` (a hash of the code this report and its numbers depend on and of the run's options; \`--check\` compares it with the code's).`,
-  `Computation key: \`${keys.compute}\` (a hash of the code the cells ran and of their options: the cells are cached under bench/.cache/ and the test cells recorded in bench/results/ledger.jsonl under it).`,
+  `Computation key: \`${keys.compute}\` (a hash of the code the cells ran and of their options — where a benchmark keys its variants apart, of the setup they share, each variant's own key listed in the notes: the cells are cached under bench/.cache/ and the test cells recorded in bench/results/ledger.jsonl under their key).`,
 ];
 
 export interface BenchOptions {

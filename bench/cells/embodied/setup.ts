@@ -1,0 +1,174 @@
+// What every cell of `bench embodied` shares, and only that: at one (task, RL seed), the pretraining (behaviour
+// cloning, world model), the robot (the sim under the `gap` profile, its reset charged), the training prompts, the
+// split's evaluation, and a trained variant's cell made from its trainer's run rows. Its code and the cell options are
+// the shared part of every cell's computation key (bench/lib/protocol.ts protocolKeys); a variant's trainer is called
+// through its own module beside this one (grpo.ts, wmrl.ts, …), so nothing here imports a trainer (wmrl/train_*.ts):
+// editing one variant's trainer moves that variant's key alone.
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { evaluateSuccess, type ClosableTarget, type Evaluation } from '../../../wmrl/embodied.js';
+import type { Policy } from '../../../policies/types.js';
+import type { RunRow } from '../../../wmrl/run-state.js';
+import { DEFAULT_PRETRAIN, SimPrompts, pretrain, simRobotTarget, type Pretrained, type PretrainOptions } from '../../../wmrl/sim-setup.js';
+
+/** The robot: the sim under this hardware profile (the reality gap), its reset charged this many robot seconds. */
+export const PROFILE = 'gap';
+const RESET_SECONDS = 5;
+
+/** Start states come in blocks of this many seeds; a run's prompts at RL seed s are block 10 + s (seeds from 1,000,000 + s·100,000). */
+export const START_BLOCK = 100_000;
+export const promptBlock = (seed: number) => 10 + seed;
+
+/** A full run's sizes and a quick run's (a smoke test of the code: its figures mean nothing). */
+export const SIZES = {
+  full: { updates: 20, prompts: 8, groupSize: 8, evalEvery: 4, evalEpisodes: 200, pretrain: {} as Partial<PretrainOptions> },
+  quick: {
+    updates: 3, prompts: 4, groupSize: 4, evalEvery: 3, evalEpisodes: 10,
+    pretrain: { bcEpisodes: 10, bcEpochs: 20, daggerRounds: 1, daggerEpisodes: 5, daggerEpochs: 10, wmEpisodes: 12, wmEpochs: 3, wmHidden: [64, 64], wmMembers: 3 } as Partial<PretrainOptions>,
+  },
+};
+
+/** What every cell of a run depends on besides its code: its JSON is the shared part of the computation keys' options. */
+export function sharedOptions(o: { quick: boolean; split: 'train' | 'validation' | 'test'; evalSeed0: number }) {
+  const sz = o.quick ? SIZES.quick : SIZES.full;
+  return { split: o.split, ...sz, evalSeed0: o.evalSeed0, profile: PROFILE, resetSeconds: RESET_SECONDS };
+}
+export type CellOptions = ReturnType<typeof sharedOptions>;
+
+/** The behaviour-cloned start on the split's evaluation start states. */
+export interface StartCell {
+  success: number;
+  /** Per start state, in order: 1 success, 0 not. */
+  outcomes: number[];
+}
+
+/** One variant post-trained from the start at one seed. */
+export interface VariantCell {
+  /** (robot hours, success on the split's evaluation start states) at every evaluation: every evalEvery updates and the last. */
+  points: Array<[number, number]>;
+  /** The last evaluation per start state, in order: 1 success, 0 not (the same states for every variant of a seed). */
+  outcomes: number[];
+  robotHours: number;
+  robotEpisodes: number;
+  /** Compute wall-clock seconds of the training run (its evaluations included). */
+  computeSeconds: number;
+  /** Groups per update, and per update the groups that ran on the robot (anchors for WMRL). */
+  groups: number;
+  realGroups: number[];
+  /** Variants with the Corrector, per update: the denoiser's anchor weight (1: not up-weighted), whether a debias map calibrated the scores, the map's held-out bias reduction; null without the Corrector. */
+  anchorWeight: number[] | null;
+  calibrated: boolean[] | null;
+  biasReduction: Array<number | null> | null;
+  /** Updates on which the reward-hacking alarm was raised. */
+  alarms: number;
+  imaginedTransitions: number;
+  imagineSeconds: number;
+}
+
+/** A training run's loop at `prompts` groups per update (train_standard.ts StandardConfig, which every trainer extends). */
+export interface LoopConfig {
+  updates: number;
+  prompts: number;
+  groupSize: number;
+  evalEvery: number;
+  promptSeed0: number;
+  seed: number;
+}
+
+/** What a variant's trainer is given: the seed's pretraining (reset to the start), the robot, the prompts and the split's evaluation. */
+export interface TrainerInputs {
+  task: string;
+  seed: number;
+  o: CellOptions;
+  pre: Pretrained;
+  target: ClosableTarget;
+  prompts: SimPrompts;
+  evaluate: (policy: Policy) => Promise<Evaluation>;
+  loop(prompts: number): LoopConfig;
+}
+
+/** What a variant's trainer gives back: its run rows, its groups per update, and whether it ran the Corrector. */
+export interface TrainerOutcome {
+  rows: RunRow[];
+  groups: number;
+  corrected: boolean;
+}
+
+const copyOf = (xs: ReadonlyArray<{ data: Float32Array }>) => xs.map((t) => Float32Array.from(t.data));
+
+/** A task at one RL seed: pretrained once (behaviour cloning, world model); each variant starts from the same parameters. */
+export class SeedSetup {
+  private constructor(
+    readonly task: string,
+    readonly seed: number,
+    private readonly o: CellOptions,
+    private readonly pre: Pretrained,
+    private readonly policy0: Float32Array[],
+    private readonly model0: Float32Array[],
+  ) {}
+
+  static async create(task: string, seed: number, o: CellOptions): Promise<SeedSetup> {
+    const pre = await pretrain({ ...DEFAULT_PRETRAIN, ...o.pretrain, task, seed, commandHistory: 0 });
+    return new SeedSetup(task, seed, o, pre, copyOf(pre.policy.paramNames().map((n) => pre.policy.store.get(n))), copyOf(pre.model.store.names().map((n) => pre.model.store.get(n))));
+  }
+
+  /** The split's evaluation: the policy's mean action on `evalEpisodes` start states from `evalSeed0`, on the robot's profile. */
+  private async evaluate(policy: Policy): Promise<Evaluation & { outcomes: number[] }> {
+    const ev = await evaluateSuccess(policy, this.task, PROFILE, this.o.evalEpisodes, this.o.evalSeed0);
+    if (!ev.outcomes) throw new Error('bench embodied: the evaluation kept no per-episode outcomes');
+    return { ...ev, outcomes: ev.outcomes };
+  }
+
+  private reset(): void {
+    const p = this.pre;
+    p.policy.paramNames().forEach((n, i) => p.policy.store.set(n, this.policy0[i]!));
+    p.model.store.names().forEach((n, i) => p.model.store.set(n, this.model0[i]!));
+  }
+
+  async start(): Promise<StartCell> {
+    this.reset();
+    const ev = await this.evaluate(this.pre.policy);
+    return { success: ev.success, outcomes: ev.outcomes };
+  }
+
+  /** Variant `name` trained from the start by `trainer` on a fresh robot; its cell from the run rows. */
+  async train(name: string, trainer: (inputs: TrainerInputs) => Promise<TrainerOutcome>): Promise<VariantCell> {
+    this.reset();
+    const { task, seed, o, pre } = this;
+    const tmp = mkdtempSync(join(tmpdir(), 'bench-embodied-'));
+    // The trainers evaluate every evalEvery updates and after the last: the last evaluation is the cell's.
+    const seen: { last: (Evaluation & { outcomes: number[] }) | null } = { last: null };
+    const evaluate = async (policy: Policy) => (seen.last = await this.evaluate(policy));
+    try {
+      // The store is this cell's scratch file, deleted with it: no fsync per step.
+      const target = await simRobotTarget({ task, profile: PROFILE, robots: 1, resetSeconds: o.resetSeconds, seed, store: join(tmp, 'episodes.db'), storeSync: 'NORMAL' });
+      try {
+        using prompts = await SimPrompts.create(task);
+        const loop = (n: number): LoopConfig => ({ updates: o.updates, prompts: n, groupSize: o.groupSize, evalEvery: o.evalEvery, promptSeed0: promptBlock(seed) * START_BLOCK, seed });
+        const { rows, groups, corrected } = await trainer({ task, seed, o, pre, target, prompts, evaluate, loop });
+        const end = rows[o.updates - 1];
+        if (!end || end.evalSuccess === undefined || !seen.last) throw new Error(`bench embodied: ${task} seed ${seed} ${name} has no evaluation at update ${o.updates}`);
+        return {
+          points: rows.filter((r) => r.evalSuccess !== undefined).map((r): [number, number] => [r.robotSeconds / 3600, r.evalSuccess!]),
+          outcomes: seen.last.outcomes,
+          robotHours: end.robotSeconds / 3600,
+          robotEpisodes: end.robotEpisodes,
+          computeSeconds: end.computeSeconds,
+          groups,
+          realGroups: rows.map((r) => r.realGroups),
+          anchorWeight: corrected ? rows.map((r) => r.anchorWeight ?? 1) : null,
+          calibrated: corrected ? rows.map((r) => r.calibrated ?? false) : null,
+          biasReduction: corrected ? rows.map((r) => r.biasReduction ?? null) : null,
+          alarms: rows.filter((r) => r.hackingAlarm).length,
+          imaginedTransitions: rows.reduce((s, r) => s + (r.imaginedTransitions ?? 0), 0),
+          imagineSeconds: rows.reduce((s, r) => s + (r.imagineSeconds ?? 0), 0),
+        };
+      } finally {
+        await target.close();
+      }
+    } finally {
+      rmSync(tmp, { recursive: true, force: true });
+    }
+  }
+}

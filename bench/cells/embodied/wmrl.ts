@@ -1,0 +1,25 @@
+// WMRL and its ablations (wmrl/train_wmrl.ts), as variants of `bench embodied`: groups imagined in the pretrained world
+// model, anchor groups on the robot correcting their scores through the Corrector (or none: the pure world model). This
+// module and what it imports are the variants' own code in their computation keys.
+import { ClippedPolicyGradient } from '../../../policies/pg.js';
+import type { CorrectorConfig } from '../../../wmrl/corrector.js';
+import { POST_TRAIN_PG } from '../../../wmrl/sim-setup.js';
+import { DEFAULT_WMRL, trainWmrl } from '../../../wmrl/train_wmrl.js';
+import type { TrainerInputs, TrainerOutcome } from './setup.js';
+
+export interface WmrlOptions {
+  /** Groups imagined per update. */
+  prompts: number;
+  /** The Corrector; false: the pure world model. */
+  corrector: CorrectorConfig | false;
+}
+
+export async function train(x: TrainerInputs, v: WmrlOptions): Promise<TrainerOutcome> {
+  const { pre: p, target, prompts, evaluate } = x;
+  const pg = await ClippedPolicyGradient.create(p.policy, POST_TRAIN_PG);
+  // The alarm's warnings are counted from the rows (hackingAlarm), not printed over the progress bar.
+  // A cell reads nothing of the world model after the run: no refit at the last update.
+  const state = await trainWmrl({ config: { ...DEFAULT_WMRL, ...x.loop(v.prompts), corrector: v.corrector, horizon: target.maxSteps, refitAtEnd: false }, policy: p.policy, pg, model: p.model, simData: p.simData, target, prompts, evaluate, warn: () => {} });
+  await pg.release();
+  return { rows: state.rows, groups: v.prompts, corrected: v.corrector !== false };
+}
