@@ -29,6 +29,8 @@ export interface RunRow {
   approxKl: number | null;
   /** The update's estimate of KL to the reference policy (PgConfig.klCoef); null without the penalty. */
   refKl: number | null;
+  /** A learner with a critic (train_ppo, train_rlpd): the critic's loss on the update's last fit. */
+  criticLoss?: number | null;
   biasReduction?: number | null;
   /** WMRL with the debias map on: whether a fitted map calibrated this update's world-model scores (false: the identity). */
   calibrated?: boolean;

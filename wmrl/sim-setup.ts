@@ -86,8 +86,28 @@ export const POST_TRAIN_PG: PgConfig = { ...DEFAULT_PG_CONFIG, optimizer: { lr: 
 /** POST_TRAIN_PG under GRPO's KL penalty to the pretrained policy, β = `klCoef` (0: none, POST_TRAIN_PG itself). */
 export const postTrainPg = (klCoef: number): PgConfig => (klCoef > 0 ? { ...POST_TRAIN_PG, klCoef } : POST_TRAIN_PG);
 
+/**
+ * The demonstrations a pretrained clone learned from, every round's steps in order (M steps): the state, the expert's
+ * label the clone was fitted to, the action executed (the label with noise, or the clone's under DAgger), its reward,
+ * the state after it, and 1 where the episode terminated there (success; a time limit is not a termination). Kept for
+ * learners that reuse them: an off-policy learner's offline data, a clone refitted with more demonstrations.
+ */
+export interface PretrainDemos {
+  /** M x D. */
+  obs: Float32Array;
+  /** M x A. */
+  label: Float32Array;
+  /** M x A. */
+  executed: Float32Array;
+  reward: Float32Array;
+  /** M x D. */
+  nextObs: Float32Array;
+  terminal: Float32Array;
+}
+
 export interface Pretrained {
   policy: GaussianPolicy;
+  demos: PretrainDemos;
   model: EnsembleModel;
   simData: Transitions;
   /**
@@ -109,7 +129,7 @@ export async function pretrain(o: PretrainOptions): Promise<Pretrained> {
   const D = env.observationSpace.state.shape[0], A = env.actionSpace.shape[0];
   const rng = new Rng(o.seed + 17);
   const fit = o.fit ?? true;
-  const obs: number[] = [], act: number[] = [];
+  const obs: number[] = [], act: number[] = [], executed: number[] = [], reward: number[] = [], nextObs: number[] = [], terminal: number[] = [];
   const bound = (v: number) => Math.max(-1, Math.min(1, v));
   let policy: GaussianPolicy | null = null;
   let bcLoss = NaN;
@@ -128,7 +148,12 @@ export async function pretrain(o: PretrainOptions): Promise<Pretrained> {
           // Round 0 executes the expert with noise injected (the clone sees recovery states); later
           // rounds execute the clone itself (its mean plus the same noise), labelled by the expert.
           const base = policy ? (await policy.act(ob.state, new Float32Array(A))).mean : a;
-          const r = env.step(base.map((v) => bound(v + 0.3 * rng.normal())));
+          const sent = base.map((v) => bound(v + 0.3 * rng.normal()));
+          const r = env.step(sent);
+          executed.push(...sent);
+          reward.push(r.reward);
+          nextObs.push(...r.obs.state);
+          terminal.push(r.terminated ? 1 : 0);
           ob = r.obs;
           if (r.terminated || r.truncated) break;
         }
@@ -154,7 +179,8 @@ export async function pretrain(o: PretrainOptions): Promise<Pretrained> {
   }
 
   const wm = await pretrainWorldModel(o);
-  return { policy: policy!, bcLoss, ...wm };
+  const demos: PretrainDemos = { obs: Float32Array.from(obs), label: Float32Array.from(act), executed: Float32Array.from(executed), reward: Float32Array.from(reward), nextObs: Float32Array.from(nextObs), terminal: Float32Array.from(terminal) };
+  return { policy: policy!, demos, bcLoss, ...wm };
 }
 
 /**
