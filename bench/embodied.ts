@@ -5,9 +5,10 @@
 // states are split into train (--quick), validation (`--split validation`, where choices are made) and test (the
 // report, read once per computation key). Each (task, seed, variant) is a cell computed in bench/cells/embodied.ts and
 // cached under its own computation key (the shared setup and its variant's trainer), so a full run can span sessions
-// and a new variant leaves the others' cells valid; this file runs and reports them: true success on the split's evaluation
-// start states against robot-hours, per seed, with paired intervals and robot-hours speedups across seeds; and
-// imagined transitions/s against raw MuJoCo steps/s, measured in every run.
+// and a new variant leaves the others' cells valid; this file runs and reports them: true success on the split's
+// evaluation start states against robot-hours, per seed, with paired intervals and robot-hours speedups across seeds,
+// for WMRL's arms and the robot-only baselines tuned on validation (PPO, RLPD, BC with more demonstrations: the grids
+// of bench/cells/embodied.ts); and imagined transitions/s against raw MuJoCo steps/s, measured in every run.
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -20,7 +21,7 @@ import { DEFAULT_PRETRAIN } from '../wmrl/sim-setup.js';
 import { DEFAULT_WMRL } from '../wmrl/train_wmrl.js';
 import type { CorrectorConfig } from '../wmrl/corrector.js';
 import { ModelEnv } from '../worldmodel/index.js';
-import { ANCHORS_PER_UPDATE, CORE_VARIANTS, IMAGINED, PROFILE, SETUP_MODULE, START_BLOCK, SeedSetup, cellOptions, planVariants, promptBlock, trainVariant, variantKeySpecs, variants, type StartCell, type VariantCell, type VariantName } from './cells/embodied.js';
+import { ANCHORS_PER_UPDATE, CHOSEN_ON_VALIDATION, CORE_VARIANTS, GRIDS, IMAGINED, PROFILE, SETUP_MODULE, START_BLOCK, SeedSetup, cellOptions, planVariants, promptBlock, trainVariant, variantKeySpecs, variants, type StartCell, type VariantCell, type VariantName } from './cells/embodied.js';
 import { CACHE_ROOT, defineSplits, evaluateCell, protocolKeys, protocolRun, type BenchProtocol, type ProtocolKeys, type SplitName } from './lib/protocol.js';
 import { fmt, median, type BenchOptions, type BenchReport, type Series } from './lib/report.js';
 import { formatInterval, formatSpeedup, hierarchicalBootstrap, pairedDifference, perSeedTable, speedups, verdict, type Interval, type SpeedupSummary } from './lib/stats.js';
@@ -75,6 +76,8 @@ export function plan(o: BenchOptions) {
     tasks: o.all ? [...tasks] : [o.task ?? tasks[0]],
     seeds: SPLITS.sets.seeds[split],
     variants: ['bc', ...planVariants(split)] as CellVariant[],
+    /** The robot-only baselines' learner budgets: a quick run's are a smoke test's. */
+    scale: o.quick ? ('quick' as const) : ('full' as const),
     cell: cellOptions({ quick: o.quick, split, evalSeed0: EVAL_BLOCK[split] * START_BLOCK }),
   };
 }
@@ -89,7 +92,7 @@ export const protocol: BenchProtocol = {
   splits: SPLITS,
   keys: (o) => {
     const p = plan(o);
-    return protocolKeys({ compute: { entry: SETUP_MODULE, options: p.cell }, variants: variantKeySpecs(trained(p), p.cell.prompts), report: { entry: import.meta.url, options: p } });
+    return protocolKeys({ compute: { entry: SETUP_MODULE, options: p.cell }, variants: variantKeySpecs(trained(p), p.cell.prompts, p.scale), report: { entry: import.meta.url, options: p } });
   },
 };
 
@@ -170,7 +173,7 @@ export async function run(o: BenchOptions): Promise<BenchReport> {
         };
         for (const variant of p.variants) {
           o.progress(done, total, `${task}, seed ${seed}: ${variant}`);
-          const compute = async (): Promise<EmbodiedCell> => (variant === 'bc' ? (await ready()).start() : trainVariant(await ready(), variant, p.cell.prompts));
+          const compute = async (): Promise<EmbodiedCell> => (variant === 'bc' ? (await ready()).start() : trainVariant(await ready(), variant, p.cell.prompts, p.scale));
           const summary = (c: EmbodiedCell): Record<string, number> => (isVariantCell(c) ? { success: c.points.at(-1)![1], robot_h: c.robotHours, compute_s: c.computeSeconds } : { success: c.success });
           const out = await evaluateCell(pr, { task, variant, seed, split: p.split, episodes: p.cell.evalEpisodes }, compute, summary);
           if (!out.cached) computed++;
@@ -395,7 +398,7 @@ export function report(p: Plan, keys: ProtocolKeys, cells: ReadonlyMap<string, E
     header: ['variant', 'groups per update', `success after ${p.cell.updates} updates (mean [95% CI])`, 'full WMRL − variant (paired, 95% CI)', "robot-hours speedup to standard's final (median [95% CI])", `robot hours at ${p.cell.updates} updates (median)`, 'compute s (median)', 'robot groups per update (median)', 'anchor weight at the end (median)'],
     rows: parts.flatMap((part) => part.rows),
     notes: [
-      `Report key \`${keys.report}\`; computation key of the shared setup (pretraining, evaluation, the cell options; the behaviour-cloned start's cells) \`${keys.compute}\`${keys.variants ? `, each variant's (the setup, its trainer's code, its options): ${Object.entries(keys.variants).map(([v, k]) => `${v} \`${k}\``).join(', ')}` : ''}; test-split cells are recorded in bench/results/ledger.jsonl under their computation key. IMAGINED, the anchors per update and the update count were chosen before the protocol on the bench's own seeds; they are to be re-made on validation (docs/decisions.md).`,
+      `Report key \`${keys.report}\`; computation key of the shared setup (pretraining, evaluation, the cell options; the behaviour-cloned start's cells) \`${keys.compute}\`${keys.variants ? `, each variant's (the setup, its trainer's code, its options): ${Object.entries(keys.variants).map(([v, k]) => `${v} \`${k}\``).join(', ')}` : ''}; test-split cells are recorded in bench/results/ledger.jsonl under their computation key. IMAGINED, the anchors per update and the update count were chosen before the protocol on the bench's own seeds; they are to be re-made on validation (docs/decisions.md). ${p.split === 'validation' ? `The robot-only baselines run every point of their grids (${Object.entries(GRIDS).map(([f, g]) => `${f}: ${Object.entries(g).map(([k, xs]) => `${k} ${xs.join(' / ')}`).join(', ')}`).join('; ')}), for the choice of each one's test point.` : `The robot-only baselines run their ${CHOSEN_ON_VALIDATION ? 'grid points chosen on validation' : 'usual settings, not yet chosen on validation'}: ${tuned(p).join(', ')}.`}`,
       '',
       ...parts.map((part) => part.perSeed),
     ].join('\n'),

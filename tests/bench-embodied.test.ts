@@ -4,8 +4,8 @@
 // corrections that never acted follow the cells.
 import { describe, expect, it } from 'vitest';
 import { EVAL_BLOCK, SPLITS, cellKey, corrections, plan, protocol, report, type EmbodiedCell, type Plan } from '../bench/embodied.js';
-import { runKeySources, variantKey } from '../bench/lib/protocol.js';
-import { CORE_VARIANTS, SETUP_MODULE, START_BLOCK, promptBlock, variantKeySpecs, variants, type VariantCell, type VariantName } from '../bench/cells/embodied.js';
+import { protocolKeys, runKeySources, variantKey } from '../bench/lib/protocol.js';
+import { CHOSEN, CORE_VARIANTS, GRIDS, SETUP_MODULE, START_BLOCK, gridVariants, promptBlock, variantKeySpecs, variants, type TunedFamily, type VariantCell, type VariantName } from '../bench/cells/embodied.js';
 
 const base = { quick: false, all: false, progress: () => {} };
 const EPISODES = 20;
@@ -45,6 +45,8 @@ function cells(p: Plan, neverSeed: number, flatSeed: number): Map<string, Embodi
     m.set(cellKey(task, s, 'full_active'), fullLike(0.6));
     m.set(cellKey(task, s, 'debias'), vcell(0.6, 0.05, corrected(false, 12)));
     m.set(cellKey(task, s, 'denoise'), vcell(0.5, 0.05, corrected(true, null)));
+    // The tuned robot-only baselines: standard GRPO's robot time, below full WMRL's success.
+    for (const v of p.variants.filter((x) => !['bc', ...CORE_VARIANTS].includes(x))) m.set(cellKey(task, s, v), vcell(0.35, 1));
   });
   return m;
 }
@@ -71,7 +73,12 @@ describe('bench embodied: splits and keys', () => {
       const lo = promptBlock(s) * START_BLOCK, hi = lo + most;
       for (const [a, b] of evals) expect(hi <= a || lo >= b, `seed ${s}`).toBe(true);
     }
-    expect(t.variants).toEqual(['bc', ...CORE_VARIANTS]);
+    // The test split runs each tuned baseline's chosen grid point; validation every point.
+    const families = Object.keys(GRIDS) as TunedFamily[];
+    expect(t.variants).toEqual(['bc', ...CORE_VARIANTS, ...families.map((f) => CHOSEN[f])]);
+    expect(v.variants).toEqual(['bc', ...CORE_VARIANTS, ...families.flatMap(gridVariants)]);
+    for (const f of families) expect(gridVariants(f)).toContain(CHOSEN[f]);
+    expect(gridVariants('ppo')).toEqual(['ppo_lr1e-4', 'ppo_lr3e-4', 'ppo_lr1e-3']);
   });
 
   it('keeps the cells of one split under one computation key whichever tasks a run reports', () => {
@@ -104,11 +111,26 @@ describe('bench embodied: per-variant computation keys', () => {
     for (const name of Object.keys(specs)) expect(sources(name)).not.toContain('bench/cells/embodied.ts');
   });
 
+  it("keeps a variant's key when another variant is added, and keeps each trainer in its own variants' keys", () => {
+    const keysOf = (names: string[]) => protocolKeys({ compute: { entry: SETUP_MODULE, options: v.cell }, variants: variantKeySpecs(names, v.cell.prompts), report: { entry: 'bench/embodied.ts', options: names } });
+    const core = keysOf([...CORE_VARIANTS]), more = keysOf([...CORE_VARIANTS, 'ppo_lr3e-4', 'rlpd_lr1e-4']);
+    for (const name of CORE_VARIANTS) expect(more.variants![name]).toBe(core.variants![name]);
+    expect(more.compute).toBe(core.compute);
+    expect(more.report).not.toBe(core.report);
+    const own = { 'wmrl/train_ppo.ts': 'ppo_lr3e-4', 'wmrl/train_rlpd.ts': 'rlpd_lr3e-4', 'wmrl/train_bc.ts': 'bc_more_ep10', 'policies/q-ensemble.ts': 'rlpd_lr1e-4', 'policies/critic.ts': 'ppo_lr1e-3' };
+    for (const [file, holder] of Object.entries(own)) {
+      for (const name of Object.keys(specs)) expect(sources(name).includes(file), `${file} in ${name}'s key`).toBe(specs[name]!.entry === specs[holder]!.entry);
+    }
+  });
+
   it("gives two variants of one trainer different keys by their options alone", () => {
     expect(specs.standard!.entry).toBe(specs.anchors_only!.entry);
     expect(keys.variants!.standard).not.toBe(keys.variants!.anchors_only);
     expect(specs.debias!.entry).toBe(specs.full!.entry);
     expect(keys.variants!.debias).not.toBe(keys.variants!.full);
+    expect(new Set(gridVariants('rlpd').map((n) => keys.variants![n])).size).toBe(gridVariants('rlpd').length);
+    // A quick run's learner budget is another option: another key.
+    expect(variantKeySpecs(['rlpd_lr3e-4'], 8, 'quick')['rlpd_lr3e-4']!.options).not.toEqual(specs['rlpd_lr3e-4']!.options);
   });
 });
 
@@ -130,6 +152,13 @@ describe('bench embodied: report', () => {
     // Four per-seed tables (success, hours, speedups, corrections), one row per validation seed in each.
     expect(r.notes!.split('\n').filter((l) => new RegExp(`^\\| ${p.seeds.at(-1)} +\\|`).test(l))).toHaveLength(4);
     expect(r.keys).toEqual({ compute: 'c', report: 'k' });
+    // Every grid point of the tuned baselines is reported on validation, with its paired difference from full WMRL.
+    for (const name of gridVariants('ppo')) {
+      expect(r.result[`final_success_${name}`]).toBeCloseTo(0.35, 6);
+      expect(Number(r.result[`wmrl_minus_${name}`])).toBeCloseTo(0.54 - 0.35, 6);
+    }
+    expect(r.summary).toContain('Robot-only baselines, each from the same start');
+    expect(r.rows.map((row) => row[0])).toContain(variants(8)['ppo_lr1e-3']?.label ?? 'missing');
   });
 
   it('names a seed never reaching the level and a seed without one, never hiding them in the median', () => {

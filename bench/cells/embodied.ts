@@ -8,7 +8,10 @@
 // here imports the report's code (bench/embodied.ts, stats, report).
 import { correctorConfig, type CorrectorConfig } from '../../wmrl/corrector.js';
 import { DEFAULT_WMRL } from '../../wmrl/train_wmrl.js';
+import * as bc from './embodied/bc.js';
 import * as grpo from './embodied/grpo.js';
+import * as ppo from './embodied/ppo.js';
+import * as rlpd from './embodied/rlpd.js';
 import { SeedSetup, START_BLOCK, sharedOptions, type VariantCell } from './embodied/setup.js';
 import * as wmrl from './embodied/wmrl.js';
 
@@ -23,25 +26,66 @@ export const ANCHORS_PER_UPDATE = 0.5;
 const FAMILY_MODULES = {
   grpo: new URL('./embodied/grpo.ts', import.meta.url).href,
   wmrl: new URL('./embodied/wmrl.ts', import.meta.url).href,
+  ppo: new URL('./embodied/ppo.ts', import.meta.url).href,
+  rlpd: new URL('./embodied/rlpd.ts', import.meta.url).href,
+  bc_more: new URL('./embodied/bc.ts', import.meta.url).href,
 } as const;
 export type Family = keyof typeof FAMILY_MODULES;
 /** The shared setup every cell runs: the shared part of every computation key. */
 export const SETUP_MODULE = new URL('./embodied/setup.ts', import.meta.url).href;
 
 /** A variant: its label, its groups per update, and its family's trainer with the options that make it this variant. */
-export type Variant = { label: string; prompts: number } & ({ family: 'grpo'; options: grpo.GrpoOptions } | { family: 'wmrl'; options: wmrl.WmrlOptions });
+export type Variant = { label: string; prompts: number } & (
+  | { family: 'grpo'; options: grpo.GrpoOptions }
+  | { family: 'wmrl'; options: wmrl.WmrlOptions }
+  | { family: 'ppo'; options: ppo.PpoOptions }
+  | { family: 'rlpd'; options: rlpd.RlpdOptions }
+  | { family: 'bc_more'; options: bc.BcMoreOptions }
+);
 
 /** WMRL's arms and the baselines every run has (no grid). */
 export const CORE_VARIANTS = ['standard', 'anchors_only', 'pure_wm', 'debias', 'denoise', 'full', 'full_active'] as const;
-export const VARIANT_NAMES: readonly string[] = [...CORE_VARIANTS];
+
+/**
+ * The robot-only baselines tuned as WMRL is tuned: each family's grid, one variant per point, named `<family>_<point>`
+ * (`ppo_lr3e-4`). A validation run trains every point; the test split and --quick the point CHOSEN (docs/decisions.md).
+ */
+export const GRIDS = {
+  /** PPO with a learned value baseline: the policy's Adam step. */
+  ppo: { lr: [1e-4, 3e-4, 1e-3] },
+  /** RLPD / HIL-SERL-style SAC: the step of the actor, the critics and the temperature. */
+  rlpd: { lr: [1e-4, 3e-4] },
+  /** BC with more demonstrations: passes over every demonstration at each refit. */
+  bc_more: { ep: [10, 30] },
+} as const;
+export type TunedFamily = keyof typeof GRIDS;
+const point = (family: TunedFamily, x: number) => `${family}_${Object.keys(GRIDS[family])[0]}${family === 'bc_more' ? x : x.toExponential().replace('+', '')}`;
+/** Every grid point of a family, by variant name. */
+export const gridVariants = (family: TunedFamily): string[] => (Object.values(GRIDS[family])[0] as readonly number[]).map((x) => point(family, x));
+/**
+ * The grid point each family's test run (and --quick) trains. Not yet chosen on validation: each is the family's
+ * usual setting (PPO: the policy step standard GRPO takes; RLPD: its paper's; BC: the cheaper refit), to be re-made
+ * on the validation split before a test run (`CHOSEN_ON_VALIDATION`).
+ */
+export const CHOSEN: Readonly<Record<TunedFamily, string>> = { ppo: point('ppo', 1e-3), rlpd: point('rlpd', 3e-4), bc_more: point('bc_more', 10) };
+export const CHOSEN_ON_VALIDATION = false;
+
+/** Every variant the registry declares: WMRL's arms, the core baselines, every grid point. */
+export const VARIANT_NAMES: readonly string[] = [...CORE_VARIANTS, ...(Object.keys(GRIDS) as TunedFamily[]).flatMap(gridVariants)];
 export type VariantName = string;
+
+/** RLPD's learner budget: critic updates per robot step, the critic ensemble, warm-up updates on the demonstrations (a quick run's is a smoke test). */
+const RLPD_BUDGET = {
+  full: { utd: 0.5, critics: 2, criticHidden: [256, 256], warmupSteps: 1000 },
+  quick: { utd: 0.02, critics: 2, criticHidden: [32, 32], warmupSteps: 20 },
+};
 
 /**
  * Every variant for standard GRPO's B groups per update. 'anchors_only' is standard GRPO on one group per update —
  * twice the robot episodes WMRL's anchors spend — without any imagined group: what the imagined groups add beyond
  * the anchors.
  */
-export function variants(B: number): Record<string, Variant> {
+export function variants(B: number, scale: 'full' | 'quick' = 'full'): Record<string, Variant> {
   const imagined = IMAGINED * B;
   const base = correctorConfig({ anchors: { fraction: ANCHORS_PER_UPDATE / imagined, floor: 0 } }, DEFAULT_WMRL.corrector as CorrectorConfig);
   const g = (label: string, prompts: number): Variant => ({ label, prompts, family: 'grpo', options: { prompts } });
@@ -54,12 +98,16 @@ export function variants(B: number): Record<string, Variant> {
     denoise: w('+ denoise', correctorConfig({ debias: false }, base)),
     full: w('full WMRL', base),
     full_active: w('full WMRL, active anchors', correctorConfig({ anchors: { mode: 'active' } }, base)),
+    ...Object.fromEntries(GRIDS.ppo.lr.map((lr): [string, Variant] => [point('ppo', lr), { label: `PPO, learned value baseline (lr ${lr.toExponential()})`, prompts: B, family: 'ppo', options: { prompts: B, lr } }])),
+    ...Object.fromEntries(GRIDS.rlpd.lr.map((lr): [string, Variant] => [point('rlpd', lr), { label: `RLPD / HIL-SERL-style SAC (lr ${lr.toExponential()})`, prompts: B, family: 'rlpd', options: { prompts: B, lr, ...RLPD_BUDGET[scale] } }])),
+    ...Object.fromEntries(GRIDS.bc_more.ep.map((epochs): [string, Variant] => [point('bc_more', epochs), { label: `BC, more demonstrations at the same robot time (${epochs} epochs)`, prompts: B, family: 'bc_more', options: { prompts: B, epochs } }])),
   };
 }
 
 /** The variants a split runs, in report order. */
-export function planVariants(_split: 'train' | 'validation' | 'test'): string[] {
-  return [...CORE_VARIANTS];
+export function planVariants(split: 'train' | 'validation' | 'test'): string[] {
+  const families = Object.keys(GRIDS) as TunedFamily[];
+  return [...CORE_VARIANTS, ...families.flatMap((f) => (split === 'validation' ? gridVariants(f) : [CHOSEN[f]]))];
 }
 
 /** What every cell of a run depends on besides its code (sharedOptions), checked against the variants' prompts. */
@@ -72,8 +120,8 @@ export function cellOptions(o: { quick: boolean; split: 'train' | 'validation' |
 }
 
 /** The computation-key specs of the variants `names` (bench/lib/protocol.ts VariantKeySpec): each one's family module and options. */
-export function variantKeySpecs(names: readonly string[], B: number): Record<string, { entry: string; options: unknown }> {
-  const all = variants(B);
+export function variantKeySpecs(names: readonly string[], B: number, scale: 'full' | 'quick' = 'full'): Record<string, { entry: string; options: unknown }> {
+  const all = variants(B, scale);
   return Object.fromEntries(names.map((n) => {
     const v = all[n];
     if (!v) throw new Error(`bench embodied: no variant '${n}' (${Object.keys(all).join(', ')})`);
@@ -82,11 +130,14 @@ export function variantKeySpecs(names: readonly string[], B: number): Record<str
 }
 
 /** Variant `name` trained from the seed's start (B: standard GRPO's groups per update). */
-export function trainVariant(setup: SeedSetup, name: string, B: number): Promise<VariantCell> {
-  const v = variants(B)[name];
-  if (!v) throw new Error(`bench embodied: no variant '${name}' (${Object.keys(variants(B)).join(', ')})`);
+export function trainVariant(setup: SeedSetup, name: string, B: number, scale: 'full' | 'quick' = 'full'): Promise<VariantCell> {
+  const v = variants(B, scale)[name];
+  if (!v) throw new Error(`bench embodied: no variant '${name}' (${Object.keys(variants(B, scale)).join(', ')})`);
   switch (v.family) {
     case 'grpo': return setup.train(name, (x) => grpo.train(x, v.options));
     case 'wmrl': return setup.train(name, (x) => wmrl.train(x, v.options));
+    case 'ppo': return setup.train(name, (x) => ppo.train(x, v.options));
+    case 'rlpd': return setup.train(name, (x) => rlpd.train(x, v.options));
+    case 'bc_more': return setup.train(name, (x) => bc.train(x, v.options));
   }
 }
