@@ -78,7 +78,7 @@ describe('bench embodied: splits and keys', () => {
     expect(t.variants).toEqual(['bc', ...CORE_VARIANTS, ...families.map((f) => CHOSEN[f])]);
     expect(v.variants).toEqual(['bc', ...CORE_VARIANTS, ...families.flatMap(gridVariants)]);
     for (const f of families) expect(gridVariants(f)).toContain(CHOSEN[f]);
-    expect(gridVariants('ppo')).toEqual(['ppo_lr1e-4', 'ppo_lr3e-4', 'ppo_lr1e-3']);
+    expect(gridVariants('ppo')).toEqual(['ppo_lr3e-4', 'ppo_lr1e-3']);
   });
 
   it('keeps the cells of one split under one computation key whichever tasks a run reports', () => {

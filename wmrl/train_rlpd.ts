@@ -44,6 +44,7 @@ export interface RlpdConfig extends StandardConfig {
   warmupSteps: number;
 }
 
+/** RLPD's published settings (its update-to-data ratio needs an accelerator; `bench embodied` runs the ratio its CPU affords), HIL-SERL's temperature. */
 export const DEFAULT_RLPD: Omit<RlpdConfig, keyof StandardConfig> = {
   gamma: 0.99,
   critics: 10,
@@ -52,7 +53,7 @@ export const DEFAULT_RLPD: Omit<RlpdConfig, keyof StandardConfig> = {
   lr: 3e-4,
   batch: 256,
   demoShare: 0.5,
-  utd: 1,
+  utd: 20,
   actorEvery: 1,
   tau: 0.005,
   initTemperature: 0.01,

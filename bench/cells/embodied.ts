@@ -52,7 +52,7 @@ export const CORE_VARIANTS = ['standard', 'anchors_only', 'pure_wm', 'debias', '
  */
 export const GRIDS = {
   /** PPO with a learned value baseline: the policy's Adam step. */
-  ppo: { lr: [1e-4, 3e-4, 1e-3] },
+  ppo: { lr: [3e-4, 1e-3] },
   /** RLPD / HIL-SERL-style SAC: the step of the actor, the critics and the temperature. */
   rlpd: { lr: [1e-4, 3e-4] },
   /** BC with more demonstrations: passes over every demonstration at each refit. */
@@ -74,9 +74,13 @@ export const CHOSEN_ON_VALIDATION = false;
 export const VARIANT_NAMES: readonly string[] = [...CORE_VARIANTS, ...(Object.keys(GRIDS) as TunedFamily[]).flatMap(gridVariants)];
 export type VariantName = string;
 
-/** RLPD's learner budget: critic updates per robot step, the critic ensemble, warm-up updates on the demonstrations (a quick run's is a smoke test). */
+/**
+ * RLPD's learner budget on this machine: critic updates per robot step, the critic ensemble (HIL-SERL's two), their
+ * width, warm-up updates on the demonstrations; a cell then costs about two of standard GRPO's (docs/decisions.md).
+ * A quick run's is a smoke test.
+ */
 const RLPD_BUDGET = {
-  full: { utd: 0.5, critics: 2, criticHidden: [256, 256], warmupSteps: 1000 },
+  full: { utd: 0.5, critics: 2, criticHidden: [128, 128], warmupSteps: 1000 },
   quick: { utd: 0.02, critics: 2, criticHidden: [32, 32], warmupSteps: 20 },
 };
 
