@@ -259,6 +259,14 @@ export function analyse(p: Plan, task: string, cells: ReadonlyMap<string, Embodi
 }
 type Analysis = ReturnType<typeof analyse>;
 
+/** What RLPD's learner ran at, where the run has it: below RLPD's own update-to-data ratio, which a report says. */
+function rlpdBudget(p: Plan): string {
+  const v = tuned(p).map((n) => variants(p.cell.prompts, p.scale)[n]!).find((x) => x.family === 'rlpd');
+  if (!v || v.family !== 'rlpd') return '';
+  const o = v.options;
+  return ` RLPD ran ${o.utd} critic updates per robot step with ${o.critics} critics of ${o.criticHidden.join('×')}: the compute this machine affords, far below RLPD's 20 updates per step (docs/decisions.md).`;
+}
+
 /** One task's summary sentences, table rows, per-seed tables, plot lines and RESULT figures. */
 function summarize(p: Plan, a: Analysis, run: RunInfo, named: boolean) {
   const { task, seeds, score, minusFull, speed, corr } = a;
@@ -286,7 +294,7 @@ function summarize(p: Plan, a: Analysis, run: RunInfo, named: boolean) {
       ` Standard GRPO's own gain over the start (paired): ${formatInterval(a.standardGain)} (${said(a.standardGain, 'standard GRPO')}). Full WMRL spent ${fmt(median(a.hours('full').map((h, i) => h / a.hours('standard')[i]!)), 2)} of standard GRPO's robot-hours (median over seeds).`,
     `Corrections in full WMRL, the headline arm (from its run rows): anchor groups per update ${fmt(median(fullCorr.map((x) => x.anchorsPerUpdate)), 2)} (share of the update's groups ${fmt(median(fullCorr.map((x) => x.anchorShare)), 2)}, median over seeds); the denoiser's anchor weight at the last update, per seed, ${fullCorr.map((x) => fmt(x.weightEnd, 2)).join(' / ')} (1 = anchors not up-weighted); the first update whose world-model scores a debias map calibrated, per seed, ${fullCorr.map((x) => (x.mapFrom === null ? 'never' : x.mapFrom)).join(' / ')} (the map is fitted at ${minPairs} anchor pairs, and with the map on the denoiser measures the world model's disagreement only once the map is fitted). ` +
       `${acted(neverDenoised, 'The denoiser', 'full WMRL ran without Inverse-Variance Denoising')}; ${acted(neverMapped, 'the debias map', 'full WMRL ran without a calibrated world model')}.`,
-    ...(tuned(p).length ? [`Robot-only baselines, each from the same start on the same robot with the same robot accounting (success [95% CI]; full WMRL − it, paired; robot hours at the end, median): ${tuned(p).map((v) => `${label(v)} ${iv(v)}; ${diff(v)}; ${fmt(median(a.hours(v)), 3)} h`).join(' — ')}.`] : []),
+    ...(tuned(p).length ? [`Robot-only baselines, each from the same start on the same robot with the same robot accounting (success [95% CI]; full WMRL − it, paired; robot hours at the end, median): ${tuned(p).map((v) => `${label(v)} ${iv(v)}; ${diff(v)}; ${fmt(median(a.hours(v)), 3)} h`).join(' — ')}.${rlpdBudget(p)}`] : []),
     `One WMRL update's imagination (${t.rollouts} rollouts × ${t.horizon} steps, policy + ensemble fused, unfitted weights of the run's sizes) ran at ${fmt(t.imagineTps, 4)} transitions/s against ${fmt(t.simSps, 4)} raw MuJoCo control steps/s, measured alternately in this run: ${fmt(t.imagineTps / t.simSps)}×.`,
   ];
 
