@@ -250,8 +250,9 @@ export async function trainRlpd(run: RlpdRun): Promise<RunState> {
   const batch: Batch = { obs: new Float32Array(N * D), action: new Float32Array(N * A), reward: new Float32Array(N), nextObs: new Float32Array(N * D), notTerminal: new Float32Array(N) };
   const normals = (n: number) => Float32Array.from({ length: n }, () => rng.normal());
   let criticSteps = 0, owed = 0, lastCritic: number | null = null, lastActor: number | null = null;
-  // A critic update on a fresh batch (half demonstrations, half robot steps once there are any), and the actor's turn.
-  const learn = async () => {
+  // A critic update on a fresh batch (half demonstrations, half robot steps once there are any; the target's subset
+  // of critics drawn afresh), and, after the warm-up, the actor's turn.
+  const learn = async (warmup: boolean) => {
     const fromDemos = robot.size === 0 ? N : Math.round(N * c.demoShare);
     demos.draw(fromDemos, batch, 0, rng);
     if (fromDemos < N) robot.draw(N - fromDemos, batch, fromDemos, rng);
@@ -260,20 +261,13 @@ export async function trainRlpd(run: RlpdRun): Promise<RunState> {
     rng.shuffle(order);
     order.slice(0, c.targetSubset).forEach((i) => (leftOut[i] = 0));
     lastCritic = await sac.criticStep(batch, normals(N * A), leftOut);
-    if (++criticSteps % c.actorEvery === 0) lastActor = (await sac.actorStep(batch.obs, normals(N * A))).loss;
+    if (!warmup && ++criticSteps % c.actorEvery === 0) lastActor = (await sac.actorStep(batch.obs, normals(N * A))).loss;
   };
   const t0 = performance.now();
 
   try {
     // The critics learn the demonstrations' values before the actor moves.
-    for (let w = 0; w < c.warmupSteps; w++) {
-      demos.draw(N, batch, 0, rng);
-      const leftOut = new Float32Array(E).fill(1e6);
-      const order = Array.from({ length: E }, (_, i) => i);
-      rng.shuffle(order);
-      order.slice(0, c.targetSubset).forEach((i) => (leftOut[i] = 0));
-      lastCritic = await sac.criticStep(batch, normals(N * A), leftOut);
-    }
+    for (let w = 0; w < c.warmupSteps; w++) await learn(true);
 
     for (let u = 0; u < c.updates; u++) {
       run.hooks?.signal?.throwIfAborted();
@@ -288,7 +282,7 @@ export async function trainRlpd(run: RlpdRun): Promise<RunState> {
           robot.addEpisode(ep, target.maxSteps);
           // The update-to-data ratio: utd critic updates per robot step, the fraction carried to the next episode.
           owed += c.utd * ep.steps;
-          for (; owed >= 1; owed--) await learn();
+          for (; owed >= 1; owed--) await learn(false);
           sac.syncPolicy();
         }
       }
