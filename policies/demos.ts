@@ -62,6 +62,8 @@ export interface EvalResult {
   return: number;
   episodes: number;
   steps: number;
+  /** Per episode, in the order of the seeds: 1 success, 0 not (paired comparisons of two policies on the same seeds). */
+  outcomes: number[];
 }
 
 /** Success rate of the policy's mean action (batch 1, as a robot runs it) over the given seeds. */
@@ -69,6 +71,7 @@ export async function evaluateOn(env: Env, policy: Policy, seeds: readonly numbe
   if (policy.chunk !== 1) throw new Error('evaluatePolicy: runs one action per step (chunk 1)');
   if (!seeds.length) throw new Error('evaluatePolicy: no seeds to evaluate on');
   let ok = 0, steps = 0, ret = 0;
+  const outcomes: number[] = [];
   const zero = new Float32Array(policy.actDim);
   for (const seed of seeds) {
     let o = env.reset(seed);
@@ -80,9 +83,10 @@ export async function evaluateOn(env: Env, policy: Policy, seeds: readonly numbe
       o = r.obs;
       if (r.terminated || r.truncated) {
         if (r.info.success) ok++;
+        outcomes.push(r.info.success ? 1 : 0);
         break;
       }
     }
   }
-  return { success: ok / seeds.length, return: ret / seeds.length, episodes: seeds.length, steps };
+  return { success: ok / seeds.length, return: ret / seeds.length, episodes: seeds.length, steps, outcomes };
 }

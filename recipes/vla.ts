@@ -17,7 +17,7 @@ import { LatentVla, type LatentDistillReport } from '../policies/latent-vla.js';
 import { ClippedPolicyGradient, DEFAULT_PG_CONFIG, type PgConfig } from '../policies/pg.js';
 import type { Policy } from '../policies/types.js';
 import { VlaPolicy } from '../policies/vla.js';
-import { SceneTwin, combinationSplit, loadProfile, makeEnv, type Env, type EvaluationSplit } from '../sim/index.js';
+import { SceneTwin, combinationSplit, loadProfile, makeEnv, type Combination, type Env, type EvaluationSplit } from '../sim/index.js';
 import type { EnsembleModel, Transitions } from '../worldmodel/index.js';
 import { correctorConfig, type CorrectorConfig } from '../wmrl/corrector.js';
 import { SplitPrompts, type ClosableTarget, type PromptSource, type RobotTarget } from '../wmrl/embodied.js';
@@ -93,9 +93,22 @@ export function evalEpisodes(quick: boolean): number {
   return quick ? 5 : 100;
 }
 
-/** The task's (instruction, target region) split: training seeds for demonstrations and prompts, the held-out sets for evaluation. */
-export function vlaSplit(task: string, quick: boolean): Promise<EvaluationSplit> {
-  return combinationSplit(task, { train: { seed0: 0, scan: quick ? 300 : 3000 }, eval: { seed0: 9_000_000, episodes: evalEpisodes(quick) } });
+/** Which (instruction, target region) combinations an evaluation holds out and withholds (sim/split.ts), and where its start states begin. */
+export interface VlaHeldOut {
+  heldOut?: readonly Combination[];
+  withheld?: readonly Combination[];
+  eval?: { seed0: number; episodes: number };
+}
+
+/**
+ * The task's (instruction, target region) split: training seeds for demonstrations and prompts, the held-out sets for
+ * evaluation; by default goal k in region k held out and evalEpisodes(quick) of each from seed 9,000,000.
+ */
+export function vlaSplit(task: string, quick: boolean, held: VlaHeldOut = {}): Promise<EvaluationSplit> {
+  return combinationSplit(task, {
+    ...(held.heldOut ? { heldOut: held.heldOut } : {}), ...(held.withheld ? { withheld: held.withheld } : {}),
+    train: { seed0: 0, scan: quick ? 300 : 3000 }, eval: held.eval ?? { seed0: 9_000_000, episodes: evalEpisodes(quick) },
+  });
 }
 
 /** The recipe's sizes, quick or full. */

@@ -7,6 +7,8 @@
 // - train: seeds of the train range whose combination is not held out;
 // - heldOutStates: seeds of the evaluation range (disjoint from training) whose combination training has;
 // - heldOutCombinations: seeds of the evaluation range whose combination is held out.
+// Combinations `withheld` (another evaluation's held-out ones) are neither trained on nor evaluated, so one training
+// set can serve evaluations whose held-out combinations differ.
 import { loadTaskModel, MjEnv, resolveProfile } from './env.js';
 import { taskDef } from './registry.js';
 
@@ -21,6 +23,8 @@ export interface SplitOptions {
   regions?: number;
   /** Held-out combinations (default: goal k in region k, for every goal). */
   heldOut?: readonly Combination[];
+  /** Combinations neither trained on nor evaluated (default none): another evaluation's held-out ones. */
+  withheld?: readonly Combination[];
   /** First seed and how many seeds to scan for training. */
   train: { seed0: number; scan: number };
   /** First evaluation seed (after the train range) and how many of each kind to collect. */
@@ -56,8 +60,11 @@ export async function combinationSplit(task: string, o: SplitOptions): Promise<E
   try {
     const instructions = env.observationSpace.instructions;
     const heldOut = [...(o.heldOut ?? instructions.map((_, k) => ({ goal: k, region: k % regions })))];
-    for (const c of heldOut) {
-      if (!(c.goal >= 0 && c.goal < instructions.length && c.region >= 0 && c.region < regions)) throw new Error(`split: held-out combination (goal ${c.goal}, region ${c.region}) is not one of ${instructions.length} goals x ${regions} regions`);
+    const withheld = [...(o.withheld ?? [])];
+    for (const [what, list] of [['held-out', heldOut], ['withheld', withheld]] as const) {
+      for (const c of list) {
+        if (!(c.goal >= 0 && c.goal < instructions.length && c.region >= 0 && c.region < regions)) throw new Error(`split: ${what} combination (goal ${c.goal}, region ${c.region}) is not one of ${instructions.length} goals x ${regions} regions`);
+      }
     }
     const combination = (seed: number): Combination => {
       env.reset(seed);
@@ -65,13 +72,21 @@ export async function combinationSplit(task: string, o: SplitOptions): Promise<E
       if (!g.position) throw new Error(`split: task '${task}' does not say where its goal lies`);
       return { goal: g.goal, region: regionOf(g.position[0], g.position[1], regions) };
     };
-    const isHeldOut = (c: Combination) => heldOut.some((h) => h.goal === c.goal && h.region === c.region);
+    const among = (list: readonly Combination[]) => (c: Combination) => list.some((h) => h.goal === c.goal && h.region === c.region);
+    const isHeldOut = among(heldOut), isWithheld = among(withheld);
+    const both = heldOut.find(isWithheld);
+    if (both) throw new Error(`split: combination (goal ${both.goal}, region ${both.region}) is both held out and withheld`);
     const train: number[] = [];
-    for (let s = o.train.seed0; s < o.train.seed0 + o.train.scan; s++) if (!isHeldOut(combination(s))) train.push(s);
+    for (let s = o.train.seed0; s < o.train.seed0 + o.train.scan; s++) {
+      const c = combination(s);
+      if (!isHeldOut(c) && !isWithheld(c)) train.push(s);
+    }
     const heldOutStates: number[] = [], heldOutCombinations: number[] = [];
     const n = o.eval.episodes, limit = o.maxScan ?? 50 * n;
     for (let s = o.eval.seed0; s < o.eval.seed0 + limit && (heldOutStates.length < n || heldOutCombinations.length < n); s++) {
-      const list = isHeldOut(combination(s)) ? heldOutCombinations : heldOutStates;
+      const c = combination(s);
+      if (isWithheld(c)) continue;
+      const list = isHeldOut(c) ? heldOutCombinations : heldOutStates;
       if (list.length < n) list.push(s);
     }
     if (heldOutStates.length < n || heldOutCombinations.length < n) {

@@ -19,7 +19,7 @@ const ROWS: Row[] = ['bc', 'sparse_only', 'dense_only', 'wmrl'];
 
 /** A task's result with held-out-state success `s` per row (combinations 0.1 lower); the rest plausible filler. */
 function result(s: Record<Row, number>): TaskResult {
-  const ev = (x: number) => ({ success: x, return: 10 * x, episodes: 100, steps: 100 * 300 });
+  const ev = (x: number) => ({ success: x, return: 10 * x, episodes: 100, steps: 100 * 300, outcomes: [] });
   const per = <T>(f: (r: Row) => T) => Object.fromEntries(ROWS.map((r) => [r, f(r)])) as Record<Row, T>;
   return {
     eval: per((r) => ({ heldOutStates: ev(s[r]), heldOutCombinations: ev(s[r] - 0.1) })),

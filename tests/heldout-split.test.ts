@@ -48,6 +48,30 @@ describe('the (instruction, target region) split', () => {
     expect(await combinationSplit(task, { train: { seed0: 0, scan: 80 }, eval: { seed0: 5000, episodes: 8 } })).toEqual(split);
   });
 
+  it('withheld combinations are neither trained on nor evaluated, so two evaluations with other held-out combinations share one training set', async () => {
+    const a = [{ goal: 0, region: 0 }, { goal: 1, region: 1 }, { goal: 2, region: 2 }];
+    const b = [{ goal: 0, region: 2 }, { goal: 1, region: 3 }, { goal: 2, region: 0 }];
+    const first = await combinationSplit('reach', { heldOut: a, withheld: b, train: { seed0: 0, scan: 80 }, eval: { seed0: 5000, episodes: 6 } });
+    const second = await combinationSplit('reach', { heldOut: b, withheld: a, train: { seed0: 0, scan: 80 }, eval: { seed0: 6000, episodes: 6 } });
+    expect(second.train).toEqual(first.train);
+    const env = await makeEnv({ task: 'reach' });
+    const combo = (seed: number) => {
+      env.reset(seed);
+      const g = (env as MjEnv).goalOf();
+      return { goal: g.goal, region: regionOf(g.position![0], g.position![1], 4) };
+    };
+    const among = (list: typeof a) => (c: { goal: number; region: number }) => list.some((h) => h.goal === c.goal && h.region === c.region);
+    // Half the twelve combinations train; neither evaluation's held-out ones do.
+    expect(first.train.map(combo).some((c) => among(a)(c) || among(b)(c))).toBe(false);
+    expect(first.train.length).toBeLessThan(60);
+    expect(first.heldOutCombinations.map(combo).every(among(a))).toBe(true);
+    expect(second.heldOutCombinations.map(combo).every(among(b))).toBe(true);
+    for (const s of [...first.heldOutStates, ...second.heldOutStates].map(combo)) expect(among(a)(s) || among(b)(s)).toBe(false);
+    env.dispose();
+    await expect(combinationSplit('reach', { heldOut: a, withheld: [a[1]!], train: { seed0: 0, scan: 10 }, eval: { seed0: 10, episodes: 5 } })).rejects.toThrow(/combination \(goal 1, region 1\) is both held out and withheld/);
+    await expect(combinationSplit('reach', { withheld: [{ goal: 0, region: 4 }], train: { seed0: 0, scan: 10 }, eval: { seed0: 10, episodes: 5 } })).rejects.toThrow(/withheld combination \(goal 0, region 4\) is not one of 3 goals x 4 regions/);
+  });
+
   it('refuses overlapping ranges and combinations that do not exist', async () => {
     await expect(combinationSplit('reach', { train: { seed0: 0, scan: 100 }, eval: { seed0: 50, episodes: 5 } })).rejects.toThrow(/evaluation seeds start at 50, inside the train range \[0, 100\)/);
     await expect(combinationSplit('reach', { heldOut: [{ goal: 3, region: 0 }], train: { seed0: 0, scan: 10 }, eval: { seed0: 10, episodes: 5 } })).rejects.toThrow(/\(goal 3, region 0\) is not one of 3 goals x 4 regions/);
@@ -71,8 +95,12 @@ describe('evaluation on held-out states and held-out combinations', () => {
     expect(after.heldOutCombinations.episodes).toBe(12);
     expect(after.heldOutStates.return).toBeGreaterThan(before.heldOutStates.return + 3);
     expect(after.heldOutCombinations.return).toBeGreaterThan(before.heldOutCombinations.return + 3);
-    // each set is exactly the policy on its own seeds
+    // each set is exactly the policy on its own seeds, with every episode's outcome in the seeds' order
     expect(after.heldOutCombinations).toEqual(await evaluateOn(env, bc, split.heldOutCombinations));
+    expect(after.heldOutStates.outcomes).toHaveLength(12);
+    expect(after.heldOutStates.outcomes.reduce((x, y) => x + y, 0) / 12).toBe(after.heldOutStates.success);
+    const one = await evaluateOn(env, bc, [split.heldOutStates[3]!]);
+    expect(one.outcomes).toEqual([after.heldOutStates.outcomes[3]]);
     const push = { ...split, task: 'push' };
     await expect(evaluateHeldOut(env, bc, push)).rejects.toThrow(/the split is of task 'push', the env runs 'reach'/);
     await bc.release();
