@@ -15,7 +15,8 @@ import { evaluateHeldOut } from '../policies/demos.js';
 import { LATENCY, vlaSplit } from '../recipes/vla.js';
 import { makeEnv } from '../sim/index.js';
 import { fmt, type BenchOptions, type BenchReport, type Series } from './lib/report.js';
-import { CLONE, TASKS, benchMlp, expertOn } from './vla.js';
+import { expertOn } from './cells/vla-measure.js';
+import { CLONE, TASKS, benchMlp } from './vla.js';
 
 export const tasks = TASKS;
 /** Demonstration episodes per clone (DAgger's included, as CLONE counts them). */

@@ -50,7 +50,7 @@ const mod = (await import(pathToFileURL(join(here, `${name}.ts`)).href)) as { ru
 // --split, --relook and --check only for a benchmark under the protocol.
 for (const [on, flag] of [[split !== undefined, '--split'], [relook, '--relook'], [check, '--check']] as const) {
   if (on && !mod.protocol) {
-    console.error(`benchmark '${name}' is not under the evidence protocol (it exports no \`protocol\`: no splits, no keys): ${flag} is only for one that is (autoresearch, embodied)`);
+    console.error(`benchmark '${name}' is not under the evidence protocol (it exports no \`protocol\`: no splits, no keys): ${flag} is only for one that is (autoresearch, embodied, vla)`);
     process.exit(2);
   }
 }
@@ -64,7 +64,7 @@ if (quick && split) {
 }
 // --seed only for a benchmark that says what its seed varies.
 if (seed !== undefined && !mod.seeded) {
-  console.error(`benchmark '${name}' takes no --seed (only a benchmark that declares what its seed varies: vla)`);
+  console.error(`benchmark '${name}' takes no --seed (only a benchmark that declares what its seed varies; one under the evidence protocol runs its splits' seeds)`);
   process.exit(2);
 }
 // --all and --task only for a benchmark that declares its tasks.
@@ -74,7 +74,7 @@ if ((all || task) && !mod.tasks) {
 }
 // --combine only for a benchmark that says what it combines, from full runs' results, instead of a run of its own.
 if (combine && !mod.combines) {
-  console.error(`benchmark '${name}' has nothing to combine: --combine is only for a benchmark that declares what it combines (vla)`);
+  console.error(`benchmark '${name}' has nothing to combine: --combine is only for a benchmark that declares what it combines (one under the evidence protocol reuses its cached cells instead)`);
   process.exit(2);
 }
 if (combine && (quick || all || task)) {
@@ -86,7 +86,7 @@ if (task && !mod.tasks!.includes(task)) {
   process.exit(2);
 }
 const opts: BenchOptions = { quick, all, ...(task ? { task } : {}), ...(seed !== undefined ? { seed } : {}), ...(combine ? { combine } : {}), ...(split === 'validation' || split === 'test' ? { split } : {}), ...(relook ? { relook } : {}), progress };
-// A seeded run writes beside the default one (`vla-reach-seed1.md`), never over it; a validation run beside the test run's.
+// A seeded run writes beside the default one (`<name>-seed1.md`), never over it; a validation run beside the test run's.
 const variant = (all ? '-all' : task ? `-${task}` : '') + (seed !== undefined ? `-seed${seed}` : '') + (split === 'validation' ? '-validation' : '');
 const command = `npm run bench -- ${name}${all ? ' --all' : task ? ` --task ${task}` : combine ? ' --combine' : ''}${seed !== undefined ? ` --seed ${seed}` : ''}${split === 'validation' ? ' --split validation' : ''}`;
 if (check) {

@@ -6,6 +6,7 @@ import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { protocol } from '../bench/autoresearch.js';
 import { protocol as embodied } from '../bench/embodied.js';
+import { protocol as vla } from '../bench/vla.js';
 import { checkCommitted } from '../bench/lib/protocol.js';
 
 const bench = (...args: string[]) => spawnSync(process.execPath, ['--import', 'tsx', 'bench/run.ts', ...args], { encoding: 'utf8', timeout: 60_000 });
@@ -36,6 +37,17 @@ describe('bench --check', () => {
       expect(r.status).toBe(expected.ok ? 0 : 1);
       if (expected.ok) expect(r.stdout.trim()).toBe(expected.resultLine);
       else expect(r.stderr).toContain(`bench embodied --check: refused: ${expected.message}`);
+    }
+  }, 60_000);
+
+  it("answers for vla's committed reports, both tasks or one, as checkCommitted does", () => {
+    for (const [args, report, opts] of [[[], 'vla', full], [['--task', 'reach'], 'vla-reach', { ...full, task: 'reach' }]] as const) {
+      const key = vla.keys(opts).report;
+      const expected = checkCommitted(report, key, `npm run bench -- vla${args.length ? ' --task reach' : ''}`);
+      const r = bench('vla', ...args, '--check');
+      expect(r.status).toBe(expected.ok ? 0 : 1);
+      if (expected.ok) expect(r.stdout.trim()).toBe(expected.resultLine);
+      else expect(r.stderr).toContain(`bench vla --check: refused: ${expected.message}`);
     }
   }, 60_000);
 

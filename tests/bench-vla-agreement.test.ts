@@ -5,7 +5,7 @@
 // imagination that ties throughout agrees at 0, one with ties in part at the tie-averaged Spearman (wmrl's
 // rankAgreement, the gate's own); per-step arrays of the wrong size are refused.
 import { describe, expect, it } from 'vitest';
-import { AGREEMENT_STEPS, firstStepsAgreement } from '../bench/vla.js';
+import { AGREEMENT_STEPS, firstStepsAgreement } from '../bench/cells/vla-measure.js';
 
 const G = 4, H = 120, seeds = [1, 2, 3];
 const n = seeds.length * G;

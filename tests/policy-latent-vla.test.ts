@@ -16,7 +16,7 @@ import { expertDemonstrations } from '../policies/demos.js';
 import { ClippedPolicyGradient, DEFAULT_PG_CONFIG } from '../policies/pg.js';
 import { exportPolicyArtifact } from '../policies/artifact.js';
 import { SimRobot } from '../hardware/robots/sim.js';
-import { agreementGroups, imaginationGaps, repeatability } from '../bench/vla.js';
+import { agreementGroups, imaginationGaps, repeatability } from '../bench/cells/vla-measure.js';
 
 const S = 16;
 let env: Env;
