@@ -350,12 +350,13 @@ function summarize(p: Plan, a: Analysis, run: RunInfo, named: boolean) {
       cs ? fmt(median(cs.map((x) => x.robotEpisodes)), 4) : '0',
       cs ? fmt(median(cs.map((x) => x.robotHours)), 3) : '0',
       cs ? fmt(median(cs.map((x) => x.computeSeconds)), 3) : dash,
+      fmt(median(seeds.map((s) => a.get(s, arm).cpuSeconds)), 3),
       arm === 'wmrl' ? `${fmt(median(corr.map((x) => x.weightEnd)), 3)} / ${fmt(median(corr.map((x) => x.anchorShare)), 2)}` : dash,
     ];
   });
   rows.push(
-    [(named ? `${task}: ` : '') + 'reference: the robust demonstrator the clone learns from', pct(b0.demonstrator.states), pct(b0.demonstrator.combinations), dash, dash, dash, dash, dash, dash],
-    [(named ? `${task}: ` : '') + "reference: the nominal sim's scripted expert", pct(b0.expert.states), pct(b0.expert.combinations), dash, dash, dash, dash, dash, dash],
+    [(named ? `${task}: ` : '') + 'reference: the robust demonstrator the clone learns from', pct(b0.demonstrator.states), pct(b0.demonstrator.combinations), dash, dash, dash, dash, dash, dash, dash],
+    [(named ? `${task}: ` : '') + "reference: the nominal sim's scripted expert", pct(b0.expert.states), pct(b0.expert.combinations), dash, dash, dash, dash, dash, dash, dash],
   );
 
   const perSeed = [
@@ -365,9 +366,12 @@ function summarize(p: Plan, a: Analysis, run: RunInfo, named: boolean) {
       perSeedTable(seeds, ARMS.map((arm) => ({ name: arm, values: a.success(arm, set) }))),
       '',
     ]),
-    `### ${task}: per seed, robot episodes / robot hours / compute s of each RL arm`,
+    `### ${task}: per seed, robot episodes / robot hours / the trainer's compute s / the cell's CPU s of each arm`,
     '',
-    perSeedTable(seeds, RL_ARMS.map((arm) => ({ name: arm, values: seeds.map((s) => `${a.rl(s, arm).robotEpisodes} / ${fmt(a.rl(s, arm).robotHours, 3)} / ${fmt(a.rl(s, arm).computeSeconds, 3)}`) }))),
+    perSeedTable(seeds, ARMS.map((arm) => ({ name: arm, values: seeds.map((s) => {
+      const c = a.get(s, arm);
+      return c.arm === 'bc' ? `0 / 0 / — / ${fmt(c.cpuSeconds, 3)}` : `${c.robotEpisodes} / ${fmt(c.robotHours, 3)} / ${fmt(c.computeSeconds, 3)} / ${fmt(c.cpuSeconds, 3)}`;
+    }) }))),
     '',
     `### ${task}: per seed, WMRL's corrections (anchor groups per update and their share; the denoiser's anchor weight at the end / its largest, 1 = not up-weighted; the first update a debias map calibrated; the imagined gate's share kept; the identified delay; the rank agreement under the identified context)`,
     '',
@@ -410,6 +414,7 @@ function summarize(p: Plan, a: Analysis, run: RunInfo, named: boolean) {
     debias_acted_seeds: seeds.length - neverMapped.length,
     robot_hours_wmrl: median(seeds.map((s) => w(s).robotHours)),
     compute_s_wmrl: median(seeds.map((s) => w(s).computeSeconds)),
+    cpu_s_wmrl: median(seeds.map((s) => w(s).cpuSeconds)),
     agreement_nominal: su.agreement.nominal,
     agreement_identified: median(seeds.map((s) => w(s).wmrl!.agreement.identified)),
     agreement_face_on_robot: su.agreement.faceOnRobot,
@@ -474,7 +479,7 @@ export function report(p: Plan, keys: ProtocolKeys, cells: VlaCells, run: RunInf
   return {
     title: `VLA post-training on the gap robot: behaviour cloning, sparse-only RL, dense-only RL, WMRL (${p.tasks.join(' and ')}, ${p.split} split)`,
     summary: summary.join('\n\n'),
-    header: ['arm', 'held-out states (mean [95% CI])', 'held-out combinations (mean [95% CI])', 'WMRL − arm, states (paired)', 'WMRL − arm, combinations (paired)', 'robot episodes (median)', 'robot hours (median)', 'compute s (median)', 'anchor weight at the end / anchor share (median)'],
+    header: ['arm', 'held-out states (mean [95% CI])', 'held-out combinations (mean [95% CI])', 'WMRL − arm, states (paired)', 'WMRL − arm, combinations (paired)', 'robot episodes (median)', 'robot hours (median)', 'compute s (median)', 'CPU s (median)', 'anchor weight at the end / anchor share (median)'],
     rows: parts.flatMap((part) => part.rows),
     notes: [
       `Report key \`${keys.report}\`, computation key \`${keys.compute}\`; test-split cells are recorded in bench/results/ledger.jsonl under the computation key. Splits: RL ${seedList([...p.seeds])}; evaluation start states from ${p.cell.eval.seed0} (block ${EVAL_BLOCK[p.split]} of ${START_BLOCK}); held-out combinations ${(p.cell.quick ? QUICK_HELD_OUT : COMBINATIONS[p.split]).map((c) => `(${c.goal}, ${c.region})`).join(', ')} (goal, region). The per-task settings (β, log-std, anchors and their scoring, the imagined gate, twin or face, the learning rate) and the update counts were chosen before the protocol on the states that are now validation's: they are to be re-made on validation (docs/decisions.md). The world model's pretraining: ${DEFAULT_PRETRAIN.wmMembers} members, profiles randomized by up to ×${DEFAULT_PRETRAIN.wmRandomize}; the VLA's ${S}x${S} camera, its observation ending with its last ${LATENCY} commands; ANCHORS ${JSON.stringify(ANCHORS)}.`,
