@@ -1,7 +1,8 @@
 // Runs a policy on a robot in real time, through the safety layer, and records the episode as it
-// happens: each step is committed to the store before the next control tick.
+// happens: each step goes to the store before the next control tick (committed there, for the store
+// itself; a robot's control thread hands it to the service's thread, which commits it).
 import { randomUUID } from 'node:crypto';
-import type { EpisodeStore } from '../episodes/store/store.js';
+import type { EpisodeSink } from '../episodes/store/store.js';
 import { SafetyStop, type SafetyLayer } from './safety.js';
 import type { RobotObservation } from '../common/robot.js';
 import type { ResetOptions } from './types.js';
@@ -22,7 +23,7 @@ export interface RunEpisodeOptions {
   reset?: ResetOptions;
   policy: Policy;
   maxSteps: number;
-  store?: EpisodeStore;
+  store?: EpisodeSink;
   meta: Omit<EpisodeMeta, 'id' | 'startedAt'> & { id?: string };
   score?: Scorer;
   /** Control ticks are paced at the robot's rate; false runs as fast as the robot answers (sim). */

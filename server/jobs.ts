@@ -4,6 +4,7 @@
 // own profile, so the viewer's imagined-vs-real view shows the reality gap — and a deployed policy's run.
 import { randomUUID } from 'node:crypto';
 import { join } from 'node:path';
+import type { EpisodeSink } from '../episodes/store/store.js';
 import { writeFileAtomic } from '../nn/index.js';
 import { runEpisode, type EpisodeOutcome, type Policy } from '../hardware/record.js';
 import { OBSERVATION_LAYOUT_KEY, buildObservation, layoutEntries, layoutOf, layoutToJson, splitObservation } from '../common/layout.js';
@@ -12,7 +13,7 @@ import { GaussianPolicy, exportPolicy } from '../policies/gaussian.js';
 import { OnnxPolicy } from '../policies/onnx-policy.js';
 import { makeEnv, type Env, type Expert } from '../sim/index.js';
 import { RunFailure, type JobContext, type JobDefinition } from './runs.js';
-import type { RobotHost } from './robot-host.js';
+import type { PolicySessionRequest, RobotHost } from './robot-host.js';
 import { ExpertSessionOptions, PolicyRunOptions, type MetricsPoint } from './schemas.js';
 
 const round = (x: number) => Math.round(x * 1e5) / 1e5;
@@ -39,8 +40,11 @@ export const sleep = (ms: number, signal: AbortSignal) =>
     signal.addEventListener('abort', done, { once: true });
   });
 
+/** What a session needs of its run: the run's context, with a store it records into (the service's, or a control thread's hand-over to it). */
+export type SessionContext = Omit<JobContext, 'store'> & { store: EpisodeSink };
+
 interface SessionSpec {
-  ctx: JobContext;
+  ctx: SessionContext;
   host: RobotHost;
   episodes: number;
   policyVersion: string;
@@ -186,7 +190,7 @@ async function session(s: SessionSpec): Promise<string> {
  * Gaussian MLP policy, exported as a deployable artifact with the robot's observation layout. Returns
  * the last epoch's mean squared action error (summed over the action's entries).
  */
-async function clonePolicy(pairs: { obs: Float32Array[]; act: Float32Array[] }, host: RobotHost, id: string, ctx: JobContext): Promise<number> {
+async function clonePolicy(pairs: { obs: Float32Array[]; act: Float32Array[] }, host: RobotHost, id: string, ctx: SessionContext): Promise<number> {
   const spec = host.spec;
   const layout = layoutOf(spec);
   const M = pairs.obs.length, D = pairs.obs[0]!.length, A = pairs.act[0]!.length;
@@ -250,7 +254,14 @@ export const policyRun: JobDefinition<typeof PolicyRunOptions> = {
   options: PolicyRunOptions,
   async run(o, ctx) {
     const host = ctx.robot(o.robot);
-    const p = await OnnxPolicy.load(ctx.policyPath(o.policy), host.spec);
-    return session({ ctx, host, episodes: o.episodes, policyVersion: o.policy, imagined: null, policy: () => (obs) => p.act(obs) });
+    const request: PolicySessionRequest = { policyPath: ctx.policyPath(o.policy), policy: o.policy, episodes: o.episodes };
+    // A robot in its own control thread runs the whole session there, beside its safety layer.
+    return host.controlThread ? host.controlThread.runPolicy(request, ctx) : policySession(host, request, ctx);
   },
 };
+
+/** A deployed policy's episodes on `host`, in the thread that hosts it (this one, or the robot's control thread). */
+export async function policySession(host: RobotHost, o: PolicySessionRequest, ctx: SessionContext): Promise<string> {
+  const p = await OnnxPolicy.load(o.policyPath, host.spec);
+  return session({ ctx, host, episodes: o.episodes, policyVersion: o.policy, imagined: null, policy: () => (obs) => p.act(obs) });
+}

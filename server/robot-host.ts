@@ -2,7 +2,8 @@
 // command, body poses) to the service's streams: the in-process sim robot, or any robot a robot YAML declares
 // (rosbridge, native ROS 2, MQTT). What only the sim has — its scene, body poses, physics state, its own scoring of
 // each step — is a capability the host has or has not; a robot YAML that names its sim task gets a kinematic copy
-// of that task for the scene, the poses and the imagined rollouts' start state.
+// of that task for the scene, the poses and the imagined rollouts' start state. A robot over rosbridge or MQTT is
+// hosted in its own control thread (server/control-worker.ts), behind the same RobotHost interface.
 import { EventEmitter } from 'node:events';
 import { existsSync, statSync } from 'node:fs';
 import { basename, resolve } from 'node:path';
@@ -17,6 +18,7 @@ import type { ResetOptions, Robot } from '../hardware/types.js';
 import { MjEnv, makeEnv, type EnvState, type SceneStatic } from '../sim/index.js';
 import { ApiError } from './errors.js';
 import { EstopLatch } from './estop-latch.js';
+import type { JobContext } from './runs.js';
 import type { RobotStatus } from './schemas.js';
 
 /** One applied control step, on the robot's side. */
@@ -48,6 +50,7 @@ class ReportingRobot implements Robot {
     private readonly inner: Robot,
     private readonly report: (command: Float32Array) => void,
     private readonly onReset: (options?: ResetOptions) => void = () => {},
+    private readonly guard: () => void = () => {},
   ) {}
   get spec(): RobotDeclaration {
     return this.inner.spec;
@@ -56,11 +59,13 @@ class ReportingRobot implements Robot {
     return (this.last = await this.inner.observe());
   }
   async act(action: Float32Array): Promise<Float32Array> {
+    this.guard();
     const applied = await this.inner.act(action);
     this.report(action);
     return applied;
   }
   async reset(options?: ResetOptions): Promise<RobotObservation> {
+    this.guard();
     this.last = await this.inner.reset(options);
     this.onReset(options);
     return this.last;
@@ -136,6 +141,13 @@ interface HostCommon {
    * `onError` hears of a latch that could not be written (the e-stop itself still holds).
    */
   latch?: { file: string; onError(e: Error): void };
+  /**
+   * Called as each command or reset leaves for the robot, below the safety layer; it may latch the e-stop and throw
+   * SafetyStop (the control thread's shared e-stop flag, server/control-worker.ts).
+   */
+  guard?: () => void;
+  /** Hears each control tick as it is logged (the control thread sends them to the service's log). */
+  onTick?: (t: ControlTick) => void;
 }
 
 export interface RobotHostOptions extends HostCommon {
@@ -170,8 +182,12 @@ export interface ControlTick {
 /** A bounded log of the latest control ticks. */
 export class TickLog {
   private buf: ControlTick[] = [];
-  constructor(private readonly cap = 200_000) {}
+  constructor(
+    private readonly cap = 200_000,
+    private readonly onPush?: (t: ControlTick) => void,
+  ) {}
   push(t: ControlTick): void {
+    this.onPush?.(t);
     this.buf.push(t);
     if (this.buf.length > this.cap) this.buf.splice(0, this.buf.length - this.cap);
   }
@@ -186,16 +202,123 @@ const checkedUrdf = (id: string, path: string | undefined): string | null => {
   return urdf;
 };
 
-export class RobotHost {
-  readonly ticks = new TickLog();
-  readonly events = new EventEmitter<{ step: [AppliedStep]; status: [RobotStatus] }>();
-  /** The run driving the robot, if any (one at a time). */
-  run: string | null = null;
-  stepsApplied = 0;
+/** The restored e-stop latch a host reports until its reset. */
+export interface RestoredLatch {
+  reason: string;
+  at: string | null;
+  unreadable: boolean;
+}
+
+/** What runs a deployed policy on a robot hosted in its own control thread. */
+export interface ControlThread {
+  /** Runs the policy job's session (jobs.ts policySession) in the robot's thread; resolves with its checkpoint. */
+  runPolicy(o: PolicySessionRequest, ctx: JobContext): Promise<string | null>;
+}
+
+/** A deployed policy's session: the policy file, its id (the episodes' policy version) and how many episodes. */
+export interface PolicySessionRequest {
+  policyPath: string;
+  policy: string;
+  episodes: number;
+}
+
+/**
+ * A robot the service hosts: in this thread (LocalRobotHost: the in-process sim, a native ROS 2 robot), or in a
+ * control thread of its own (server/control-worker.ts: a robot over rosbridge or MQTT), so that serving cannot make its
+ * control loop late.
+ */
+export interface RobotHost {
+  readonly id: string;
+  readonly kind: RobotKind;
+  /** The sim task the robot performs: the sim's, or the one its YAML names (null: none). */
+  readonly task: string | null;
+  /** The sim's hardware profile; 'real' for a robot over a transport. */
+  readonly profile: string;
+  /** Absolute path of the robot's URDF, or null. */
+  readonly urdf: string | null;
+  /** The last commands its observation reports (a policy for it reads them; its jobs' sims, models and prompts do too). */
+  readonly commandHistory: number;
+  /** Its reset reproduces the start state a seed selects (the sim; a ROS robot with services.reset_seed_topic; an MQTT robot's reset request carries the seed). */
+  readonly seededResets: boolean;
   /** The robot's 3D scene (its sim's, or its task's), or null for a robot whose YAML names no sim task. */
   readonly scene: SceneStatic | null;
+  /** Timing of the control ticks of the runs driving it. */
+  readonly ticks: TickLog;
+  readonly events: EventEmitter<{ step: [AppliedStep]; status: [RobotStatus] }>;
+  /** The run driving the robot, if any (one at a time). */
+  run: string | null;
+  /** Commands applied since the host started. */
+  readonly stepsApplied: number;
   /** The latch restored from disk at start, while it holds (null once reset, or when none was found). */
-  restoredLatch: { reason: string; at: string | null; unreadable: boolean } | null = null;
+  readonly restoredLatch: RestoredLatch | null;
+  /** The safety layer every command to the robot goes through. */
+  readonly safety: SafetyLayer;
+  /** The robot's declared spec (the safety layer's: the YAML's limits, not the robot's own claim). */
+  readonly spec: RobotDeclaration;
+  /** The in-process sim robot, or null for a robot over a transport. */
+  readonly simulated: SimRobot | null;
+  /** The in-process sim robot; throws, naming the robot, for a robot over a transport (look at `simulated` first). */
+  readonly sim: SimRobot;
+  /** Its link is up and its state arrives (always, for the sim). */
+  readonly connected: boolean;
+  /** Control steps of one episode: its task's horizon, else ROBOT_EPISODE_STEPS. */
+  readonly horizon: number;
+  /** The robot's own control thread, where a deployed policy's episodes run; null: this thread drives the robot. */
+  readonly controlThread: ControlThread | null;
+  /**
+   * The reward, success and episode end of the step just taken (the sim's step, or the robot's outcome topic), or null
+   * for a robot that reports none: its episodes are recorded unscored and run to their step limit.
+   */
+  scorer(): Scorer | null;
+  /** The robot's joint positions now (its latest state, for a robot over a transport), in its joint order. */
+  positions(): number[];
+  /** Body poses (nbody x 7) of the robot's scene now; empty without a scene. */
+  poses(): number[];
+  /** The sim state the robot is in (for imagined rollouts from it): the sim's, the task copy's posed at its joints, or null. */
+  physicsState(): EnvState | null;
+  status(): RobotStatus;
+  /** Latches the e-stop, then tells the robot; a robot that does not confirm (its link down) is an error, the latch holding. */
+  estop(reason: string): Promise<void>;
+  /** Clears a latched e-stop and brings the robot to its start state; the latch is set again when the robot does not come back. */
+  reset(): Promise<void>;
+  dispose(): Promise<void>;
+}
+
+/** A host's status; `robotStopped`: the robot's own refusal of effort, where it reports one (the sim). */
+export function hostStatus(h: RobotHost, robotStopped: boolean | null): RobotStatus {
+  const s = h.spec;
+  const estopped = h.safety.isEstopped;
+  return {
+    id: h.id,
+    name: s.name,
+    kind: h.kind,
+    connected: h.connected,
+    task: h.task,
+    profile: h.profile,
+    commandHistory: h.commandHistory,
+    camera: s.camera ? s.camera.width : null,
+    joints: s.joints,
+    controlHz: s.controlHz,
+    state: estopped ? 'estopped' : h.run ? 'running' : 'idle',
+    estopped,
+    robotStopped,
+    run: h.run,
+    stepsApplied: h.stepsApplied,
+    position: h.positions(),
+    interventions: Object.fromEntries(Object.entries(h.safety.counts).filter(([, v]) => v > 0)),
+    urdf: h.urdf === null ? null : `/api/robots/${h.id}/urdf/${basename(h.urdf)}`,
+  };
+}
+
+/** A robot hosted in this thread. */
+export class LocalRobotHost implements RobotHost {
+  readonly ticks: TickLog;
+  readonly events = new EventEmitter<{ step: [AppliedStep]; status: [RobotStatus] }>();
+  run: string | null = null;
+  stepsApplied = 0;
+  readonly scene: SceneStatic | null;
+  restoredLatch: RestoredLatch | null = null;
+  readonly controlThread = null;
   private latch: { store: EstopLatch; onError(e: Error): void } | null = null;
   private restoring = false;
   private linkUp = true;
@@ -210,29 +333,26 @@ export class RobotHost {
     private readonly simRobot: SimRobot | null,
     private readonly mirror: KinematicMirror | null,
     private readonly link: RobotLink,
-    /** The sim task the robot performs: the sim's, or the one its YAML names (null: none). */
     readonly task: string | null,
-    /** The sim's hardware profile; 'real' for a robot over a transport. */
     readonly profile: string,
-    /** Absolute path of the robot's URDF, or null. */
     readonly urdf: string | null,
-    /** The last commands its observation reports (a policy for it reads them; its jobs' sims, models and prompts do too). */
     readonly commandHistory: number,
-    /** Its reset reproduces the start state a seed selects (the sim; a ROS robot with services.reset_seed_topic; an MQTT robot's reset request carries the seed). */
     readonly seededResets: boolean,
+    onTick: ((t: ControlTick) => void) | undefined,
   ) {
+    this.ticks = new TickLog(undefined, onTick);
     this.scene = simRobot ? simRobot.env.sceneStatic() : (mirror?.env.sceneStatic() ?? null);
     this.scoreStep = link.outcome;
   }
 
   /** The in-process sim robot of a task under a hardware profile. */
-  static async create(o: RobotHostOptions): Promise<RobotHost> {
+  static async create(o: RobotHostOptions): Promise<LocalRobotHost> {
     const urdf = checkedUrdf(o.id, o.urdf);
     const sim = await SimRobot.create({ task: o.task, profile: o.profile, seed: o.seed, commandHistory: o.commandHistory, ...(o.image ? { image: o.image } : {}) });
-    const ref: { host?: RobotHost } = {};
-    const reporting = new ReportingRobot(sim, (command) => ref.host?.applied(command));
+    const ref: { host?: LocalRobotHost } = {};
+    const reporting = new ReportingRobot(sim, (command) => ref.host?.applied(command), undefined, o.guard);
     // The sim's actions are normalized efforts in [-1, 1]: a per-step change cap of 2 never binds.
-    const safety = new SafetyLayer(reporting, { ...DEFAULT_SAFETY, maxDelta: 2 }, { watchdog: o.watchdog !== false, log: RobotHost.logger(ref, o) });
+    const safety = new SafetyLayer(reporting, { ...DEFAULT_SAFETY, maxDelta: 2 }, { watchdog: o.watchdog !== false, log: LocalRobotHost.logger(ref, o) });
     const link: RobotLink = {
       connected: () => true,
       outcome: () => {
@@ -240,14 +360,14 @@ export class RobotHost {
         return { reward: l?.reward ?? 0, done: !!(l?.terminated || l?.truncated), success: l?.info.success };
       },
     };
-    const host = new RobotHost(o.id, 'sim', safety, reporting, sim, null, link, o.task, o.profile, urdf, o.commandHistory ?? 0, true);
+    const host = new LocalRobotHost(o.id, 'sim', safety, reporting, sim, null, link, o.task, o.profile, urdf, o.commandHistory ?? 0, true, o.onTick);
     ref.host = host;
     await host.restoreLatch(o.latch);
     return host;
   }
 
   /** The robot a robot YAML declares, connected over its transport behind the safety layer the YAML configures. */
-  static async connect(o: ConfiguredHostOptions): Promise<RobotHost> {
+  static async connect(o: ConfiguredHostOptions): Promise<LocalRobotHost> {
     const cfg = o.config;
     const who = `robot '${o.id}'${o.source ? ` (${o.source})` : ''}`;
     const urdf = checkedUrdf(o.id, o.urdf);
@@ -258,11 +378,11 @@ export class RobotHost {
     try {
       if (cfg.task !== undefined) mirror = await KinematicMirror.create(cfg.task, opened.robot.spec, cfg.commandHistory ?? 0, who);
       const m = mirror;
-      const ref: { host?: RobotHost } = {};
-      const reporting = new ReportingRobot(opened.robot, (command) => ref.host?.applied(command), (options) => m?.reset(options?.seed));
-      const safety = new SafetyLayer(reporting, cfg.safety, { watchdog: o.watchdog !== false, log: RobotHost.logger(ref, o) });
+      const ref: { host?: LocalRobotHost } = {};
+      const reporting = new ReportingRobot(opened.robot, (command) => ref.host?.applied(command), (options) => m?.reset(options?.seed), o.guard);
+      const safety = new SafetyLayer(reporting, cfg.safety, { watchdog: o.watchdog !== false, log: LocalRobotHost.logger(ref, o) });
       const seeded = cfg.transport === 'mqtt' || cfg.services.resetSeed !== undefined;
-      const host = new RobotHost(o.id, cfg.transport, safety, reporting, null, mirror, opened.link, cfg.task ?? null, 'real', urdf, cfg.commandHistory ?? 0, seeded);
+      const host = new LocalRobotHost(o.id, cfg.transport, safety, reporting, null, mirror, opened.link, cfg.task ?? null, 'real', urdf, cfg.commandHistory ?? 0, seeded, o.onTick);
       ref.host = host;
       // Its joint positions from the start, for the status and the viewer.
       await safety.observe().catch((e: Error) => {
@@ -281,7 +401,7 @@ export class RobotHost {
   }
 
   /** Every latch goes through the layer's log (the API's e-stop, a watchdog that stops), so it is persisted here. */
-  private static logger(ref: { host?: RobotHost }, o: HostCommon) {
+  private static logger(ref: { host?: LocalRobotHost }, o: HostCommon) {
     return (e: InterventionEvent) => {
       if (e.kind === 'estop') ref.host?.persistLatch(e.detail);
       o.onIntervention?.(e);
@@ -383,28 +503,7 @@ export class RobotHost {
   }
 
   status(): RobotStatus {
-    const s = this.spec;
-    const estopped = this.safety.isEstopped;
-    return {
-      id: this.id,
-      name: s.name,
-      kind: this.kind,
-      connected: this.connected,
-      task: this.task,
-      profile: this.profile,
-      commandHistory: this.commandHistory,
-      camera: s.camera ? s.camera.width : null,
-      joints: s.joints,
-      controlHz: s.controlHz,
-      state: estopped ? 'estopped' : this.run ? 'running' : 'idle',
-      estopped,
-      robotStopped: this.simRobot ? this.simRobot.isStopped : null,
-      run: this.run,
-      stepsApplied: this.stepsApplied,
-      position: this.positions(),
-      interventions: Object.fromEntries(Object.entries(this.safety.counts).filter(([, v]) => v > 0)),
-      urdf: this.urdf === null ? null : `/api/robots/${this.id}/urdf/${basename(this.urdf)}`,
-    };
+    return hostStatus(this, this.simRobot ? this.simRobot.isStopped : null);
   }
 
   /** Latches the e-stop, then tells the robot; a robot that does not confirm (its link down) is an error, the latch holding. */

@@ -1,13 +1,14 @@
 // The build (bin/build.mjs, `npm run build`, run by npm ci): every product module transpiled into its own
 // folder with plain node, no tsx — the CLI's version, help, a verb on the sim's assets and one whose sandbox
 // children run from the build — and bin/wmrl.mjs's check that a build still matches the sources.
-import { spawnSync } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import { chmodSync, existsSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, relative } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { SOURCE_FOLDERS, buildState, sourceFiles } from '../bin/build.mjs';
+import { policyOnnx } from './helpers/policy-onnx.js';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 // Inside the package (the built code finds package.json and node_modules above it), not dist/, which bin/wmrl.mjs may be running.
@@ -129,6 +130,50 @@ describe('the built CLI, with plain node (no tsx, no TypeScript module loaded)',
     expect(o.value.runner).toBe(join(OUT, 'autoresearch', 'sandbox-runner.js'));
     expect(o.value.execArgv.filter((a) => !a.startsWith('--max-old-space-size='))).toEqual([]);
   }, 60_000);
+});
+
+describe("the built service's control threads", () => {
+  it('a robot over rosbridge (the built sim-robot) is hosted in a control thread running the built module with plain node; a deployed policy records its episode', async () => {
+    const robot = spawn(process.execPath, ['--import', NO_TS, join(OUT, 'bin', 'wmrl.js'), 'sim-robot', '--port', '0', '--profile', 'gap'], { cwd: work, stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, NODE_OPTIONS: '' } });
+    try {
+      let out = '';
+      const port = await new Promise<string>((resolve, reject) => {
+        robot.stdout!.on('data', (d) => {
+          out += d;
+          const m = /serving rosbridge v2 on ws:\/\/[^:]+:(\d+)/.exec(out);
+          if (m) resolve(m[1]!);
+        });
+        robot.once('exit', (code) => reject(new Error(`the built sim-robot exited (${code}): ${out}`)));
+      });
+      const yaml = join(work, 'arm.yaml');
+      writeFileSync(yaml, readFileSync(join(ROOT, 'launch', 'robots', 'sim-reach.yaml'), 'utf8').replace('ws://127.0.0.1:9090', `ws://127.0.0.1:${port}`));
+      const policy = join(work, 'pi.onnx');
+      writeFileSync(policy, policyOnnx(2 * 2 + 13, 2));
+      const script = join(work, 'serve-thread.mjs');
+      writeFileSync(script, `import { copyFileSync } from 'node:fs';
+        import { startService } from ${JSON.stringify(pathToFileURL(join(OUT, 'server', 'service.js')).href)};
+        const svc = await startService({ dataDir: ${JSON.stringify(join(work, 'serve-data'))}, port: 0, foxglovePort: null, mqttPort: null, robots: [{ yaml: ${JSON.stringify(yaml)}, id: 'arm' }] });
+        try {
+          const host = svc.ctx.robots.get('arm');
+          copyFileSync(${JSON.stringify(policy)}, svc.ctx.policies.path('pi'));
+          const run = svc.ctx.runs.start('policy', { robot: 'arm', policy: 'pi', episodes: 1 });
+          while (!['finished', 'failed', 'stopped'].includes(svc.ctx.runs.get(run.id).status.state)) await new Promise((r) => setTimeout(r, 50));
+          process.stdout.write(JSON.stringify({ module: host.threadModule, run: svc.ctx.runs.get(run.id).status, episodes: svc.ctx.store.list({ robot: 'sim-reach' }).map((e) => [e.status, e.steps]) }));
+        } finally {
+          await svc.close();
+        }`);
+      const r = spawnSync(process.execPath, ['--import', NO_TS, script], { cwd: work, encoding: 'utf8', timeout: 90_000, env: { ...process.env, NODE_OPTIONS: '' } });
+      expect(r.status, r.stderr).toBe(0);
+      const o = JSON.parse(r.stdout) as { module: string; run: { state: string; error: string | null }; episodes: Array<[string, number]> };
+      expect(o.module).toBe(pathToFileURL(join(OUT, 'server', 'control-worker-thread.js')).href);
+      expect([o.run.state, o.run.error]).toEqual(['finished', null]);
+      expect(o.episodes).toHaveLength(1);
+      expect(o.episodes[0]![0]).toBe('complete');
+      expect(o.episodes[0]![1]).toBeGreaterThan(0);
+    } finally {
+      robot.kill('SIGTERM');
+    }
+  }, 120_000);
 });
 
 describe('buildState: bin/wmrl.mjs runs a build only while it matches the sources', () => {

@@ -48,6 +48,9 @@ export interface EpisodeRecorder {
   finish(outcome?: { success?: boolean }): void;
 }
 
+/** What recording an episode needs of a store: the store itself, or one that hands the steps to it from another thread. */
+export type EpisodeSink = Pick<EpisodeStore, 'begin' | 'finish'>;
+
 interface EpisodeRow {
   id: string;
   robot: string;

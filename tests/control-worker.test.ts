@@ -1,0 +1,175 @@
+// A robot over rosbridge (the sim stand-in in its own process) hosted in its own control thread: its deployed
+// policy keeps its control rate while the service's thread is blocked (the in-process sim beside it, on that thread,
+// does not), its episodes are recorded step by step into the service's store by the thread, the e-stop latches at
+// once through the shared flag and is confirmed by the robot, and a store opened by a control thread leaves the
+// episodes the service's thread is recording alone.
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { loadRobotConfig } from '../hardware/config.js';
+import { EpisodeStore } from '../episodes/store/store.js';
+import { EstopFlag, WorkerRobotHost } from '../server/control-worker.js';
+import { latchFile } from '../server/estop-latch.js';
+import type { RunStatus } from '../server/schemas.js';
+import { startService, type Service } from '../server/service.js';
+import { policyOnnx } from './helpers/policy-onnx.js';
+import { spawnStandIn, type StandInProcess } from './helpers/standin-process.js';
+
+const dir = mkdtempSync(join(tmpdir(), 'wmrl-control-thread-'));
+const data = join(dir, 'data');
+let arm: StandInProcess;
+let svc: Service;
+let auth: Record<string, string>;
+const errors: Error[] = [];
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+async function until<T>(f: () => Promise<T | undefined> | T | undefined, what: string, ms = 20_000): Promise<T> {
+  const end = Date.now() + ms;
+  for (;;) {
+    const v = await f();
+    if (v !== undefined) return v;
+    if (Date.now() > end) throw new Error(`${what}: not within ${ms} ms`);
+    await sleep(20);
+  }
+}
+const inject = (o: { method?: 'GET' | 'POST' | 'PUT'; url: string; headers?: Record<string, string>; payload?: unknown }) => svc.app.inject({ method: o.method ?? 'GET', url: o.url, headers: o.headers, payload: o.payload as string });
+const runState = async (id: string) => (await inject({ url: `/api/runs/${id}` })).json<RunStatus>();
+// Without its outcome topic: the service's clock paces the episodes, not the robot's step reports.
+const yaml = () =>
+  readFileSync('launch/robots/sim-reach.yaml', 'utf8')
+    .replace('name: sim-reach', 'name: arm')
+    .replace('ws://127.0.0.1:9090', `ws://127.0.0.1:${arm.port}`)
+    .replace(/^outcome_topic: .*$/m, '');
+/** Holds this thread for `ms` without yielding to its event loop. */
+function block(ms: number): void {
+  const end = performance.now() + ms;
+  let spins = 0;
+  while (performance.now() < end) spins++;
+  expect(spins).toBeGreaterThan(0);
+}
+
+beforeAll(async () => {
+  arm = await spawnStandIn(['--profile', 'gap']);
+  writeFileSync(join(dir, 'arm.yaml'), yaml());
+  svc = await startService({ dataDir: data, port: 0, foxglovePort: null, mqttPort: null, robots: [{ id: 'sim', task: 'reach', profile: 'gap' }, { yaml: join(dir, 'arm.yaml') }], onError: (e) => errors.push(e) });
+  auth = { authorization: `Bearer ${svc.token}` };
+  const up = await inject({ method: 'PUT', url: '/api/policies/pi', headers: { ...auth, 'content-type': 'application/octet-stream' }, payload: Buffer.from(policyOnnx(2 * 2 + 13, 2)) });
+  expect(up.statusCode, up.body).toBe(201);
+}, 90_000);
+
+afterAll(async () => {
+  await svc?.close();
+  await arm?.stop();
+  rmSync(dir, { recursive: true, force: true });
+});
+
+describe('a robot over rosbridge in its own control thread', () => {
+  it('is hosted in a thread running the control thread module (the TypeScript source, under tsx); the in-process sim is not', () => {
+    const host = svc.ctx.robots.get('arm')!;
+    expect(host).toBeInstanceOf(WorkerRobotHost);
+    expect((host as WorkerRobotHost).threadModule).toMatch(/\/server\/control-worker-thread\.ts$/);
+    expect(host.controlThread).not.toBeNull();
+    expect(svc.ctx.robots.get('sim')!.controlThread).toBeNull();
+    expect(host.status()).toMatchObject({ id: 'arm', kind: 'rosbridge', connected: true, task: 'reach', estopped: false, robotStopped: null });
+    expect(host.scene?.format).toBe('wmrl-scene/1');
+  });
+
+  it("keeps its control rate while the service's thread is blocked; the sim on that thread stops; its episodes are recorded step by step", async () => {
+    const arm = svc.ctx.robots.get('arm')!;
+    const sim = svc.ctx.robots.get('sim')!;
+    const deployed = await inject({ method: 'POST', url: '/api/policies/pi/deploy', headers: auth, payload: { robot: 'arm', episodes: 1000 } });
+    expect(deployed.statusCode, deployed.body).toBe(201);
+    const expert = svc.ctx.runs.start('expert-session', { robot: 'sim', episodes: 1000, imagined: false, clone: false });
+    const ids = [deployed.json<RunStatus>().id, expert.id];
+    try {
+      await until(() => (arm.ticks.between(performance.now() - 500, Infinity).length > 10 && sim.ticks.between(performance.now() - 500, Infinity).length > 10 ? true : undefined), 'both robots stepping');
+      const a = performance.now();
+      block(1000);
+      const b = performance.now();
+      // The thread's ticks of the blocked time arrive, in order, once this thread reads its messages again.
+      await until(() => (arm.ticks.between(b, Infinity).length > 0 ? true : undefined), 'a tick after the block');
+      const expected = arm.spec.controlHz * ((b - a) / 1000);
+      // A quarter of its rate at least, on a machine others may load; the blocked thread's robot none at all (a tick may land at either edge).
+      expect(arm.ticks.between(a, b).length).toBeGreaterThanOrEqual(0.25 * expected);
+      expect(sim.ticks.between(a + 25, b - 25)).toEqual([]);
+    } finally {
+      for (const id of ids) expect((await inject({ method: 'POST', url: `/api/runs/${id}/stop`, headers: auth })).json<RunStatus>().state).toBe('stopped');
+    }
+    const episodes = svc.ctx.store.list({ robot: 'arm' });
+    expect(episodes.length).toBeGreaterThanOrEqual(1);
+    // Every episode finished (the last by the stop), its steps in order with none missing.
+    for (const e of episodes) {
+      expect(['complete', 'partial']).toContain(e.status);
+      const steps = svc.ctx.store.get(e.meta.id).steps.map((s) => s.seq);
+      expect(steps).toEqual(steps.map((_, i) => i));
+    }
+    expect(errors).toEqual([]);
+  }, 60_000);
+
+  it('e-stop: latched at once, the robot confirms, nothing applied after; the episode partial; reset at the robot and through the API releases it', async () => {
+    const host = svc.ctx.robots.get('arm')!;
+    const run = await inject({ method: 'POST', url: '/api/policies/pi/deploy', headers: auth, payload: { robot: 'arm', episodes: 5 } });
+    expect(run.statusCode, run.body).toBe(201);
+    const id = run.json<RunStatus>().id;
+    await until(() => (host.ticks.between(performance.now() - 200, Infinity).length > 3 ? true : undefined), 'the policy stepping');
+    const stopping = host.estop('bumped the table');
+    // Latched before any message went: the shared flag.
+    expect(host.safety.isEstopped).toBe(true);
+    await stopping;
+    expect(host.status()).toMatchObject({ state: 'estopped', estopped: true, connected: true });
+    expect(readFileSync(latchFile(data, 'arm'), 'utf8')).toMatch(/bumped the table/);
+    const applied = host.stepsApplied;
+    await sleep(300);
+    expect(host.stepsApplied).toBe(applied);
+    const mine = new Set(svc.ctx.runs.rollouts(id));
+    const partial = await until(() => svc.ctx.store.list({ robot: 'arm' }).find((e) => mine.has(e.meta.id) && e.status === 'partial'), 'the e-stopped episode partial');
+    expect(partial.steps).toBeGreaterThan(0);
+    expect(host.status().interventions.estop).toBeGreaterThanOrEqual(1);
+    expect((await inject({ method: 'POST', url: `/api/runs/${id}/stop`, headers: auth })).json<RunStatus>().state).toBe('stopped');
+    // The stand-in latched its own stop: refused until the operator clears it there.
+    expect((await inject({ method: 'POST', url: '/api/robots/arm/reset', headers: auth })).json()).toMatchObject({ code: 'WMRL_ROBOT_UNAVAILABLE', message: expect.stringMatching(/it stays e-stopped/) });
+    expect(host.safety.isEstopped).toBe(true);
+    expect(await arm.clearEstop()).toMatch(/e-stop cleared/);
+    const reset = await inject({ method: 'POST', url: '/api/robots/arm/reset', headers: auth });
+    expect(reset.statusCode, reset.body).toBe(200);
+    expect(reset.json()).toMatchObject({ state: 'idle', estopped: false });
+    expect(host.safety.isEstopped).toBe(false);
+    expect(existsSync(latchFile(data, 'arm'))).toBe(false);
+    expect((await runState(id)).state).toBe('stopped');
+  }, 60_000);
+});
+
+describe('the shared e-stop flag', () => {
+  it('each raise is taken once, with its reason; a reason too long is cut to the room there is', () => {
+    const service = new EstopFlag();
+    const thread = new EstopFlag(service.buffer);
+    expect(thread.take()).toBeNull();
+    expect(service.raise('first')).toBe(1);
+    expect(service.raise('second, é')).toBe(2);
+    expect(thread.take()).toBe('second, é');
+    expect(thread.take()).toBeNull();
+    expect([thread.taken, service.generation]).toEqual([2, 2]);
+    service.raise('x'.repeat(5000));
+    expect(thread.take()).toHaveLength(1024);
+  });
+});
+
+describe('a control thread started on its own', () => {
+  it('a robot it cannot reach fails the start, naming it; once disposed, the thread is gone and calls on it fail', async () => {
+    const store = EpisodeStore.open(join(dir, 'own.db'));
+    try {
+      writeFileSync(join(dir, 'nowhere.yaml'), yaml().replace(`:${arm.port}`, ':9'));
+      await expect(WorkerRobotHost.start({ id: 'nowhere', config: loadRobotConfig(join(dir, 'nowhere.yaml')), store, onError: (e) => errors.push(e) })).rejects.toThrow(/^robot 'nowhere': cannot reach it over rosbridge at ws:\/\/127\.0\.0\.1:9/);
+      const host = await WorkerRobotHost.start({ id: 'again', config: loadRobotConfig(join(dir, 'arm.yaml')), watchdog: false, store, onError: (e) => errors.push(e) });
+      expect(host.status()).toMatchObject({ id: 'again', connected: true, estopped: false });
+      expect((await host.safety.observe()).position).toHaveLength(2);
+      await host.dispose();
+      expect(host.connected).toBe(false);
+      await expect(host.safety.observe()).rejects.toThrow(/^robot 'again': its control thread exited/);
+      expect(errors).toEqual([]);
+    } finally {
+      store.close();
+    }
+  }, 60_000);
+});
