@@ -1,43 +1,86 @@
-// server: does watching slow the robot? The service's 50 Hz control loop (the scripted-expert job on
-// the sim robot, with its imagined replay) with no viewers vs 50 viewer WebSocket clients on
-// /api/stream plus one Foxglove client subscribed to every channel, in another process, same run,
-// phases interleaved. Control rate and action latency come from the job's own tick log.
-import { spawn } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+// server: can serving make a robot's control loop late? A robot over rosbridge (`wmrl sim-robot` in its own
+// process, serving rosbridge over a real WebSocket) hosted by the service from a robot YAML, a deployed policy
+// driving it at 50 Hz (its control thread: ONNX inference, the safety layer, stepping), with the service quiet vs
+// loaded by 50 viewer WebSocket clients on /api/stream, one Foxglove client subscribed to every channel and 10
+// clients downloading the robot's episodes as MCAP bags back to back, all in another process; phases interleaved in
+// one run. Control rate and lateness come from the run's own tick log.
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { availableParallelism, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { createInterface } from 'node:readline';
-import { startService } from '../server/service.js';
+import { layoutDim, layoutOf } from '../common/layout.js';
+import { GaussianPolicy } from '../policies/gaussian.js';
+import { exportEmbodiedPolicy } from '../recipes/embodied.js';
 import type { ControlTick } from '../server/robot-host.js';
+import { startService } from '../server/service.js';
 import { fmt, median, quantile, type BenchOptions, type BenchReport } from './lib/report.js';
+import type { ClientsReport } from './lib/server-clients.js';
 
 const VIEWERS = 50;
+const DOWNLOADS = 10;
+/** The robot's id, and its name in the episodes. */
+const ROBOT = 'arm';
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
-interface Viewers {
-  stop(): Promise<{ seconds: number; perClient: number[]; foxglove: number }>;
+async function until<T>(f: () => T | undefined, what: string, ms = 60_000): Promise<T> {
+  const end = performance.now() + ms;
+  for (;;) {
+    const v = f();
+    if (v !== undefined) return v;
+    if (performance.now() > end) throw new Error(`bench server: ${what}: not within ${ms / 1000} s`);
+    await sleep(20);
+  }
 }
 
-async function startViewers(url: string, foxUrl: string): Promise<Viewers> {
-  const p = spawn(process.execPath, ['--import', 'tsx', 'bench/lib/server-clients.ts', url, foxUrl, String(VIEWERS)], { stdio: ['pipe', 'pipe', 'inherit'] });
+/** `wmrl sim-robot` serving rosbridge on a free port, in its own process; resolves with it and its port. */
+async function startRobot(): Promise<{ proc: ChildProcess; port: number }> {
+  const proc = spawn(process.execPath, ['--import', 'tsx', 'bin/wmrl.ts', 'sim-robot', '--port', '0', '--profile', 'gap'], { stdio: ['ignore', 'pipe', 'inherit'] });
+  const lines = createInterface({ input: proc.stdout! });
+  const port = await new Promise<number>((resolve, reject) => {
+    lines.on('line', (l) => {
+      const m = /serving rosbridge v2 on ws:\/\/[^:]+:(\d+)/.exec(l);
+      if (m) resolve(Number(m[1]));
+    });
+    proc.once('exit', (code) => reject(new Error(`bench server: the sim-robot process exited (${code}) before serving`)));
+  });
+  return { proc, port };
+}
+
+const stopProcess = (p: ChildProcess) =>
+  new Promise<void>((resolve) => {
+    if (p.exitCode !== null) return resolve();
+    p.once('exit', () => resolve());
+    p.kill('SIGTERM');
+    setTimeout(() => p.kill('SIGKILL'), 3000).unref();
+  });
+
+interface Clients {
+  stop(): Promise<ClientsReport>;
+}
+
+async function startClients(url: string, foxUrl: string): Promise<Clients> {
+  const p = spawn(process.execPath, ['--import', 'tsx', 'bench/lib/server-clients.ts', url, foxUrl, String(VIEWERS), String(DOWNLOADS), ROBOT], { stdio: ['pipe', 'pipe', 'inherit'] });
   const lines = createInterface({ input: p.stdout! });
   const next = () =>
     new Promise<string>((resolve, reject) => {
       lines.once('line', resolve);
-      p.once('exit', (code) => reject(new Error(`viewer process exited (${code})`)));
+      p.once('exit', (code) => reject(new Error(`bench server: the clients' process exited (${code})`)));
     });
   const ready = await next();
-  if (ready !== 'ready') throw new Error(`viewer process: ${ready}`);
+  if (ready !== 'ready') throw new Error(`bench server: the clients' process: ${ready}`);
   return {
     stop: async () => {
       const reply = next();
       p.stdin!.write('report\n');
-      return JSON.parse(await reply) as { seconds: number; perClient: number[]; foxglove: number };
+      return JSON.parse(await reply) as ClientsReport;
     },
   };
 }
 
 function stats(ticks: ControlTick[], seconds: number) {
+  if (ticks.length === 0) throw new Error('bench server: no control ticks in a phase');
   return {
     rate: ticks.length / seconds,
     p50: quantile(ticks.map((t) => t.late), 0.5),
@@ -47,81 +90,140 @@ function stats(ticks: ControlTick[], seconds: number) {
   };
 }
 
+const pct = (x: number) => `${x >= 0 ? '+' : '−'}${fmt(Math.abs(100 * x), 2)}%`;
+
 export async function run(o: BenchOptions): Promise<BenchReport> {
   const rounds = o.quick ? 2 : 4;
   const phaseMs = o.quick ? 3000 : 7000;
+  const loadBefore = loadavg()[0]!;
   const dir = mkdtempSync(join(tmpdir(), 'bench-server-'));
-  const svc = await startService({ dataDir: dir, port: 0, foxglovePort: 0, mqttPort: null });
-  const idle: ControlTick[] = [];
+  const robot = await startRobot();
+  const quiet: ControlTick[] = [];
   const loaded: ControlTick[] = [];
-  const received: Array<{ seconds: number; perClient: number[]; foxglove: number }> = [];
-  let idleS = 0;
+  const received: ClientsReport[] = [];
+  const loopDelay = { quiet: [] as number[], loaded: [] as number[] };
+  let quietS = 0;
   let loadedS = 0;
+  let hz = 0;
   try {
-    const run = svc.ctx.runs.start('expert-session', { robot: 'sim', episodes: 100000, imagined: true, seed: 0 });
-    const host = svc.ctx.robots.get('sim')!;
-    await sleep(1500); // the run's start (env creation, first reset) is not part of either phase
-    for (let r = 0; r < rounds; r++) {
-      let a = performance.now();
-      await sleep(phaseMs);
-      let b = performance.now();
-      idle.push(...host.ticks.between(a, b));
-      idleS += (b - a) / 1000;
-      o.progress(2 * r + 1, 2 * rounds, `round ${r + 1}: no viewers`);
-      const viewers = await startViewers(svc.url, svc.foxglove!.url);
-      a = performance.now();
-      await sleep(phaseMs);
-      b = performance.now();
-      loaded.push(...host.ticks.between(a, b));
-      loadedS += (b - a) / 1000;
-      received.push(await viewers.stop());
-      o.progress(2 * r + 2, 2 * rounds, `round ${r + 1}: ${VIEWERS} viewers + Foxglove`);
+    // The stand-in's own YAML, pointed at this process; without its outcome topic the service's control clock paces
+    // the episodes (a scored robot's episodes wait for its step reports, so its own clock would be the measure).
+    const yaml = join(dir, 'arm.yaml');
+    writeFileSync(
+      yaml,
+      readFileSync('launch/robots/sim-reach.yaml', 'utf8')
+        .replace('name: sim-reach', `name: ${ROBOT}`)
+        .replace('ws://127.0.0.1:9090', `ws://127.0.0.1:${robot.port}`)
+        .replace(/^outcome_topic: .*$/m, ''),
+    );
+    const svc = await startService({ dataDir: join(dir, 'data'), port: 0, foxglovePort: 0, mqttPort: null, robots: [{ yaml }], onError: (e) => console.error(`bench server: ${e.message}`) });
+    const delay = monitorEventLoopDelay({ resolution: 1 });
+    delay.enable();
+    try {
+      const host = svc.ctx.robots.get(ROBOT)!;
+      if (!host.controlThread) throw new Error(`bench server: robot '${ROBOT}' is not hosted in a control thread`);
+      hz = host.spec.controlHz;
+      // An untrained policy with the robot's layout: its inference costs what a trained one's does.
+      const layout = layoutOf(host.spec);
+      const policy = new GaussianPolicy({ obsDim: layoutDim(layout), actDim: host.spec.action.names.length, actLow: host.spec.action.low, actHigh: host.spec.action.high, seed: 0 });
+      exportEmbodiedPolicy(policy, host.spec, svc.ctx.policies.path('bench'), { policyVersion: 'bench', runId: 'bench-server' });
+      const run = svc.ctx.runs.start('policy', { robot: ROBOT, policy: 'bench', episodes: 100000 });
+      // An episode to download before the first loaded phase; the run's start is part of neither phase.
+      await until(() => (svc.ctx.store.list({ robot: ROBOT, status: 'complete' }).length > 0 ? true : undefined), 'a recorded episode');
+      /** The ticks of [a, b), once the thread's messages up to b have arrived (they come in order). */
+      const window = async (a: number, b: number) => {
+        await until(() => (host.ticks.between(b, Infinity).length > 0 ? true : undefined), 'a control tick after the phase');
+        return host.ticks.between(a, b);
+      };
+      for (let r = 0; r < rounds; r++) {
+        delay.reset();
+        let a = performance.now();
+        await sleep(phaseMs);
+        let b = performance.now();
+        loopDelay.quiet.push(delay.percentile(99) / 1e6);
+        quiet.push(...(await window(a, b)));
+        quietS += (b - a) / 1000;
+        o.progress(2 * r + 1, 2 * rounds, `round ${r + 1}: quiet`);
+        const clients = await startClients(svc.url, svc.foxglove!.url);
+        delay.reset();
+        a = performance.now();
+        await sleep(phaseMs);
+        b = performance.now();
+        loopDelay.loaded.push(delay.percentile(99) / 1e6);
+        received.push(await clients.stop());
+        loaded.push(...(await window(a, b)));
+        loadedS += (b - a) / 1000;
+        o.progress(2 * r + 2, 2 * rounds, `round ${r + 1}: ${VIEWERS} viewers + Foxglove + ${DOWNLOADS} MCAP downloads`);
+      }
+      const stopped = await svc.ctx.runs.stop(run.id);
+      if (stopped.state !== 'stopped') throw new Error(`bench server: the policy run ended ${stopped.state}: ${stopped.error}`);
+    } finally {
+      delay.disable();
+      await svc.close();
     }
-    await svc.ctx.runs.stop(run.id);
   } finally {
-    await svc.close();
+    await stopProcess(robot.proc);
     rmSync(dir, { recursive: true, force: true });
   }
+  const loadAfter = loadavg()[0]!;
 
-  const hz = svc.ctx.robots.get('sim')!.sim.spec.controlHz;
-  const I = stats(idle, idleS);
+  const Q = stats(quiet, quietS);
   const L = stats(loaded, loadedS);
-  const rateDrop = 1 - L.rate / I.rate;
-  const p99Rise = L.p99 / I.p99 - 1;
-  // Signed: negative when the loop did better with viewers (noise of a shared machine).
-  const degradation = Math.max(rateDrop, p99Rise);
-  const viewerS = received.reduce((a, x) => a + x.seconds, 0);
-  const perViewerHz = median(received.flatMap((x) => x.perClient.map((c) => c / x.seconds)));
-  const minViewerHz = Math.min(...received.flatMap((x) => x.perClient.map((c) => c / x.seconds)));
-  const foxHz = received.reduce((a, x) => a + x.foxglove, 0) / viewerS;
-  const ok = degradation <= 0.1;
+  const rateRatio = L.rate / Q.rate;
+  const p99Ratio = L.p99 / Q.p99;
+  const rateDrop = 1 - rateRatio;
+  const p99Rise = p99Ratio - 1;
+  const ok = rateDrop <= 0.1 && p99Rise <= 0.1;
+  const viewerS = received.reduce((s, x) => s + x.seconds, 0);
+  const perViewer = received.flatMap((x) => x.perViewer.map((c) => c / x.seconds));
+  const foxHz = received.reduce((s, x) => s + x.foxglove, 0) / viewerS;
+  const downloads = received.reduce((s, x) => s + x.downloads, 0);
+  const mib = received.reduce((s, x) => s + x.downloadBytes, 0) / 2 ** 20;
+  const loopQ = median(loopDelay.quiet);
+  const loopL = median(loopDelay.loaded);
+  const load = `load average (1 min) ${fmt(loadBefore, 2)} at the start and ${fmt(loadAfter, 2)} at the end on this machine's ${availableParallelism()} cores`;
 
   return {
-    title: `Control loop under viewers: ${VIEWERS} WebSocket viewers + 1 Foxglove client vs none`,
+    title: `Control loop under serving: ${VIEWERS} viewers + Foxglove + ${DOWNLOADS} MCAP downloads vs none, robot over rosbridge`,
     summary: [
-      `The service's ${hz} Hz control loop (scripted expert on the sim robot, reach, gap profile, with its nominal-sim imagined replay) ran for ${rounds} interleaved rounds of ${phaseMs / 1000} s with no viewers and ${phaseMs / 1000} s with ${VIEWERS} viewer WebSocket clients (every event, parsed) plus one Foxglove client subscribed to every channel, all in another process.`,
-      `Action latency is measured from the tick's slot on the control clock (episode start + k periods) to the action applied on the robot, so it includes any delay of the event loop; the p99 compute latency (observation to applied action) is shown beside it.`,
-      `With viewers the control rate was ${fmt(L.rate)} Hz against ${fmt(I.rate)} Hz without (${rateDrop >= 0 ? `${fmt(100 * rateDrop, 2)}% lower` : `${fmt(-100 * rateDrop, 2)}% higher`}), and the p99 action latency ${fmt(L.p99)} ms against ${fmt(I.p99)} ms (${p99Rise >= 0 ? `${fmt(100 * p99Rise, 2)}% higher` : `${fmt(-100 * p99Rise, 2)}% lower`}).`,
-      `The larger of the two relative losses is ${degradation >= 0 ? `a degradation of ${fmt(100 * degradation, 2)}%` : `${fmt(100 * degradation, 2)}% (no degradation)`}, ${ok ? 'within' : 'above'} the 10% budget.`,
-      `Each viewer received a median ${fmt(perViewerHz)} frames/s (slowest ${fmt(minViewerHz)}), the Foxglove client ${fmt(foxHz)} messages/s.`,
+      `A robot over rosbridge (\`wmrl sim-robot --profile gap\`, reach, in its own process, over a real WebSocket) hosted by the service from a robot YAML, a deployed ONNX policy driving it at ${hz} Hz in the robot's control thread, ran ${rounds} interleaved rounds of ${phaseMs / 1000} s with the service quiet and ${phaseMs / 1000} s with ${VIEWERS} viewer WebSocket clients (every event, parsed), one Foxglove client subscribed to every channel and ${DOWNLOADS} clients downloading the robot's episodes as MCAP bags back to back, all in another process.`,
+      `Lateness is measured from the tick's slot on the control clock (episode start + k periods) to the action applied on the robot; the YAML leaves out the robot's outcome topic so that the service's clock, not the robot's step reports, paces the episodes.`,
+      `Loaded, the control rate was ${fmt(L.rate)} Hz against ${fmt(Q.rate)} Hz quiet (ratio ${fmt(rateRatio, 4)}, ${pct(-rateDrop)}) and the p99 lateness ${fmt(L.p99)} ms against ${fmt(Q.p99)} ms (ratio ${fmt(p99Ratio, 4)}, ${pct(p99Rise)}): ${ok ? 'both within' : 'not both within'} the 10% budget.`,
+      `The service's own thread was loaded: its p99 event-loop delay was ${fmt(loopL)} ms loaded against ${fmt(loopQ)} ms quiet (median over rounds).`,
+      `Other processes shared the machine: ${load}.`,
     ].join(' '),
-    header: ['phase', 'control rate (Hz)', 'p50 latency (ms)', 'p99 latency (ms)', 'max latency (ms)', 'p99 obs→applied (ms)', 'ticks'],
+    header: ['phase', 'control rate (Hz)', 'p50 lateness (ms)', 'p99 lateness (ms)', 'max lateness (ms)', 'p99 obs→applied (ms)', "service thread's p99 event-loop delay (ms)", 'ticks'],
     rows: [
-      ['no viewers', fmt(I.rate), fmt(I.p50), fmt(I.p99), fmt(I.max), fmt(I.p99Compute), idle.length],
-      [`${VIEWERS} viewers + Foxglove`, fmt(L.rate), fmt(L.p50), fmt(L.p99), fmt(L.max), fmt(L.p99Compute), loaded.length],
+      ['quiet', fmt(Q.rate), fmt(Q.p50), fmt(Q.p99), fmt(Q.max), fmt(Q.p99Compute), fmt(loopQ), quiet.length],
+      [`${VIEWERS} viewers + Foxglove + ${DOWNLOADS} MCAP downloads`, fmt(L.rate), fmt(L.p50), fmt(L.p99), fmt(L.max), fmt(L.p99Compute), fmt(loopL), loaded.length],
     ],
-    notes: `Viewer traffic: median ${fmt(perViewerHz)} frames/s per viewer (slowest ${fmt(minViewerHz)}), Foxglove ${fmt(foxHz)} messages/s; frames are sent after the control step that made them (setImmediate), never inside it.`,
+    notes: [
+      `Load served in the loaded phases: each viewer a median ${fmt(median(perViewer))} frames/s (slowest ${fmt(Math.min(...perViewer))}), Foxglove ${fmt(foxHz)} messages/s, ${downloads} MCAP downloads (${fmt(mib)} MiB, ${fmt(downloads / viewerS)} per second).`,
+      `Ratios (loaded / quiet): control rate ${fmt(rateRatio, 4)}, p99 lateness ${fmt(p99Ratio, 4)}. ${load[0]!.toUpperCase()}${load.slice(1)}.`,
+    ].join('\n\n'),
     plot: {
-      title: 'Action latency (tick slot → applied), ms',
+      title: 'Lateness (tick slot → applied), ms',
       xLabel: 'statistic',
       yLabel: 'ms',
       bars: [
-        { label: 'p50 none', value: I.p50 },
-        { label: `p50 ${VIEWERS}+fox`, value: L.p50 },
-        { label: 'p99 none', value: I.p99 },
-        { label: `p99 ${VIEWERS}+fox`, value: L.p99 },
+        { label: 'p50 quiet', value: Q.p50 },
+        { label: 'p50 loaded', value: L.p50 },
+        { label: 'p99 quiet', value: Q.p99 },
+        { label: 'p99 loaded', value: L.p99 },
       ],
     },
-    result: { p99_ms_idle: Number(fmt(I.p99)), p99_ms_loaded: Number(fmt(L.p99)), degradation: Number(fmt(degradation)), rate_hz_idle: Number(fmt(I.rate)), rate_hz_loaded: Number(fmt(L.rate)), viewer_fps: Number(fmt(perViewerHz)) },
+    result: {
+      rate_ratio: Number(fmt(rateRatio, 4)),
+      p99_ratio: Number(fmt(p99Ratio, 4)),
+      rate_drop: Number(fmt(rateDrop, 4)),
+      p99_rise: Number(fmt(p99Rise, 4)),
+      rate_hz_quiet: Number(fmt(Q.rate)),
+      rate_hz_loaded: Number(fmt(L.rate)),
+      p99_ms_quiet: Number(fmt(Q.p99)),
+      p99_ms_loaded: Number(fmt(L.p99)),
+      loop_delay_p99_ms_loaded: Number(fmt(loopL)),
+      downloads,
+      load_avg: Number(fmt(Math.max(loadBefore, loadAfter), 2)),
+    },
   };
 }
