@@ -327,6 +327,8 @@ export class WorkerRobotHost implements RobotHost {
   private readonly recording = new Map<string, EpisodeRecorder>();
   /** Why the thread is gone, once it is. */
   private dead: Error | null = null;
+  /** The episodes the thread was recording when it died (kept as partial). */
+  private lost: string[] = [];
   private closing: Promise<void> | null = null;
 
   private constructor(
@@ -487,6 +489,9 @@ export class WorkerRobotHost implements RobotHost {
       const p = this.call('runPolicy', { runId: ctx.runId, dir: ctx.dir, request });
       if (ctx.signal.aborted) abort();
       return await p;
+    } catch (e) {
+      if (!this.dead || e !== this.dead || this.lost.length === 0) throw e;
+      throw new Error(`${this.dead.message} during episode ${this.lost.join(', ')}; the episode is kept as partial`, { cause: e });
     } finally {
       ctx.signal.removeEventListener('abort', abort);
       this.job = null;
@@ -573,7 +578,8 @@ export class WorkerRobotHost implements RobotHost {
     this.dead = e;
     for (const p of this.pending.values()) p.reject(e);
     this.pending.clear();
-    for (const ep of this.recording.keys()) {
+    this.lost = [...this.recording.keys()];
+    for (const ep of this.lost) {
       try {
         this.o.store.finish(ep, { status: 'partial' });
       } catch (e2) {

@@ -6,6 +6,7 @@
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import type { Worker } from 'node:worker_threads';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadRobotConfig } from '../hardware/config.js';
 import { EpisodeStore } from '../episodes/store/store.js';
@@ -137,6 +138,31 @@ describe('a robot over rosbridge in its own control thread', () => {
     expect(host.safety.isEstopped).toBe(false);
     expect(existsSync(latchFile(data, 'arm'))).toBe(false);
     expect((await runState(id)).state).toBe('stopped');
+  }, 60_000);
+
+  it('a control thread that dies: the robot shows disconnected, the run fails naming it, its episode is kept as partial; an e-stop then latches here', async () => {
+    const host = svc.ctx.robots.get('arm') as WorkerRobotHost;
+    const run = await inject({ method: 'POST', url: '/api/policies/pi/deploy', headers: auth, payload: { robot: 'arm', episodes: 1000 } });
+    expect(run.statusCode, run.body).toBe(201);
+    const id = run.json<RunStatus>().id;
+    await until(() => (svc.ctx.runs.rollouts(id).length > 0 && host.ticks.between(performance.now() - 200, Infinity).length > 3 ? true : undefined), 'the policy stepping');
+    // What a crash of the thread does: it stops where it is, closing neither its robot link nor its episode.
+    await (host as unknown as { worker: Worker }).worker.terminate();
+    const failed = await until(async () => ((s) => (s.state === 'running' ? undefined : s))(await runState(id)), 'the run ended');
+    expect(failed.state).toBe('failed');
+    expect(failed.error).toMatch(/^robot 'arm': its control thread exited \(code 1\) during episode (\S+); the episode is kept as partial$/);
+    expect(host.status()).toMatchObject({ connected: false, run: null });
+    const episode = svc.ctx.store.get(/during episode (\S+);/.exec(failed.error!)![1]!);
+    expect(episode.status).toBe('partial');
+    expect(episode.steps.length).toBeGreaterThan(0);
+    expect(svc.ctx.store.list({ status: 'recording' })).toEqual([]);
+    expect(errors.map((e) => e.message)).toEqual(["robot 'arm': its control thread exited (code 1)", `run ${id} failed: ${failed.error}`]);
+    errors.length = 0;
+    const stop = await inject({ method: 'POST', url: '/api/robots/arm/estop?reason=thread%20gone', headers: auth });
+    expect([stop.statusCode, stop.json().code]).toEqual([503, 'WMRL_ROBOT_UNAVAILABLE']);
+    expect(host.safety.isEstopped).toBe(true);
+    expect(readFileSync(latchFile(data, 'arm'), 'utf8')).toMatch(/thread gone/);
+    expect((await inject({ method: 'POST', url: '/api/policies/pi/deploy', headers: auth, payload: { robot: 'arm', episodes: 1 } })).json().code).toBe('WMRL_ROBOT_ESTOPPED');
   }, 60_000);
 });
 
