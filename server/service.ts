@@ -1,5 +1,6 @@
 // The service a user runs: the episode store, the robots, the run manager, the HTTP/WebSocket API with
 // the viewer, the Foxglove endpoint and the embedded MQTT broker, started and stopped together.
+import { setPriority } from 'node:os';
 import { join } from 'node:path';
 import { Counter, Gauge, Registry, collectDefaultMetrics } from 'prom-client';
 import { loadOrCreateMqttCredentials } from '../bridge/mqtt/auth.js';
@@ -44,6 +45,11 @@ export interface ServiceOptions {
   policyBodyLimit?: number;
   /** Safety watchdogs of the robots (default on). */
   watchdog?: boolean;
+  /**
+   * The nice value this thread (HTTP, streaming, exports, the in-process sims) lowers itself to once robots' control
+   * threads run, which keep theirs (Linux: a thread's own; `wmrl serve`: 10). Unset or 0: unchanged.
+   */
+  servingNice?: number;
   /** Faults of background work (a run that failed, the broker): reported, never swallowed. */
   onError?: (e: Error) => void;
   /** The reward API's service (autoresearch/), served under /reward; its owner closes it. */
@@ -127,6 +133,14 @@ export async function startService(o: ServiceOptions): Promise<Service> {
       robots.set(id, host);
       cleanup.push(() => host.dispose());
       if (r.packages) urdfPackages[id] = r.packages;
+    }
+    if (o.servingNice && [...robots.values()].some((r) => r.controlThread)) {
+      // Node cannot raise a thread's priority without privileges; lowering serving's lets the control threads win the CPU.
+      try {
+        setPriority(o.servingNice);
+      } catch (e) {
+        onError(new Error(`the service's thread could not lower its priority to nice ${o.servingNice} (${(e as Error).message}): its robots' control threads share the CPU with serving at one priority`, { cause: e }));
+      }
     }
     const policies = new PolicyLibrary(join(o.dataDir, 'policies'));
     const runs = new RunManager({ store, robots, dataDir: o.dataDir, policyPath: (id) => policies.path(id), onError });

@@ -3,9 +3,11 @@
 // does not), its episodes are recorded step by step into the service's store by the thread, the e-stop latches at
 // once through the shared flag and is confirmed by the robot, and a store opened by a control thread leaves the
 // episodes the service's thread is recording alone.
+import { spawnSync } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { join, resolve } from 'node:path';
+import { pathToFileURL } from 'node:url';
 import type { Worker } from 'node:worker_threads';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadRobotConfig } from '../hardware/config.js';
@@ -198,4 +200,27 @@ describe('a control thread started on its own', () => {
       store.close();
     }
   }, 60_000);
+});
+
+describe("the service's own thread beside control threads", () => {
+  it('lowers its priority (servingNice) once a robot has a control thread, and not for the in-process sim alone', () => {
+    const script = join(dir, 'nice.mts');
+    writeFileSync(
+      script,
+      `import { readFileSync } from 'node:fs';
+      import { startService } from ${JSON.stringify(pathToFileURL(resolve('server/service.ts')).href)};
+      const [robot, data] = process.argv.slice(2);
+      const svc = await startService({ dataDir: data, port: 0, foxglovePort: null, mqttPort: null, servingNice: 10, ...(robot === 'sim' ? {} : { robots: [{ yaml: robot }] }) });
+      const stat = readFileSync('/proc/thread-self/stat', 'utf8');
+      process.stdout.write(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[16]);
+      await svc.close();`,
+    );
+    const nice = (robot: string) => {
+      const r = spawnSync(process.execPath, ['--import', 'tsx', script, robot, join(dir, `nice-${robot === 'sim' ? 'sim' : 'arm'}`)], { encoding: 'utf8', timeout: 90_000 });
+      expect(r.status, r.stderr).toBe(0);
+      return Number(r.stdout);
+    };
+    expect(nice(join(dir, 'arm.yaml'))).toBe(10);
+    expect(nice('sim')).toBe(0);
+  }, 120_000);
 });

@@ -62,6 +62,9 @@ export function serveRobots(o: Pick<ServeOptions, 'robot' | 'task' | 'profile' |
   return robots;
 }
 
+/** The nice value serving takes beside robots' control threads: on a busy host the control loops come first. */
+const SERVING_NICE = 10;
+
 export async function serve(o: ServeOptions): Promise<void> {
   const robots = serveRobots(o);
   // A robot over a transport gets no default job unless one is asked for.
@@ -77,6 +80,7 @@ export async function serve(o: ServeOptions): Promise<void> {
     viewerDir,
     allowedHosts: o.allowedHost,
     allowedOrigins: o.allowedOrigin,
+    servingNice: SERVING_NICE,
   }).catch((e: NodeJS.ErrnoException) => {
     if (e.code === 'EADDRINUSE') throw new Error(`${e.message}: is another service running? Choose other ports (--port, --foxglove-port, --mqtt-port; 0 = any free port) or --no-mqtt`, { cause: e });
     throw e;
