@@ -7,6 +7,7 @@ import { join } from 'node:path';
 import type { EpisodeSink } from '../episodes/store/store.js';
 import { writeFileAtomic } from '../nn/index.js';
 import { runEpisode, type EpisodeOutcome, type Policy } from '../hardware/record.js';
+import { SafetyStop } from '../hardware/safety.js';
 import { OBSERVATION_LAYOUT_KEY, buildObservation, layoutEntries, layoutOf, layoutToJson, splitObservation } from '../common/layout.js';
 import { behaviourClone } from '../policies/bc.js';
 import { GaussianPolicy, exportPolicy } from '../policies/gaussian.js';
@@ -148,6 +149,12 @@ async function session(s: SessionSpec): Promise<string> {
           meta: { id: episode, robot: spec.name, policyVersion: s.policyVersion, hardwareProfile: host.profile, ...(host.task !== null ? { task: host.task } : {}), extra: { run: ctx.runId, joints: spec.joints } },
         });
       } catch (e) {
+        if (e instanceof SafetyStop && e.reason === 'estop' && !began) {
+          // Latched as the episode's reset was to go out (a control thread's e-stop flag): nothing moved or was recorded.
+          ctx.emit({ type: 'episode', episode, phase: 'end', steps: 0, success: null, status: 'partial (estop)' });
+          episode = null;
+          continue;
+        }
         // runEpisode has finished the record (begun before the policy's first step) as partial: it stays; the run ends here.
         failure = { episode, error: e as Error };
         if (began) ids.push(episode);

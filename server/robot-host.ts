@@ -50,7 +50,7 @@ class ReportingRobot implements Robot {
     private readonly inner: Robot,
     private readonly report: (command: Float32Array) => void,
     private readonly onReset: (options?: ResetOptions) => void = () => {},
-    private readonly guard: () => void = () => {},
+    private readonly guard: (what: 'act' | 'reset') => void = () => {},
   ) {}
   get spec(): RobotDeclaration {
     return this.inner.spec;
@@ -59,13 +59,13 @@ class ReportingRobot implements Robot {
     return (this.last = await this.inner.observe());
   }
   async act(action: Float32Array): Promise<Float32Array> {
-    this.guard();
+    this.guard('act');
     const applied = await this.inner.act(action);
     this.report(action);
     return applied;
   }
   async reset(options?: ResetOptions): Promise<RobotObservation> {
-    this.guard();
+    this.guard('reset');
     this.last = await this.inner.reset(options);
     this.onReset(options);
     return this.last;
@@ -145,7 +145,7 @@ interface HostCommon {
    * Called as each command or reset leaves for the robot, below the safety layer; it may latch the e-stop and throw
    * SafetyStop (the control thread's shared e-stop flag, server/control-worker.ts).
    */
-  guard?: () => void;
+  guard?: (what: 'act' | 'reset') => void;
   /** Hears each control tick as it is logged (the control thread sends them to the service's log). */
   onTick?: (t: ControlTick) => void;
 }

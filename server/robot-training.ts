@@ -153,10 +153,19 @@ class RobotEpisodes {
 
   private async reset(o?: ResetOptions): Promise<RobotObservation> {
     const { run: { ctx, imagine }, host } = this;
-    while (host.safety.isEstopped && !ctx.signal.aborted) await sleep(50, ctx.signal);
-    ctx.signal.throwIfAborted();
-    if (this.dead) throw new Error(`robot '${host.id}': the run failed (${this.dead.message}); no further episode starts`);
-    let obs = await this.fault(host.safety.reset(o));
+    let obs: RobotObservation;
+    for (;;) {
+      while (host.safety.isEstopped && !ctx.signal.aborted) await sleep(50, ctx.signal);
+      ctx.signal.throwIfAborted();
+      if (this.dead) throw new Error(`robot '${host.id}': the run failed (${this.dead.message}); no further episode starts`);
+      try {
+        obs = await this.fault(host.safety.reset(o));
+        break;
+      } catch (e) {
+        // Latched as the reset was to go out (a control thread's e-stop flag): the reset waits for the operator's, as above.
+        if (!(e instanceof SafetyStop && e.reason === 'estop')) throw e;
+      }
+    }
     this.pending = [];
     const physics = imagine && o?.seed !== undefined ? host.physicsState() : null;
     if (imagine && physics) {

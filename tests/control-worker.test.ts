@@ -4,17 +4,21 @@
 // once through the shared flag and is confirmed by the robot, and a store opened by a control thread leaves the
 // episodes the service's thread is recording alone.
 import { spawnSync } from 'node:child_process';
-import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import type { Worker } from 'node:worker_threads';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadRobotConfig } from '../hardware/config.js';
+import { SafetyStop } from '../hardware/safety.js';
 import { EpisodeStore } from '../episodes/store/store.js';
 import { EstopFlag, WorkerRobotHost } from '../server/control-worker.js';
 import { latchFile } from '../server/estop-latch.js';
-import type { RunStatus } from '../server/schemas.js';
+import { policyRun } from '../server/jobs.js';
+import { LocalRobotHost } from '../server/robot-host.js';
+import { RunManager } from '../server/runs.js';
+import type { RunStatus, StreamEvent } from '../server/schemas.js';
 import { startService, type Service } from '../server/service.js';
 import { policyOnnx } from './helpers/policy-onnx.js';
 import { spawnStandIn, type StandInProcess } from './helpers/standin-process.js';
@@ -115,7 +119,8 @@ describe('a robot over rosbridge in its own control thread', () => {
     const run = await inject({ method: 'POST', url: '/api/policies/pi/deploy', headers: auth, payload: { robot: 'arm', episodes: 5 } });
     expect(run.statusCode, run.body).toBe(201);
     const id = run.json<RunStatus>().id;
-    await until(() => (host.ticks.between(performance.now() - 200, Infinity).length > 3 ? true : undefined), 'the policy stepping');
+    // Mid-episode: a few steps in, far from its end.
+    const episode = await until(() => svc.ctx.runs.rollouts(id).find((ep) => ((n) => n >= 3 && n <= 60)(svc.ctx.runs.rollout(id, ep)!.real.length)), 'an episode under way');
     const stopping = host.estop('bumped the table');
     // Latched before any message went: the shared flag.
     expect(host.safety.isEstopped).toBe(true);
@@ -125,9 +130,8 @@ describe('a robot over rosbridge in its own control thread', () => {
     const applied = host.stepsApplied;
     await sleep(300);
     expect(host.stepsApplied).toBe(applied);
-    const mine = new Set(svc.ctx.runs.rollouts(id));
-    const partial = await until(() => svc.ctx.store.list({ robot: 'arm' }).find((e) => mine.has(e.meta.id) && e.status === 'partial'), 'the e-stopped episode partial');
-    expect(partial.steps).toBeGreaterThan(0);
+    const partial = await until(() => svc.ctx.store.list({ robot: 'arm' }).find((e) => e.meta.id === episode && e.status === 'partial'), 'the e-stopped episode partial');
+    expect(partial.steps).toBeGreaterThanOrEqual(3);
     expect(host.status().interventions.estop).toBeGreaterThanOrEqual(1);
     expect((await inject({ method: 'POST', url: `/api/runs/${id}/stop`, headers: auth })).json<RunStatus>().state).toBe('stopped');
     // The stand-in latched its own stop: refused until the operator clears it there.
@@ -169,6 +173,52 @@ describe('a robot over rosbridge in its own control thread', () => {
 });
 
 describe('the shared e-stop flag', () => {
+  it("latched as an episode's reset was to go out: the reset is not sent, that episode ends unrecorded as partial (estop), the run waits for the robot's reset and goes on", async () => {
+    const work = join(dir, 'at-reset');
+    mkdirSync(work);
+    const store = EpisodeStore.open(join(work, 'episodes.db'));
+    const policy = join(work, 'pi.onnx');
+    writeFileSync(policy, policyOnnx(2 * 2 + 13, 2));
+    let resets = 0;
+    let latched: Promise<void> | null = null;
+    const ref: { host?: LocalRobotHost } = {};
+    // What the control thread's guard does when the flag is up: latch the layer, send nothing.
+    const host = await LocalRobotHost.create({
+      id: 'sim', task: 'reach', profile: 'nominal', watchdog: false,
+      guard: (what) => {
+        if (what !== 'reset' || ++resets !== 2) return;
+        latched = ref.host!.estop('raised at the reset');
+        throw new SafetyStop('estop', 'e-stop latched; the reset was not sent');
+      },
+    });
+    ref.host = host;
+    const runs = new RunManager({ store, robots: new Map([['sim', host]]), dataDir: work, policyPath: () => policy, onError: (e) => errors.push(e) });
+    runs.register(policyRun);
+    const ends: string[] = [];
+    runs.events.on('event', (e: StreamEvent) => {
+      if (e.type === 'episode' && e.phase === 'end') ends.push(e.status);
+    });
+    try {
+      const run = runs.start('policy', { robot: 'sim', policy: 'pi', episodes: 2 });
+      await until(() => (latched ? true : undefined), 'the e-stop at the second reset');
+      await latched;
+      await sleep(200);
+      expect(runs.get(run.id).status.state).toBe('running');
+      expect(ends).toEqual(['complete', 'partial (estop)']);
+      expect(store.list().map((e) => e.status)).toEqual(['complete']);
+      await host.reset();
+      const done = await until(() => ((s) => (s.state === 'running' ? undefined : s))(runs.get(run.id).status), 'the run finished', 30_000);
+      expect([done.state, done.error]).toEqual(['finished', null]);
+      expect(ends).toEqual(['complete', 'partial (estop)', 'complete']);
+      expect(store.list().map((e) => e.status)).toEqual(['complete', 'complete']);
+      expect(errors).toEqual([]);
+    } finally {
+      await runs.stopAll();
+      await host.dispose();
+      store.close();
+    }
+  }, 60_000);
+
   it('each raise is taken once, with its reason; a reason too long is cut to the room there is', () => {
     const service = new EstopFlag();
     const thread = new EstopFlag(service.buffer);
