@@ -13,8 +13,8 @@ import { createInterface } from 'node:readline';
 import { layoutDim, layoutOf } from '../common/layout.js';
 import { GaussianPolicy } from '../policies/gaussian.js';
 import { exportEmbodiedPolicy } from '../recipes/embodied.js';
-import type { ControlTick } from '../server/robot-host.js';
-import { startService } from '../server/service.js';
+import type { ControlTick, ThreadPriority } from '../server/robot-host.js';
+import { PRIORITIES, startService } from '../server/service.js';
 import { fmt, median, quantile, type BenchOptions, type BenchReport } from './lib/report.js';
 import type { ClientsReport } from './lib/server-clients.js';
 
@@ -22,8 +22,8 @@ const VIEWERS = 50;
 const DOWNLOADS = 10;
 /** The robot's id, and its name in the episodes. */
 const ROBOT = 'arm';
-/** The nice value of the service's own thread beside a control thread, as `wmrl serve` sets it, and of the clients and the robot here. */
-const NICE = 10;
+/** The clients' and the robot stand-in's nice value: the serving thread's under `wmrl serve`. */
+const NICE = PRIORITIES.servingNice;
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 /** Runs node with `args` at NICE: the clients and the robot stand in for other machines, so they take only what the control thread leaves. */
 const niceNode = (args: string[], stdio: Parameters<typeof spawn>[2]['stdio']) => spawn('nice', ['-n', String(NICE), process.execPath, ...args], { stdio });
@@ -109,6 +109,7 @@ export async function run(o: BenchOptions): Promise<BenchReport> {
   let quietS = 0;
   let loadedS = 0;
   let hz = 0;
+  let priority: ThreadPriority | null = null;
   try {
     // The stand-in's own YAML, pointed at this process; without its outcome topic the service's control clock paces
     // the episodes (a scored robot's episodes wait for its step reports, so its own clock would be the measure).
@@ -120,12 +121,13 @@ export async function run(o: BenchOptions): Promise<BenchReport> {
         .replace('ws://127.0.0.1:9090', `ws://127.0.0.1:${robot.port}`)
         .replace(/^outcome_topic: .*$/m, ''),
     );
-    const svc = await startService({ dataDir: join(dir, 'data'), port: 0, foxglovePort: 0, mqttPort: null, robots: [{ yaml }], servingNice: NICE, onError: (e) => console.error(`bench server: ${e.message}`) });
+    const svc = await startService({ dataDir: join(dir, 'data'), port: 0, foxglovePort: 0, mqttPort: null, robots: [{ yaml }], ...PRIORITIES, onError: (e) => console.error(`bench server: ${e.message}`) });
     const delay = monitorEventLoopDelay({ resolution: 1 });
     delay.enable();
     try {
       const host = svc.ctx.robots.get(ROBOT)!;
       if (!host.controlThread) throw new Error(`bench server: robot '${ROBOT}' is not hosted in a control thread`);
+      priority = host.controlThread.priority;
       hz = host.spec.controlHz;
       // An untrained policy with the robot's layout: its inference costs what a trained one's does.
       const layout = layoutOf(host.spec);
@@ -192,7 +194,7 @@ export async function run(o: BenchOptions): Promise<BenchReport> {
     summary: [
       `A robot over rosbridge (\`wmrl sim-robot --profile gap\`, reach, in its own process, over a real WebSocket) hosted by the service from a robot YAML, a deployed ONNX policy driving it at ${hz} Hz in the robot's control thread, ran ${rounds} interleaved rounds of ${phaseMs / 1000} s with the service quiet and ${phaseMs / 1000} s with ${VIEWERS} viewer WebSocket clients (every event, parsed), one Foxglove client subscribed to every channel and ${DOWNLOADS} clients downloading the robot's episodes as MCAP bags back to back, all in another process.`,
       `Lateness is measured from the tick's slot on the control clock (episode start + k periods) to the action applied on the robot; the YAML leaves out the robot's outcome topic so that the service's clock, not the robot's step reports, paces the episodes.`,
-      `The service's own thread runs at nice ${NICE} beside the control thread, as \`wmrl serve\` sets it; the clients and the robot stand-in, which stand in for other machines, run at nice ${NICE} too.`,
+      `Priorities are \`wmrl serve\`'s: the service's own thread at nice ${PRIORITIES.servingNice}, the control thread asking for nice ${PRIORITIES.controlNice} and running at ${priority!.nice}${priority!.refused === null ? '' : ` (refused: ${priority!.refused})`}; the clients and the robot stand-in, which stand in for other machines, at nice ${NICE}.`,
       `Loaded, the control rate was ${fmt(L.rate)} Hz against ${fmt(Q.rate)} Hz quiet (ratio ${fmt(rateRatio, 4)}, ${pct(-rateDrop)}) and the p99 lateness ${fmt(L.p99)} ms against ${fmt(Q.p99)} ms (ratio ${fmt(p99Ratio, 4)}, ${pct(p99Rise)}): ${ok ? 'both within' : 'not both within'} the 10% budget.`,
       `The service's own thread was loaded: its p99 event-loop delay was ${fmt(loopL)} ms loaded against ${fmt(loopQ)} ms quiet (median over rounds).`,
       `Other processes shared the machine: ${load}.`,
@@ -229,6 +231,7 @@ export async function run(o: BenchOptions): Promise<BenchReport> {
       loop_delay_p99_ms_loaded: Number(fmt(loopL)),
       downloads,
       load_avg: Number(fmt(Math.max(loadBefore, loadAfter), 2)),
+      control_nice: priority!.nice,
     },
   };
 }

@@ -1,6 +1,7 @@
 // A robot's control thread (started by control-worker.ts): connects to the robot behind its safety layer and
 // watchdog, answers the service's calls, runs a deployed policy's episodes (handing each step to the service's
 // thread, which records it), and reports its applied steps, control ticks and state to the service's thread.
+import { getPriority, setPriority } from 'node:os';
 import { parentPort, workerData } from 'node:worker_threads';
 import type { EpisodeRecorder, EpisodeSink } from '../episodes/store/store.js';
 import { validateMeta } from '../episodes/store/validate.js';
@@ -8,7 +9,7 @@ import type { EpisodeMeta } from '../episodes/types.js';
 import { SafetyStop } from '../hardware/safety.js';
 import { EstopFlag, toWire, type FromThread, type ThreadData, type ThreadOp, type ThreadOps, type ThreadState, type ToThread } from './control-worker.js';
 import { policySession, type SessionContext } from './jobs.js';
-import { LocalRobotHost } from './robot-host.js';
+import { LocalRobotHost, type ThreadPriority } from './robot-host.js';
 
 /** How often the thread reports its state when nothing else does, ms (a robot's link status shows within this). */
 const STATE_MS = 200;
@@ -71,6 +72,18 @@ function state(): ThreadState {
   const h = host!;
   return { connected: h.connected, estopped: h.safety.isEstopped, estopGen: flag.taken, counts: { ...h.safety.counts }, position: h.positions(), restoredLatch: h.restoredLatch };
 }
+
+// Asked before the robot's link and the policy's runtime start their threads, which take this thread's priority.
+const priority: ThreadPriority = { asked: data.nice, nice: 0, refused: null };
+if (data.nice !== null) {
+  try {
+    setPriority(data.nice);
+  } catch (e) {
+    // Not an error of the robot's: the service says it runs at its own priority, and why (ready's `priority`).
+    priority.refused = (e as Error).message;
+  }
+}
+priority.nice = getPriority();
 
 const store = new HandedOverStore();
 try {
@@ -192,7 +205,7 @@ if (host) {
     t: 'ready',
     info: {
       kind: h.kind, spec: h.spec, task: h.task, profile: h.profile, urdf: h.urdf, commandHistory: h.commandHistory, seededResets: h.seededResets,
-      scene: h.scene, horizon: h.horizon, scored: h.scorer() !== null, module: import.meta.url, state: state(),
+      scene: h.scene, horizon: h.horizon, scored: h.scorer() !== null, module: import.meta.url, priority, state: state(),
     },
   });
 }

@@ -29,7 +29,7 @@ import type { EnvState, SceneStatic } from '../sim/index.js';
 import { ApiError } from './errors.js';
 import { EstopLatch } from './estop-latch.js';
 import {
-  TickLog, hostStatus, type AppliedStep, type ConfiguredHostOptions, type ControlThread, type ControlTick, type PolicySessionRequest, type RestoredLatch, type RobotHost, type RobotKind,
+  TickLog, hostStatus, type AppliedStep, type ConfiguredHostOptions, type ControlThread, type ControlTick, type PolicySessionRequest, type RestoredLatch, type RobotHost, type RobotKind, type ThreadPriority,
 } from './robot-host.js';
 import { RunFailure, type JobContext } from './runs.js';
 import type { ErrorCode, JobEvent, RobotStatus } from './schemas.js';
@@ -127,6 +127,8 @@ export interface ThreadData {
   watchdog: boolean;
   /** The robot's e-stop latch file, or null for none. */
   latchFile: string | null;
+  /** The nice value the thread asks for before it connects (null: the service's). */
+  nice: number | null;
   /** performance.timeOrigin of the service's thread, which the thread converts its clock to and from. */
   timeOrigin: number;
   estop: SharedArrayBuffer;
@@ -158,8 +160,10 @@ export interface ThreadInfo {
   scored: boolean;
   /** The URL of the module the thread runs. */
   module: string;
+  priority: ThreadPriority;
   state: ThreadState;
 }
+
 
 /** Each call the service makes of the thread: [argument, result]. */
 export interface ThreadOps {
@@ -237,6 +241,8 @@ export function fromWire(w: WireError): Error {
 export interface ThreadHostOptions extends ConfiguredHostOptions {
   /** The service's episode store, which the thread's episodes are committed to on this thread. */
   store: EpisodeStore;
+  /** The nice value the thread asks for (Linux: a thread's own; below 0 needs root or CAP_SYS_NICE); unset: the service's. */
+  nice?: number;
   /** Hears that the control thread died (the robot is then shown disconnected and a run on it fails). */
   onError(e: Error): void;
 }
@@ -303,7 +309,7 @@ export class WorkerRobotHost implements RobotHost {
   stepsApplied = 0;
   readonly safety: ThreadSafety;
   readonly simulated = null;
-  readonly controlThread: ControlThread = { runPolicy: (o, ctx) => this.runPolicy(o, ctx) };
+  readonly controlThread: ControlThread;
   readonly kind: RobotKind;
   readonly task: string | null;
   readonly profile: string;
@@ -347,6 +353,7 @@ export class WorkerRobotHost implements RobotHost {
     this.scene = info.scene;
     this.horizon = info.horizon;
     this.threadModule = info.module;
+    this.controlThread = { priority: info.priority, runPolicy: (req, ctx) => this.runPolicy(req, ctx) };
     this.state = info.state;
     this.q = info.state.position;
     this.safety = new ThreadSafety(this, info.spec, o.config.safety);
@@ -362,7 +369,7 @@ export class WorkerRobotHost implements RobotHost {
     const flag = new EstopFlag();
     const data: ThreadData = {
       id: o.id, config: o.config, ...(o.source !== undefined ? { source: o.source } : {}), ...(o.urdf !== undefined ? { urdf: o.urdf } : {}),
-      watchdog: o.watchdog !== false, latchFile: o.latch?.file ?? null, timeOrigin: performance.timeOrigin, estop: flag.buffer,
+      watchdog: o.watchdog !== false, latchFile: o.latch?.file ?? null, nice: o.nice ?? null, timeOrigin: performance.timeOrigin, estop: flag.buffer,
     };
     const worker = moduleWorker(THREAD_MODULE, data);
     const info = await new Promise<ThreadInfo>((resolve, reject) => {

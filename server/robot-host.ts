@@ -209,8 +209,16 @@ export interface RestoredLatch {
   unreadable: boolean;
 }
 
-/** What runs a deployed policy on a robot hosted in its own control thread. */
+/** The CPU priority a control thread runs at: the nice value it asked for, the one it has, and why the OS refused, if it did. */
+export interface ThreadPriority {
+  asked: number | null;
+  nice: number;
+  refused: string | null;
+}
+
+/** A robot's own control thread, which runs a deployed policy on it. */
 export interface ControlThread {
+  readonly priority: ThreadPriority;
   /** Runs the policy job's session (jobs.ts policySession) in the robot's thread; resolves with its checkpoint. */
   runPolicy(o: PolicySessionRequest, ctx: JobContext): Promise<string | null>;
 }

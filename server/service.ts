@@ -47,9 +47,14 @@ export interface ServiceOptions {
   watchdog?: boolean;
   /**
    * The nice value this thread (HTTP, streaming, exports, the in-process sims) lowers itself to once robots' control
-   * threads run, which keep theirs (Linux: a thread's own; `wmrl serve`: 10). Unset or 0: unchanged.
+   * threads run, which keep theirs (Linux: a thread's own; `wmrl serve`: PRIORITIES). Unset or 0: unchanged.
    */
   servingNice?: number;
+  /**
+   * The nice value robots' control threads ask for (`wmrl serve`: PRIORITIES; below 0 needs root or CAP_SYS_NICE;
+   * refused, a thread runs at the service's and its `controlThread.priority` says why). Unset: the service's.
+   */
+  controlNice?: number;
   /** Faults of background work (a run that failed, the broker): reported, never swallowed. */
   onError?: (e: Error) => void;
   /** The reward API's service (autoresearch/), served under /reward; its owner closes it. */
@@ -61,6 +66,9 @@ export interface ServiceOptions {
   /** Browser origins besides the service's own that may open its WebSockets (/api/stream, Foxglove). */
   allowedOrigins?: HostPolicyOptions['allowedOrigins'];
 }
+
+/** The priorities `wmrl serve` runs at (Linux nice values, per thread): on a busy host robots' control loops come first. */
+export const PRIORITIES = { servingNice: 10, controlNice: -10 } as const;
 
 /** A sim robot: a task under a hardware profile; `urdf`: the robot's URDF, which the viewer then draws it from. */
 export interface SimRobotEntry {
@@ -128,7 +136,7 @@ export async function startService(o: ServiceOptions): Promise<Service> {
       const common = { urdf: r.urdf, watchdog: o.watchdog, latch: { file: latchFile(o.dataDir, id), onError } };
       let host: RobotHost;
       if (!('yaml' in r)) host = await LocalRobotHost.create({ ...r, ...common });
-      else if (THREADED_TRANSPORTS.has(config!.transport)) host = await WorkerRobotHost.start({ ...common, id, config: config!, source: r.yaml, store, onError });
+      else if (THREADED_TRANSPORTS.has(config!.transport)) host = await WorkerRobotHost.start({ ...common, id, config: config!, source: r.yaml, store, onError, ...(o.controlNice !== undefined ? { nice: o.controlNice } : {}) });
       else host = await LocalRobotHost.connect({ ...common, id, config: config!, source: r.yaml });
       robots.set(id, host);
       cleanup.push(() => host.dispose());

@@ -253,24 +253,25 @@ describe('a control thread started on its own', () => {
 });
 
 describe("the service's own thread beside control threads", () => {
-  it('lowers its priority (servingNice) once a robot has a control thread, and not for the in-process sim alone', () => {
+  it('lowers its priority (servingNice) once a robot has a control thread, which takes the one it asks for (controlNice); not for the in-process sim alone', () => {
     const script = join(dir, 'nice.mts');
     writeFileSync(
       script,
       `import { readFileSync } from 'node:fs';
       import { startService } from ${JSON.stringify(pathToFileURL(resolve('server/service.ts')).href)};
       const [robot, data] = process.argv.slice(2);
-      const svc = await startService({ dataDir: data, port: 0, foxglovePort: null, mqttPort: null, servingNice: 10, ...(robot === 'sim' ? {} : { robots: [{ yaml: robot }] }) });
+      const svc = await startService({ dataDir: data, port: 0, foxglovePort: null, mqttPort: null, servingNice: 10, controlNice: 5, ...(robot === 'sim' ? {} : { robots: [{ yaml: robot }] }) });
       const stat = readFileSync('/proc/thread-self/stat', 'utf8');
-      process.stdout.write(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[16]);
+      const control = [...svc.ctx.robots.values()][0].controlThread;
+      process.stdout.write(JSON.stringify({ serving: Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[16]), control: control ? control.priority : null }));
       await svc.close();`,
     );
     const nice = (robot: string) => {
       const r = spawnSync(process.execPath, ['--import', 'tsx', script, robot, join(dir, `nice-${robot === 'sim' ? 'sim' : 'arm'}`)], { encoding: 'utf8', timeout: 90_000 });
       expect(r.status, r.stderr).toBe(0);
-      return Number(r.stdout);
+      return JSON.parse(r.stdout) as { serving: number; control: unknown };
     };
-    expect(nice(join(dir, 'arm.yaml'))).toBe(10);
-    expect(nice('sim')).toBe(0);
+    expect(nice(join(dir, 'arm.yaml'))).toEqual({ serving: 10, control: { asked: 5, nice: 5, refused: null } });
+    expect(nice('sim')).toEqual({ serving: 0, control: null });
   }, 120_000);
 });

@@ -6,7 +6,7 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { RunStatus, WmrlTrainOptions } from '../../server/schemas.js';
-import { startService, type Service, type ServiceRobot } from '../../server/service.js';
+import { PRIORITIES, startService, type Service, type ServiceRobot } from '../../server/service.js';
 import { progressBar } from '../progress.js';
 import { printTable } from '../table.js';
 import { ensureViewer } from '../viewer.js';
@@ -62,9 +62,6 @@ export function serveRobots(o: Pick<ServeOptions, 'robot' | 'task' | 'profile' |
   return robots;
 }
 
-/** The nice value serving takes beside robots' control threads: on a busy host the control loops come first. */
-const SERVING_NICE = 10;
-
 export async function serve(o: ServeOptions): Promise<void> {
   const robots = serveRobots(o);
   // A robot over a transport gets no default job unless one is asked for.
@@ -80,7 +77,7 @@ export async function serve(o: ServeOptions): Promise<void> {
     viewerDir,
     allowedHosts: o.allowedHost,
     allowedOrigins: o.allowedOrigin,
-    servingNice: SERVING_NICE,
+    ...PRIORITIES,
   }).catch((e: NodeJS.ErrnoException) => {
     if (e.code === 'EADDRINUSE') throw new Error(`${e.message}: is another service running? Choose other ports (--port, --foxglove-port, --mqtt-port; 0 = any free port) or --no-mqtt`, { cause: e });
     throw e;
@@ -97,6 +94,11 @@ export async function serve(o: ServeOptions): Promise<void> {
       ? `sim (${r.task}, profile ${r.profile}${r.commandHistory ? `, reporting its last ${r.commandHistory} commands` : ''}${r.spec.camera ? `, a ${r.spec.camera.width}x${r.spec.camera.height} camera` : ''}`
       : `${r.spec.name} (over ${r.kind}${r.task ? `, task ${r.task}` : ', no sim task'}${r.scorer() ? '' : ', its episodes unscored: it reports no outcome'}`;
     console.log(`  robot ${r.id}:${' '.repeat(Math.max(1, 7 - r.id.length))}${what}${r.urdf ? `, drawn from ${r.urdf}` : ''})`);
+    const p = r.controlThread?.priority;
+    if (p) {
+      const refused = p.refused === null ? '' : ` (nice ${p.asked} was refused: ${p.refused}; run the service as root or with CAP_SYS_NICE to raise it)`;
+      console.log(`  ${' '.repeat(r.id.length + 7)}its control loop in its own thread at nice ${p.nice}${refused}, serving at nice ${PRIORITIES.servingNice}`);
+    }
     // A robot over a transport can drop and come back: the operator sees it here as in the viewer.
     let up = r.connected;
     r.events.on('status', (st) => {
