@@ -11,6 +11,7 @@ import { pathToFileURL } from 'node:url';
 import type { Worker } from 'node:worker_threads';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadRobotConfig } from '../hardware/config.js';
+import { RosRobot } from '../hardware/robots/ros.js';
 import { SafetyStop } from '../hardware/safety.js';
 import { EpisodeStore } from '../episodes/store/store.js';
 import { EstopFlag, WorkerRobotHost } from '../server/control-worker.js';
@@ -234,6 +235,18 @@ describe('the shared e-stop flag', () => {
 });
 
 describe('a control thread started on its own', () => {
+  it("a rosbridge robot is connected once its observation can be read: joint states and, where the YAML declares them, features", async () => {
+    const cfg = loadRobotConfig(join(dir, 'arm.yaml'));
+    const robot = await RosRobot.connect(cfg, { timeoutMs: 5000 });
+    try {
+      expect((await robot.observe()).features).toHaveLength(13);
+    } finally {
+      await robot[Symbol.asyncDispose]();
+    }
+    await expect(RosRobot.connect({ ...cfg, featuresTopic: '/nobody/publishes/this' }, { timeoutMs: 1000 })).rejects.toThrow(/timed out after 1000 ms: no features on \/nobody\/publishes\/this from ws:/);
+  });
+
+
   it('a robot it cannot reach fails the start, naming it; once disposed, the thread is gone and calls on it fail', async () => {
     const store = EpisodeStore.open(join(dir, 'own.db'));
     try {

@@ -87,11 +87,16 @@ export class RosRobot implements Robot {
   static async connect(config: RobotConfig, opts: RosRobotOptions = {}): Promise<RosRobot> {
     const r = new RosRobot(config, opts);
     await r.ros.connect(config.url).catch(() => undefined);
-    await r.waitFor(() => r.connected && !!r.joint, opts.timeoutMs ?? 5000, `no joint states on ${config.stateTopic} from ${config.url}`).catch(async (e) => {
+    const ms = opts.timeoutMs ?? 5000;
+    try {
+      await r.waitFor(() => r.connected && !!r.joint, ms, `no joint states on ${config.stateTopic} from ${config.url}`);
+      // The features are part of every observation: a robot whose first joint states came before them is not yet observable.
+      if (config.featuresTopic) await r.waitFor(() => !!r.features, ms, `no features on ${config.featuresTopic} from ${config.url}`);
+    } catch (e) {
       r.closed = true;
       r.ros.close();
       throw e;
-    });
+    }
     return r;
   }
 
