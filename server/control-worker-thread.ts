@@ -148,6 +148,7 @@ if (host) {
         emit: (ev) => post({ t: 'job', ev }),
         progress: (done, total, phase) => post({ t: 'progress', done, total, ...(phase !== undefined ? { phase } : {}) }),
         robot: () => h,
+        fleet: [h],
         // The service's run manager claimed the robot before the run came here.
         claim: () => {},
         store,
