@@ -66,7 +66,7 @@ export const QUICK_HELD_OUT: readonly Combination[] = [combo(0, 1), combo(1, 2),
  * (the recipe's own quick runs one), whose fixed cost would double it. `refitEvery` null: the recipe's.
  */
 export const SIZES = {
-  full: { updates: { reach: 200, push: 48 } as Record<Task, number>, evalEpisodes: 100, refitEvery: null },
+  full: { updates: { reach: 120, push: 32 } as Record<Task, number>, evalEpisodes: 100, refitEvery: null },
   quick: { updates: { reach: 2, push: 2 } as Record<Task, number>, evalEpisodes: 5, refitEvery: 0 },
 };
 
