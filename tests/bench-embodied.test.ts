@@ -5,7 +5,7 @@
 import { describe, expect, it } from 'vitest';
 import { EVAL_BLOCK, SPLITS, cellKey, corrections, plan, protocol, report, type EmbodiedCell, type Plan } from '../bench/embodied.js';
 import { protocolKeys, runKeySources, variantKey } from '../bench/lib/protocol.js';
-import { CHOSEN, CORE_VARIANTS, GRIDS, SETUP_MODULE, START_BLOCK, gridVariants, promptBlock, variantKeySpecs, variants, type TunedFamily, type VariantCell, type VariantName } from '../bench/cells/embodied.js';
+import { CHOSEN, CORE_VARIANTS, armOf, GRIDS, SETUP_MODULE, START_BLOCK, gridVariants, promptBlock, variantKeySpecs, variants, type TunedFamily, type VariantCell, type VariantName } from '../bench/cells/embodied.js';
 
 const base = { quick: false, all: false, progress: () => {} };
 const EPISODES = 20;
@@ -32,9 +32,8 @@ const corrected = (denoised: boolean, mapFrom: number | null): Partial<VariantCe
  * except on `neverSeed`, where it stays at 6 and never reaches standard's level; on `flatSeed` standard GRPO gains
  * nothing over the start. The denoiser acts on no seed; the debias map on all but the first.
  */
-function cells(p: Plan, neverSeed: number, flatSeed: number): Map<string, EmbodiedCell> {
+function cells(p: Plan, neverSeed: number, flatSeed: number, task = p.tasks[0]!): Map<string, EmbodiedCell> {
   const m = new Map<string, EmbodiedCell>();
-  const task = p.tasks[0]!;
   p.seeds.forEach((s, i) => {
     m.set(cellKey(task, s, 'bc'), { success: 0.1, outcomes: Array.from({ length: EPISODES }, (_, e) => (e < 2 ? 1 : 0)) });
     m.set(cellKey(task, s, 'standard'), vcell(s === flatSeed ? 0.1 : 0.4, 1));
@@ -79,6 +78,26 @@ describe('bench embodied: splits and keys', () => {
     expect(v.variants).toEqual(['bc', ...CORE_VARIANTS, ...families.flatMap(gridVariants)]);
     for (const f of families) expect(gridVariants(f)).toContain(CHOSEN[f]);
     expect(gridVariants('ppo')).toEqual(['ppo_lr3e-4', 'ppo_lr1e-3']);
+  });
+
+  it('reports the worn robot beside gap on the test split alone, and refuses it where choices are made', () => {
+    expect(plan({ ...base, all: true }).tasks).toEqual(['reach', 'push', 'reach@worn', 'push@worn']);
+    expect(plan({ ...base, all: true, split: 'validation' }).tasks).toEqual(['reach', 'push']);
+    expect(plan({ ...base, all: true, quick: true }).tasks).toEqual(['reach', 'push']);
+    expect(() => plan({ ...base, task: 'push@worn', split: 'validation' })).toThrow(/push@worn runs on the test split only: no choice is made on the worn robot/);
+    expect(() => armOf('reach@worn@gap')).toThrow(/neither a task nor task@profile/);
+    expect(armOf('reach')).toEqual({ task: 'reach', profile: 'gap' });
+    // Its cells are the arm's own, under the test split's one computation key.
+    const t = plan({ ...base, task: 'reach@worn' });
+    expect(protocol.keys({ ...base, task: 'reach@worn' }).compute).toBe(protocol.keys(base).compute);
+    const r = report(t, { compute: 'c', report: 'k' }, cells(t, t.seeds[1]!, t.seeds[2]!), { wallS: 1, computed: 0, throughput });
+    expect(r.title).toBe('Embodied WMRL: post-training on the worn robot (reach, test split)');
+    expect(r.summary).toContain('the robot is the sim under the worn profile (a second reality gap, reported on the test split alone: no choice was made on it)');
+    const two = plan({ ...base, all: true });
+    const both = new Map([...cells(two, two.seeds[1]!, two.seeds[2]!, 'reach'), ...cells(two, two.seeds[1]!, two.seeds[2]!, 'push'), ...cells(two, two.seeds[1]!, two.seeds[2]!, 'reach@worn'), ...cells(two, two.seeds[1]!, two.seeds[2]!, 'push@worn')]);
+    const rr = report(two, { compute: 'c', report: 'k' }, both, { wallS: 1, computed: 0, throughput: { ...throughput, push: throughput.reach } });
+    expect(rr.result.reach_worn_final_success_wmrl).toBeCloseTo(Number(rr.result.final_success_wmrl), 9);
+    expect(rr.title).toBe('Embodied WMRL: post-training on the gap and worn robots (reach and push, test split)');
   });
 
   it('keeps the cells of one split under one computation key whichever tasks a run reports', () => {

@@ -15,7 +15,7 @@ import * as rlpd from './embodied/rlpd.js';
 import { SeedSetup, START_BLOCK, sharedOptions, type VariantCell } from './embodied/setup.js';
 import * as wmrl from './embodied/wmrl.js';
 
-export { PROFILE, SIZES, START_BLOCK, SeedSetup, promptBlock, type CellOptions, type StartCell, type VariantCell } from './embodied/setup.js';
+export { PROFILE, SIZES, START_BLOCK, SeedSetup, armOf, promptBlock, type CellOptions, type StartCell, type VariantCell } from './embodied/setup.js';
 
 /** WMRL imagines IMAGINED times the groups standard GRPO executes per update: imagination costs compute, not robot time, and more groups give a less noisy gradient from the same robot episodes. */
 export const IMAGINED = 4;

@@ -4,7 +4,7 @@
 import { makeEnv } from '../../../sim/index.js';
 import { loadProfile } from '../../../sim/profiles.js';
 import { DEFAULT_BC_MORE, trainBcMore } from '../../../wmrl/train_bc.js';
-import { PROFILE, type TrainerInputs, type TrainerOutcome } from './setup.js';
+import type { TrainerInputs, TrainerOutcome } from './setup.js';
 
 export interface BcMoreOptions {
   /** Standard GRPO's groups per update: with groupSize, the robot time per update. */
@@ -18,7 +18,7 @@ export async function train(x: TrainerInputs, v: BcMoreOptions): Promise<Trainer
   // The demonstrator drives the robot's task; an env of the task builds it (its control period is the robot's).
   const env = await makeEnv({ task: x.task, profile: 'nominal' });
   try {
-    const latencySteps = loadProfile(PROFILE).action_latency_steps;
+    const latencySteps = loadProfile(x.profile).action_latency_steps;
     const state = await trainBcMore({
       config: { ...x.loop(v.prompts), ...DEFAULT_BC_MORE, epochs: v.epochs }, policy: p.policy, target, prompts, evaluate,
       demos: { obs: p.demos.obs, action: p.demos.label }, demonstrator: () => env.demonstrator({ latencySteps }),

@@ -1,5 +1,5 @@
 // What every cell of `bench embodied` shares, and only that: at one (task, RL seed), the pretraining (behaviour
-// cloning, world model), the robot (the sim under the `gap` profile, its reset charged), the training prompts, the
+// cloning, world model), the robot (the sim under the arm's hardware profile, its reset charged), the training prompts, the
 // split's evaluation, and a trained variant's cell made from its trainer's run rows. Its code and the cell options are
 // the shared part of every cell's computation key (bench/lib/protocol.ts protocolKeys); a variant's trainer is called
 // through its own module beside this one (grpo.ts, wmrl.ts, …), so nothing here imports a trainer (wmrl/train_*.ts):
@@ -10,11 +10,22 @@ import { join } from 'node:path';
 import { evaluateSuccess, type ClosableTarget, type Evaluation } from '../../../wmrl/embodied.js';
 import type { Policy } from '../../../policies/types.js';
 import type { RunRow } from '../../../wmrl/run-state.js';
+import { loadProfile } from '../../../sim/profiles.js';
 import { DEFAULT_PRETRAIN, SimPrompts, pretrain, simRobotTarget, type Pretrained, type PretrainOptions } from '../../../wmrl/sim-setup.js';
 
-/** The robot: the sim under this hardware profile (the reality gap), its reset charged this many robot seconds. */
+/** The robot: the sim under this hardware profile (the reality gap) unless an arm names another, its reset charged this many robot seconds. */
 export const PROFILE = 'gap';
 const RESET_SECONDS = 5;
+
+/**
+ * An arm of the bench: a task on the robot under a profile, named `task` (PROFILE's robot) or `task@profile`
+ * (`reach@worn`). Every cell of an arm is cached under its name, so arms on other profiles keep the others' cells.
+ */
+export function armOf(name: string): { task: string; profile: string } {
+  const [task, profile = PROFILE, ...rest] = name.split('@');
+  if (!task || !profile || rest.length) throw new Error(`bench embodied: '${name}' is neither a task nor task@profile`);
+  return { task, profile };
+}
 
 /** Start states come in blocks of this many seeds; a run's prompts at RL seed s are block 10 + s (seeds from 1,000,000 + s·100,000). */
 export const START_BLOCK = 100_000;
@@ -32,7 +43,7 @@ export const SIZES = {
 /** What every cell of a run depends on besides its code: its JSON is the shared part of the computation keys' options. */
 export function sharedOptions(o: { quick: boolean; split: 'train' | 'validation' | 'test'; evalSeed0: number }) {
   const sz = o.quick ? SIZES.quick : SIZES.full;
-  return { split: o.split, ...sz, evalSeed0: o.evalSeed0, profile: PROFILE, resetSeconds: RESET_SECONDS };
+  return { split: o.split, ...sz, evalSeed0: o.evalSeed0, resetSeconds: RESET_SECONDS };
 }
 export type CellOptions = ReturnType<typeof sharedOptions>;
 
@@ -79,6 +90,8 @@ export interface LoopConfig {
 /** What a variant's trainer is given: the seed's pretraining (reset to the start), the robot, the prompts and the split's evaluation. */
 export interface TrainerInputs {
   task: string;
+  /** The robot's hardware profile. */
+  profile: string;
   seed: number;
   o: CellOptions;
   pre: Pretrained;
@@ -97,10 +110,11 @@ export interface TrainerOutcome {
 
 const copyOf = (xs: ReadonlyArray<{ data: Float32Array }>) => xs.map((t) => Float32Array.from(t.data));
 
-/** A task at one RL seed: pretrained once (behaviour cloning, world model); each variant starts from the same parameters. */
+/** An arm at one RL seed: pretrained once (behaviour cloning, world model); each variant starts from the same parameters. */
 export class SeedSetup {
   private constructor(
     readonly task: string,
+    readonly profile: string,
     readonly seed: number,
     private readonly o: CellOptions,
     private readonly pre: Pretrained,
@@ -108,14 +122,18 @@ export class SeedSetup {
     private readonly model0: Float32Array[],
   ) {}
 
-  static async create(task: string, seed: number, o: CellOptions): Promise<SeedSetup> {
+  /** `arm`: a task, or task@profile (armOf); pretraining is the task's whatever the robot. */
+  static async create(arm: string, seed: number, o: CellOptions): Promise<SeedSetup> {
+    const { task, profile } = armOf(arm);
+    // An unknown profile fails here, not after minutes of pretraining.
+    loadProfile(profile);
     const pre = await pretrain({ ...DEFAULT_PRETRAIN, ...o.pretrain, task, seed, commandHistory: 0 });
-    return new SeedSetup(task, seed, o, pre, copyOf(pre.policy.paramNames().map((n) => pre.policy.store.get(n))), copyOf(pre.model.store.names().map((n) => pre.model.store.get(n))));
+    return new SeedSetup(task, profile, seed, o, pre, copyOf(pre.policy.paramNames().map((n) => pre.policy.store.get(n))), copyOf(pre.model.store.names().map((n) => pre.model.store.get(n))));
   }
 
   /** The split's evaluation: the policy's mean action on `evalEpisodes` start states from `evalSeed0`, on the robot's profile. */
   private async evaluate(policy: Policy): Promise<Evaluation & { outcomes: number[] }> {
-    const ev = await evaluateSuccess(policy, this.task, PROFILE, this.o.evalEpisodes, this.o.evalSeed0);
+    const ev = await evaluateSuccess(policy, this.task, this.profile, this.o.evalEpisodes, this.o.evalSeed0);
     if (!ev.outcomes) throw new Error('bench embodied: the evaluation kept no per-episode outcomes');
     return { ...ev, outcomes: ev.outcomes };
   }
@@ -135,18 +153,18 @@ export class SeedSetup {
   /** Variant `name` trained from the start by `trainer` on a fresh robot; its cell from the run rows. */
   async train(name: string, trainer: (inputs: TrainerInputs) => Promise<TrainerOutcome>): Promise<VariantCell> {
     this.reset();
-    const { task, seed, o, pre } = this;
+    const { task, profile, seed, o, pre } = this;
     const tmp = mkdtempSync(join(tmpdir(), 'bench-embodied-'));
     // The trainers evaluate every evalEvery updates and after the last: the last evaluation is the cell's.
     const seen: { last: (Evaluation & { outcomes: number[] }) | null } = { last: null };
     const evaluate = async (policy: Policy) => (seen.last = await this.evaluate(policy));
     try {
       // The store is this cell's scratch file, deleted with it: no fsync per step.
-      const target = await simRobotTarget({ task, profile: PROFILE, robots: 1, resetSeconds: o.resetSeconds, seed, store: join(tmp, 'episodes.db'), storeSync: 'NORMAL' });
+      const target = await simRobotTarget({ task, profile, robots: 1, resetSeconds: o.resetSeconds, seed, store: join(tmp, 'episodes.db'), storeSync: 'NORMAL' });
       try {
         using prompts = await SimPrompts.create(task);
         const loop = (n: number): LoopConfig => ({ updates: o.updates, prompts: n, groupSize: o.groupSize, evalEvery: o.evalEvery, promptSeed0: promptBlock(seed) * START_BLOCK, seed });
-        const { rows, groups, corrected } = await trainer({ task, seed, o, pre, target, prompts, evaluate, loop });
+        const { rows, groups, corrected } = await trainer({ task, profile, seed, o, pre, target, prompts, evaluate, loop });
         const end = rows[o.updates - 1];
         if (!end || end.evalSuccess === undefined || !seen.last) throw new Error(`bench embodied: ${task} seed ${seed} ${name} has no evaluation at update ${o.updates}`);
         return {
