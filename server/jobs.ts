@@ -42,7 +42,11 @@ export const sleep = (ms: number, signal: AbortSignal) =>
   });
 
 /** What a session needs of its run: the run's context, with a store it records into (the service's, or a control thread's hand-over to it). */
-export type SessionContext = Omit<JobContext, 'store'> & { store: EpisodeSink };
+export type SessionContext = Omit<JobContext, 'store'> & {
+  store: EpisodeSink;
+  /** How episodes wait for each tick's slot (runEpisode's waitUntil): a robot's control thread, which serves nothing else, spins the last moment. */
+  waitUntil?: (slot: number) => Promise<void>;
+};
 
 interface SessionSpec {
   ctx: SessionContext;
@@ -146,6 +150,7 @@ async function session(s: SessionSpec): Promise<string> {
           store: ctx.store,
           signal: ctx.signal,
           ...(score ? { score } : {}),
+          ...(ctx.waitUntil ? { waitUntil: ctx.waitUntil } : {}),
           meta: { id: episode, robot: spec.name, policyVersion: s.policyVersion, hardwareProfile: host.profile, ...(host.task !== null ? { task: host.task } : {}), extra: { run: ctx.runId, joints: spec.joints } },
         });
       } catch (e) {
