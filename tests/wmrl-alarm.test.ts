@@ -20,6 +20,21 @@ describe('HackingAlarm', () => {
     expect(under.observe(0.1, 0.6, 2)).toMatch(/predicts 10% .* measured 60%/);
   });
 
+  it('stays raised while the full window\'s gap passes the threshold and clears with it (what WMRL pauses imagination on)', () => {
+    const alarm = new HackingAlarm(2, 0.3);
+    expect(alarm.raised).toBe(false);
+    alarm.observe(0.9, 0.1, 1);
+    expect(alarm.raised).toBe(false); // the window is not full
+    alarm.observe(0.9, 0.1, 2);
+    expect(alarm.raised).toBe(true);
+    alarm.observe(0.5, 0.5, 3); // mean gap 0.4
+    expect(alarm.raised).toBe(true);
+    alarm.observe(0.5, 0.5, 4);
+    expect(alarm.raised).toBe(false);
+    // A resumed run's saved window raises it before any new update.
+    expect(new HackingAlarm(2, 0.3, { predicted: [0.9, 0.9], measured: [0.1, 0.1] }).raised).toBe(true);
+  });
+
   it('continues from the window a saved run left, and hands out copies', () => {
     const alarm = new HackingAlarm(2, 0.3, { predicted: [0.8], measured: [0.2] });
     expect(alarm.observe(0.8, 0.2, 7)).toMatch(/at update 7/);

@@ -22,13 +22,19 @@ export class HackingAlarm {
     return [...this.m];
   }
 
+  /** Whether the alarm is up: the latest full window's mean gap passes the threshold (until an update clears it). */
+  get raised(): boolean {
+    const p = this.p.reduce((a, x) => a + x, 0), m = this.m.reduce((a, x) => a + x, 0);
+    return this.p.length === this.window && Math.abs((p - m) / this.p.length) > this.gap;
+  }
+
   /** Adds one update's mean predicted and measured success; returns the warning when the alarm goes off, else null. */
   observe(predicted: number, measured: number, update: number): string | null {
     this.p.push(predicted);
     this.m.push(measured);
     if (this.p.length > this.window) { this.p.shift(); this.m.shift(); }
+    if (!this.raised) return null;
     const p = this.p.reduce((a, x) => a + x, 0), m = this.m.reduce((a, x) => a + x, 0);
-    if (!(this.p.length === this.window && Math.abs((p - m) / this.p.length) > this.gap)) return null;
     return `wmrl: reward-hacking alarm at update ${update}: the world model predicts ${(100 * p / this.p.length).toFixed(0)}% success on the anchor prompts, the robot measured ${(100 * m / this.m.length).toFixed(0)}% over the last ${this.window} updates`;
   }
 }
