@@ -239,6 +239,11 @@ export function robotContext(reads: PolicyInputs, o: RobotObservation, robot: st
   return ctx;
 }
 
+/** `meanAction`: the robot runs the policy's mean action (no sampling; an evaluation's episode). */
+interface EpisodeOptions {
+  meanAction?: boolean;
+}
+
 /** The episode each robot is running or will run last: robotEpisode's queue, one per robot. */
 const robotTurns = new WeakMap<SafetyLayer, Promise<unknown>>();
 
@@ -249,12 +254,12 @@ const robotTurns = new WeakMap<SafetyLayer, Promise<unknown>>();
  * for (WMRL's anchor groups of one update are scored concurrently; on one robot, a reset for one group
  * mid-way through another's episode would run both groups' commands in one episode).
  */
-export function robotEpisode(target: RobotTarget, policy: Policy, seed: number, rng: Rng, policyVersion: string): Promise<RobotEpisode> {
+export function robotEpisode(target: RobotTarget, policy: Policy, seed: number, rng: Rng, policyVersion: string, o: EpisodeOptions = {}): Promise<RobotEpisode> {
   const fleet = target.fleet;
-  if (fleet) return fleet.run((on, i) => runRobotEpisode(target, on, i, policy, seed, rng, policyVersion));
+  if (fleet) return fleet.run((on, i) => runRobotEpisode(target, on, i, policy, seed, rng, policyVersion, o));
   // Wait for the robot's previous episode to end, however it ended: its outcome, or its error, goes to its own caller.
   const turn = (robotTurns.get(target.robot) ?? Promise.resolve()).then(() => undefined, () => undefined);
-  const mine = turn.then(() => runRobotEpisode(target, target, undefined, policy, seed, rng, policyVersion));
+  const mine = turn.then(() => runRobotEpisode(target, target, undefined, policy, seed, rng, policyVersion, o));
   robotTurns.set(target.robot, mine);
   return mine;
 }
@@ -289,7 +294,7 @@ export async function groupEpisodes(target: RobotTarget, policy: Policy, seed: n
 }
 
 /** `on`: the robot it runs on (the target itself, or one of its fleet's, charged to the clock's robot `index`). */
-async function runRobotEpisode(target: RobotTarget, on: Pick<TargetRobot, 'robot' | 'outcome' | 'meta' | 'store'>, index: number | undefined, policy: Policy, seed: number, rng: Rng, policyVersion: string): Promise<RobotEpisode> {
+async function runRobotEpisode(target: RobotTarget, on: Pick<TargetRobot, 'robot' | 'outcome' | 'meta' | 'store'>, index: number | undefined, policy: Policy, seed: number, rng: Rng, policyVersion: string, opts: EpisodeOptions): Promise<RobotEpisode> {
   const D = policy.obsDim, A = policy.actDim;
   if (policy.chunk !== 1) throw new Error(`robot episode: one action per control step (chunk 1); the ${policy.kind} policy gives chunks of ${policy.chunk}`);
   const reads = policy.inputs();
@@ -309,14 +314,15 @@ async function runRobotEpisode(target: RobotTarget, on: Pick<TargetRobot, 'robot
       const x = buildObservation(layout, o);
       if (x.length !== D) throw new Error(`robot episode: the robot's observation has ${x.length} entries, the policy takes ${D}`);
       const ctx = robotContext(reads, o, on.robot.spec.name);
-      const noise = Float32Array.from({ length: A }, () => rng.normal());
+      const noise = opts.meanAction ? new Float32Array(A) : Float32Array.from({ length: A }, () => rng.normal());
       const r = await policy.act(x, noise, ctx);
+      const a = opts.meanAction ? r.mean : r.action;
       if (ctx?.images) images.push(Uint8Array.from(ctx.images));
       if (ctx?.instructions) instructions.push(ctx.instructions[0]!);
       obs.push(x);
-      action.push(r.action);
+      action.push(a);
       logProb.push(r.logProb[0]!);
-      return r.action;
+      return a;
     },
     score: async () => {
       const s = await on.outcome();
@@ -424,6 +430,31 @@ export interface Evaluation {
   episodes: number;
   /** Per episode, in start-state order: 1 where it ended in success, else 0; where the evaluation keeps them, so two policies can be compared state by state. */
   outcomes?: number[];
+}
+
+/** The first seed of the evaluation start states, apart from every training prompt's. */
+export const EVAL_SEED0 = 9_000_000;
+
+/**
+ * The policy's success measured on the robot itself, for a robot with no sim twin to evaluate in: its mean action (no
+ * sampling) for `episodes` episodes from the robot's seeded resets seed0, seed0+1, … (the same start states at every
+ * evaluation of a run), each recorded in the store and charged to the robot clock like every robot episode. A fleet
+ * runs them at once; an episode that ended early (a safety stop, a lost link) counts as a failure.
+ */
+export function robotEvaluation(target: RobotTarget, episodes: number, seed0 = EVAL_SEED0): (policy: Policy) => Promise<Evaluation> {
+  if (!(Number.isInteger(episodes) && episodes >= 1)) throw new Error(`robot evaluation: episodes must be a positive whole number, got ${episodes}`);
+  // Mean actions draw no noise: a generator of its own, so evaluating leaves the trainer's draws as they were.
+  const rng = new Rng(0);
+  let n = 0;
+  return async (policy) => {
+    const version = `eval-${n++}`;
+    const settled = await Promise.allSettled(Array.from({ length: episodes }, (_, i) => robotEpisode(target, policy, seed0 + i, rng, version, { meanAction: true })));
+    const failed = settled.find((s) => s.status === 'rejected');
+    if (failed) throw (failed as PromiseRejectedResult).reason;
+    const eps = settled.map((s) => (s as PromiseFulfilledResult<RobotEpisode>).value);
+    const outcomes = eps.map((ep): number => (ep.success ? 1 : 0));
+    return { success: outcomes.reduce((a, x) => a + x, 0) / episodes, meanReturn: eps.reduce((a, ep) => a + ep.return, 0) / episodes, episodes, outcomes };
+  };
 }
 
 /**

@@ -12,7 +12,7 @@ import type { Policy } from '../policies/types.js';
 import { exploratoryEpisodes, makeEnv } from '../sim/index.js';
 import { EnsembleModel, TransitionBuffer, fitRollout, type Transitions } from '../worldmodel/index.js';
 import type { Scorer } from '../hardware/record.js';
-import { SimPrompts, evaluateSuccess, fleetRobots, fleetTarget, robotTarget, type ClosableTarget, type Evaluation } from './embodied.js';
+import { EVAL_SEED0, SimPrompts, evaluateSuccess, fleetRobots, fleetTarget, robotTarget, type ClosableTarget, type Evaluation } from './embodied.js';
 import type { TargetRobot } from './fleet.js';
 
 export interface PretrainOptions {
@@ -266,7 +266,7 @@ export async function simRobotTarget(o: SimRobotTargetOptions): Promise<Closable
 
 /** Held-out evaluation: `episodes` start states from seed 9,000,000 on, under the robot's profile. */
 export function heldOutEvaluation(task: string, profile: string, episodes: number, opts: { commandHistory?: number } = {}): (policy: Policy) => Promise<Evaluation> {
-  return (policy) => evaluateSuccess(policy, task, profile, episodes, 9_000_000, opts);
+  return (policy) => evaluateSuccess(policy, task, profile, episodes, EVAL_SEED0, opts);
 }
 
 export { SimPrompts };
