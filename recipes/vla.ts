@@ -303,7 +303,8 @@ export async function trainVlaRl(R: VlaRecipe, row: VlaRl, o: VlaRlRun): Promise
     if (!viaTwin && !o.face) throw new Error('vla recipe: imagining through the latent face needs the face');
     const pg = await ClippedPolicyGradient.create(row === 'sparse_only' || viaTwin ? o.vla : o.face!, R.pg, { trainable: o.vla.headParamNames() });
     try {
-      const common = { prompts: R.prompts, groupSize: R.groupSize, evalEvery: Math.max(1, R.updates / 4), promptSeed0: R.promptSeed0, seed: R.seed };
+      // keepBest false: the recipe measures the clone itself and reports and exports the VLA its last update leaves.
+      const common = { prompts: R.prompts, groupSize: R.groupSize, evalEvery: Math.max(1, R.updates / 4), promptSeed0: R.promptSeed0, seed: R.seed, keepBest: false as const };
       const hooks = { ...(o.onUpdate ? { onUpdate: o.onUpdate } : {}), ...(o.onEpisode ? { onEpisode: o.onEpisode } : {}), ...(o.signal ? { signal: o.signal } : {}) };
       const outDir = o.outDir ? { outDir: o.outDir } : {};
       const wmrl = { ...DEFAULT_WMRL, ...common, updates: R.updates, horizon: target.maxSteps, refitEvery: row === 'wmrl' ? R.refitEvery : 0, robotRewards: 'success' as const };

@@ -34,7 +34,8 @@ describe('BC with more demonstrations at the same robot time', () => {
       return s / seen.length;
     };
     try {
-      const config = { updates: 2, prompts: 2, groupSize: 2, evalEvery: 2, promptSeed0: 1_000_000, seed: 3, ...DEFAULT_BC_MORE, epochs: 30, lr: 3e-3, batchSize: 64 };
+      // keepBest false: the run hands back its refit, whatever the stub evaluation measures.
+      const config = { updates: 2, prompts: 2, groupSize: 2, evalEvery: 2, promptSeed0: 1_000_000, seed: 3, ...DEFAULT_BC_MORE, epochs: 30, lr: 3e-3, batchSize: 64, keepBest: false as const };
       const losses: Array<number | null> = [];
       const st = await trainBcMore({ config, policy: pre.policy, target, prompts, demos: { obs: pre.demos.obs, action: pre.demos.label }, demonstrator, evaluate: async () => ({ success: 0, meanReturn: 0, episodes: 1 }), hooks: { onUpdate: (r) => losses.push(r.loss) } });
       const full = target.maxSteps / target.robot.spec.controlHz + 5, budget = config.prompts * config.groupSize * full;

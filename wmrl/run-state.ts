@@ -22,6 +22,8 @@ export interface RunRow {
   evalSuccess?: number;
   /** Mean return on the same held-out episodes. */
   evalReturn?: number;
+  /** On evaluation updates: the update whose parameters the run keeps after this evaluation (0: the starting policy's; wmrl/keep-best.ts). */
+  keptUpdate?: number;
   groups: number;
   /** Groups executed on the robot this update (anchors for WMRL). */
   realGroups: number;
@@ -53,6 +55,19 @@ export interface RunRow {
   /** WMRL under its imagined gate: the share of the imagined groups the update kept (1 until measured), and how many it kept. */
   imaginedWeight?: number;
   imaginedGroups?: number;
+  /** WMRL: whether the reward-hacking alarm, raised at an earlier update, kept this update's imagined groups out of it (WmrlConfig.alarmAction). */
+  imaginationPaused?: boolean;
+}
+
+/** One evaluation of the policy as it was after `update` updates (0: the starting policy). */
+export interface EvalPoint {
+  update: number;
+  /** Success rate over the evaluation's episodes, their mean return, and how many. */
+  success: number;
+  meanReturn: number;
+  episodes: number;
+  /** The evaluation noise: the binomial standard error of `success`, √(p(1−p)/n). */
+  se: number;
 }
 
 export interface RunState {
@@ -64,6 +79,10 @@ export interface RunState {
   /** Observation after the last action of each stored episode (the record has the ones before). */
   finalObs: Record<string, number[]>;
   episodeIds: string[];
+  /** The starting policy's evaluation, measured before update 1 (where the run has an evaluation). */
+  start?: EvalPoint;
+  /** The evaluation whose parameters the run keeps and hands back as its final policy (wmrl/keep-best.ts). */
+  kept?: EvalPoint;
   /** Trainer-specific state (the Corrector's, the world model's refit schedule). */
   extra?: unknown;
 }
@@ -71,6 +90,8 @@ export interface RunState {
 export interface RunHooks {
   onUpdate?: (row: RunRow) => void;
   onEpisode?: (ep: RobotEpisode, role: 'train' | 'anchor') => void;
+  /** The starting policy's evaluation, before update 1. */
+  onStart?: (start: EvalPoint) => void;
   signal?: AbortSignal;
 }
 

@@ -8,13 +8,15 @@
 // clock), each from the next training prompt's start state while a full-length one still fits: the demonstrator
 // (a teleoperator's stand-in, told the robot's latency) labels every step, the robot runs its action with noise injected
 // as pretraining's demonstrations did → every evalEvery updates and after the last, the clone refitted on the
-// demonstrations it was cloned from and the robot's → evaluate.
+// demonstrations it was cloned from and the robot's → evaluate. With an evaluation, the starting policy is evaluated
+// before update 1 and the run hands back the parameters of its best evaluation (wmrl/keep-best.ts).
 import { join } from 'node:path';
 import { Rng, writeFileAtomic } from '../nn/index.js';
 import { buildObservation, layoutOf } from '../common/layout.js';
 import { runEpisode } from '../hardware/record.js';
 import { behaviourClone, type Demonstrations } from '../policies/bc.js';
 import type { Demonstrator } from '../sim/types.js';
+import { KeepBest } from './keep-best.js';
 import type { RunRow, RunState } from './run-state.js';
 import type { StandardConfig, StandardRun } from './train_standard.js';
 
@@ -53,71 +55,72 @@ export async function trainBcMore(run: BcMoreRun): Promise<RunState> {
   const bound = (v: number) => Math.max(-1, Math.min(1, v));
   const obs: number[] = Array.from(run.demos.obs), label: number[] = Array.from(run.demos.action);
   let next = 0, loss: number | null = null;
+  const keep = await KeepBest.begin(run, state, c.keepBest);
   const t0 = performance.now();
 
-  for (let u = 0; u < c.updates; u++) {
-    run.hooks?.signal?.throwIfAborted();
-    let episodes = 0, successes = 0;
-    // Demonstrations while a full-length episode still fits in the robot time standard GRPO has had by this update's end.
-    while (target.clock.robotSeconds + fullEpisode <= (u + 1) * budget + 1e-9) {
-      const prompt = prompts.get(c.promptSeed0 + next++);
-      const demo = run.demonstrator();
-      const out = await runEpisode({
-        robot: target.robot,
-        reset: { seed: prompt.seed },
-        maxSteps: target.maxSteps,
-        store: target.store,
-        realTime: target.realTime,
-        signal: target.signal,
-        meta: { ...target.meta, policyVersion: `demonstrator-${u}`, extra: { seed: prompt.seed } },
-        policy: async (o) => {
-          const x = buildObservation(layout, o);
-          if (x.length !== D) throw new Error(`bc: the robot's observation has ${x.length} entries, the policy takes ${D}`);
-          const a = demo.act({ state: x, instruction: o.instruction ?? prompt.instruction }).map(bound);
-          obs.push(...x);
-          label.push(...a);
-          const executed = a.map((v) => bound(v + c.noise * rng.normal()));
-          demo.executed(executed);
-          return executed;
-        },
-        score: target.outcome,
-      });
-      target.clock.charge(out.steps, hz);
-      state.episodeIds.push(out.id);
-      episodes++;
-      if (out.success) successes++;
-    }
+  try {
+    for (let u = 0; u < c.updates; u++) {
+      run.hooks?.signal?.throwIfAborted();
+      let episodes = 0, successes = 0;
+      // Demonstrations while a full-length episode still fits in the robot time standard GRPO has had by this update's end.
+      while (target.clock.robotSeconds + fullEpisode <= (u + 1) * budget + 1e-9) {
+        const prompt = prompts.get(c.promptSeed0 + next++);
+        const demo = run.demonstrator();
+        const out = await runEpisode({
+          robot: target.robot,
+          reset: { seed: prompt.seed },
+          maxSteps: target.maxSteps,
+          store: target.store,
+          realTime: target.realTime,
+          signal: target.signal,
+          meta: { ...target.meta, policyVersion: `demonstrator-${u}`, extra: { seed: prompt.seed } },
+          policy: async (o) => {
+            const x = buildObservation(layout, o);
+            if (x.length !== D) throw new Error(`bc: the robot's observation has ${x.length} entries, the policy takes ${D}`);
+            const a = demo.act({ state: x, instruction: o.instruction ?? prompt.instruction }).map(bound);
+            obs.push(...x);
+            label.push(...a);
+            const executed = a.map((v) => bound(v + c.noise * rng.normal()));
+            demo.executed(executed);
+            return executed;
+          },
+          score: target.outcome,
+        });
+        target.clock.charge(out.steps, hz);
+        state.episodeIds.push(out.id);
+        episodes++;
+        if (out.success) successes++;
+      }
 
-    // The refit where the clone is measured: every demonstration so far, the pretraining's and the robot's.
-    const measured = (u + 1) % c.evalEvery === 0 || u + 1 === c.updates;
-    if (measured) {
-      loss = await behaviourClone(policy, { obs: Float32Array.from(obs), action: Float32Array.from(label) }, { epochs: c.epochs, batchSize: c.batchSize, optimizer: { lr: c.lr, clipNorm: 1 }, seed: c.seed + u });
-    }
+      // The refit where the clone is measured: every demonstration so far, the pretraining's and the robot's.
+      const measured = (u + 1) % c.evalEvery === 0 || u + 1 === c.updates;
+      if (measured) {
+        loss = await behaviourClone(policy, { obs: Float32Array.from(obs), action: Float32Array.from(label) }, { epochs: c.epochs, batchSize: c.batchSize, optimizer: { lr: c.lr, clipNorm: 1 }, seed: c.seed + u });
+      }
 
-    // Measure and log.
-    const row: RunRow = {
-      update: u + 1,
-      robotSeconds: target.clock.robotSeconds,
-      robotWallSeconds: target.clock.wallSeconds,
-      robotEpisodes: target.clock.episodes,
-      computeSeconds: (performance.now() - t0) / 1000,
-      trainSuccess: episodes ? successes / episodes : null,
-      realGroups: episodes / c.groupSize,
-      groups: c.prompts,
-      loss,
-      approxKl: null,
-      refKl: null,
-    };
-    if (run.evaluate && measured) {
-      const ev = await run.evaluate(policy);
-      row.evalSuccess = ev.success;
-      row.evalReturn = ev.meanReturn;
+      // Measure and log.
+      const row: RunRow = {
+        update: u + 1,
+        robotSeconds: target.clock.robotSeconds,
+        robotWallSeconds: target.clock.wallSeconds,
+        robotEpisodes: target.clock.episodes,
+        computeSeconds: (performance.now() - t0) / 1000,
+        trainSuccess: episodes ? successes / episodes : null,
+        realGroups: episodes / c.groupSize,
+        groups: c.prompts,
+        loss,
+        approxKl: null,
+        refKl: null,
+      };
+      if (run.evaluate && measured) keep.observe(row, await run.evaluate(policy), target.clock);
+      state.rows.push(row);
+      state.update = u + 1;
+      state.rng = rng.getState();
+      state.clock = target.clock.state();
+      run.hooks?.onUpdate?.(row);
     }
-    state.rows.push(row);
-    state.update = u + 1;
-    state.rng = rng.getState();
-    state.clock = target.clock.state();
-    run.hooks?.onUpdate?.(row);
+  } finally {
+    keep.restore();
   }
   if (run.outDir) writeFileAtomic(join(run.outDir, 'history.json'), [JSON.stringify(state.rows, null, 1)]);
   return state;

@@ -6,12 +6,14 @@
 // Per update: B prompts (seeded start states) → every prompt's G policy episodes run on the robot (safety layer,
 // recorded in the store, charged to the robot clock), in the order standard GRPO runs them → the critic's V(s) of
 // every step (policies/critic.ts) → GAE advantages per step, standardized over the batch → clipped policy-gradient
-// update → the critic fitted to the λ-returns → evaluate every few updates.
+// update → the critic fitted to the λ-returns → evaluate every few updates. With an evaluation, the starting policy is
+// evaluated before update 1 and the run hands back the parameters of its best evaluation (wmrl/keep-best.ts).
 import { join } from 'node:path';
 import { Rng, writeFileAtomic } from '../nn/index.js';
 import { ValueCritic, gae, type EpisodeSpan } from '../policies/critic.js';
 import type { ClippedPolicyGradient, PgBatch } from '../policies/pg.js';
 import { robotEpisode, type RobotEpisode, type Prompt } from './embodied.js';
+import { KeepBest } from './keep-best.js';
 import { saveRunState, type RunRow, type RunState } from './run-state.js';
 import type { StandardConfig, StandardRun } from './train_standard.js';
 
@@ -47,6 +49,7 @@ export async function trainPpo(run: PpoRun): Promise<RunState> {
   const state: RunState = { algo: 'ppo', update: 0, rng: rng.getState(), clock: target.clock.state(), rows: [], finalObs: {}, episodeIds: [] };
   const inputs = policy.inputs();
   if (inputs.image || inputs.instruction || inputs.features) throw new Error(`ppo: the critic reads the observation vector alone; the ${policy.kind} policy reads more`);
+  const keep = await KeepBest.begin(run, state, c.keepBest);
   // The critic sees the observation as the policy does; its targets are in units of the first update's returns, so
   // its regression starts near scale whatever the task's reward magnitude.
   const critic = await ValueCritic.create({ obsDim: D, obsMean: inputs.obsMean, obsStd: inputs.obsStd, hidden: c.criticHidden, optimizer: { lr: c.criticLr, clipNorm: 1 }, seed: c.seed });
@@ -116,20 +119,20 @@ export async function trainPpo(run: PpoRun): Promise<RunState> {
         refKl: stats?.refKl ?? null,
         criticLoss,
       };
-      if (run.evaluate && ((u + 1) % c.evalEvery === 0 || u + 1 === c.updates)) {
-        const ev = await run.evaluate(policy);
-        row.evalSuccess = ev.success;
-        row.evalReturn = ev.meanReturn;
-      }
+      if (run.evaluate && ((u + 1) % c.evalEvery === 0 || u + 1 === c.updates)) keep.observe(row, await run.evaluate(policy), target.clock);
       state.rows.push(row);
       state.update = u + 1;
       state.rng = rng.getState();
       state.clock = target.clock.state();
       // The policy and its optimizer, and the rows; the critic is not kept, so a PPO run does not resume.
-      if (run.outDir) saveRunState(run.outDir, state, pg);
+      if (run.outDir) {
+        keep.save();
+        saveRunState(run.outDir, state, pg);
+      }
       run.hooks?.onUpdate?.(row);
     }
   } finally {
+    keep.restore();
     await critic.release();
   }
   if (run.outDir) writeFileAtomic(join(run.outDir, 'history.json'), [JSON.stringify(state.rows, null, 1)]);

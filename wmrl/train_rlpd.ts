@@ -9,7 +9,8 @@
 // replay buffer as it ends → after each episode, `utd` critic updates per step it took, each on a batch half
 // demonstrations, half robot steps (targets: the minimum of a random subset of the target critics at the policy's next
 // action, minus the entropy term), the target critics following by Polyak averaging, and an actor and temperature
-// update every `actorEvery` critic updates → evaluate every few updates.
+// update every `actorEvery` critic updates → evaluate every few updates. With an evaluation, the starting policy is
+// evaluated before update 1 and the run hands back the parameters of its best evaluation (wmrl/keep-best.ts).
 import { join } from 'node:path';
 import {
   Graph, ParamStore, Rng, Trainer, add, exp, gaussianLogProb, max, maximum, mean, minimum, mul, neg, square, stopGradient, sub, tensor, writeFileAtomic,
@@ -17,6 +18,7 @@ import {
 import { QEnsemble } from '../policies/q-ensemble.js';
 import type { Policy } from '../policies/types.js';
 import { robotEpisode, type RobotEpisode, type Prompt } from './embodied.js';
+import { KeepBest } from './keep-best.js';
 import type { RunRow, RunState } from './run-state.js';
 import type { StandardConfig, StandardRun } from './train_standard.js';
 
@@ -246,6 +248,7 @@ export async function trainRlpd(run: RlpdRun): Promise<RunState> {
   const state: RunState = { algo: 'rlpd', update: 0, rng: rng.getState(), clock: target.clock.state(), rows: [], finalObs: {}, episodeIds: [] };
   const demos = Replay.of(run.demos, D, A);
   const robot = new Replay(c.updates * c.prompts * G * target.maxSteps, D, A);
+  const keep = await KeepBest.begin(run, state, c.keepBest);
   const sac = await SoftActorCritic.create(policy, c, target.robot.spec.action.low, target.robot.spec.action.high);
   const batch: Batch = { obs: new Float32Array(N * D), action: new Float32Array(N * A), reward: new Float32Array(N), nextObs: new Float32Array(N * D), notTerminal: new Float32Array(N) };
   const normals = (n: number) => Float32Array.from({ length: n }, () => rng.normal());
@@ -302,11 +305,7 @@ export async function trainRlpd(run: RlpdRun): Promise<RunState> {
         refKl: null,
         criticLoss: lastCritic,
       };
-      if (run.evaluate && ((u + 1) % c.evalEvery === 0 || u + 1 === c.updates)) {
-        const ev = await run.evaluate(policy);
-        row.evalSuccess = ev.success;
-        row.evalReturn = ev.meanReturn;
-      }
+      if (run.evaluate && ((u + 1) % c.evalEvery === 0 || u + 1 === c.updates)) keep.observe(row, await run.evaluate(policy), target.clock);
       state.rows.push(row);
       state.update = u + 1;
       state.rng = rng.getState();
@@ -315,6 +314,7 @@ export async function trainRlpd(run: RlpdRun): Promise<RunState> {
       run.hooks?.onUpdate?.(row);
     }
   } finally {
+    keep.restore();
     await sac.release();
   }
   if (run.outDir) writeFileAtomic(join(run.outDir, 'history.json'), [JSON.stringify(state.rows, null, 1)]);

@@ -4,12 +4,15 @@
 // Per update: B prompts (seeded start states) → StandardGrpo.step (wmrl/grpo.ts): every group's G policy
 // episodes run on the robot (safety layer, recorded in the store, charged to the robot clock), scored by
 // their real returns → group-standardized advantages → clipped policy-gradient update → evaluate every few updates.
+// With an evaluation, the starting policy is evaluated before update 1 and the run hands back the parameters of its
+// best evaluation (wmrl/keep-best.ts).
 import { join } from 'node:path';
 import { Rng, writeFileAtomic } from '../nn/index.js';
 import type { Policy } from '../policies/types.js';
 import type { ClippedPolicyGradient } from '../policies/pg.js';
 import { DEFAULT_GRPO_CONFIG, StandardGrpo } from './grpo.js';
 import { groupEpisodes, pgBatch, type Evaluation, type RobotEpisode, type RobotTarget, type Prompt, type PromptSource, type Trajectory } from './embodied.js';
+import { KeepBest, type KeepBestConfig } from './keep-best.js';
 import { loadRunState, saveRunState, type RunHooks, type RunRow, type RunState } from './run-state.js';
 
 export interface StandardConfig {
@@ -23,6 +26,8 @@ export interface StandardConfig {
   /** First seed of the training prompts; update u uses seeds seed0 + u·B + b. */
   promptSeed0: number;
   seed: number;
+  /** Keep the parameters of the best evaluation, the start's included, as the run's final policy (default { margin: 0 }); false: the last update's. */
+  keepBest?: KeepBestConfig | false;
 }
 
 export interface StandardRun {
@@ -31,7 +36,10 @@ export interface StandardRun {
   pg: ClippedPolicyGradient;
   target: RobotTarget;
   prompts: PromptSource;
-  /** Held-out measurement of true success; omit where none exists beside the robot (the robot's own episodes are then the measure). */
+  /**
+   * Measurement of true success: held out in the sim twin, or on the robot itself (robotEvaluation); omit where there is
+   * none (the robot's training episodes are then the only measure, and the run hands back its last update's policy).
+   */
   evaluate?: (policy: Policy) => Promise<Evaluation>;
   /** Checkpoint folder; with `resume`, the run continues from the state saved there. */
   outDir?: string;
@@ -77,56 +85,60 @@ export async function trainStandard(run: StandardRun): Promise<RunState> {
   };
   // One group at a time: the episodes run, and draw the policy's noise, in the groups' order.
   const grpo = new StandardGrpo<Ref>({ ...DEFAULT_GRPO_CONFIG, maxInFlight: 1 }, trusted);
+  const keep = await KeepBest.begin(run, state, c.keepBest);
   const t0 = performance.now();
 
-  for (let u = state.update; u < c.updates; u++) {
-    run.hooks?.signal?.throwIfAborted();
-    update = u;
-    real = new Map();
-    updatePrompts = Array.from({ length: c.prompts }, (_, b) => prompts.get(c.promptSeed0 + u * c.prompts + b));
+  try {
+    for (let u = state.update; u < c.updates; u++) {
+      run.hooks?.signal?.throwIfAborted();
+      update = u;
+      real = new Map();
+      updatePrompts = Array.from({ length: c.prompts }, (_, b) => prompts.get(c.promptSeed0 + u * c.prompts + b));
 
-    // Scores → advantages: every group on the robot.
-    const groups: Ref[][] = Array.from({ length: c.prompts }, (_, b) => Array.from({ length: G }, (_, k) => ({ b, k })));
-    const { advantages, weights } = await grpo.step(groups);
+      // Scores → advantages: every group on the robot.
+      const groups: Ref[][] = Array.from({ length: c.prompts }, (_, b) => Array.from({ length: G }, (_, k) => ({ b, k })));
+      const { advantages, weights } = await grpo.step(groups);
 
-    // The update: every group learns from its real episodes.
-    const trajs: Trajectory[] = [], adv: Array<number | null> = [], w: number[] = [];
-    for (const [b, g] of groups.entries()) {
-      for (let k = 0; k < g.length; k++) {
-        trajs.push(real.get(b)![k]!);
-        adv.push(advantages[b]![k]!);
-        w.push(weights[b]![k]!);
+      // The update: every group learns from its real episodes.
+      const trajs: Trajectory[] = [], adv: Array<number | null> = [], w: number[] = [];
+      for (const [b, g] of groups.entries()) {
+        for (let k = 0; k < g.length; k++) {
+          trajs.push(real.get(b)![k]!);
+          adv.push(advantages[b]![k]!);
+          w.push(weights[b]![k]!);
+        }
       }
-    }
-    const batch = pgBatch(trajs, adv, w, D, A);
-    const stats = batch ? await pg.update(batch, rng) : null;
+      const batch = pgBatch(trajs, adv, w, D, A);
+      const stats = batch ? await pg.update(batch, rng) : null;
 
-    // Measure and log.
-    const realEps = [...real.values()].flat();
-    const row: RunRow = {
-      update: u + 1,
-      robotSeconds: target.clock.robotSeconds,
-      robotWallSeconds: target.clock.wallSeconds,
-      robotEpisodes: target.clock.episodes,
-      computeSeconds: (performance.now() - t0) / 1000,
-      trainSuccess: realEps.length ? realEps.filter((e) => e.success).length / realEps.length : null,
-      realGroups: real.size,
-      groups: c.prompts,
-      loss: stats?.loss ?? null,
-      approxKl: stats?.approxKl ?? null,
-      refKl: stats?.refKl ?? null,
-    };
-    if (run.evaluate && ((u + 1) % c.evalEvery === 0 || u + 1 === c.updates)) {
-      const ev = await run.evaluate(policy);
-      row.evalSuccess = ev.success;
-      row.evalReturn = ev.meanReturn;
+      // Measure and log.
+      const realEps = [...real.values()].flat();
+      const row: RunRow = {
+        update: u + 1,
+        robotSeconds: target.clock.robotSeconds,
+        robotWallSeconds: target.clock.wallSeconds,
+        robotEpisodes: target.clock.episodes,
+        computeSeconds: (performance.now() - t0) / 1000,
+        trainSuccess: realEps.length ? realEps.filter((e) => e.success).length / realEps.length : null,
+        realGroups: real.size,
+        groups: c.prompts,
+        loss: stats?.loss ?? null,
+        approxKl: stats?.approxKl ?? null,
+        refKl: stats?.refKl ?? null,
+      };
+      if (run.evaluate && ((u + 1) % c.evalEvery === 0 || u + 1 === c.updates)) keep.observe(row, await run.evaluate(policy), target.clock);
+      state.rows.push(row);
+      state.update = u + 1;
+      state.rng = rng.getState();
+      state.clock = target.clock.state();
+      if (run.outDir) {
+        keep.save();
+        saveRunState(run.outDir, state, pg);
+      }
+      run.hooks?.onUpdate?.(row);
     }
-    state.rows.push(row);
-    state.update = u + 1;
-    state.rng = rng.getState();
-    state.clock = target.clock.state();
-    if (run.outDir) saveRunState(run.outDir, state, pg);
-    run.hooks?.onUpdate?.(row);
+  } finally {
+    keep.restore();
   }
   if (run.outDir) writeFileAtomic(join(run.outDir, 'history.json'), [JSON.stringify(state.rows, null, 1)]);
   return state;

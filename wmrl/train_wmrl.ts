@@ -6,7 +6,9 @@
 // Corrector.step: anchor groups run on the robot (safety layer, recorded in the store, charged to the robot
 // clock), paired with the world model's replay of the very episodes → calibrated advantages → clipped
 // policy-gradient update on real steps for anchor groups and imagined steps for the rest → the world model
-// refits from the store every few updates → reward-hacking alarm (wmrl/alarm.ts) → evaluate every few updates.
+// refits from the store every few updates → reward-hacking alarm (wmrl/alarm.ts), which keeps the imagined groups out
+// of the updates after it is raised until it clears → evaluate every few updates. With an evaluation, the starting
+// policy is evaluated before update 1 and the run hands back the parameters of its best evaluation (wmrl/keep-best.ts).
 import { join } from 'node:path';
 import { Rng, writeFileAtomic } from '../nn/index.js';
 import { layoutOf } from '../common/layout.js';
@@ -19,6 +21,7 @@ import { Corrector, correctorConfig, type CorrectorConfig, type CorrectorState }
 import { ImaginedGate, NoiseReplay, type GateConfig } from './gate.js';
 import { imaginedRollouts, imagineRollouts, policyFace, type ImaginedRollouts } from './imagine-policy.js';
 import { actedEpisode, episodeTransitions, groupEpisodes, pgBatch, type RobotEpisode, type Prompt, type Trajectory } from './embodied.js';
+import { KeepBest } from './keep-best.js';
 import { loadRunState, saveRunState, type RunRow, type RunState } from './run-state.js';
 import type { StandardConfig, StandardRun } from './train_standard.js';
 
@@ -64,6 +67,11 @@ export interface WmrlConfig extends StandardConfig {
   /** Reward-hacking alarm: window (updates) and the gap between predicted and measured success that raises it. */
   alarmWindow: number;
   alarmGap: number;
+  /**
+   * What the raised alarm does: 'pause' keeps the imagined groups out of every update after it until it clears (the
+   * update is standard GRPO on the anchor groups, or none without them); 'log' only warns. Default 'pause'.
+   */
+  alarmAction?: 'pause' | 'log';
 }
 
 /**
@@ -94,6 +102,7 @@ export const DEFAULT_WMRL: Omit<WmrlConfig, 'horizon'> = {
   context: 'identify',
   alarmWindow: 5,
   alarmGap: 0.3,
+  alarmAction: 'pause',
 };
 
 export interface WmrlRun extends Omit<StandardRun, 'config'> {
@@ -210,137 +219,142 @@ export async function trainWmrl(run: WmrlRun): Promise<RunState> {
   // across updates as a start state does not, so the guard can measure it over several anchor groups.
   const corrector = c.corrector ? new Corrector<Ref>(c.corrector, wmScorer, trusted, { contextOf: (g) => updatePrompts[g[0]!.b]!.instruction }) : null;
   if (corrector && extra.corrector) corrector.restore(extra.corrector);
+  const keep = await KeepBest.begin(run, state, c.keepBest);
   const t0 = performance.now();
 
-  for (let u = state.update; u < c.updates; u++) {
-    run.hooks?.signal?.throwIfAborted();
-    update = u;
-    real = new Map();
-    updatePrompts = Array.from({ length: c.prompts }, (_, b) => prompts.get(c.promptSeed0 + u * c.prompts + b));
-    // Imagine every group in the world model, from the prompts' start states.
-    const starts = new Float32Array(c.prompts * D);
-    updatePrompts.forEach((p, b) => starts.set(p.startObs, b * D));
-    const N = c.prompts * G;
-    // One ensemble member per group, so the group's ranking reflects its actions, not which member dreamt them.
-    const groupMember = Array.from({ length: c.prompts }, () => rng.int(E));
-    const members = Int32Array.from({ length: N }, (_, i) => groupMember[Math.floor(i / G)]!);
-    const ti = performance.now();
-    const policyNoise = Float32Array.from({ length: N * H * A }, () => rng.normal());
-    const instructions = Array.from({ length: N }, (_, i) => updatePrompts[Math.floor(i / G)]!.instruction);
-    const im = await imagineRollouts(env, run.twin ?? null, face, graphPolicy, { obs: repeatRows(starts, D, G), instructions }, H, { members, noise: policyNoise, actLow: lo, actHigh: hi });
-    const imagineSeconds = (performance.now() - ti) / 1000;
-    imagined = { ...imaginedRollouts(im, H, reads, { successThreshold: c.successThreshold, mode: c.scoreMode, k: c.scoreK }), noise: policyNoise };
+  try {
+    for (let u = state.update; u < c.updates; u++) {
+      run.hooks?.signal?.throwIfAborted();
+      update = u;
+      real = new Map();
+      updatePrompts = Array.from({ length: c.prompts }, (_, b) => prompts.get(c.promptSeed0 + u * c.prompts + b));
+      // Imagine every group in the world model, from the prompts' start states.
+      const starts = new Float32Array(c.prompts * D);
+      updatePrompts.forEach((p, b) => starts.set(p.startObs, b * D));
+      const N = c.prompts * G;
+      // One ensemble member per group, so the group's ranking reflects its actions, not which member dreamt them.
+      const groupMember = Array.from({ length: c.prompts }, () => rng.int(E));
+      const members = Int32Array.from({ length: N }, (_, i) => groupMember[Math.floor(i / G)]!);
+      const ti = performance.now();
+      const policyNoise = Float32Array.from({ length: N * H * A }, () => rng.normal());
+      const instructions = Array.from({ length: N }, (_, i) => updatePrompts[Math.floor(i / G)]!.instruction);
+      const im = await imagineRollouts(env, run.twin ?? null, face, graphPolicy, { obs: repeatRows(starts, D, G), instructions }, H, { members, noise: policyNoise, actLow: lo, actHigh: hi });
+      const imagineSeconds = (performance.now() - ti) / 1000;
+      imagined = { ...imaginedRollouts(im, H, reads, { successThreshold: c.successThreshold, mode: c.scoreMode, k: c.scoreK }), noise: policyNoise };
 
-    // Scores → advantages: corrected with anchors, or the raw world model's (pure world model).
-    const groups: Ref[][] = Array.from({ length: c.prompts }, (_, b) => Array.from({ length: G }, (_, k) => ({ b, k })));
-    let advantages: Array<Array<number | null>>, weights: number[][], source: Array<'real' | 'wm'>;
-    let log: Awaited<ReturnType<Corrector<Ref>['step']>>['log'] | null = null;
-    if (corrector) {
-      const r = await corrector.step(groups);
-      ({ advantages, weights, source } = r);
-      log = r.log;
-    } else {
-      advantages = groupAdvantages(groups.map((g) => g.map((x) => imagined!.score[x.b * G + x.k]!)), DEFAULT_ADVANTAGE_CONFIG).advantages;
-      weights = groups.map((g) => g.map(() => 1));
-      source = groups.map(() => 'wm');
-    }
-    // The imagined gate keeps the share of the imagined groups that their ranking's agreement with the robot's is worth.
-    const { weight: imaginedWeight, dropped } = gate ? gate.select(source, rng) : { weight: 1, dropped: new Set<number>() };
-
-    // The update: anchor groups learn from their real episodes, the rest from imagination.
-    const trajs: Trajectory[] = [], adv: Array<number | null> = [], w: number[] = [];
-    for (const [b, g] of groups.entries()) {
-      if (dropped.has(b)) continue;
-      for (let k = 0; k < g.length; k++) {
-        trajs.push(source[b] === 'real' ? await restate(real.get(b)![k]!) : imagined.traj[b * G + k]!);
-        adv.push(advantages[b]![k]!);
-        w.push(weights[b]![k]!);
+      // Scores → advantages: corrected with anchors, or the raw world model's (pure world model).
+      const groups: Ref[][] = Array.from({ length: c.prompts }, (_, b) => Array.from({ length: G }, (_, k) => ({ b, k })));
+      let advantages: Array<Array<number | null>>, weights: number[][], source: Array<'real' | 'wm'>;
+      let log: Awaited<ReturnType<Corrector<Ref>['step']>>['log'] | null = null;
+      if (corrector) {
+        const r = await corrector.step(groups);
+        ({ advantages, weights, source } = r);
+        log = r.log;
+      } else {
+        advantages = groupAdvantages(groups.map((g) => g.map((x) => imagined!.score[x.b * G + x.k]!)), DEFAULT_ADVANTAGE_CONFIG).advantages;
+        weights = groups.map((g) => g.map(() => 1));
+        source = groups.map(() => 'wm');
       }
-    }
-    const batch = pgBatch(trajs, adv, w, D, A);
-    const stats = batch ? await pg.update(batch, rng) : null;
+      // The imagined gate keeps the share of the imagined groups that their ranking's agreement with the robot's is worth.
+      const { weight: imaginedWeight, dropped } = gate ? gate.select(source, rng) : { weight: 1, dropped: new Set<number>() };
+      // A raised reward-hacking alarm keeps imagination out of the update: the world model's scores are not trusted.
+      const paused = c.alarmAction !== 'log' && alarm.raised;
 
-    // Refit the world model from the store: every real episode so far, plus the sim data it started from at `simWeight`.
-    let refit = false;
-    const due = c.refitEvery > 0 && (u + 1) % c.refitEvery === 0 && (u + 1 < c.updates || c.refitAtEnd !== false);
-    if (due && state.episodeIds.length > 0 && target.store) {
-      const eps = state.episodeIds.map((id) => episodeTransitions(target.store!.get(id), layoutOf(target.robot.spec), Float32Array.from(state.finalObs[id] ?? []))).filter((e) => e !== null);
-      const data = refitTransitions(eps, model, { robotRewards: c.robotRewards, simData: run.simData, simWeight: c.simWeight, actionDelay: env.actionDelay });
-      await refitModel(model, data, { epochs: c.refitEpochs, rolloutSteps: c.refitRolloutSteps, rolloutWindows: c.refitRolloutWindows, seed: c.seed + u });
-      refit = true;
-    }
-    // The robot's actuation delay and (for a context-conditioned model) its context, from the latest anchors: first
-    // once they exist, then after each refit.
-    const idDelay = c.actionDelay === 'identify', idContext = model.contextDim > 0 && c.context === 'identify';
-    if ((idDelay || idContext) && recentAnchors.length > 0 && (!extra.identified || refit)) {
-      const { delay } = await identifySystem(model, recentAnchors, { maxDelay: idDelay ? c.maxActionDelay : null, delay: env.actionDelay, context: idContext, seed: c.seed + u });
-      if (delay !== env.actionDelay) {
-        await env.release();
-        env = new ModelEnv(model, { members: 'fixed', seed: c.seed + u, actionDelay: delay });
+      // The update: anchor groups learn from their real episodes, the rest from imagination.
+      const trajs: Trajectory[] = [], adv: Array<number | null> = [], w: number[] = [];
+      for (const [b, g] of groups.entries()) {
+        if (dropped.has(b) || (paused && source[b] !== 'real')) continue;
+        for (let k = 0; k < g.length; k++) {
+          trajs.push(source[b] === 'real' ? await restate(real.get(b)![k]!) : imagined.traj[b * G + k]!);
+          adv.push(advantages[b]![k]!);
+          w.push(weights[b]![k]!);
+        }
       }
-      extra.delay = delay;
-      extra.identified = true;
-    }
+      const batch = pgBatch(trajs, adv, w, D, A);
+      const stats = batch ? await pg.update(batch, rng) : null;
 
-    // Reward-hacking alarm: the world model's predicted success on the anchor prompts against the anchors' measured success.
-    let alarmed = false;
-    if (real.size > 0) {
-      let p = 0, m = 0, n = 0;
-      for (const [b, eps] of real) eps.forEach((ep, k) => { p += imagined!.successProb[b * G + k]!; m += ep.success ? 1 : 0; n++; });
-      const message = alarm.observe(p / n, m / n, u + 1);
-      if (message) warn(message);
-      alarmed = message !== null;
-    }
+      // Refit the world model from the store: every real episode so far, plus the sim data it started from at `simWeight`.
+      let refit = false;
+      const due = c.refitEvery > 0 && (u + 1) % c.refitEvery === 0 && (u + 1 < c.updates || c.refitAtEnd !== false);
+      if (due && state.episodeIds.length > 0 && target.store) {
+        const eps = state.episodeIds.map((id) => episodeTransitions(target.store!.get(id), layoutOf(target.robot.spec), Float32Array.from(state.finalObs[id] ?? []))).filter((e) => e !== null);
+        const data = refitTransitions(eps, model, { robotRewards: c.robotRewards, simData: run.simData, simWeight: c.simWeight, actionDelay: env.actionDelay });
+        await refitModel(model, data, { epochs: c.refitEpochs, rolloutSteps: c.refitRolloutSteps, rolloutWindows: c.refitRolloutWindows, seed: c.seed + u });
+        refit = true;
+      }
+      // The robot's actuation delay and (for a context-conditioned model) its context, from the latest anchors: first
+      // once they exist, then after each refit.
+      const idDelay = c.actionDelay === 'identify', idContext = model.contextDim > 0 && c.context === 'identify';
+      if ((idDelay || idContext) && recentAnchors.length > 0 && (!extra.identified || refit)) {
+        const { delay } = await identifySystem(model, recentAnchors, { maxDelay: idDelay ? c.maxActionDelay : null, delay: env.actionDelay, context: idContext, seed: c.seed + u });
+        if (delay !== env.actionDelay) {
+          await env.release();
+          env = new ModelEnv(model, { members: 'fixed', seed: c.seed + u, actionDelay: delay });
+        }
+        extra.delay = delay;
+        extra.identified = true;
+      }
 
-    // Measure and log.
-    const realEps = [...real.values()].flat();
-    const row: RunRow = {
-      update: u + 1,
-      robotSeconds: target.clock.robotSeconds,
-      robotWallSeconds: target.clock.wallSeconds,
-      robotEpisodes: target.clock.episodes,
-      computeSeconds: (performance.now() - t0) / 1000,
-      trainSuccess: realEps.length ? realEps.filter((e) => e.success).length / realEps.length : null,
-      groups: c.prompts,
-      realGroups: real.size,
-      loss: stats?.loss ?? null,
-      approxKl: stats?.approxKl ?? null,
-      refKl: stats?.refKl ?? null,
-      biasReduction: log?.biasReduction ?? null,
-      ...(log ? { calibrated: log.calibrated } : {}),
-      anchorWeight: log?.anchorWeight ?? 1,
-      trueMean: log?.trueMean ? [log.trueMean.lo, log.trueMean.hi] : null,
-      predictedSuccess: alarm.predicted.at(-1),
-      measuredSuccess: alarm.measured.at(-1),
-      hackingAlarm: alarmed,
-      flaggedContexts: log?.flaggedContexts ?? 0,
-      refit,
-      actionDelay: env.actionDelay,
-      ...(model.contextDim > 0 ? { context: Array.from(model.context) } : {}),
-      imaginedTransitions: N * H,
-      imagineSeconds,
-      ...(gate ? { imaginedWeight, imaginedGroups: source.filter((x, b) => x === 'wm' && !dropped.has(b)).length } : {}),
-    };
-    if (run.evaluate && ((u + 1) % c.evalEvery === 0 || u + 1 === c.updates)) {
-      const ev = await run.evaluate(policy);
-      row.evalSuccess = ev.success;
-      row.evalReturn = ev.meanReturn;
+      // Reward-hacking alarm: the world model's predicted success on the anchor prompts against the anchors' measured success.
+      let alarmed = false;
+      if (real.size > 0) {
+        let p = 0, m = 0, n = 0;
+        for (const [b, eps] of real) eps.forEach((ep, k) => { p += imagined!.successProb[b * G + k]!; m += ep.success ? 1 : 0; n++; });
+        const message = alarm.observe(p / n, m / n, u + 1);
+        if (message) warn(message);
+        alarmed = message !== null;
+      }
+
+      // Measure and log.
+      const realEps = [...real.values()].flat();
+      const row: RunRow = {
+        update: u + 1,
+        robotSeconds: target.clock.robotSeconds,
+        robotWallSeconds: target.clock.wallSeconds,
+        robotEpisodes: target.clock.episodes,
+        computeSeconds: (performance.now() - t0) / 1000,
+        trainSuccess: realEps.length ? realEps.filter((e) => e.success).length / realEps.length : null,
+        groups: c.prompts,
+        realGroups: real.size,
+        loss: stats?.loss ?? null,
+        approxKl: stats?.approxKl ?? null,
+        refKl: stats?.refKl ?? null,
+        biasReduction: log?.biasReduction ?? null,
+        ...(log ? { calibrated: log.calibrated } : {}),
+        anchorWeight: log?.anchorWeight ?? 1,
+        trueMean: log?.trueMean ? [log.trueMean.lo, log.trueMean.hi] : null,
+        predictedSuccess: alarm.predicted.at(-1),
+        measuredSuccess: alarm.measured.at(-1),
+        hackingAlarm: alarmed,
+        flaggedContexts: log?.flaggedContexts ?? 0,
+        refit,
+        actionDelay: env.actionDelay,
+        ...(model.contextDim > 0 ? { context: Array.from(model.context) } : {}),
+        imaginedTransitions: N * H,
+        imagineSeconds,
+        ...(gate ? { imaginedWeight, imaginedGroups: paused ? 0 : source.filter((x, b) => x === 'wm' && !dropped.has(b)).length } : {}),
+        imaginationPaused: paused,
+      };
+      if (run.evaluate && ((u + 1) % c.evalEvery === 0 || u + 1 === c.updates)) keep.observe(row, await run.evaluate(policy), target.clock);
+      state.rows.push(row);
+      state.update = u + 1;
+      state.rng = rng.getState();
+      state.clock = target.clock.state();
+      extra.corrector = corrector ? corrector.state() : null;
+      extra.predicted = alarm.predicted;
+      extra.measured = alarm.measured;
+      extra.agreements = gate ? gate.agreements : [];
+      extra.recentAnchors = recentAnchors.map((e) => ({ states: Array.from(e.states), actions: Array.from(e.actions), rewards: Array.from(e.rewards), success: Array.from(e.success) }));
+      state.extra = extra;
+      if (run.outDir) {
+        model.save(join(run.outDir, 'world_model.safetensors'));
+        keep.save();
+        saveRunState(run.outDir, state, pg);
+      }
+      run.hooks?.onUpdate?.(row);
     }
-    state.rows.push(row);
-    state.update = u + 1;
-    state.rng = rng.getState();
-    state.clock = target.clock.state();
-    extra.corrector = corrector ? corrector.state() : null;
-    extra.predicted = alarm.predicted;
-    extra.measured = alarm.measured;
-    extra.agreements = gate ? gate.agreements : [];
-    extra.recentAnchors = recentAnchors.map((e) => ({ states: Array.from(e.states), actions: Array.from(e.actions), rewards: Array.from(e.rewards), success: Array.from(e.success) }));
-    state.extra = extra;
-    if (run.outDir) {
-      model.save(join(run.outDir, 'world_model.safetensors'));
-      saveRunState(run.outDir, state, pg);
-    }
-    run.hooks?.onUpdate?.(row);
+  } finally {
+    keep.restore();
   }
   await env.release();
   if (run.outDir) writeFileAtomic(join(run.outDir, 'history.json'), [JSON.stringify(state.rows, null, 1)]);
