@@ -1,8 +1,9 @@
 // The embodied recipe: one validated config → a post-training run of the Gaussian-MLP policy on a robot.
 // Pretraining on the nominal sim (behaviour cloning of the task's scripted expert + DAgger, and the world model),
 // then the trainer — train_wmrl (imagined groups corrected by anchor episodes on the robot) or train_standard (every
-// group on the robot) — checkpointing into the run folder every update, held-out evaluation where the robot has a
-// sim twin, and the policy exported as a deployable .onnx with its observation layout inside. `wmrl train` runs it;
+// group on the robot) — checkpointing into the run folder every update, evaluation (held out in the sim twin of a sim
+// robot, or on a robot YAML's robot with --eval-episodes) of the start and every few updates, and the policy of the best
+// evaluation exported as a deployable .onnx with its observation layout inside. `wmrl train` runs it;
 // the service's `wmrl-train` job shares its pretraining, corrector and export (server/wmrl-train.ts).
 import { existsSync, mkdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -15,7 +16,8 @@ import { exportPolicy, type GaussianPolicy } from '../policies/gaussian.js';
 import { ClippedPolicyGradient } from '../policies/pg.js';
 import { correctorConfig, type CorrectorConfig } from '../wmrl/corrector.js';
 import { yamlRobotTarget } from '../wmrl/robot-target.js';
-import type { RunRow } from '../wmrl/run-state.js';
+import { robotEvaluation } from '../wmrl/embodied.js';
+import type { EvalPoint, RunRow, RunState } from '../wmrl/run-state.js';
 import { DEFAULT_PRETRAIN, SimPrompts, heldOutEvaluation, postTrainPg, pretrain, simRobotTarget, type PretrainOptions, type Pretrained } from '../wmrl/sim-setup.js';
 import { trainStandard } from '../wmrl/train_standard.js';
 import { DEFAULT_WMRL, trainWmrl } from '../wmrl/train_wmrl.js';
@@ -100,7 +102,12 @@ export interface EmbodiedRunConfig {
   quick: boolean;
   /** The robot's observation reports its last this many commands (sim: commandHistory; a robot YAML: its command_history). Absent in runs from before it: 0. */
   commandHistory?: number;
+  /** Episodes of each evaluation (EmbodiedOptions.evalEpisodes, resolved; 0: none). Absent in runs from before it: sim 100 (quick 10), a robot YAML 0. */
+  evalEpisodes?: number;
 }
+
+/** The evaluation episodes a run takes when its options leave them out: a sim robot's held out in its sim, none on a robot YAML's robot (they cost robot time). */
+const defaultEvalEpisodes = (sim: boolean, quick: boolean) => (sim ? (quick ? 10 : 100) : 0);
 
 /** The options checked across fields and the robot resolved (sim task and profile, or the YAML's command history); a problem names the flag. */
 export function embodiedConfig(o: EmbodiedOptions): EmbodiedRunConfig {
@@ -133,7 +140,8 @@ export function embodiedConfig(o: EmbodiedOptions): EmbodiedRunConfig {
   if (problem) throw new Error(problem);
   const commandHistory = sim ? (o.commandHistory ?? 0) : histories[0]!;
   const { algo, robots, debias, denoise, pureWm, anchors, updates, prompts, group, imagine, anchorGroups, klCoef, resetSeconds, seed, quick } = o;
-  return { algo, robot, ...(fleet.length > 1 ? { fleet } : {}), task, profile, robots, debias, denoise, pureWm, anchors, updates, prompts, group, imagine, anchorGroups, klCoef, resetSeconds, seed, quick, commandHistory };
+  const evalEpisodes = o.evalEpisodes ?? defaultEvalEpisodes(sim, quick);
+  return { algo, robot, ...(fleet.length > 1 ? { fleet } : {}), task, profile, robots, debias, denoise, pureWm, anchors, updates, prompts, group, imagine, anchorGroups, klCoef, resetSeconds, seed, quick, commandHistory, evalEpisodes };
 }
 
 export interface EmbodiedIo {
@@ -145,6 +153,8 @@ export interface EmbodiedIo {
   resumeUpdates?: number;
   onProgress?: PretrainOptions['onProgress'];
   onUpdate?: (row: RunRow, updates: number) => void;
+  /** The starting policy's evaluation, before update 1. */
+  onStart?: (start: EvalPoint) => void;
   /** Safety events of a robot YAML's robot. */
   log?: (e: { kind: string; detail: string }) => void;
 }
@@ -152,6 +162,9 @@ export interface EmbodiedIo {
 export interface EmbodiedRun {
   config: EmbodiedRunConfig;
   rows: RunRow[];
+  /** The starting policy's evaluation and the one whose policy was exported; absent without an evaluation (the last update's policy is exported). */
+  start?: EvalPoint;
+  kept?: EvalPoint;
   policyPath: string;
 }
 
@@ -186,29 +199,32 @@ export async function runEmbodied(given: EmbodiedRunConfig | null, io: EmbodiedI
     : await yamlRobotTarget({ config: a.fleet ?? a.robot, maxSteps: horizon, store, robots: a.robots, resetSeconds: a.resetSeconds, task: a.task, log, onLost });
   using prompts = await SimPrompts.create(a.task, 'nominal', { commandHistory });
   const pg = await ClippedPolicyGradient.create(pre.policy, postTrainPg(a.klCoef));
-  // Held-out success is measured where the robot has a sim twin under its profile; a robot YAML's own episodes are its measure.
-  const evaluate = a.robot.startsWith('sim:') ? heldOutEvaluation(a.task, a.profile, a.quick ? 10 : 100, { commandHistory }) : undefined;
+  // Success is measured held out in the sim twin of a sim robot, not costing robot time; on a robot YAML's robot itself.
+  const sim = a.robot.startsWith('sim:');
+  const evalEpisodes = a.evalEpisodes ?? defaultEvalEpisodes(sim, a.quick);
+  const evaluate = evalEpisodes === 0 ? undefined : sim ? heldOutEvaluation(a.task, a.profile, evalEpisodes, { commandHistory }) : robotEvaluation(target, evalEpisodes);
 
   // ── the trainer ──
   const common = { updates: a.updates, prompts: a.prompts, groupSize: a.group, evalEvery: Math.max(1, Math.floor(a.updates / 5)), promptSeed0: 1_000_000, seed: a.seed };
-  const hooks = { onUpdate: (r: RunRow) => io.onUpdate?.(r, a.updates) };
-  let rows: RunRow[];
+  const hooks = { onUpdate: (r: RunRow) => io.onUpdate?.(r, a.updates), ...(io.onStart ? { onStart: io.onStart } : {}) };
+  let st: RunState;
   try {
     if (a.algo === 'standard') {
-      rows = (await trainStandard({ config: common, policy: pre.policy, pg, target, prompts, evaluate, outDir: out, resume, hooks })).rows;
+      st = await trainStandard({ config: common, policy: pre.policy, pg, target, prompts, evaluate, outDir: out, resume, hooks });
     } else {
-      rows = (await trainWmrl({
+      st = await trainWmrl({
         config: { ...DEFAULT_WMRL, ...common, prompts: a.prompts * a.imagine, corrector: trainerCorrector(a), horizon: target.maxSteps },
         policy: pre.policy, pg, model: pre.model, simData: pre.simData, target, prompts, evaluate, outDir: out, resume, hooks,
-      })).rows;
+      });
     }
   } finally {
     await pg.release();
     await target.close();
   }
 
-  // ── the artifact ──
+  // ── the artifact: the trainer left the policy of its best evaluation in pre.policy ──
+  const { rows, start, kept } = st;
   const policyPath = join(out, 'policy.onnx');
-  exportEmbodiedPolicy(pre.policy, target.robot.spec, policyPath, { policyVersion: `${a.algo}-${rows.length}`, runId: out });
-  return { config: a, rows, policyPath };
+  exportEmbodiedPolicy(pre.policy, target.robot.spec, policyPath, { policyVersion: `${a.algo}-${kept?.update ?? rows.length}`, runId: out, ...(kept ? { extra: { keptUpdate: String(kept.update), keptSuccess: String(kept.success) } } : {}) });
+  return { config: a, rows, ...(start ? { start } : {}), ...(kept ? { kept } : {}), policyPath };
 }

@@ -67,6 +67,7 @@ export const EmbodiedOptions = Type.Object(
     task: Type.Optional(Type.String({ minLength: 1, description: "a robot YAML's sim task: its expert and world model the run starts from, its seeded resets the prompts (sim:TASK names it already)" })),
     robots: Type.Integer({ minimum: 1, maximum: 64, default: 1, description: 'robots one robot stands in for in the robot-time accounting (wall-clock as if that many ran episodes at once); a fleet (--robot repeated) is its own robots' }),
     commandHistory: Type.Optional(Type.Integer({ minimum: 0, maximum: 64, description: "sim robot: its observation also reports the last K commands sent (a robot YAML sets command_history)" })),
+    evalEpisodes: Type.Optional(Type.Integer({ minimum: 0, maximum: 10000, description: "episodes of each evaluation (the start's before update 1, then every updates/5): a sim robot's on held-out start states in its sim, no robot time (default 100; quick 10); a robot YAML's on the robot itself, mean action from fixed seeded resets, charged to robot time (default 0: none). The run exports the policy of its best evaluation; 0: no evaluation, the last update's policy" })),
     ...TrainerOptions,
   },
   { additionalProperties: false },

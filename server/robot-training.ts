@@ -53,8 +53,11 @@ export interface RobotRunCheckpoint {
   fleet?: string[];
   /** The fleet's robots lost mid-run, each with what happened to it. */
   lostRobots?: Array<{ robot: string; message: string }>;
-  /** The policy left in the library (null when the run stopped before pretraining ended). */
-  policy: { id: string; updates: number } | null;
+  /**
+   * The policy left in the library (null when the run stopped before pretraining ended): the run's updates, and the
+   * update whose policy it is, that of the run's best evaluation (0: the starting policy; absent without an evaluation).
+   */
+  policy: { id: string; updates: number; keptUpdate?: number } | null;
   metrics: MetricsPoint[];
   stoppedEarly: boolean;
   stoppedDuring: 'pretraining' | 'training' | null;

@@ -209,21 +209,22 @@ export const wmrlTrain: JobDefinition<typeof WmrlTrainOptions> = {
     let imaginer: Imaginer | null = null;
     let anchors: AnchorEpisodes | null = null;
     let failure: { message: string; error: Error } | null = null;
+    let started = false;
     try {
       imaginer = o.imagined ? await Imaginer.create(pre.model, pre.policy, task, layout, config.successThreshold, host.commandHistory) : null;
       anchors = new AnchorEpisodes(ctx, hosts, imaginer, H);
       const a = anchors;
       const target = a.target({ realTime: o.realTime, resetSeconds: o.resetSeconds, task });
-      // Where post-training starts: the pretrained policy's true success.
-      if (evaluate) {
-        const start = await evaluate(pre.policy);
-        emit({ step: 0, robotSeconds: 0, robotWallSeconds: 0, trueSuccess: round(start.success), anchorFraction: null, biasReduction: null, anchorWeight: null, ppi: successInterval(start.success, start.episodes), trueScore: null });
-      }
       a.progress(0, o.updates, 'updates');
       await trainWmrl({
         config, policy: pre.policy, pg, model: pre.model, simData: pre.simData, target, prompts, evaluate, outDir: ctx.dir,
         hooks: {
           signal: ctx.signal,
+          // Where post-training starts: the pretrained policy's true success, which the trainer measures first.
+          onStart: (start) => {
+            started = true;
+            emit({ step: 0, robotSeconds: 0, robotWallSeconds: 0, trueSuccess: round(start.success), anchorFraction: null, biasReduction: null, anchorWeight: null, ppi: successInterval(start.success, start.episodes), trueScore: null });
+          },
           onEpisode: (ep) => a.ended(ep),
           onUpdate: (r) => {
             rows.push(r);
@@ -245,11 +246,14 @@ export const wmrlTrain: JobDefinition<typeof WmrlTrainOptions> = {
       await imaginer?.release();
     }
 
-    // 3. The policy, deployable on this robot (its observation layout inside).
+    // 3. The policy, deployable on this robot (its observation layout inside): the trainer, however it ended, left in
+    // pre.policy that of its best evaluation (the latest row's keptUpdate, or the start's before any), else the last update's.
     const id = ctx.runId;
     const updates = rows.at(-1)?.update ?? 0;
-    exportEmbodiedPolicy(pre.policy, spec, ctx.policyPath(id), { policyVersion: id, runId: ctx.runId, extra: { source: 'wmrl', task, updates: String(updates) } });
-    const file = checkpoint({ episodes: anchors?.ids ?? [], ...(anchors?.lost.length ? { lostRobots: anchors.lost } : {}), policy: { id, updates }, stoppedDuring: ctx.signal.aborted || failure ? 'training' : null });
+    const keptUpdate = rows.findLast((r) => r.keptUpdate !== undefined)?.keptUpdate ?? (started ? 0 : undefined);
+    const kept = keptUpdate === undefined ? {} : { keptUpdate };
+    exportEmbodiedPolicy(pre.policy, spec, ctx.policyPath(id), { policyVersion: id, runId: ctx.runId, extra: { source: 'wmrl', task, updates: String(updates), ...(keptUpdate === undefined ? {} : { keptUpdate: String(keptUpdate) }) } });
+    const file = checkpoint({ episodes: anchors?.ids ?? [], ...(anchors?.lost.length ? { lostRobots: anchors.lost } : {}), policy: { id, updates, ...kept }, stoppedDuring: ctx.signal.aborted || failure ? 'training' : null });
     if (failure) throw new RunFailure(failure.message, file, { cause: failure.error });
     return file;
   },

@@ -140,6 +140,10 @@ describe('wmrl-train job: a tiny run', () => {
       expect(m.ppi![1]).toBeGreaterThanOrEqual(m.trueSuccess!);
     }
     expect(metrics[2]!.robotSeconds).toBeGreaterThan(metrics[1]!.robotSeconds);
+    // The policy left in the library is that of the best evaluation, the start's (step 0) included, ties to the earlier.
+    const best = metrics.reduce((k, m) => (m.trueSuccess! > k.trueSuccess! ? m : k));
+    expect(cp.policy!.keptUpdate).toBe(best.step);
+    expect(policy.metadata.keptUpdate).toBe(String(best.step));
     const ppi = metrics[2]!.trueScore!;
     expect(ppi[0]).toBeLessThanOrEqual(ppi[1]);
 

@@ -57,6 +57,32 @@ describe('wmrl train', () => {
     expect(new Set(robots)).toEqual(new Set(['sim-reach-gap-1', 'sim-reach-gap-2']));
   });
 
+  it('evaluates the starting policy first and exports the policy of the best evaluation, across a resume', () => {
+    const out = join(dir, 'keep');
+    const r = wmrl('train', '--quick', '--algo', 'standard', '--robot', 'sim:reach:gap', '--updates', '2', '--prompts', '1', '--group', '2', '--eval-episodes', '4', '--out', out, '--json');
+    expect(r.status, r.stderr).toBe(0);
+    type Point = { update: number; success: number; episodes: number; se: number };
+    const doc = JSON.parse(r.stdout) as { config: { evalEpisodes: number }; start: Point; kept: Point; updates: Array<{ update: number; evalSuccess?: number; keptUpdate?: number }> };
+    expect(doc.config.evalEpisodes).toBe(4);
+    expect(doc.start).toMatchObject({ update: 0, episodes: 4 });
+    expect(doc.start.se).toBeCloseTo(Math.sqrt((doc.start.success * (1 - doc.start.success)) / 4), 12);
+    expect(r.stderr).toMatch(/0\/2 start · success \d+% ± \d+/);
+    // Every update is evaluated (updates/5 rounds down to 1); the kept one is the best so far, ties to the earlier.
+    const measured = [doc.start, ...doc.updates.map((u) => ({ update: u.update, success: u.evalSuccess! }))];
+    const best = measured.reduce((k, m) => (m.success > k.success ? m : k));
+    expect(doc.kept).toMatchObject({ update: best.update, success: best.success });
+    expect(doc.updates.at(-1)!.keptUpdate).toBe(best.update);
+    // Extended by a resume: the kept evaluation comes back from the folder, nothing is measured twice, and the summary says what was exported.
+    const again = wmrl('train', '--resume', '--updates', '3', '--out', out);
+    expect(again.status, again.stderr).toBe(0);
+    expect(again.stderr).not.toMatch(/start · success/);
+    const rows = JSON.parse(readFileSync(join(out, 'history.json'), 'utf8')) as Array<{ evalSuccess: number; keptUpdate: number }>;
+    const last = rows.at(-1)!;
+    const kept = last.evalSuccess > best.success ? 3 : best.update;
+    expect(last.keptUpdate).toBe(kept);
+    expect(again.stdout).toMatch(kept === 0 ? /exported: the policy the run started from, its best evaluation: success \d+% ± \d+ \(start \d+% ± \d+; ± one standard error over 4 episodes\)/ : new RegExp(`exported: the policy after update ${kept}`));
+  });
+
   it('imagines --imagine x --prompts groups per update, runs --anchor-groups on the robot, penalizes the KL to the clone by --kl-coef, and exports a policy drive runs', () => {
     const out = join(dir, 'run');
     const r = wmrl('train', '--quick', '--robot', 'sim:reach:gap', '--updates', '4', '--prompts', '2', '--group', '2', '--imagine', '3', '--anchor-groups', '0.5', '--kl-coef', '0.5', '--seed', '1', '--out', out, '--json');

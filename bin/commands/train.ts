@@ -32,18 +32,23 @@ export async function train(flags: TrainFlags, keys: readonly string[], given: r
   }
 
   const bar = progressBar();
-  const { config: a, rows, policyPath } = await runEmbodied(config, {
+  const pct = (p: { success: number; se: number }) => `${(100 * p.success).toFixed(0)}% ± ${(100 * p.se).toFixed(0)}`;
+  const { config: a, rows, start, kept, policyPath } = await runEmbodied(config, {
     out, resume: flags.resume, ...(flags.resume && given.includes('updates') ? { resumeUpdates: Number(flags.updates) } : {}),
     onProgress: (what, done, total) => bar(done, total, what),
+    onStart: (s) => bar(0, config?.updates ?? 1, `start · success ${pct(s)}`),
     onUpdate: (r, updates) => bar(r.update, updates, `update · robot ${(r.robotSeconds / 3600).toFixed(2)} h (wall-clock ${(r.robotWallSeconds / 3600).toFixed(2)} h)${r.evalSuccess !== undefined ? ` · success ${(100 * r.evalSuccess).toFixed(0)}%` : ''}`),
   });
 
   const files = { policy: policyPath, episodes: join(out, 'episodes.db'), history: join(out, 'history.json') };
-  if (flags.json) return printJson({ run: out, ...files, config: a, updates: rows });
+  if (flags.json) return printJson({ run: out, ...files, config: a, ...(start ? { start } : {}), ...(kept ? { kept } : {}), updates: rows });
   const evals = rows.filter((r) => r.evalSuccess !== undefined);
   const last = rows.at(-1)!;
   console.log(`\n| run | algo | updates | robot episodes | robot hours | robots' wall-clock hours | compute s | success first → last eval |\n|---|---|---|---|---|---|---|---|`);
-  const successes = evals.length ? evals.map((r) => `${(100 * r.evalSuccess!).toFixed(0)}%`).join(' → ') : `robot episodes: ${rows.filter((r) => r.trainSuccess !== null).map((r) => `${(100 * r.trainSuccess!).toFixed(0)}%`).join(' → ')}`;
+  const successes = evals.length ? [...(start ? [`start ${(100 * start.success).toFixed(0)}%`] : []), ...evals.map((r) => `${(100 * r.evalSuccess!).toFixed(0)}%`)].join(' → ') : `robot episodes: ${rows.filter((r) => r.trainSuccess !== null).map((r) => `${(100 * r.trainSuccess!).toFixed(0)}%`).join(' → ')}`;
   console.log(`| ${out} | ${a.algo}${a.pureWm ? ' (pure world model)' : ''} | ${last.update} | ${last.robotEpisodes} | ${(last.robotSeconds / 3600).toFixed(3)} | ${(last.robotWallSeconds / 3600).toFixed(3)} | ${last.computeSeconds.toFixed(0)} | ${successes} |`);
+  // The evaluation noise beside each figure: the binomial standard error of its success rate.
+  if (kept && start) console.log(`\nexported: the policy ${kept.update === 0 ? 'the run started from' : `after update ${kept.update}`}, its best evaluation: success ${pct(kept)} (start ${pct(start)}; ± one standard error over ${kept.episodes} episodes)`);
+  else console.log(`\nexported: the last update's policy (no evaluation: ${a.robot.startsWith('sim:') ? '--eval-episodes 0' : 'a robot YAML measures on the robot only with --eval-episodes K, charged to robot time'})`);
   console.log(`\npolicy: ${files.policy}   episodes: ${files.episodes}   history: ${files.history}`);
 }
