@@ -118,7 +118,7 @@ export class KeepBest {
 
   private load(dir: string, update: number): void {
     const file = keptFile(dir, update);
-    if (!existsSync(file)) throw new Error(`resume: ${dir} has no ${`kept-${update}.safetensors`}, the parameters of the evaluation the run keeps`);
+    if (!existsSync(file)) throw new Error(`resume: ${dir} has no kept-${update}.safetensors, the parameters of the evaluation the run keeps`);
     const { tensors } = readTensorFile(file);
     this.params = this.policy.paramNames().map((n) => {
       const v = tensors.get(n), cur = this.policy.store.get(n);
