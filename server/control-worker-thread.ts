@@ -22,15 +22,6 @@ const offset = performance.timeOrigin - data.timeOrigin;
 const flag = new EstopFlag(data.estop);
 
 let host: LocalRobotHost | null = null;
-/** How long before a tick's slot the thread stops sleeping and spins, ms: a timer wakes up to a millisecond late, later on a busy machine. */
-const SPIN_MS = 2;
-/** Waits for a tick's slot (a performance.now() time): a timer to SPIN_MS before it, then the CPU held to the slot. */
-async function untilSlot(slot: number): Promise<void> {
-  const sleep = slot - SPIN_MS - performance.now();
-  if (sleep > 0) await new Promise((r) => setTimeout(r, sleep));
-  while (performance.now() < slot);
-}
-
 /** The robot's confirmation of the latest e-stop taken from the flag (its error, or null). */
 let estopping: Promise<Error | null> = Promise.resolve(null);
 
@@ -158,7 +149,8 @@ if (host) {
         progress: (done, total, phase) => post({ t: 'progress', done, total, ...(phase !== undefined ? { phase } : {}) }),
         robot: () => h,
         fleet: [h],
-        waitUntil: untilSlot,
+        // One inference thread: a tick then never waits on a pool thread the OS has not scheduled.
+        control: { inferenceThreads: 1 },
         // The service's run manager claimed the robot before the run came here.
         claim: () => {},
         store,
