@@ -2,6 +2,7 @@
 // watchdog, answers the service's calls, runs a deployed policy's episodes (handing each step to the service's
 // thread, which records it), and reports its applied steps, control ticks and state to the service's thread.
 import { getPriority, setPriority } from 'node:os';
+import { allowedCpus, pinThisThread } from './cpu-affinity.js';
 import { parentPort, workerData } from 'node:worker_threads';
 import type { EpisodeRecorder, EpisodeSink } from '../episodes/store/store.js';
 import { validateMeta } from '../episodes/store/validate.js';
@@ -74,7 +75,7 @@ function state(): ThreadState {
 }
 
 // Asked before the robot's link and the policy's runtime start their threads, which take this thread's priority.
-const priority: ThreadPriority = { asked: data.nice, nice: 0, refused: null };
+const priority: ThreadPriority = { asked: data.nice, nice: 0, refused: null, cpu: null };
 if (data.nice !== null) {
   try {
     setPriority(data.nice);
@@ -84,6 +85,10 @@ if (data.nice !== null) {
   }
 }
 priority.nice = getPriority();
+if (data.cpu !== null) {
+  const refused = pinThisThread(data.cpu);
+  priority.cpu = { asked: data.cpu, allowed: allowedCpus(), refused };
+}
 
 const store = new HandedOverStore();
 try {
