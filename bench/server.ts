@@ -28,6 +28,13 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 /** Runs node with `args` at NICE: the clients and the robot stand in for other machines, so they take only what the control thread leaves. */
 const niceNode = (args: string[], stdio: Parameters<typeof spawn>[2]['stdio']) => spawn('nice', ['-n', String(NICE), process.execPath, ...args], { stdio });
 
+/** Where the control thread ran: on a CPU of its own (`wmrl serve`'s isolateControl), or sharing them, and why. */
+function cpuSentence(p: ThreadPriority): string {
+  if (!p.cpu) return 'The control thread shared every CPU with serving (no CPU of its own was asked for).';
+  if (p.cpu.refused !== null) return `The control thread shared every CPU with serving: its own CPU ${p.cpu.asked} was refused (${p.cpu.refused}).`;
+  return `CPUs are \`wmrl serve\`'s too: the control thread on CPU ${p.cpu.allowed.join(',')} alone, the service's other threads on the others, and the clients, started by it, on those; the robot stand-in, started before, on any.`;
+}
+
 async function until<T>(f: () => T | undefined, what: string, ms = 60_000): Promise<T> {
   const end = performance.now() + ms;
   for (;;) {
@@ -194,7 +201,7 @@ export async function run(o: BenchOptions): Promise<BenchReport> {
     summary: [
       `A robot over rosbridge (\`wmrl sim-robot --profile gap\`, reach, in its own process, over a real WebSocket) hosted by the service from a robot YAML, a deployed ONNX policy driving it at ${hz} Hz in the robot's control thread, ran ${rounds} interleaved rounds of ${phaseMs / 1000} s with the service quiet and ${phaseMs / 1000} s with ${VIEWERS} viewer WebSocket clients (every event, parsed), one Foxglove client subscribed to every channel and ${DOWNLOADS} clients downloading the robot's episodes as MCAP bags back to back, all in another process.`,
       `Lateness is measured from the tick's slot on the control clock (episode start + k periods) to the action applied on the robot; the YAML leaves out the robot's outcome topic so that the service's clock, not the robot's step reports, paces the episodes.`,
-      `Priorities are \`wmrl serve\`'s: the service's own thread at nice ${PRIORITIES.servingNice}, the control thread asking for nice ${PRIORITIES.controlNice} and running at ${priority!.nice}${priority!.refused === null ? '' : ` (refused: ${priority!.refused})`}; the clients and the robot stand-in, which stand in for other machines, at nice ${NICE}.`,
+      `Priorities are \`wmrl serve\`'s: the service's own thread at nice ${PRIORITIES.servingNice}, the control thread asking for nice ${PRIORITIES.controlNice} and running at ${priority!.nice}${priority!.refused === null ? '' : ` (refused: ${priority!.refused})`}; the clients and the robot stand-in, which stand in for other machines, at nice ${NICE}. ${cpuSentence(priority!)}`,
       `Loaded, the control rate was ${fmt(L.rate)} Hz against ${fmt(Q.rate)} Hz quiet (ratio ${fmt(rateRatio, 4)}, ${pct(-rateDrop)}) and the p99 lateness ${fmt(L.p99)} ms against ${fmt(Q.p99)} ms (ratio ${fmt(p99Ratio, 4)}, ${pct(p99Rise)}): ${ok ? 'both within' : 'not both within'} the 10% budget.`,
       `The service's own thread was loaded: its p99 event-loop delay was ${fmt(loopL)} ms loaded against ${fmt(loopQ)} ms quiet (median over rounds).`,
       `Other processes shared the machine: ${load}.`,
@@ -232,6 +239,7 @@ export async function run(o: BenchOptions): Promise<BenchReport> {
       downloads,
       load_avg: Number(fmt(Math.max(loadBefore, loadAfter), 2)),
       control_nice: priority!.nice,
+      control_cpu_alone: priority!.cpu && priority!.cpu.refused === null ? 1 : 0,
     },
   };
 }

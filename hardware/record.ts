@@ -28,8 +28,6 @@ export interface RunEpisodeOptions {
   score?: Scorer;
   /** Control ticks are paced at the robot's rate; false runs as fast as the robot answers (sim). */
   realTime?: boolean;
-  /** How a real-time episode waits for its next tick's slot (a performance.now() time): a timer unless given. */
-  waitUntil?: (slot: number) => Promise<void>;
   signal?: AbortSignal;
   onStep?: (seq: number, reward: number) => void;
   /** Called with each action as the robot actually received it (after the safety layer's clipping). */
@@ -80,9 +78,8 @@ export async function runEpisode(o: RunEpisodeOptions): Promise<EpisodeOutcome> 
         break;
       }
       if (o.realTime !== false) {
-        const slot = t0 + (seq + 1) * period;
-        if (o.waitUntil) await o.waitUntil(slot);
-        else if (slot > performance.now()) await new Promise((r) => setTimeout(r, slot - performance.now()));
+        const wait = t0 + (seq + 1) * period - performance.now();
+        if (wait > 0) await new Promise((r) => setTimeout(r, wait));
       }
       obs = await o.robot.observe();
       obsAt = o.robot.now();

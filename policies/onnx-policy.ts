@@ -9,7 +9,7 @@
 // one per control step before it is asked again.
 import { readFileSync } from 'node:fs';
 import { InferenceSession, Tensor } from 'onnxruntime-node';
-import { readModelInfo } from '../nn/index.js';
+import { readModelInfo, sessionOptions, type SessionOptions } from '../nn/index.js';
 import { assertSameLayout, buildObservation, layoutDim, layoutFromJson, layoutOf, OBSERVATION_LAYOUT_KEY, type ObservationLayout } from '../common/layout.js';
 import type { RobotObservation, RobotDeclaration } from '../common/robot.js';
 import { cameraRgb } from '../common/image.js';
@@ -69,7 +69,8 @@ export class OnnxPolicy {
     readonly metadata: Readonly<Record<string, string>>,
   ) {}
 
-  static async load(path: string, spec: RobotDeclaration): Promise<OnnxPolicy> {
+  /** `session`: ONNX Runtime's threads (its default: one per physical core); idle pool threads sleep rather than spin. */
+  static async load(path: string, spec: RobotDeclaration, session: SessionOptions = {}): Promise<OnnxPolicy> {
     const info = readModelInfo(readFileSync(path));
     const md = info.metadata;
     const where = `${path} on robot ${spec.name}`;
@@ -110,7 +111,7 @@ export class OnnxPolicy {
       if (!Array.isArray(vocabulary) || !vocabulary.every((w) => typeof w === 'string')) throw new Error(`${path}: reads 'tokens' but metadata '${ARTIFACT_KEYS.vocabulary}' is not a list of words`);
       instruction = { vocabulary, maxTokens: Number(tokIn.shape.at(-1)) };
     }
-    return new OnnxPolicy(await InferenceSession.create(path), layout, A, chunk, path, spec.name, image, instruction, md);
+    return new OnnxPolicy(await InferenceSession.create(path, sessionOptions(session)), layout, A, chunk, path, spec.name, image, instruction, md);
   }
 
   get obsDim(): number {

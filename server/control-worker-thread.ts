@@ -2,6 +2,7 @@
 // watchdog, answers the service's calls, runs a deployed policy's episodes (handing each step to the service's
 // thread, which records it), and reports its applied steps, control ticks and state to the service's thread.
 import { getPriority, setPriority } from 'node:os';
+import { allowedCpus, pinThisThread } from './cpu-affinity.js';
 import { parentPort, workerData } from 'node:worker_threads';
 import type { EpisodeRecorder, EpisodeSink } from '../episodes/store/store.js';
 import { validateMeta } from '../episodes/store/validate.js';
@@ -22,15 +23,6 @@ const offset = performance.timeOrigin - data.timeOrigin;
 const flag = new EstopFlag(data.estop);
 
 let host: LocalRobotHost | null = null;
-/** How long before a tick's slot the thread stops sleeping and spins, ms: a timer wakes up to a millisecond late, later on a busy machine. */
-const SPIN_MS = 2;
-/** Waits for a tick's slot (a performance.now() time): a timer to SPIN_MS before it, then the CPU held to the slot. */
-async function untilSlot(slot: number): Promise<void> {
-  const sleep = slot - SPIN_MS - performance.now();
-  if (sleep > 0) await new Promise((r) => setTimeout(r, sleep));
-  while (performance.now() < slot);
-}
-
 /** The robot's confirmation of the latest e-stop taken from the flag (its error, or null). */
 let estopping: Promise<Error | null> = Promise.resolve(null);
 
@@ -83,7 +75,7 @@ function state(): ThreadState {
 }
 
 // Asked before the robot's link and the policy's runtime start their threads, which take this thread's priority.
-const priority: ThreadPriority = { asked: data.nice, nice: 0, refused: null };
+const priority: ThreadPriority = { asked: data.nice, nice: 0, refused: null, cpu: null };
 if (data.nice !== null) {
   try {
     setPriority(data.nice);
@@ -93,6 +85,10 @@ if (data.nice !== null) {
   }
 }
 priority.nice = getPriority();
+if (data.cpu !== null) {
+  const refused = pinThisThread(data.cpu);
+  priority.cpu = { asked: data.cpu, allowed: allowedCpus(), refused };
+}
 
 const store = new HandedOverStore();
 try {
@@ -158,7 +154,8 @@ if (host) {
         progress: (done, total, phase) => post({ t: 'progress', done, total, ...(phase !== undefined ? { phase } : {}) }),
         robot: () => h,
         fleet: [h],
-        waitUntil: untilSlot,
+        // One inference thread: a tick then never waits on a pool thread the OS has not scheduled.
+        control: { inferenceThreads: 1 },
         // The service's run manager claimed the robot before the run came here.
         claim: () => {},
         store,

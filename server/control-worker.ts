@@ -129,6 +129,8 @@ export interface ThreadData {
   latchFile: string | null;
   /** The nice value the thread asks for before it connects (null: the service's). */
   nice: number | null;
+  /** The CPU the thread moves itself onto before it connects (null: the service's CPUs). */
+  cpu: number | null;
   /** performance.timeOrigin of the service's thread, which the thread converts its clock to and from. */
   timeOrigin: number;
   estop: SharedArrayBuffer;
@@ -243,6 +245,8 @@ export interface ThreadHostOptions extends ConfiguredHostOptions {
   store: EpisodeStore;
   /** The nice value the thread asks for (Linux: a thread's own; below 0 needs root or CAP_SYS_NICE); unset: the service's. */
   nice?: number;
+  /** The CPU the thread moves itself onto, which the service keeps its other threads off (cpu-affinity.ts); unset: the service's CPUs. */
+  cpu?: number;
   /** Hears that the control thread died (the robot is then shown disconnected and a run on it fails). */
   onError(e: Error): void;
 }
@@ -369,7 +373,7 @@ export class WorkerRobotHost implements RobotHost {
     const flag = new EstopFlag();
     const data: ThreadData = {
       id: o.id, config: o.config, ...(o.source !== undefined ? { source: o.source } : {}), ...(o.urdf !== undefined ? { urdf: o.urdf } : {}),
-      watchdog: o.watchdog !== false, latchFile: o.latch?.file ?? null, nice: o.nice ?? null, timeOrigin: performance.timeOrigin, estop: flag.buffer,
+      watchdog: o.watchdog !== false, latchFile: o.latch?.file ?? null, nice: o.nice ?? null, cpu: o.cpu ?? null, timeOrigin: performance.timeOrigin, estop: flag.buffer,
     };
     const worker = moduleWorker(THREAD_MODULE, data);
     const info = await new Promise<ThreadInfo>((resolve, reject) => {

@@ -44,8 +44,8 @@ export const sleep = (ms: number, signal: AbortSignal) =>
 /** What a session needs of its run: the run's context, with a store it records into (the service's, or a control thread's hand-over to it). */
 export type SessionContext = Omit<JobContext, 'store'> & {
   store: EpisodeSink;
-  /** How episodes wait for each tick's slot (runEpisode's waitUntil): a robot's control thread, which serves nothing else, spins the last moment. */
-  waitUntil?: (slot: number) => Promise<void>;
+  /** How a robot's own control thread runs a deployed policy: its inference threads. */
+  control?: { inferenceThreads: number };
 };
 
 interface SessionSpec {
@@ -150,7 +150,6 @@ async function session(s: SessionSpec): Promise<string> {
           store: ctx.store,
           signal: ctx.signal,
           ...(score ? { score } : {}),
-          ...(ctx.waitUntil ? { waitUntil: ctx.waitUntil } : {}),
           meta: { id: episode, robot: spec.name, policyVersion: s.policyVersion, hardwareProfile: host.profile, ...(host.task !== null ? { task: host.task } : {}), extra: { run: ctx.runId, joints: spec.joints } },
         });
       } catch (e) {
@@ -274,6 +273,6 @@ export const policyRun: JobDefinition<typeof PolicyRunOptions> = {
 
 /** A deployed policy's episodes on `host`, in the thread that hosts it (this one, or the robot's control thread). */
 export async function policySession(host: RobotHost, o: PolicySessionRequest, ctx: SessionContext): Promise<string> {
-  const p = await OnnxPolicy.load(o.policyPath, host.spec);
+  const p = await OnnxPolicy.load(o.policyPath, host.spec, ctx.control ? { threads: ctx.control.inferenceThreads } : {});
   return session({ ctx, host, episodes: o.episodes, policyVersion: o.policy, imagined: null, policy: () => (obs) => p.act(obs) });
 }

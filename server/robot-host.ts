@@ -214,6 +214,8 @@ export interface ThreadPriority {
   asked: number | null;
   nice: number;
   refused: string | null;
+  /** The CPU the thread was to run on alone (null: not asked), the CPUs it may run on as the OS says, and why the pin was refused. */
+  cpu: { asked: number; allowed: number[]; refused: string | null } | null;
 }
 
 /** A robot's own control thread, which runs a deployed policy on it. */

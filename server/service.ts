@@ -1,6 +1,7 @@
 // The service a user runs: the episode store, the robots, the run manager, the HTTP/WebSocket API with
 // the viewer, the Foxglove endpoint and the embedded MQTT broker, started and stopped together.
 import { setPriority } from 'node:os';
+import { cpuSplit, pinProcess, type CpuSplit } from './cpu-affinity.js';
 import { join } from 'node:path';
 import { Counter, Gauge, Registry, collectDefaultMetrics } from 'prom-client';
 import { loadOrCreateMqttCredentials } from '../bridge/mqtt/auth.js';
@@ -55,6 +56,11 @@ export interface ServiceOptions {
    * refused, a thread runs at the service's and its `controlThread.priority` says why). Unset: the service's.
    */
   controlNice?: number;
+  /**
+   * Linux, two CPUs or more: robots' control threads run on the last CPU the service may use and every other thread
+   * of the service on the others (`wmrl serve`: PRIORITIES). Where it cannot, the service says why and runs unpinned.
+   */
+  isolateControl?: boolean;
   /** Faults of background work (a run that failed, the broker): reported, never swallowed. */
   onError?: (e: Error) => void;
   /** The reward API's service (autoresearch/), served under /reward; its owner closes it. */
@@ -67,8 +73,8 @@ export interface ServiceOptions {
   allowedOrigins?: HostPolicyOptions['allowedOrigins'];
 }
 
-/** The priorities `wmrl serve` runs at (Linux nice values, per thread): on a busy host robots' control loops come first. */
-export const PRIORITIES = { servingNice: 10, controlNice: -10 } as const;
+/** The priorities `wmrl serve` runs at (Linux nice values and CPUs, per thread): on a busy host robots' control loops come first. */
+export const PRIORITIES = { servingNice: 10, controlNice: -10, isolateControl: true } as const;
 
 /** A sim robot: a task under a hardware profile; `urdf`: the robot's URDF, which the viewer then draws it from. */
 export interface SimRobotEntry {
@@ -115,6 +121,15 @@ export interface Service {
 
 const VERSION = packageVersion();
 
+/** Moves the service's threads off the CPU its control threads are to have (cpu-affinity.ts); that CPU, or null and the reason told. */
+function isolate(onError: (e: Error) => void): number | null {
+  const split = cpuSplit();
+  const refused = typeof split === 'string' ? split : pinProcess(split.serving);
+  if (refused === null) return (split as CpuSplit).control;
+  onError(new Error(`robots' control threads share the CPUs with serving: ${refused}`));
+  return null;
+}
+
 export async function startService(o: ServiceOptions): Promise<Service> {
   const onError = o.onError ?? ((e: Error) => console.error(`wmrl: ${e.message}`));
   preparePrivateDataDir(o.dataDir);
@@ -127,8 +142,11 @@ export async function startService(o: ServiceOptions): Promise<Service> {
   try {
     const robots = new Map<string, RobotHost>();
     const urdfPackages: Record<string, Record<string, string>> = {};
-    for (const r of o.robots ?? [{ id: 'sim', task: 'reach', profile: 'gap' }]) {
-      const config = 'yaml' in r ? loadRobotConfig(r.yaml) : null;
+    const entries = o.robots ?? [{ id: 'sim', task: 'reach', profile: 'gap' }];
+    const configs = entries.map((r) => ('yaml' in r ? loadRobotConfig(r.yaml) : null));
+    const cpu = o.isolateControl && configs.some((c) => c && THREADED_TRANSPORTS.has(c.transport)) ? isolate(onError) : null;
+    for (const [i, r] of entries.entries()) {
+      const config = configs[i] ?? null;
       const id = 'yaml' in r ? (r.id ?? config!.spec.name) : r.id;
       const where = 'yaml' in r ? ` (${r.yaml})` : '';
       if (!ROBOT_ID.test(id)) throw new Error(`robot '${id}'${where}: a robot's id in the API is 1-128 letters, digits, '.', '_' or '-'${'yaml' in r && r.id === undefined ? " (it is the YAML's name unless an id is given)" : ''}`);
@@ -136,7 +154,7 @@ export async function startService(o: ServiceOptions): Promise<Service> {
       const common = { urdf: r.urdf, watchdog: o.watchdog, latch: { file: latchFile(o.dataDir, id), onError } };
       let host: RobotHost;
       if (!('yaml' in r)) host = await LocalRobotHost.create({ ...r, ...common });
-      else if (THREADED_TRANSPORTS.has(config!.transport)) host = await WorkerRobotHost.start({ ...common, id, config: config!, source: r.yaml, store, onError, ...(o.controlNice !== undefined ? { nice: o.controlNice } : {}) });
+      else if (THREADED_TRANSPORTS.has(config!.transport)) host = await WorkerRobotHost.start({ ...common, id, config: config!, source: r.yaml, store, onError, ...(o.controlNice !== undefined ? { nice: o.controlNice } : {}), ...(cpu !== null ? { cpu } : {}) });
       else host = await LocalRobotHost.connect({ ...common, id, config: config!, source: r.yaml });
       robots.set(id, host);
       cleanup.push(() => host.dispose());

@@ -23,6 +23,7 @@ import type { RunStatus, StreamEvent } from '../server/schemas.js';
 import { startService, type Service } from '../server/service.js';
 import { policyOnnx } from './helpers/policy-onnx.js';
 import { spawnStandIn, type StandInProcess } from './helpers/standin-process.js';
+import { allowedCpus, parseCpuList } from '../server/cpu-affinity.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'wmrl-control-thread-'));
 const data = join(dir, 'data');
@@ -266,25 +267,39 @@ describe('a control thread started on its own', () => {
 });
 
 describe("the service's own thread beside control threads", () => {
-  it('lowers its priority (servingNice) once a robot has a control thread, which takes the one it asks for (controlNice); not for the in-process sim alone', () => {
+  it('lowers its priority (servingNice) and leaves a CPU to the control threads once a robot has one, which takes the nice it asks for (controlNice); not for the in-process sim alone', () => {
     const script = join(dir, 'nice.mts');
     writeFileSync(
       script,
       `import { readFileSync } from 'node:fs';
       import { startService } from ${JSON.stringify(pathToFileURL(resolve('server/service.ts')).href)};
       const [robot, data] = process.argv.slice(2);
-      const svc = await startService({ dataDir: data, port: 0, foxglovePort: null, mqttPort: null, servingNice: 10, controlNice: 5, ...(robot === 'sim' ? {} : { robots: [{ yaml: robot }] }) });
+      const svc = await startService({ dataDir: data, port: 0, foxglovePort: null, mqttPort: null, servingNice: 10, controlNice: 5, isolateControl: true, ...(robot === 'sim' ? {} : { robots: [{ yaml: robot }] }) });
       const stat = readFileSync('/proc/thread-self/stat', 'utf8');
+      const cpus = readFileSync('/proc/thread-self/status', 'utf8').match(/^Cpus_allowed_list:\\s*(.+)$/m)[1];
       const control = [...svc.ctx.robots.values()][0].controlThread;
-      process.stdout.write(JSON.stringify({ serving: Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[16]), control: control ? control.priority : null }));
+      process.stdout.write(JSON.stringify({ serving: Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[16]), servingCpus: cpus, control: control ? control.priority : null }));
       await svc.close();`,
     );
     const nice = (robot: string) => {
       const r = spawnSync(process.execPath, ['--import', 'tsx', script, robot, join(dir, `nice-${robot === 'sim' ? 'sim' : 'arm'}`)], { encoding: 'utf8', timeout: 90_000 });
       expect(r.status, r.stderr).toBe(0);
-      return JSON.parse(r.stdout) as { serving: number; control: unknown };
+      return JSON.parse(r.stdout) as { serving: number; servingCpus: string; control: unknown };
     };
-    expect(nice(join(dir, 'arm.yaml'))).toEqual({ serving: 10, control: { asked: 5, nice: 5, refused: null } });
-    expect(nice('sim')).toEqual({ serving: 0, control: null });
+    // With two CPUs or more the control thread has the last to itself and serving the others (isolateControl).
+    const cpus = allowedCpus('/proc/self');
+    const split = cpus.length >= 2 ? { control: { asked: cpus.at(-1), allowed: [cpus.at(-1)], refused: null }, serving: cpus.slice(0, -1) } : null;
+    const arm = nice(join(dir, 'arm.yaml'));
+    expect(arm).toMatchObject({ serving: 10, control: { asked: 5, nice: 5, refused: null } });
+    if (split) {
+      expect((arm.control as { cpu: unknown }).cpu).toEqual(split.control);
+      expect(parseCpuList(arm.servingCpus)).toEqual(split.serving);
+    } else {
+      expect((arm.control as { cpu: { refused: string } }).cpu.refused).toMatch(/none to give the control threads alone/);
+    }
+    // The in-process sim alone has no control thread: nothing lowered, nothing pinned.
+    const sim = nice('sim');
+    expect(sim).toMatchObject({ serving: 0, control: null });
+    expect(parseCpuList(sim.servingCpus)).toEqual(cpus);
   }, 120_000);
 });

@@ -45,23 +45,6 @@ describe('runEpisode', () => {
     await robot[Symbol.asyncDispose]();
   });
 
-  it("a real-time episode waits for each tick's slot, one period apart, through the waiter it is given", async () => {
-    const sim = await SimRobot.create({ task: 'reach', seed: 2 });
-    const robot = new SafetyLayer(sim, { ...DEFAULT_SAFETY, maxDelta: 2 }, { watchdog: false });
-    const slots: number[] = [];
-    const period = 1000 / robot.spec.controlHz;
-    const out = await runEpisode({
-      robot, maxSteps: 4, policy: () => new Float32Array(robot.spec.action.names.length),
-      waitUntil: async (slot) => { slots.push(slot); },
-      meta: { robot: 'sim', policyVersion: 'zero', hardwareProfile: 'nominal' },
-    });
-    expect(out.steps).toBe(4);
-    // Between the 4 ticks, 3 waits: no timer ran, each slot a period after the one before.
-    expect(slots).toHaveLength(3);
-    for (let k = 1; k < slots.length; k++) expect(slots[k]! - slots[k - 1]!).toBeCloseTo(period, 6);
-    await robot[Symbol.asyncDispose]();
-  });
-
   it('an e-stop mid-episode stops it and stores it as partial with its committed steps', async () => {
     const sim = await SimRobot.create({ task: 'push', seed: 1 });
     const robot = new SafetyLayer(sim, DEFAULT_SAFETY, { watchdog: false });

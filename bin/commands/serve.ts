@@ -97,7 +97,8 @@ export async function serve(o: ServeOptions): Promise<void> {
     const p = r.controlThread?.priority;
     if (p) {
       const refused = p.refused === null ? '' : ` (nice ${p.asked} was refused: ${p.refused}; run the service as root or with CAP_SYS_NICE to raise it)`;
-      console.log(`  ${' '.repeat(r.id.length + 7)}its control loop in its own thread at nice ${p.nice}${refused}, serving at nice ${PRIORITIES.servingNice}`);
+      const cpu = !p.cpu ? '' : p.cpu.refused === null ? `, on CPU ${p.cpu.allowed.join(',')} alone` : `, on any CPU (CPU ${p.cpu.asked} was refused: ${p.cpu.refused})`;
+      console.log(`  ${' '.repeat(r.id.length + 7)}its control loop in its own thread at nice ${p.nice}${refused}${cpu}, serving at nice ${PRIORITIES.servingNice}`);
     }
     // A robot over a transport can drop and come back: the operator sees it here as in the viewer.
     let up = r.connected;
