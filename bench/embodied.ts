@@ -8,7 +8,9 @@
 // and a new variant leaves the others' cells valid; this file runs and reports them: true success on the split's
 // evaluation start states against robot-hours, per seed, with paired intervals and robot-hours speedups across seeds,
 // for WMRL's arms and the robot-only baselines tuned on validation (PPO, RLPD, BC with more demonstrations: the grids
-// of bench/cells/embodied.ts); and imagined transitions/s against raw MuJoCo steps/s, measured in every run.
+// of bench/cells/embodied.ts); and imagined transitions/s against raw MuJoCo steps/s, measured in every run. Each
+// trainer hands back the policy of its best evaluation by its own measurement on the robot, from train-split start
+// states (MEASURE_BLOCK): the split's states measure the policy handed back and never choose it.
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -21,7 +23,7 @@ import { DEFAULT_PRETRAIN } from '../wmrl/sim-setup.js';
 import { DEFAULT_WMRL } from '../wmrl/train_wmrl.js';
 import type { CorrectorConfig } from '../wmrl/corrector.js';
 import { ModelEnv } from '../worldmodel/index.js';
-import { ANCHORS_PER_UPDATE, CHOSEN_ON_VALIDATION, CORE_VARIANTS, GRIDS, IMAGINED, PROFILE, SETUP_MODULE, armOf, START_BLOCK, SeedSetup, cellOptions, planVariants, promptBlock, trainVariant, variantKeySpecs, variants, type StartCell, type VariantCell, type VariantName } from './cells/embodied.js';
+import { ANCHORS_PER_UPDATE, CHOSEN_ON_VALIDATION, CORE_VARIANTS, GRIDS, IMAGINED, MEASURE_BLOCK, PROFILE, SETUP_MODULE, SIZES, armOf, START_BLOCK, SeedSetup, cellOptions, planVariants, promptBlock, trainVariant, variantKeySpecs, variants, type StartCell, type VariantCell, type VariantName } from './cells/embodied.js';
 import { CACHE_ROOT, defineSplits, evaluateCell, protocolKeys, protocolRun, type BenchProtocol, type ProtocolKeys, type SplitName } from './lib/protocol.js';
 import { fmt, median, type BenchOptions, type BenchReport, type Series } from './lib/report.js';
 import { formatInterval, formatSpeedup, hierarchicalBootstrap, pairedDifference, perSeedTable, speedups, verdict, type Interval, type SpeedupSummary } from './lib/stats.js';
@@ -54,13 +56,21 @@ if (Math.max(...ALL_SEEDS) >= 400) throw new Error('bench embodied: an RL seed o
 
 /**
  * RL seeds, and start states in blocks of START_BLOCK seeds. Train: blocks 0-9 (pretraining's demonstrations, DAgger
- * and world-model data, and block 9, the train split's evaluation) and every seed's prompt block (10 + seed); the
- * validation and test evaluations each read their own block, which no run trains on.
+ * and world-model data below block MEASURE_BLOCK, block MEASURE_BLOCK the trainers' own measurement on the robot, and
+ * block 9, the train split's evaluation) and every seed's prompt block (10 + seed); the validation and test evaluations
+ * each read their own block, which no run trains on and no trainer measures on.
  */
 export const SPLITS = defineSplits('embodied', {
   seeds: RL_SEEDS,
   starts: { train: [...Array.from({ length: 10 }, (_, b) => b), ...ALL_SEEDS.map(promptBlock)], validation: [EVAL_BLOCK.validation], test: [EVAL_BLOCK.test] },
 });
+if (SPLITS.splitOf('starts', MEASURE_BLOCK) !== 'train' || Object.values(EVAL_BLOCK).includes(MEASURE_BLOCK)) throw new Error(`bench embodied: the trainers' measurement block ${MEASURE_BLOCK} must be a train block no split evaluates on`);
+// Pretraining's DAgger round r at RL seed s starts from seed r·100,000 + s·1,000 (wmrl/sim-setup.ts): below the measurement's block.
+for (const sz of [SIZES.full, SIZES.quick]) {
+  const o = { ...DEFAULT_PRETRAIN, ...sz.pretrain };
+  const top = o.daggerRounds * 100_000 + Math.max(...ALL_SEEDS) * 1000 + Math.max(o.bcEpisodes, o.daggerEpisodes);
+  if (top >= MEASURE_BLOCK * START_BLOCK) throw new Error(`bench embodied: pretraining reaches start state ${top}, in the trainers' measurement block ${MEASURE_BLOCK}`);
+}
 
 // ── What runs ───────────────────────────────────────────────────────────────────────────────────
 /** A (task, seed)'s cells: the behaviour-cloned start ('bc'), then each variant trained from it. */
@@ -182,7 +192,7 @@ export async function run(o: BenchOptions): Promise<BenchReport> {
         for (const variant of p.variants) {
           o.progress(done, total, `${task}, seed ${seed}: ${variant}`);
           const compute = async (): Promise<EmbodiedCell> => (variant === 'bc' ? (await ready()).start() : trainVariant(await ready(), variant, p.cell.prompts, p.scale));
-          const summary = (c: EmbodiedCell): Record<string, number> => (isVariantCell(c) ? { success: c.points.at(-1)![1], robot_h: c.robotHours, compute_s: c.computeSeconds } : { success: c.success });
+          const summary = (c: EmbodiedCell): Record<string, number> => (isVariantCell(c) ? { success: mean(c.outcomes), kept_update: c.keptUpdate, robot_h: c.robotHours, compute_s: c.computeSeconds } : { success: c.success });
           const out = await evaluateCell(pr, { task, variant, seed, split: p.split, episodes: p.cell.evalEpisodes }, compute, summary);
           if (!out.cached) computed++;
           cells.set(cellKey(task, seed, variant), out.value);
@@ -265,7 +275,10 @@ export function analyse(p: Plan, task: string, cells: ReadonlyMap<string, Embodi
   const noLevel = seeds.filter((_, i) => !hasLevel[i]);
   const corr = Object.fromEntries(CORRECTED.map((v) => [v, seeds.map((s) => corrections(cell(s, v)))])) as Record<(typeof CORRECTED)[number], Corrections[]>;
   const hours = (v: VariantName) => seeds.map((s) => cell(s, v).robotHours);
-  return { task, seeds, start, cell, outcomes, success, score, minusFull, activeMinusFull, standardGain, level, hasLevel, curve, hoursTo, speed, noLevel, corr, hours };
+  /** The update each seed's run handed back (0: the start), and the robot hours its own measurement cost. */
+  const kept = (v: VariantName) => seeds.map((s) => cell(s, v).keptUpdate);
+  const measureHours = (v: VariantName) => seeds.map((s) => cell(s, v).measure.robotHours);
+  return { task, seeds, start, cell, outcomes, success, score, minusFull, activeMinusFull, standardGain, level, hasLevel, curve, hoursTo, speed, noLevel, corr, hours, kept, measureHours };
 }
 type Analysis = ReturnType<typeof analyse>;
 
@@ -297,7 +310,7 @@ function summarize(p: Plan, a: Analysis, run: RunInfo, named: boolean) {
 
   const summary = [
     `**${task}**, ${p.split} split: RL ${seedList(seeds)}; the robot is the sim under the ${profile} profile${profile === PROFILE ? '' : ` (a second reality gap, reported on the test split alone: no choice was made on it)`}; the world model pretrained on ${DEFAULT_PRETRAIN.wmRandomize > 0 ? `sim data under randomized profiles (context parameters in [1/${DEFAULT_PRETRAIN.wmRandomize}, ${DEFAULT_PRETRAIN.wmRandomize}]), the robot's context identified from the anchors` : 'nominal sim data'}; ${c.updates} updates; standard GRPO runs ${c.prompts} prompts × ${c.groupSize} rollouts on the robot per update, the WMRL variants imagine ${V.full.prompts} prompts × ${c.groupSize} and run ${ANCHORS_PER_UPDATE} anchor group(s) per update on average on the robot. Training prompts are start states of the seed's own block (from ${promptBlock(0) * START_BLOCK} + seed × ${START_BLOCK}); true success is the mean action's on ${c.evalEpisodes} evaluation start states from ${c.evalSeed0}, the same for every variant of a seed. Intervals: 95% bootstrap over seeds and, within them, start states, paired where two variants are compared; "better"/"worse" only where the interval excludes 0.`,
-    `Success after ${c.updates} updates (mean over seeds [95% CI]): full WMRL ${iv('full')}, standard GRPO ${iv('standard')}, standard GRPO on one group per update ${iv('anchors_only')}, pure world model ${iv('pure_wm')}; behaviour-cloned start ${iv('bc')}.`,
+    `Success of the policy each run handed back after ${c.updates} updates (mean over seeds [95% CI]): full WMRL ${iv('full')}, standard GRPO ${iv('standard')}, standard GRPO on one group per update ${iv('anchors_only')}, pure world model ${iv('pure_wm')}; behaviour-cloned start ${iv('bc')}.`,
     `Full WMRL − each baseline (paired): − standard GRPO ${diff('standard')}; − standard GRPO on one group per update ${diff('anchors_only')} (what the imagined groups add beyond the anchors, at ${fmt(median(a.hours('anchors_only').map((h, i) => h / a.hours('full')[i]!)), 2)}× full WMRL's robot-hours); − pure world model ${diff('pure_wm')}; − the behaviour-cloned start ${diff('bc')}.`,
     `Full WMRL − each ablation (paired): − debias only (${V.debias.label}) ${diff('debias')}; − denoise only (${V.denoise.label}) ${diff('denoise')}; full WMRL with active anchors − full WMRL ${formatInterval(a.activeMinusFull)} (${said(a.activeMinusFull, 'active anchors')}).`,
     `Robot-hours to standard GRPO's final success (each variant read at its first evaluation there), full WMRL's speedup over standard GRPO: ${Number.isNaN(full.median.estimate) ? 'not defined on any seed' : formatSpeedup(full)}.` +
@@ -306,6 +319,7 @@ function summarize(p: Plan, a: Analysis, run: RunInfo, named: boolean) {
     `Corrections in full WMRL, the headline arm (from its run rows): anchor groups per update ${fmt(median(fullCorr.map((x) => x.anchorsPerUpdate)), 2)} (share of the update's groups ${fmt(median(fullCorr.map((x) => x.anchorShare)), 2)}, median over seeds); the denoiser's anchor weight at the last update, per seed, ${fullCorr.map((x) => fmt(x.weightEnd, 2)).join(' / ')} (1 = anchors not up-weighted); the first update whose world-model scores a debias map calibrated, per seed, ${fullCorr.map((x) => (x.mapFrom === null ? 'never' : x.mapFrom)).join(' / ')} (the map is fitted at ${minPairs} anchor pairs, and with the map on the denoiser measures the world model's disagreement only once the map is fitted). ` +
       `${acted(neverDenoised, 'The denoiser', 'full WMRL ran without Inverse-Variance Denoising')}; ${acted(neverMapped, 'the debias map', 'full WMRL ran without a calibrated world model')}.`,
     ...(tuned(p).length ? [`Robot-only baselines, each from the same start on the same robot with the same robot accounting (success [95% CI]; full WMRL − it, paired; robot hours at the end, median): ${tuned(p).map((v) => `${label(v)} ${iv(v)}; ${diff(v)}; ${fmt(median(a.hours(v)), 3)} h`).join(' — ')}.${rlpdBudget(p)}`] : []),
+    `Every trained variant hands back the parameters of its best evaluation by its own measurement (keep-best: a later evaluation replaces the kept one where it measures higher; wmrl/keep-best.ts): ${c.measureEpisodes} episodes of the mean action on the robot from train-split start states (from ${MEASURE_BLOCK * START_BLOCK}, the same at every evaluation), at the start and at every evaluation, charged to the robot clock like every robot episode, so every robot-hour figure here includes them (full WMRL's measurement ${fmt(median(a.measureHours('full')), 3)} h of its ${fmt(median(a.hours('full')), 3)} h, standard GRPO's ${fmt(median(a.measureHours('standard')), 3)} h of ${fmt(median(a.hours('standard')), 3)} h, medians over seeds). The split's start states never choose: the success figures and curves are the handed-back policy's. The start was handed back on ${trained(p).map((v) => `${v} ${a.kept(v).filter((k) => k === 0).length}`).join(', ')} of ${seeds.length} seed${seeds.length === 1 ? '' : 's'}; the update handed back per seed is in the table.`,
     `One WMRL update's imagination (${t.rollouts} rollouts × ${t.horizon} steps, policy + ensemble fused, unfitted weights of the run's sizes) ran at ${fmt(t.imagineTps, 4)} transitions/s against ${fmt(t.simSps, 4)} raw MuJoCo control steps/s, measured alternately in this run: ${fmt(t.imagineTps / t.simSps)}×.`,
   ];
 
@@ -320,6 +334,7 @@ function summarize(p: Plan, a: Analysis, run: RunInfo, named: boolean) {
       v === 'full' ? dash : diff(v),
       v === 'bc' ? dash : v === 'standard' ? '1x (the level)' : shortSpeedup(speed[v]),
       cs ? fmt(median(cs.map((x) => x.robotHours)), 3) : '0',
+      cs ? `${cs.map((x) => x.keptUpdate).join(' / ')} (the start on ${cs.filter((x) => x.keptUpdate === 0).length})` : dash,
       cs ? fmt(median(cs.map((x) => x.computeSeconds)), 3) : dash,
       cs ? fmt(median(cs.map((x) => mean(x.realGroups))), 2) : dash,
       isCorr ? fmt(median(corr[v as (typeof CORRECTED)[number]].map((x) => x.weightEnd)), 2) : dash,
@@ -342,6 +357,10 @@ function summarize(p: Plan, a: Analysis, run: RunInfo, named: boolean) {
     `### ${task}: per seed, robot-hours speedup over standard GRPO to the level (its hours / the variant's; 0: the variant never reached it)`,
     '',
     perSeedTable(seeds, trained(p).filter((v) => v !== 'standard').map((v) => ({ name: v, values: speed[v]!.perSeed.map((x, i) => noLevelMark(i, x.speedup)) }))),
+    '',
+    `### ${task}: per seed, the update each variant handed back, chosen by its own measurement on the robot (0: the start), and the split's success of the last update's policy, whether handed back or not`,
+    '',
+    perSeedTable(seeds, trained(p).map((v) => ({ name: v, values: seeds.map((s) => `${a.cell(s, v).keptUpdate}; last ${fmt(a.cell(s, v).updatedSuccess.at(-1)!, 2)}`) }))),
     '',
     `### ${task}: per seed, the corrections (anchor groups per update; the denoiser's anchor weight at the end / its largest, 1 = not up-weighted; the first update whose scores a debias map calibrated; the map's latest held-out bias reduction)`,
     '',
@@ -383,6 +402,8 @@ function summarize(p: Plan, a: Analysis, run: RunInfo, named: boolean) {
     robot_time_speedup_never: full.never.length,
     robot_time_speedup_no_level: a.noLevel.length,
     robot_hours_ratio: median(a.hours('full').map((h, i) => h / a.hours('standard')[i]!)),
+    start_kept_wmrl: a.kept('full').filter((k) => k === 0).length,
+    start_kept_standard: a.kept('standard').filter((k) => k === 0).length,
     anchor_share_wmrl: median(fullCorr.map((x) => x.anchorShare)),
     anchor_weight_wmrl: median(fullCorr.map((x) => x.weightEnd)),
     denoiser_acted_seeds: seeds.length - neverDenoised.length,
@@ -414,7 +435,7 @@ export function report(p: Plan, keys: ProtocolKeys, cells: ReadonlyMap<string, E
   return {
     title: `Embodied WMRL: post-training on the ${[...new Set(p.tasks.map((a) => armOf(a).profile))].join(' and ')} robot${new Set(p.tasks.map((a) => armOf(a).profile)).size > 1 ? 's' : ''} (${[...new Set(p.tasks.map((a) => armOf(a).task))].join(' and ')}, ${p.split} split)`,
     summary: [...parts.map((part) => part.summary.join('\n')), runLine].join('\n\n'),
-    header: ['variant', 'groups per update', `success after ${p.cell.updates} updates (mean [95% CI])`, 'full WMRL − variant (paired, 95% CI)', "robot-hours speedup to standard's final (median [95% CI])", `robot hours at ${p.cell.updates} updates (median)`, 'compute s (median)', 'robot groups per update (median)', 'anchor weight at the end (median)'],
+    header: ['variant', 'groups per update', `success after ${p.cell.updates} updates (mean [95% CI])`, 'full WMRL − variant (paired, 95% CI)', "robot-hours speedup to standard's final (median [95% CI])", `robot hours at ${p.cell.updates} updates, the trainer's measurement included (median)`, 'update handed back per seed (0: the start)', 'compute s (median)', 'robot groups per update (median)', 'anchor weight at the end (median)'],
     rows: parts.flatMap((part) => part.rows),
     notes: [
       `Report key \`${keys.report}\`; computation key of the shared setup (pretraining, evaluation, the cell options; the behaviour-cloned start's cells) \`${keys.compute}\`${keys.variants ? `, each variant's (the setup, its trainer's code, its options): ${Object.entries(keys.variants).map(([v, k]) => `${v} \`${k}\``).join(', ')}` : ''}; test-split cells are recorded in bench/results/ledger.jsonl under their computation key. IMAGINED, the anchors per update and the update count were chosen before the protocol on the bench's own seeds; they are to be re-made on validation (docs/decisions.md). ${p.split === 'validation' ? `The robot-only baselines run every point of their grids (${Object.entries(GRIDS).map(([f, g]) => `${f}: ${Object.entries(g).map(([k, xs]) => `${k} ${xs.join(' / ')}`).join(', ')}`).join('; ')}), for the choice of each one's test point.` : `The robot-only baselines run their ${CHOSEN_ON_VALIDATION ? 'grid points chosen on validation' : 'usual settings, not yet chosen on validation'}: ${tuned(p).join(', ')}.`}`,

@@ -1,11 +1,19 @@
 // bench embodied under the protocol, from known cells (no training): its RL seeds and start states are split as
-// declared, with no run's prompts on an evaluation state; its keys separate cells from the report; and the report's
-// per-seed tables, paired intervals, speedups (a seed never reached, a seed without a level) and its account of
-// corrections that never acted follow the cells.
-import { describe, expect, it } from 'vitest';
+// declared, with no run's prompts and no trainer's own measurement on an evaluation state; its keys separate cells
+// from the report; and the report's per-seed tables, paired intervals, speedups (a seed never reached, a seed without a
+// level), the updates the trainers handed back and its account of corrections that never acted follow the cells. Then
+// a cell from training (a short run on the quick sizes): its outcomes are the handed-back policy's, and the trainer's
+// measurement runs on its own train block, never on the split's states.
+import { beforeAll, describe, expect, it } from 'vitest';
 import { EVAL_BLOCK, SPLITS, cellKey, corrections, plan, protocol, report, type EmbodiedCell, type Plan } from '../bench/embodied.js';
 import { protocolKeys, runKeySources, variantKey } from '../bench/lib/protocol.js';
-import { CHOSEN, CORE_VARIANTS, armOf, GRIDS, SETUP_MODULE, START_BLOCK, gridVariants, promptBlock, variantKeySpecs, variants, type TunedFamily, type VariantCell, type VariantName } from '../bench/cells/embodied.js';
+import { CHOSEN, CORE_VARIANTS, MEASURE_BLOCK, armOf, GRIDS, SETUP_MODULE, SIZES, START_BLOCK, SeedSetup, gridVariants, promptBlock, variantKeySpecs, variants, type CellOptions, type TunedFamily, type VariantCell, type VariantName } from '../bench/cells/embodied.js';
+import * as grpo from '../bench/cells/embodied/grpo.js';
+import { splitView, type EvaluationSeen, type TrainerInputs, type TrainerOutcome } from '../bench/cells/embodied/setup.js';
+import type { Policy } from '../policies/types.js';
+import { evaluateSuccess } from '../wmrl/embodied.js';
+import type { RunRow } from '../wmrl/run-state.js';
+import { DEFAULT_PRETRAIN } from '../wmrl/sim-setup.js';
 
 const base = { quick: false, all: false, progress: () => {} };
 const EPISODES = 20;
@@ -15,7 +23,8 @@ function vcell(final: number, hoursPerEval: number, extra: Partial<VariantCell> 
   const wins = Math.round(final * EPISODES);
   const points = [1, 2, 3, 4, 5].map((k): [number, number] => [k * hoursPerEval, k === 5 ? wins / EPISODES : (final * k) / 6]);
   return {
-    points, outcomes: Array.from({ length: EPISODES }, (_, e) => (e < wins ? 1 : 0)), robotHours: 5 * hoursPerEval, robotEpisodes: 100, computeSeconds: 10,
+    points, outcomes: Array.from({ length: EPISODES }, (_, e) => (e < wins ? 1 : 0)), keptUpdate: 20, updatedSuccess: points.map(([, y]) => y),
+    measure: { episodes: 10, start: 0.1, success: points.map(([, y]) => y), robotHours: 0.01 }, robotHours: 5 * hoursPerEval, robotEpisodes: 100, computeSeconds: 10,
     groups: 8, realGroups: Array(20).fill(0), anchorWeight: null, calibrated: null, biasReduction: null, alarms: 0, imaginedTransitions: 0, imagineSeconds: 0, ...extra,
   };
 }
@@ -46,6 +55,8 @@ function cells(p: Plan, neverSeed: number, flatSeed: number, task = p.tasks[0]!)
     m.set(cellKey(task, s, 'denoise'), vcell(0.5, 0.05, corrected(true, null)));
     // The tuned robot-only baselines: standard GRPO's robot time, below full WMRL's success.
     for (const v of p.variants.filter((x) => !['bc', ...CORE_VARIANTS].includes(x))) m.set(cellKey(task, s, v), vcell(0.35, 1));
+    // Standard GRPO handed back its start on the first seed, an earlier update on the second.
+    if (i < 2) m.set(cellKey(task, s, 'standard'), { ...(m.get(cellKey(task, s, 'standard')) as VariantCell), keptUpdate: i === 0 ? 0 : 12 });
   });
   return m;
 }
@@ -72,6 +83,13 @@ describe('bench embodied: splits and keys', () => {
       const lo = promptBlock(s) * START_BLOCK, hi = lo + most;
       for (const [a, b] of evals) expect(hi <= a || lo >= b, `seed ${s}`).toBe(true);
     }
+    // The trainers' own measurement reads a train block of its own: no prompt, no pretraining, no split's evaluation.
+    expect(SPLITS.splitOf('starts', MEASURE_BLOCK)).toBe('train');
+    const measure = [MEASURE_BLOCK * START_BLOCK, MEASURE_BLOCK * START_BLOCK + SIZES.full.measureEpisodes] as const;
+    for (const [a, b] of evals) expect(measure[1] <= a || measure[0] >= b).toBe(true);
+    for (const s of [...SPLITS.sets.seeds.train, ...v.seeds, ...t.seeds]) expect(promptBlock(s)).not.toBe(MEASURE_BLOCK);
+    const pretrainTop = DEFAULT_PRETRAIN.daggerRounds * 100_000 + Math.max(...t.seeds, ...v.seeds) * 1000 + DEFAULT_PRETRAIN.bcEpisodes;
+    expect(pretrainTop).toBeLessThan(measure[0]);
     // The test split runs each tuned baseline's chosen grid point; validation every point.
     const families = Object.keys(GRIDS) as TunedFamily[];
     expect(t.variants).toEqual(['bc', ...CORE_VARIANTS, ...families.map((f) => CHOSEN[f])]);
@@ -168,8 +186,8 @@ describe('bench embodied: report', () => {
     expect(r.result.wmrl_vs_pure_wm).toBe('beats');
     expect(Number(r.result.wmrl_minus_anchors_only_lo)).toBeLessThanOrEqual(Number(r.result.wmrl_minus_anchors_only));
     expect(r.rows).toHaveLength(p.variants.length);
-    // Four per-seed tables (success, hours, speedups, corrections), one row per validation seed in each.
-    expect(r.notes!.split('\n').filter((l) => new RegExp(`^\\| ${p.seeds.at(-1)} +\\|`).test(l))).toHaveLength(4);
+    // Five per-seed tables (success, hours, speedups, the updates handed back, corrections), one row per validation seed in each.
+    expect(r.notes!.split('\n').filter((l) => new RegExp(`^\\| ${p.seeds.at(-1)} +\\|`).test(l))).toHaveLength(5);
     expect(r.keys).toEqual({ compute: 'c', report: 'k' });
     // Every grid point of the tuned baselines is reported on validation, with its paired difference from full WMRL.
     for (const name of gridVariants('ppo')) {
@@ -203,9 +221,127 @@ describe('bench embodied: report', () => {
     expect(() => corrections(vcell(0.5, 1))).toThrow(/without the Corrector/);
   });
 
+  it('states per variant the update each run handed back and how often the start, its robot hours holding the measurement', () => {
+    expect(r.result.start_kept_standard).toBe(1);
+    expect(r.result.start_kept_wmrl).toBe(0);
+    const col = r.header.indexOf('update handed back per seed (0: the start)');
+    expect(r.rows.find((row) => row[0] === variants(8).standard.label)![col]).toBe('0 / 12 / 20 / 20 / 20 (the start on 1)');
+    expect(r.rows.find((row) => row[0] === variants(8).full.label)![col]).toBe('20 / 20 / 20 / 20 / 20 (the start on 0)');
+    expect(r.header).toContain("robot hours at 20 updates, the trainer's measurement included (median)");
+    expect(r.summary).toContain(`10 episodes of the mean action on the robot from train-split start states (from ${MEASURE_BLOCK * START_BLOCK}, the same at every evaluation)`);
+    expect(r.summary).toContain('The start was handed back on standard 1, anchors_only 0');
+    expect(r.notes).toMatch(new RegExp(`^\\| ${first} +\\| 0; last 0\\.4 +\\| 20; last 0\\.3 +\\|`, 'm'));
+  });
+
   it('refuses a report with a cell missing, naming it', () => {
     const m = cells(p, second, third);
     m.delete(cellKey('reach', first, 'denoise' as VariantName));
     expect(() => report(p, { compute: 'c', report: 'k' }, m, { wallS: 1, computed: 0, throughput })).toThrow(`no cell for reach, seed ${first}, denoise`);
   });
+});
+
+describe("bench embodied: the split's view of a run", () => {
+  const row = (update: number, evalSuccess?: number, keptUpdate?: number): RunRow => ({
+    update, robotSeconds: 360 * update, robotWallSeconds: 360 * update, robotEpisodes: 10 * update, computeSeconds: 1, trainSuccess: null, groups: 1, realGroups: 1, loss: null, approxKl: null, refKl: null,
+    ...(evalSuccess === undefined ? {} : { evalSuccess, keptUpdate }),
+  });
+  /** The start, update 2 and update 4: each measured by the trainer at `measured`, solving `outcomes` of the split's states, with parameters [k]. */
+  const seen = (measured: number[], outcomes: number[][]): EvaluationSeen[] => measured.map((m, k) => ({ measured: m, split: { success: outcomes[k]!.reduce((a, b) => a + b, 0) / outcomes[k]!.length, meanReturn: 0, episodes: outcomes[k]!.length, outcomes: outcomes[k]! }, params: [Float32Array.of(k)] }));
+  const split = [[0, 0, 0, 1], [1, 1, 0, 1], [0, 0, 0, 0]];
+
+  it("gives the outcomes of the update the run kept, not its last update's, and each point the policy kept there", () => {
+    // Update 2 measured best by the trainer and kept; update 4's policy is worse on the split's states.
+    const rows = [row(1), row(2, 0.5, 2), row(3), row(4, 0.25, 2)];
+    const v = splitView('run', rows, seen([0.25, 0.5, 0.25], split), [Float32Array.of(1)]);
+    expect(v.keptUpdate).toBe(2);
+    expect(v.outcomes).toEqual([1, 1, 0, 1]);
+    expect(v.points).toEqual([[0.2, 0.75], [0.4, 0.75]]);
+    expect(v.updatedSuccess).toEqual([0.75, 0]);
+    // The start kept throughout: its outcomes, at every point.
+    const s = splitView('run', [row(1), row(2, 0.1, 0), row(3), row(4, 0.2, 0)], seen([0.25, 0.1, 0.2], split), [Float32Array.of(0)]);
+    expect(s.outcomes).toEqual([0, 0, 0, 1]);
+    expect(s.points.map(([, y]) => y)).toEqual([0.25, 0.25]);
+  });
+
+  it('refuses a run whose rows, evaluations or returned parameters disagree', () => {
+    const rows = [row(1), row(2, 0.5, 2), row(3), row(4, 0.25, 2)];
+    expect(() => splitView('run', rows, seen([0.25, 0.5, 0.25], split), [Float32Array.of(2)])).toThrow('run handed back parameters other than those of update 2, the update it kept');
+    expect(() => splitView('run', rows, seen([0.5, 0.25], split), [Float32Array.of(1)])).toThrow('run: 2 evaluations for its start and 2 evaluation rows');
+    expect(() => splitView('run', rows, seen([0.25, 0.4, 0.25], split), [Float32Array.of(1)])).toThrow("run: update 2's row holds success 0.5, its measurement 0.4");
+    expect(() => splitView('run', [row(1), row(2, 0.5, 3)], seen([0.25, 0.5], split), [Float32Array.of(1)])).toThrow('run keeps update 3, which it never evaluated');
+    expect(() => splitView('run', [row(1), row(2, 0.5)], seen([0.25, 0.5], split), [Float32Array.of(1)])).toThrow("update 2's row names no kept update");
+  });
+});
+
+describe('bench embodied: a cell from training (reach, RL seed 0, the quick pretraining, 2 updates)', () => {
+  const o: CellOptions = { ...plan({ ...base, quick: true }).cell, updates: 2, prompts: 1, groupSize: 2, evalEvery: 1 };
+  let setup: SeedSetup;
+  beforeAll(async () => {
+    setup = await SeedSetup.create('reach', 0, o);
+  }, 300_000);
+  const paramsOf = (p: Policy) => p.paramNames().map((n) => Float32Array.from(p.store.get(n).data));
+
+  /**
+   * A trainer that keeps its start: each update zeroes the policy (a mean action of 0, which moves nothing), every row
+   * names update 0 as kept, and the start's parameters go back at the end unless `handBack` is false. `seeds` hears
+   * the seed of every robot reset its evaluations ask for.
+   */
+  const keepsStart = (seeds: number[], handBack = true) => async (x: TrainerInputs): Promise<TrainerOutcome> => {
+    const robot = x.target.robot, reset = robot.reset.bind(robot);
+    robot.reset = (opts) => {
+      seeds.push(opts?.seed ?? -1);
+      return reset(opts);
+    };
+    const p = x.pre.policy, start = paramsOf(p);
+    await x.evaluate(p);
+    const rows: RunRow[] = [];
+    for (let u = 1; u <= x.o.updates; u++) {
+      p.paramNames().forEach((n) => p.store.set(n, new Float32Array(p.store.get(n).data.length)));
+      const ev = await x.evaluate(p);
+      const c = x.target.clock;
+      rows.push({ update: u, robotSeconds: c.robotSeconds, robotWallSeconds: c.wallSeconds, robotEpisodes: c.episodes, computeSeconds: 0, trainSuccess: null, groups: 1, realGroups: 0, loss: null, approxKl: null, refKl: null, evalSuccess: ev.success, evalReturn: ev.meanReturn, keptUpdate: 0 });
+    }
+    if (handBack) p.paramNames().forEach((n, i) => p.store.set(n, start[i]!));
+    return { rows, groups: 1, corrected: false };
+  };
+
+  it("gives the handed-back policy's outcomes, and measures for the trainer on its own train block alone, on the robot clock", async () => {
+    const seeds: number[] = [];
+    const cell = await setup.train('scripted', keepsStart(seeds));
+    const start = await setup.start();
+    expect(cell.keptUpdate).toBe(0);
+    expect(cell.outcomes).toEqual(start.outcomes);
+    expect(cell.updatedSuccess).toHaveLength(2);
+    expect(cell.points.map(([, y]) => y)).toEqual([start.success, start.success]);
+    // The trainer's measurement: its episodes at each of the three evaluations, from MEASURE_BLOCK's start states, none of the split's.
+    const lo = MEASURE_BLOCK * START_BLOCK;
+    expect(seeds).toEqual([0, 1, 2].flatMap(() => Array.from({ length: o.measureEpisodes }, (_, i) => lo + i)));
+    expect(seeds.filter((s) => s >= o.evalSeed0 && s < o.evalSeed0 + o.evalEpisodes)).toEqual([]);
+    expect(cell.measure.episodes).toBe(o.measureEpisodes);
+    expect(cell.measure.success).toHaveLength(2);
+    // Charged to the robot clock: here the measurement is all the robot time there is.
+    expect(cell.robotEpisodes).toBe(3 * o.measureEpisodes);
+    expect(cell.measure.robotHours).toBeGreaterThan(0);
+    expect(cell.measure.robotHours).toBeCloseTo(cell.robotHours, 12);
+  }, 120_000);
+
+  it('refuses a trainer that hands back parameters other than those of the update it names as kept', async () => {
+    await expect(setup.train('scripted', keepsStart([], false))).rejects.toThrow(/scripted handed back parameters other than those of update 0, the update it kept/);
+  }, 120_000);
+
+  it("takes a trainer's kept update from its rows (standard GRPO): the outcomes are the returned policy's, the robot hours hold the measurement", async () => {
+    let policy: Policy | null = null;
+    const cell = await setup.train('standard', (x) => {
+      policy = x.pre.policy;
+      return grpo.train(x, { prompts: 1 });
+    });
+    const fresh = await evaluateSuccess(policy!, 'reach', 'gap', o.evalEpisodes, o.evalSeed0);
+    expect(cell.outcomes).toEqual(fresh.outcomes);
+    expect(cell.points).toHaveLength(2);
+    expect(cell.points.at(-1)![1]).toBe(fresh.success);
+    expect([0, 1, 2]).toContain(cell.keptUpdate);
+    expect(cell.robotEpisodes).toBe(o.updates * o.groupSize + 3 * o.measureEpisodes);
+    expect(cell.measure.robotHours).toBeGreaterThan(0);
+    expect(cell.measure.robotHours).toBeLessThan(cell.robotHours);
+  }, 120_000);
 });

@@ -1,8 +1,9 @@
 // The cells of `bench embodied`: at one (task, RL seed), the behaviour-cloned start measured on the split's evaluation
-// start states, and each variant post-trained from it on the `gap` robot and measured on the same states. This file
-// declares the variants — WMRL's arms and the robot-only baselines, each baseline's hyperparameter grid one variant
-// per point — and runs one by its name; what every cell shares is embodied/setup.ts, each variant's trainer is called
-// from its family's module beside it (embodied/grpo.ts, …). A cell's computation key (bench/lib/protocol.ts
+// start states, and each variant post-trained from it on the `gap` robot, handing back the policy of its best
+// evaluation by its own measurement on the robot (train-split states), that policy measured on the split's states.
+// This file declares the variants — WMRL's arms and the robot-only baselines, each baseline's hyperparameter grid one
+// variant per point — and runs one by its name; what every cell shares is embodied/setup.ts, each variant's trainer
+// is called from its family's module beside it (embodied/grpo.ts, …). A cell's computation key (bench/lib/protocol.ts
 // protocolKeys) covers the shared setup and its variant's module and options alone: everything this file gives a cell
 // is in those options, so this file itself is in no cell's key, and adding a variant keeps every other cell. Nothing
 // here imports the report's code (bench/embodied.ts, stats, report).
@@ -15,7 +16,7 @@ import * as rlpd from './embodied/rlpd.js';
 import { SeedSetup, START_BLOCK, sharedOptions, type VariantCell } from './embodied/setup.js';
 import * as wmrl from './embodied/wmrl.js';
 
-export { PROFILE, SIZES, START_BLOCK, SeedSetup, armOf, promptBlock, type CellOptions, type StartCell, type VariantCell } from './embodied/setup.js';
+export { MEASURE_BLOCK, PROFILE, SIZES, START_BLOCK, SeedSetup, armOf, promptBlock, type CellOptions, type StartCell, type VariantCell } from './embodied/setup.js';
 
 /** WMRL imagines IMAGINED times the groups standard GRPO executes per update: imagination costs compute, not robot time, and more groups give a less noisy gradient from the same robot episodes. */
 export const IMAGINED = 4;

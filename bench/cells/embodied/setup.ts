@@ -1,13 +1,14 @@
 // What every cell of `bench embodied` shares, and only that: at one (task, RL seed), the pretraining (behaviour
 // cloning, world model), the robot (the sim under the arm's hardware profile, its reset charged), the training prompts, the
-// split's evaluation, and a trained variant's cell made from its trainer's run rows. Its code and the cell options are
+// trainers' own measurement on the robot, the split's evaluation, and a trained variant's cell made from its trainer's
+// run rows. Its code and the cell options are
 // the shared part of every cell's computation key (bench/lib/protocol.ts protocolKeys); a variant's trainer is called
 // through its own module beside this one (grpo.ts, wmrl.ts, …), so nothing here imports a trainer (wmrl/train_*.ts):
 // editing one variant's trainer moves that variant's key alone.
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { evaluateSuccess, type ClosableTarget, type Evaluation } from '../../../wmrl/embodied.js';
+import { evaluateSuccess, robotEvaluation, type ClosableTarget, type Evaluation } from '../../../wmrl/embodied.js';
 import type { Policy } from '../../../policies/types.js';
 import type { RunRow } from '../../../wmrl/run-state.js';
 import { loadProfile } from '../../../sim/profiles.js';
@@ -30,12 +31,21 @@ export function armOf(name: string): { task: string; profile: string } {
 /** Start states come in blocks of this many seeds; a run's prompts at RL seed s are block 10 + s (seeds from 1,000,000 + s·100,000). */
 export const START_BLOCK = 100_000;
 export const promptBlock = (seed: number) => 10 + seed;
+/**
+ * The trainers' own measurement, the one keep-best selects the returned policy on (wmrl/keep-best.ts), reads the start
+ * states of this train block, which no prompt, pretraining or split's evaluation reads: what a user with a real robot
+ * has, never the states the report scores.
+ */
+export const MEASURE_BLOCK = 8;
 
-/** A full run's sizes and a quick run's (a smoke test of the code: its figures mean nothing). */
+/**
+ * A full run's sizes and a quick run's (a smoke test of the code: its figures mean nothing). `measureEpisodes`: the
+ * trainers' own measurement's episodes at each evaluation, the start's included, each charged to the robot clock.
+ */
 export const SIZES = {
-  full: { updates: 20, prompts: 8, groupSize: 8, evalEvery: 4, evalEpisodes: 200, pretrain: {} as Partial<PretrainOptions> },
+  full: { updates: 20, prompts: 8, groupSize: 8, evalEvery: 4, evalEpisodes: 200, measureEpisodes: 10, pretrain: {} as Partial<PretrainOptions> },
   quick: {
-    updates: 3, prompts: 4, groupSize: 4, evalEvery: 3, evalEpisodes: 10,
+    updates: 3, prompts: 4, groupSize: 4, evalEvery: 3, evalEpisodes: 10, measureEpisodes: 4,
     pretrain: { bcEpisodes: 10, bcEpochs: 20, daggerRounds: 1, daggerEpisodes: 5, daggerEpochs: 10, wmEpisodes: 12, wmEpochs: 3, wmHidden: [64, 64], wmMembers: 3 } as Partial<PretrainOptions>,
   },
 };
@@ -56,10 +66,25 @@ export interface StartCell {
 
 /** One variant post-trained from the start at one seed. */
 export interface VariantCell {
-  /** (robot hours, success on the split's evaluation start states) at every evaluation: every evalEvery updates and the last. */
+  /**
+   * At every evaluation (every evalEvery updates and the last): the robot hours so far, the trainer's measurement
+   * included, and the success on the split's evaluation start states of the policy the run would hand back if it
+   * stopped there (the kept one).
+   */
   points: Array<[number, number]>;
-  /** The last evaluation per start state, in order: 1 success, 0 not (the same states for every variant of a seed). */
+  /** The policy the trainer handed back (the kept one) per start state, in order: 1 success, 0 not (the same states for every variant of a seed). */
   outcomes: number[];
+  /** The update whose parameters the trainer handed back (0: the start's). */
+  keptUpdate: number;
+  /** At every evaluation, the success on the split's states of the policy as its last update left it (whether kept or not). */
+  updatedSuccess: number[];
+  /**
+   * The trainer's own measurement, which chose the kept update: its episodes per evaluation (the mean action on the
+   * robot from the start states of MEASURE_BLOCK), the start's success and each later evaluation's, and the robot
+   * hours all of it cost (within robotHours).
+   */
+  measure: { episodes: number; start: number; success: number[]; robotHours: number };
+  /** Robot time and episodes of the whole run, the trainer's measurement included. */
   robotHours: number;
   robotEpisodes: number;
   /** Compute wall-clock seconds of the training run (its evaluations included). */
@@ -87,7 +112,10 @@ export interface LoopConfig {
   seed: number;
 }
 
-/** What a variant's trainer is given: the seed's pretraining (reset to the start), the robot, the prompts and the split's evaluation. */
+/**
+ * What a variant's trainer is given: the seed's pretraining (reset to the start), the robot, the prompts and its
+ * evaluation: its own measurement on the robot (the split's evaluation observes each call, and never reaches the trainer).
+ */
 export interface TrainerInputs {
   task: string;
   /** The robot's hardware profile. */
@@ -110,6 +138,43 @@ export interface TrainerOutcome {
 
 const copyOf = (xs: ReadonlyArray<{ data: Float32Array }>) => xs.map((t) => Float32Array.from(t.data));
 
+/** One call of a trainer's evaluation: its own measurement's success, the split's evaluation beside it, and the parameters both measured. */
+export interface EvaluationSeen {
+  measured: number;
+  split: Evaluation & { outcomes: number[] };
+  params: Float32Array[];
+}
+
+/**
+ * The split's view of a run that evaluated its start and then once per evaluation row (`seen`, in that order): at each
+ * row, the robot hours and the split's success of the update the row names as kept; the kept update at the end, its
+ * outcomes, and each row's own policy's success. Throws where rows and evaluations disagree, or where `returned` (the
+ * policy's parameters after the run) are not those of the update the run kept.
+ */
+export function splitView(what: string, rows: readonly RunRow[], seen: readonly EvaluationSeen[], returned: readonly Float32Array[]): Pick<VariantCell, 'points' | 'outcomes' | 'keptUpdate' | 'updatedSuccess'> {
+  const evals = rows.filter((r) => r.evalSuccess !== undefined);
+  if (seen.length !== evals.length + 1) throw new Error(`${what}: ${seen.length} evaluations for its start and ${evals.length} evaluation rows`);
+  evals.forEach((r, i) => {
+    if (r.evalSuccess !== seen[i + 1]!.measured) throw new Error(`${what}: update ${r.update}'s row holds success ${r.evalSuccess}, its measurement ${seen[i + 1]!.measured}`);
+    if (r.keptUpdate === undefined) throw new Error(`${what}: update ${r.update}'s row names no kept update (a trainer without keep-best)`);
+  });
+  const at = (update: number) => {
+    const i = update === 0 ? 0 : evals.findIndex((r) => r.update === update) + 1;
+    if (i < 1 && update !== 0) throw new Error(`${what} keeps update ${update}, which it never evaluated`);
+    return seen[i]!;
+  };
+  const keptUpdate = evals.at(-1)?.keptUpdate ?? 0, kept = at(keptUpdate);
+  if (returned.length !== kept.params.length || returned.some((x, i) => x.length !== kept.params[i]!.length || !x.every((v, j) => v === kept.params[i]![j]))) {
+    throw new Error(`${what} handed back parameters other than those of update ${keptUpdate}, the update it kept`);
+  }
+  return {
+    points: evals.map((r): [number, number] => [r.robotSeconds / 3600, at(r.keptUpdate!).split.success]),
+    outcomes: kept.split.outcomes,
+    keptUpdate,
+    updatedSuccess: seen.slice(1).map((x) => x.split.success),
+  };
+}
+
 /** An arm at one RL seed: pretrained once (behaviour cloning, world model); each variant starts from the same parameters. */
 export class SeedSetup {
   private constructor(
@@ -131,7 +196,7 @@ export class SeedSetup {
     return new SeedSetup(task, profile, seed, o, pre, copyOf(pre.policy.paramNames().map((n) => pre.policy.store.get(n))), copyOf(pre.model.store.names().map((n) => pre.model.store.get(n))));
   }
 
-  /** The split's evaluation: the policy's mean action on `evalEpisodes` start states from `evalSeed0`, on the robot's profile. */
+  /** The split's evaluation, the report's: the policy's mean action on `evalEpisodes` start states from `evalSeed0`, on the robot's profile. */
   private async evaluate(policy: Policy): Promise<Evaluation & { outcomes: number[] }> {
     const ev = await evaluateSuccess(policy, this.task, this.profile, this.o.evalEpisodes, this.o.evalSeed0);
     if (!ev.outcomes) throw new Error('bench embodied: the evaluation kept no per-episode outcomes');
@@ -150,26 +215,39 @@ export class SeedSetup {
     return { success: ev.success, outcomes: ev.outcomes };
   }
 
-  /** Variant `name` trained from the start by `trainer` on a fresh robot; its cell from the run rows. */
+  /**
+   * Variant `name` trained from the start by `trainer` on a fresh robot; its cell from the run rows and the split's
+   * evaluation of the policy at each of the trainer's evaluations, the start's included, and of the one it hands back.
+   */
   async train(name: string, trainer: (inputs: TrainerInputs) => Promise<TrainerOutcome>): Promise<VariantCell> {
     this.reset();
     const { task, profile, seed, o, pre } = this;
     const tmp = mkdtempSync(join(tmpdir(), 'bench-embodied-'));
-    // The trainers evaluate every evalEvery updates and after the last: the last evaluation is the cell's.
-    const seen: { last: (Evaluation & { outcomes: number[] }) | null } = { last: null };
-    const evaluate = async (policy: Policy) => (seen.last = await this.evaluate(policy));
     try {
       // The store is this cell's scratch file, deleted with it: no fsync per step.
       const target = await simRobotTarget({ task, profile, robots: 1, resetSeconds: o.resetSeconds, seed, store: join(tmp, 'episodes.db'), storeSync: 'NORMAL' });
       try {
+        const measure = robotEvaluation(target, o.measureEpisodes, MEASURE_BLOCK * START_BLOCK);
+        const seen: EvaluationSeen[] = [];
+        let measureSeconds = 0;
+        // The trainer gets its measurement alone; the split's evaluation runs beside it, in the sim, off the robot clock.
+        const evaluate = async (policy: Policy): Promise<Evaluation> => {
+          const before = target.clock.robotSeconds;
+          const measured = await measure(policy);
+          measureSeconds += target.clock.robotSeconds - before;
+          seen.push({ measured: measured.success, split: await this.evaluate(policy), params: copyOf(policy.paramNames().map((n) => policy.store.get(n))) });
+          return measured;
+        };
         using prompts = await SimPrompts.create(task);
         const loop = (n: number): LoopConfig => ({ updates: o.updates, prompts: n, groupSize: o.groupSize, evalEvery: o.evalEvery, promptSeed0: promptBlock(seed) * START_BLOCK, seed });
         const { rows, groups, corrected } = await trainer({ task, profile, seed, o, pre, target, prompts, evaluate, loop });
+        const what = `bench embodied: ${task} seed ${seed} ${name}`;
         const end = rows[o.updates - 1];
-        if (!end || end.evalSuccess === undefined || !seen.last) throw new Error(`bench embodied: ${task} seed ${seed} ${name} has no evaluation at update ${o.updates}`);
+        if (!end || end.evalSuccess === undefined) throw new Error(`${what} has no evaluation at update ${o.updates}`);
+        const returned = pre.policy.paramNames().map((n) => pre.policy.store.get(n).data);
         return {
-          points: rows.filter((r) => r.evalSuccess !== undefined).map((r): [number, number] => [r.robotSeconds / 3600, r.evalSuccess!]),
-          outcomes: seen.last.outcomes,
+          ...splitView(what, rows, seen, returned),
+          measure: { episodes: o.measureEpisodes, start: seen[0]!.measured, success: seen.slice(1).map((x) => x.measured), robotHours: measureSeconds / 3600 },
           robotHours: end.robotSeconds / 3600,
           robotEpisodes: end.robotEpisodes,
           computeSeconds: end.computeSeconds,
