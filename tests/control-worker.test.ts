@@ -22,6 +22,7 @@ import { RunManager } from '../server/runs.js';
 import type { RunStatus, StreamEvent } from '../server/schemas.js';
 import { startService, type Service } from '../server/service.js';
 import { policyOnnx } from './helpers/policy-onnx.js';
+import { injector } from './helpers/service.js';
 import { spawnStandIn, type StandInProcess } from './helpers/standin-process.js';
 import { allowedCpus, parseCpuList } from '../server/cpu-affinity.js';
 import { sleep, until } from './helpers/until.js';
@@ -33,7 +34,7 @@ let svc: Service;
 let auth: Record<string, string>;
 const errors: Error[] = [];
 
-const inject = (o: { method?: 'GET' | 'POST' | 'PUT'; url: string; headers?: Record<string, string>; payload?: unknown }) => svc.app.inject({ method: o.method ?? 'GET', url: o.url, headers: o.headers, payload: o.payload as string });
+const inject = injector(() => svc);
 const runState = async (id: string) => (await inject({ url: `/api/runs/${id}` })).json<RunStatus>();
 // Without its outcome topic: the service's clock paces the episodes, not the robot's step reports.
 const yaml = () =>

@@ -18,6 +18,7 @@ import { FoxgloveClient } from '../server/foxglove-protocol.js';
 import type { RobotStatus, RunStatus } from '../server/schemas.js';
 import { startService, type Service } from '../server/service.js';
 import { policyOnnx } from './helpers/policy-onnx.js';
+import { injector } from './helpers/service.js';
 import { spawnMqttStandIn, spawnStandIn, type StandInProcess } from './helpers/standin-process.js';
 import { until } from './helpers/until.js';
 
@@ -35,7 +36,7 @@ let auth: Record<string, string>;
 /** Faults the service reported (a run that failed): asserted, not printed. */
 const errors: Error[] = [];
 
-const inject = (o: { method?: 'GET' | 'POST' | 'PUT'; url: string; headers?: Record<string, string>; payload?: unknown }) => svc.app.inject({ method: o.method ?? 'GET', url: o.url, headers: o.headers, payload: o.payload as string });
+const inject = injector(() => svc);
 const robot = async (id: string) => (await inject({ url: `/api/robots/${id}` })).json<RobotStatus>();
 const run = async (id: string) => (await inject({ url: `/api/runs/${id}` })).json<RunStatus>();
 const ended = (id: string) => until(async () => ((s) => (['finished', 'failed', 'stopped'].includes(s.state) ? s : undefined))(await run(id)), `run ${id} ended`, 30_000);
