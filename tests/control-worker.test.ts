@@ -22,8 +22,10 @@ import { RunManager } from '../server/runs.js';
 import type { RunStatus, StreamEvent } from '../server/schemas.js';
 import { startService, type Service } from '../server/service.js';
 import { policyOnnx } from './helpers/policy-onnx.js';
+import { injector } from './helpers/service.js';
 import { spawnStandIn, type StandInProcess } from './helpers/standin-process.js';
 import { allowedCpus, parseCpuList } from '../server/cpu-affinity.js';
+import { sleep, until } from './helpers/until.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'wmrl-control-thread-'));
 const data = join(dir, 'data');
@@ -32,17 +34,7 @@ let svc: Service;
 let auth: Record<string, string>;
 const errors: Error[] = [];
 
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-async function until<T>(f: () => Promise<T | undefined> | T | undefined, what: string, ms = 20_000): Promise<T> {
-  const end = Date.now() + ms;
-  for (;;) {
-    const v = await f();
-    if (v !== undefined) return v;
-    if (Date.now() > end) throw new Error(`${what}: not within ${ms} ms`);
-    await sleep(20);
-  }
-}
-const inject = (o: { method?: 'GET' | 'POST' | 'PUT'; url: string; headers?: Record<string, string>; payload?: unknown }) => svc.app.inject({ method: o.method ?? 'GET', url: o.url, headers: o.headers, payload: o.payload as string });
+const inject = injector(() => svc);
 const runState = async (id: string) => (await inject({ url: `/api/runs/${id}` })).json<RunStatus>();
 // Without its outcome topic: the service's clock paces the episodes, not the robot's step reports.
 const yaml = () =>
@@ -92,12 +84,12 @@ describe('a robot over rosbridge in its own control thread', () => {
     const expert = svc.ctx.runs.start('expert-session', { robot: 'sim', episodes: 1000, imagined: false, clone: false });
     const ids = [deployed.json<RunStatus>().id, expert.id];
     try {
-      await until(() => (arm.ticks.between(performance.now() - 500, Infinity).length > 10 && sim.ticks.between(performance.now() - 500, Infinity).length > 10 ? true : undefined), 'both robots stepping');
+      await until(() => arm.ticks.between(performance.now() - 500, Infinity).length > 10 && sim.ticks.between(performance.now() - 500, Infinity).length > 10, 'both robots stepping', 20_000);
       const a = performance.now();
       block(1000);
       const b = performance.now();
       // The thread's ticks of the blocked time arrive, in order, once this thread reads its messages again.
-      await until(() => (arm.ticks.between(b, Infinity).length > 0 ? true : undefined), 'a tick after the block');
+      await until(() => arm.ticks.between(b, Infinity).length > 0, 'a tick after the block', 20_000);
       const expected = arm.spec.controlHz * ((b - a) / 1000);
       // A quarter of its rate at least, on a machine others may load; the blocked thread's robot none at all (a tick may land at either edge).
       expect(arm.ticks.between(a, b).length).toBeGreaterThanOrEqual(0.25 * expected);
@@ -122,7 +114,7 @@ describe('a robot over rosbridge in its own control thread', () => {
     expect(run.statusCode, run.body).toBe(201);
     const id = run.json<RunStatus>().id;
     // Mid-episode: a few steps in, far from its end.
-    const episode = await until(() => svc.ctx.runs.rollouts(id).find((ep) => ((n) => n >= 3 && n <= 60)(svc.ctx.runs.rollout(id, ep)!.real.length)), 'an episode under way');
+    const episode = await until(() => svc.ctx.runs.rollouts(id).find((ep) => ((n) => n >= 3 && n <= 60)(svc.ctx.runs.rollout(id, ep)!.real.length)), 'an episode under way', 20_000);
     const stopping = host.estop('bumped the table');
     // Latched before any message went: the shared flag.
     expect(host.safety.isEstopped).toBe(true);
@@ -132,7 +124,7 @@ describe('a robot over rosbridge in its own control thread', () => {
     const applied = host.stepsApplied;
     await sleep(300);
     expect(host.stepsApplied).toBe(applied);
-    const partial = await until(() => svc.ctx.store.list({ robot: 'arm' }).find((e) => e.meta.id === episode && e.status === 'partial'), 'the e-stopped episode partial');
+    const partial = await until(() => svc.ctx.store.list({ robot: 'arm' }).find((e) => e.meta.id === episode && e.status === 'partial'), 'the e-stopped episode partial', 20_000);
     expect(partial.steps).toBeGreaterThanOrEqual(3);
     expect(host.status().interventions.estop).toBeGreaterThanOrEqual(1);
     expect((await inject({ method: 'POST', url: `/api/runs/${id}/stop`, headers: auth })).json<RunStatus>().state).toBe('stopped');
@@ -153,10 +145,10 @@ describe('a robot over rosbridge in its own control thread', () => {
     const run = await inject({ method: 'POST', url: '/api/policies/pi/deploy', headers: auth, payload: { robot: 'arm', episodes: 1000 } });
     expect(run.statusCode, run.body).toBe(201);
     const id = run.json<RunStatus>().id;
-    await until(() => (svc.ctx.runs.rollouts(id).length > 0 && host.ticks.between(performance.now() - 200, Infinity).length > 3 ? true : undefined), 'the policy stepping');
+    await until(() => svc.ctx.runs.rollouts(id).length > 0 && host.ticks.between(performance.now() - 200, Infinity).length > 3, 'the policy stepping', 20_000);
     // What a crash of the thread does: it stops where it is, closing neither its robot link nor its episode.
     await (host as unknown as { worker: Worker }).worker.terminate();
-    const failed = await until(async () => ((s) => (s.state === 'running' ? undefined : s))(await runState(id)), 'the run ended');
+    const failed = await until(async () => ((s) => (s.state === 'running' ? undefined : s))(await runState(id)), 'the run ended', 20_000);
     expect(failed.state).toBe('failed');
     expect(failed.error).toMatch(/^robot 'arm': its control thread exited \(code 1\) during episode (\S+); the episode is kept as partial$/);
     expect(host.status()).toMatchObject({ connected: false, run: null });
@@ -202,7 +194,7 @@ describe('the shared e-stop flag', () => {
     });
     try {
       const run = runs.start('policy', { robot: 'sim', policy: 'pi', episodes: 2 });
-      await until(() => (latched ? true : undefined), 'the e-stop at the second reset');
+      await until(() => latched !== null, 'the e-stop at the second reset', 20_000);
       await latched;
       await sleep(200);
       expect(runs.get(run.id).status.state).toBe('running');

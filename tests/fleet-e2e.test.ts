@@ -16,6 +16,7 @@ import type { EpisodeSummary, RobotStatus, RunStatus } from '../server/schemas.j
 import type { WmrlCheckpoint } from '../server/wmrl-train.js';
 import { policyOnnx } from './helpers/policy-onnx.js';
 import { spawnMqttStandIn, spawnStandIn, type StandInProcess } from './helpers/standin-process.js';
+import { until } from './helpers/until.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'wmrl-fleet-e2e-'));
 const data = join(dir, 'data');
@@ -30,16 +31,6 @@ let serveOut = '';
 let url = '';
 let auth: Record<string, string> = {};
 
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-async function until<T>(f: () => Promise<T | undefined>, what: string, ms = 30_000): Promise<T> {
-  const end = Date.now() + ms;
-  for (;;) {
-    const v = await f();
-    if (v !== undefined) return v;
-    if (Date.now() > end) throw new Error(`${what}: not within ${ms} ms; the service said:\n${serveOut}`);
-    await sleep(100);
-  }
-}
 async function api<T>(method: 'GET' | 'POST' | 'PUT', path: string, body?: unknown, status = 200): Promise<T> {
   const binary = body instanceof Uint8Array;
   const r = await fetch(`${url}${path}`, {
@@ -51,8 +42,10 @@ async function api<T>(method: 'GET' | 'POST' | 'PUT', path: string, body?: unkno
   expect(r.status, `${method} ${path}: ${text}`).toBe(status);
   return JSON.parse(text) as T;
 }
+/** How this file polls the service over HTTP; a timeout shows what the service printed. */
+const polled = { every: 100, detail: () => `the service said:\n${serveOut}` };
 const run = (id: string) => api<RunStatus>('GET', `/api/runs/${id}`);
-const ended = (id: string, ms = 30_000) => until(async () => ((s) => (['finished', 'failed', 'stopped'].includes(s.state) ? s : undefined))(await run(id)), `run ${id} ended`, ms);
+const ended = (id: string, ms = 30_000) => until(async () => ((s) => (['finished', 'failed', 'stopped'].includes(s.state) ? s : undefined))(await run(id)), `run ${id} ended`, ms, polled);
 const episodes = (q = '') => api<EpisodeSummary[]>('GET', `/api/episodes?limit=10000${q}`);
 
 // The stand-in's robot YAML (task reach), pointed at this test's stand-in; the MQTT one announces its features and
@@ -99,7 +92,7 @@ beforeAll(async () => {
   });
   serve.stdout!.on('data', (d) => (serveOut += d));
   serve.stderr!.on('data', (d) => (serveOut += d));
-  url = await until(async () => /serving on (http:\/\/127\.0\.0\.1:\d+)/.exec(serveOut)?.[1] ?? (serve.exitCode !== null ? 'exited' : undefined), 'the service started', 60_000);
+  url = await until(async () => /serving on (http:\/\/127\.0\.0\.1:\d+)/.exec(serveOut)?.[1] ?? (serve.exitCode !== null ? 'exited' : undefined), 'the service started', 60_000, polled);
   expect(url, serveOut).not.toBe('exited');
   auth = { authorization: `Bearer ${readFileSync(join(data, 'token'), 'utf8').trim()}` };
   await api('PUT', '/api/policies/pi', policyOnnx(2 * 2 + 13, 2), 201);
@@ -127,10 +120,10 @@ describe('wmrl serve with a fleet: a rosbridge robot and an MQTT robot, each its
     for (const robot of ['arm-a', 'arm-b']) expect((await episodes(`&robot=${robot}`)).map((e) => [e.status, typeof e.success])).toEqual([['complete', 'boolean']]);
 
     const d = await api<RunStatus>('POST', '/api/policies/pi/deploy', { robot: 'arm-a', episodes: 5 }, 201);
-    await until(async () => ((await api<string[]>('GET', `/api/runs/${d.id}/rollouts`)).length ? true : undefined), 'real frames of the deployed policy');
+    await until(async () => (await api<string[]>('GET', `/api/runs/${d.id}/rollouts`)).length > 0, 'real frames of the deployed policy', 30_000, polled);
     const stopped = await api<RobotStatus>('POST', '/api/robots/arm-a/estop?reason=fleet%20test', undefined, 200);
     expect([stopped.estopped, stopped.state]).toEqual([true, 'estopped']);
-    await until(async () => ((await episodes('&robot=arm-a&status=partial')).length === 1 ? true : undefined), 'the e-stopped episode partial');
+    await until(async () => (await episodes('&robot=arm-a&status=partial')).length === 1, 'the e-stopped episode partial', 30_000, polled);
     // Latched: the run waits for a reset, and a new one is refused.
     expect((await run(d.id)).state).toBe('running');
     await api('POST', '/api/policies/pi/deploy', { robot: 'arm-a', episodes: 1 }, 409);
@@ -151,8 +144,8 @@ describe('wmrl serve with a fleet: a rosbridge robot and an MQTT robot, each its
     await until(async () => {
       const [a, b] = await Promise.all([anchorsOf('arm-a'), anchorsOf('arm-b')]);
       const done = (xs: EpisodeSummary[]) => xs.some((e) => e.status === 'complete');
-      return done(a) && done(b) && b.some((e) => e.status === 'recording') ? true : undefined;
-    }, 'anchor episodes on both robots, one recording on arm-b', 60_000);
+      return done(a) && done(b) && b.some((e) => e.status === 'recording');
+    }, 'anchor episodes on both robots, one recording on arm-b', 60_000, polled);
     armB.proc.kill('SIGKILL');
     const recorded = (await episodes()).filter((e) => e.status !== 'recording');
 

@@ -17,17 +17,10 @@ import { JOBS_TOPIC, RESULTS_TOPIC, robotTopic, sharedJobsFilter } from '../brid
 import { serveRobotOverMqtt } from '../hardware/robots/mqtt-server.js';
 import { startService } from '../server/service.js';
 import { FakeRobot } from './helpers/mqtt-fake-robot.js';
+import { sleep, until } from './helpers/until.js';
 
 /** A SUBACK failure code (0x80): mqtt.js 5 reports it as a subscribe error. */
 const REFUSED = /subscribe .* failed: Subscribe error: Unspecified error|subscribe refused by broker/;
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-async function until(cond: () => boolean, what: string, ms = 5000): Promise<void> {
-  const end = Date.now() + ms;
-  while (!cond()) {
-    if (Date.now() > end) throw new Error(`${what}: not reached within ${ms} ms`);
-    await sleep(10);
-  }
-}
 
 describe('the embedded broker is closed', () => {
   let broker: EmbeddedBroker;

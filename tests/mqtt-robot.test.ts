@@ -11,16 +11,7 @@ import { DEFAULT_SAFETY } from '../hardware/safety.js';
 import { MqttRobot } from '../hardware/robots/mqtt.js';
 import { BROKERS, type TestBroker } from './helpers/mqtt-brokers.js';
 import { FakeRobot } from './helpers/mqtt-fake-robot.js';
-
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-
-async function until(cond: () => boolean, ms = 3000): Promise<void> {
-  const end = Date.now() + ms;
-  while (!cond()) {
-    if (Date.now() > end) throw new Error('condition not reached in time');
-    await sleep(10);
-  }
-}
+import { sleep, until } from './helpers/until.js';
 
 describe.each(BROKERS)('MQTT robot over $name', (kind) => {
   let broker: TestBroker;
@@ -55,12 +46,12 @@ describe.each(BROKERS)('MQTT robot over $name', (kind) => {
     expect(Array.from(obs0.position)).toEqual([0, 0]);
     const sent = await robot.act(Float32Array.of(0.5, 3));
     expect(Array.from(sent)).toEqual([0.5, 1]);
-    await until(() => fake.actions.length === 1);
+    await until(() => fake.actions.length === 1, 'the first action at the robot');
     expect(Array.from(fake.actions[0])).toEqual([0.5, 1]);
     for (let i = 0; i < 9; i++) await robot.act(Float32Array.of(0.5, -0.25));
-    await until(() => fake.actions.length === 10);
+    await until(() => fake.actions.length === 10, 'ten actions at the robot');
     // The state published at the control rate catches up with the integrator.
-    await until(() => fake.position[0] > 0 && Math.abs(fake.position[0] - 0.1) < 1e-9);
+    await until(() => fake.position[0] > 0 && Math.abs(fake.position[0] - 0.1) < 1e-9, 'the integrated position');
     let obs = await robot.observe();
     const deadline = Date.now() + 2000;
     while (Math.abs(obs.position[0] - 0.1) > 1e-9 && Date.now() < deadline) {
@@ -81,18 +72,18 @@ describe.each(BROKERS)('MQTT robot over $name', (kind) => {
     const now = Date.now();
     const base: CommandMsg = { type: 'command', session: 'inj', seq: 5, stamp: now, deadline: now + 1000, action: [0.1, 0.1] };
     await publish(injector, robotTopic('r1', 'cmd'), base);
-    await until(() => fake.actions.length === before + 1);
+    await until(() => fake.actions.length === before + 1, 'the injected command applied');
     const staleBefore = server.stats.refused.stale;
     const dupBefore = server.stats.refused.duplicate;
     await publish(injector, robotTopic('r1', 'cmd'), { ...base, seq: 6, stamp: now - 5000, deadline: now - 4000 });
     await publish(injector, robotTopic('r1', 'cmd'), { ...base, seq: 5, deadline: Date.now() + 1000 });
     await publish(injector, robotTopic('r1', 'cmd'), { ...base, seq: 4, deadline: Date.now() + 1000 });
-    await until(() => server.stats.refused.stale === staleBefore + 1 && server.stats.refused.duplicate === dupBefore + 2);
+    await until(() => server.stats.refused.stale === staleBefore + 1 && server.stats.refused.duplicate === dupBefore + 2, 'the stale and duplicate refusals');
     await sleep(50);
     expect(fake.actions.length).toBe(before + 1);
     // A newer seq is applied again.
     await publish(injector, robotTopic('r1', 'cmd'), { ...base, seq: 7, deadline: Date.now() + 1000, action: [0.2, 0.2] });
-    await until(() => fake.actions.length === before + 2);
+    await until(() => fake.actions.length === before + 2, 'the newer seq applied');
   });
 
   it('honours e-stop, refuses motion and reset over MQTT until an operator clears it at the robot', async () => {
@@ -102,7 +93,7 @@ describe.each(BROKERS)('MQTT robot over $name', (kind) => {
     const n = fake.actions.length;
     const refused = server.stats.refused.estopped;
     await robot.act(Float32Array.of(1, 1));
-    await until(() => server.stats.refused.estopped === refused + 1);
+    await until(() => server.stats.refused.estopped === refused + 1, 'the refusal while e-stopped');
     expect(fake.actions.length).toBe(n);
     // E-stop is honoured even when it is a redelivered/old request.
     const injector = await broker.client('injector2-r1');
@@ -113,21 +104,21 @@ describe.each(BROKERS)('MQTT robot over $name', (kind) => {
     // A stale reset is refused (it would move the robot late), and the latch stays.
     const staleBefore = server.stats.refused.stale;
     await publish(injector, robotTopic('r1', 'cmd'), { type: 'request', id: 'old-reset', op: 'reset', stamp: 0, deadline: 1 });
-    await until(() => server.stats.refused.stale === staleBefore + 1);
+    await until(() => server.stats.refused.stale === staleBefore + 1, 'the stale reset refused');
     expect(fake.estopped).toBe(true);
     // A fresh reset over MQTT does not clear the latch either: only an operator at the robot does.
     await expect(robot.reset()).rejects.toThrow(/e-stop latched; a reset over MQTT does not clear it/);
     expect(server.safety.isEstopped).toBe(true);
     expect(server.stats.refused.estopped).toBe(refused + 2);
     await robot.act(Float32Array.of(0.3, 0.3));
-    await until(() => server.stats.refused.estopped === refused + 3);
+    await until(() => server.stats.refused.estopped === refused + 3, 'the third refusal while e-stopped');
     expect(fake.actions.length).toBe(n);
     server.clearEstop();
     const obs = await robot.reset();
     expect(Array.from(obs.position)).toEqual([0, 0]);
     expect(fake.estopped).toBe(false);
     await robot.act(Float32Array.of(0.3, 0.3));
-    await until(() => fake.actions.length === n + 1);
+    await until(() => fake.actions.length === n + 1, 'the action after the operator cleared the e-stop');
   });
 
   it('publishes state at the control rate', async () => {

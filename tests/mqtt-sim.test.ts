@@ -12,17 +12,9 @@ import { serveRobotOverMqtt, type RobotServer } from '../hardware/robots/mqtt-se
 import { SimRobot } from '../hardware/robots/sim.js';
 import { SafetyStop, type InterventionEvent, type SafetyConfig, type SafetyLayer } from '../hardware/safety.js';
 import { BROKERS, withServiceLogin, type BrokerKind, type TestBroker } from './helpers/mqtt-brokers.js';
+import { sleep, until } from './helpers/until.js';
 
 const ARM_YAML = 'launch/robots/mqtt-arm.yaml';
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-
-async function until(cond: () => boolean, what: string, ms = 10_000): Promise<void> {
-  const end = Date.now() + ms;
-  while (!cond()) {
-    if (Date.now() > end) throw new Error(`${what}: not reached within ${ms} ms`);
-    await sleep(10);
-  }
-}
 
 /** The shipped mqtt-arm.yaml, pointed at the test broker and the sim's normalized action range, with `safety` overriding its timings. */
 function armConfig(broker: TestBroker, safety: Partial<SafetyConfig>): RobotConfig {
@@ -88,7 +80,7 @@ describe.each(BROKERS)('sim robot over MQTT ($name)', (kind) => {
       // The robot side latches too: a command that bypasses the safety layer is refused there.
       const applied = served.stats.applied;
       await robot.inner.act(Float32Array.of(0.5, 0.5));
-      await until(() => served.stats.refused.estopped === 1, 'robot-side refusal');
+      await until(() => served.stats.refused.estopped === 1, 'robot-side refusal', 10_000);
       expect(served.stats.applied).toBe(applied);
     });
   });
@@ -97,11 +89,11 @@ describe.each(BROKERS)('sim robot over MQTT ($name)', (kind) => {
     // A tight watchdog is the point here; a command's lifetime is not.
     await withArm(kind, { watchdogMs: 100, maxCommandAgeMs: 5_000 }, async ({ robot, served, interventions }) => {
       expect(robot.config.watchdogAction).toBe('stop');
-      await until(() => robot.isEstopped, 'watchdog e-stop');
+      await until(() => robot.isEstopped, 'watchdog e-stop', 10_000);
       expect(robot.counts.watchdog).toBe(1);
       expect(robot.counts.estop).toBe(1);
       expect(interventions.find((e) => e.kind === 'estop')?.detail).toBe('watchdog');
-      await until(() => served.stats.estops === 1, 'e-stop reaching the robot');
+      await until(() => served.stats.estops === 1, 'e-stop reaching the robot', 10_000);
       await expect(robot.act(Float32Array.of(0.5, 0.5))).rejects.toBeInstanceOf(SafetyStop);
       await expect(robot.reset()).rejects.toBeInstanceOf(SafetyStop);
       expect(robot.counts.refused_estopped).toBe(1);

@@ -46,7 +46,7 @@ describe("a research run's artifact under the reward API", () => {
     const done = await until(() => {
       const s = svc.ctx.runs.get(id).status;
       return s.state === 'running' ? undefined : s;
-    }, 180_000);
+    }, 'the research run ended', 180_000);
     expect(done.state, done.error ?? '').toBe('finished');
     const artifact = loadResearchArtifact(join(dir, 'runs', id, 'policy.json'));
     expect(artifact.task).toBe('classifier');

@@ -7,15 +7,8 @@ import { FragmentBuffer, fragment } from '../bridge/rosbridge/fragments.js';
 import { parseFrame } from '../bridge/rosbridge/protocol.js';
 import { RosbridgeServer } from '../bridge/rosbridge/server.js';
 import { conform } from '../bridge/ros/msgs.js';
+import { sleep, until } from './helpers/until.js';
 
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-async function until(cond: () => boolean, ms = 5000): Promise<void> {
-  const end = Date.now() + ms;
-  while (!cond()) {
-    if (Date.now() > end) throw new Error('condition not reached in time');
-    await sleep(5);
-  }
-}
 async function rosClient(port: number): Promise<Ros> {
   const ros = new Ros({});
   const up = new Promise<void>((r) => ros.once('connection', () => r()));
@@ -53,11 +46,11 @@ describe('rosbridge v2 server with roslib', () => {
     const got: unknown[] = [];
     new Topic({ ros, name: '/joint_states', messageType: 'sensor_msgs/msg/JointState' }).subscribe((m) => got.push(m));
     new Topic({ ros, name: '/cmd', messageType: 'std_msgs/msg/Float64MultiArray' }).publish({ data: [0.5, -0.25] });
-    await until(() => received.length === 1);
+    await until(() => received.length === 1, 'the /cmd publish');
     expect(received[0]).toEqual({ layout: { dim: [], data_offset: 0 }, data: [0.5, -0.25] });
     await sleep(50);
     pub({ header: { stamp: { sec: 1, nanosec: 5 }, frame_id: '' }, name: ['a'], position: [1.5], velocity: [0], effort: [] });
-    await until(() => got.length === 1);
+    await until(() => got.length === 1, 'the /joint_states message');
     expect(got[0]).toMatchObject({ name: ['a'], position: [1.5] });
     ros.close();
   });
@@ -130,16 +123,16 @@ describe('rosbridge v2 server with roslib', () => {
     const before = received.length;
     const frame = JSON.stringify({ op: 'publish', topic: '/cmd', msg: { data: Array.from({ length: 500 }, (_, i) => i / 7) } });
     for (const f of fragment('big1', frame, 97).reverse()) ws.send(JSON.stringify(f));
-    await until(() => received.length === before + 1);
+    await until(() => received.length === before + 1, 'the reassembled publish');
     expect((received.at(-1)!.data as number[])[499]).toBeCloseTo(499 / 7, 12);
     ws.send(JSON.stringify({ op: 'subscribe', topic: '/cmd', fragment_size: 2000 }));
     await sleep(30);
     const other = await rosClient(port);
     const data = Array.from({ length: 700 }, (_, i) => i / 3);
     new Topic({ ros: other, name: '/cmd', messageType: 'std_msgs/msg/Float64MultiArray' }).publish({ data });
-    await until(() => inbox.some((m) => m.op === 'fragment'));
+    await until(() => inbox.some((m) => m.op === 'fragment'), 'a first fragment');
     const frags = inbox.filter((m) => m.op === 'fragment') as Array<{ data: string; num: number; total: number }>;
-    await until(() => inbox.filter((m) => m.op === 'fragment').length === frags[0]!.total);
+    await until(() => inbox.filter((m) => m.op === 'fragment').length === frags[0]!.total, 'every fragment');
     expect(frags[0]!.total).toBeGreaterThan(2);
     const whole = JSON.parse(inbox.filter((m) => m.op === 'fragment').map((m) => m.data as string).join(''));
     expect(whole.msg.data).toEqual(data);
@@ -153,15 +146,15 @@ describe('rosbridge v2 server with roslib', () => {
     const inbox: Array<Record<string, unknown>> = [];
     ws.on('message', (d) => inbox.push(JSON.parse(d.toString())));
     ws.send(JSON.stringify({ op: 'subscribe', id: 's1', topic: '/cmd', fragment_size: 1 }));
-    await until(() => inbox.length === 1);
+    await until(() => inbox.length === 1, 'the fragment_size warning');
     expect(inbox[0]).toMatchObject({ op: 'status', level: 'warning', id: 's1', msg: expect.stringMatching(/fragment_size 1 raised to the minimum 1024/) });
     const other = await rosClient(port);
     const data = Array.from({ length: 400 }, (_, i) => i / 7);
     new Topic({ ros: other, name: '/cmd', messageType: 'std_msgs/msg/Float64MultiArray' }).publish({ data });
     const length = JSON.stringify({ op: 'publish', topic: '/cmd', msg: { layout: { dim: [], data_offset: 0 }, data } }).length;
-    await until(() => inbox.some((m) => m.op === 'fragment'));
+    await until(() => inbox.some((m) => m.op === 'fragment'), 'a first fragment');
     const total = (inbox.find((m) => m.op === 'fragment') as { total: number }).total;
-    await until(() => inbox.filter((m) => m.op === 'fragment').length === total);
+    await until(() => inbox.filter((m) => m.op === 'fragment').length === total, 'every fragment');
     await sleep(100);
     const frags = inbox.filter((m) => m.op === 'fragment') as Array<{ data: string }>;
     expect(frags.length).toBe(Math.ceil(length / 1024));
@@ -199,11 +192,11 @@ describe('rosbridge v2 server with roslib', () => {
     const start = server.stats.framesIn;
     for (let i = 0; i < frames.length; i++) {
       ws.send(frames[i]!);
-      if (i % 2000 === 1999) await until(() => server.stats.framesIn - start >= i - 500, 20_000);
+      if (i % 2000 === 1999) await until(() => server.stats.framesIn - start >= i - 500, 'the server reading the flood', 20_000);
     }
     ws.send(JSON.stringify({ op: 'publish', topic: '/cmd', msg: { data: [42] } }));
     const before = received.length;
-    await until(() => received.length > before && (received.at(-1)!.data as number[])[0] === 42, 30_000);
+    await until(() => received.length > before && (received.at(-1)!.data as number[])[0] === 42, 'the publish after the flood', 30_000);
     expect(server.stats.framesIn - start).toBeGreaterThanOrEqual(100_000);
     expect(errors.length).toBeGreaterThan(10_000);
     for (const e of errors.slice(0, 500)) expect(e).toMatch(/\S{3,}/);
@@ -242,17 +235,17 @@ describe('clients serving each other', () => {
       await sleep(50);
       caller.send({ op: 'call_service', id: 'c1', service: '/check_pin', args: {} });
       caller.send({ op: 'send_action_goal', id: 'g1', action: '/move', action_type: 'example/action/Move', args: {} });
-      await until(() => provider.inbox.length === 2);
+      await until(() => provider.inbox.length === 2, 'the call and the goal at the provider');
       const [call, goal] = provider.inbox as [Frame, Frame];
       spoofer.send({ op: 'service_response', id: call.id as string, service: '/check_pin', values: { success: true, message: 'spoofed' }, result: true });
       spoofer.send({ op: 'action_feedback', id: goal.id as string, action: '/move', values: { p: 1 } });
       spoofer.send({ op: 'action_result', id: goal.id as string, action: '/move', values: { done: true }, status: 4, result: true });
-      await until(() => spoofer.inbox.length === 3);
+      await until(() => spoofer.inbox.length === 3, "the spoofer's three errors");
       expect(spoofer.inbox.map((m) => m.msg)).toEqual([`service_response for unknown call ${call.id}`, `action_feedback for unknown goal ${goal.id}`, `action_result for unknown goal ${goal.id}`]);
       expect(caller.inbox).toEqual([]);
       provider.send({ op: 'service_response', id: call.id as string, service: '/check_pin', values: { success: false, message: 'wrong pin' }, result: true });
       provider.send({ op: 'action_result', id: goal.id as string, action: '/move', values: { done: false }, status: 6, result: true });
-      await until(() => caller.inbox.length === 2);
+      await until(() => caller.inbox.length === 2, "the provider's answers at the caller");
       expect(caller.inbox).toEqual([
         { op: 'service_response', id: 'c1', service: '/check_pin', values: { success: false, message: 'wrong pin' }, result: true },
         { op: 'action_result', id: 'g1', action: '/move', values: { done: false }, status: 6, result: true },
@@ -260,22 +253,22 @@ describe('clients serving each other', () => {
 
       spoofer.send({ op: 'advertise_service', service: '/check_pin', type: 'std_srvs/srv/Trigger' });
       spoofer.send({ op: 'advertise_action', action: '/move', type: 'example/action/Move' });
-      await until(() => spoofer.inbox.length === 5);
+      await until(() => spoofer.inbox.length === 5, "the spoofer's two advertise errors");
       expect(spoofer.inbox.slice(3).map((m) => [m.level, m.msg])).toEqual([
         ['error', 'advertise_service: /check_pin is provided by another client; it must unadvertise it or disconnect first'],
         ['error', 'advertise_action: /move is provided by another client; it must unadvertise it or disconnect first'],
       ]);
       caller.send({ op: 'call_service', id: 'c2', service: '/check_pin', args: {} });
-      await until(() => provider.inbox.length === 3);
+      await until(() => provider.inbox.length === 3, 'c2 at the provider');
       expect(spoofer.inbox.filter((m) => m.op === 'call_service')).toEqual([]);
 
       // The provider leaves with c2 unanswered: the caller hears so, and the name is free again.
       provider.ws.close();
-      await until(() => caller.inbox.length === 3);
+      await until(() => caller.inbox.length === 3, 'the caller told the provider left');
       expect(caller.inbox[2]).toEqual({ op: 'service_response', id: 'c2', service: '/check_pin', values: '/check_pin: its provider disconnected before answering', result: false });
       spoofer.send({ op: 'advertise_service', service: '/check_pin', type: 'std_srvs/srv/Trigger' });
       caller.send({ op: 'call_service', id: 'c3', service: '/check_pin', args: {} });
-      await until(() => spoofer.inbox.some((m) => m.op === 'call_service'));
+      await until(() => spoofer.inbox.some((m) => m.op === 'call_service'), 'c3 at the spoofer');
       expect(spoofer.inbox.length).toBe(6);
     } finally {
       for (const c of [provider, caller, spoofer]) c.ws.close();
@@ -294,7 +287,7 @@ describe('oversized frames', () => {
       const errors: string[] = [];
       ws.on('message', (d) => errors.push(JSON.parse(d.toString()).msg));
       ws.send(JSON.stringify({ op: 'publish', topic: '/x', msg: { data: 'y'.repeat(1024 * 1024) } }));
-      await until(() => errors.length === 1);
+      await until(() => errors.length === 1, 'the frame-limit error');
       expect(errors[0]).toMatch(/frame of \d+ bytes exceeds the 1048576-byte limit/);
       const closed = new Promise<number>((r) => ws.once('close', (code) => r(code)));
       ws.send('z'.repeat(3 * 1024 * 1024)); // beyond the socket's max payload (2× the frame limit)

@@ -18,7 +18,9 @@ import { FoxgloveClient } from '../server/foxglove-protocol.js';
 import type { RobotStatus, RunStatus } from '../server/schemas.js';
 import { startService, type Service } from '../server/service.js';
 import { policyOnnx } from './helpers/policy-onnx.js';
+import { injector } from './helpers/service.js';
 import { spawnMqttStandIn, spawnStandIn, type StandInProcess } from './helpers/standin-process.js';
+import { until } from './helpers/until.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'wmrl-serve-robots-'));
 const data = join(dir, 'data');
@@ -34,17 +36,7 @@ let auth: Record<string, string>;
 /** Faults the service reported (a run that failed): asserted, not printed. */
 const errors: Error[] = [];
 
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-async function until<T>(f: () => Promise<T | undefined> | T | undefined, what: string, ms = 20_000): Promise<T> {
-  const end = Date.now() + ms;
-  for (;;) {
-    const v = await f();
-    if (v !== undefined) return v;
-    if (Date.now() > end) throw new Error(`${what}: not within ${ms} ms`);
-    await sleep(50);
-  }
-}
-const inject = (o: { method?: 'GET' | 'POST' | 'PUT'; url: string; headers?: Record<string, string>; payload?: unknown }) => svc.app.inject({ method: o.method ?? 'GET', url: o.url, headers: o.headers, payload: o.payload as string });
+const inject = injector(() => svc);
 const robot = async (id: string) => (await inject({ url: `/api/robots/${id}` })).json<RobotStatus>();
 const run = async (id: string) => (await inject({ url: `/api/runs/${id}` })).json<RunStatus>();
 const ended = (id: string) => until(async () => ((s) => (['finished', 'failed', 'stopped'].includes(s.state) ? s : undefined))(await run(id)), `run ${id} ended`, 30_000);
@@ -54,7 +46,7 @@ async function deployRunning(robotId: string, episodes: number): Promise<string>
   const d = await inject({ method: 'POST', url: '/api/policies/pi/deploy', headers: auth, payload: { robot: robotId, episodes } });
   expect(d.statusCode, d.body).toBe(201);
   const id = d.json<RunStatus>().id;
-  await until(async () => ((await inject({ url: `/api/runs/${id}/rollouts` })).json<string[]>().length ? true : undefined), `real frames of run ${id}`);
+  await until(async () => (await inject({ url: `/api/runs/${id}/rollouts` })).json<string[]>().length > 0, `real frames of run ${id}`, 20_000);
   return id;
 }
 
@@ -202,7 +194,7 @@ describe('serve with robot YAMLs: a rosbridge robot and an MQTT robot, each its 
     expect(stop.statusCode, stop.body).toBe(200);
     expect(stop.json<RobotStatus>()).toMatchObject({ state: 'estopped', estopped: true, connected: true });
     expect(readFileSync(latchFile(data, 'arm-a'), 'utf8')).toMatch(/gripper jammed/);
-    await until(() => (episodesOf('arm-a').some((e) => e.status === 'partial') ? true : undefined), 'the e-stopped episode finished as partial');
+    await until(() => episodesOf('arm-a').some((e) => e.status === 'partial'), 'the e-stopped episode finished as partial', 20_000);
     // Latched: the run waits for the reset; once it is stopped, nothing starts on the robot either.
     expect((await run(id)).state).toBe('running');
     expect((await inject({ method: 'POST', url: `/api/runs/${id}/stop`, headers: auth })).statusCode).toBe(200);
@@ -240,7 +232,7 @@ describe('serve with robot YAMLs: a rosbridge robot and an MQTT robot, each its 
     expect(refused.json().message).toMatch(/robot 'arm-b' is disconnected/);
 
     armB = await spawnMqttStandIn(mqttArgs(), { ARM_B_PW: ROBOT_PW });
-    await until(async () => ((await robot('arm-b')).connected ? true : undefined), 'arm-b connected again');
+    await until(async () => (await robot('arm-b')).connected, 'arm-b connected again', 20_000);
   }, 60_000);
 
   it('a rosbridge robot killed during a WMRL run: its anchor episode kept partial, the run fails naming it with the policy of its last update; back on its port, connected again', async () => {
@@ -248,7 +240,7 @@ describe('serve with robot YAMLs: a rosbridge robot and an MQTT robot, each its 
     const started = await inject({ method: 'POST', url: '/api/runs/wmrl-train', headers: auth, payload: { robot: 'arm-a', ...tiny } });
     expect(started.statusCode, started.body).toBe(201);
     const id = started.json<RunStatus>().id;
-    await until(async () => ((await inject({ url: `/api/runs/${id}/rollouts` })).json<string[]>().length ? true : undefined), 'an anchor episode on arm-a', 45_000);
+    await until(async () => (await inject({ url: `/api/runs/${id}/rollouts` })).json<string[]>().length > 0, 'an anchor episode on arm-a', 45_000);
     const port = armA.port;
     armA.proc.kill('SIGKILL');
     const failed = await ended(id);
@@ -263,6 +255,6 @@ describe('serve with robot YAMLs: a rosbridge robot and an MQTT robot, each its 
     expect(episodesOf('arm-a').filter((e) => e.status === 'recording')).toEqual([]);
     expect((await robot('arm-a')).connected).toBe(false);
     armA = await spawnStandIn(['--profile', 'gap', '--port', String(port)]);
-    await until(async () => ((await robot('arm-a')).connected ? true : undefined), 'arm-a reconnected');
+    await until(async () => (await robot('arm-a')).connected, 'arm-a reconnected', 20_000);
   }, 90_000);
 });

@@ -11,7 +11,7 @@ import { PolicyLibrary } from '../server/policy-library.js';
 import type { RunStatus } from '../server/schemas.js';
 import { startService } from '../server/service.js';
 import { policyOnnx } from './helpers/policy-onnx.js';
-import { until as untilValue } from './helpers/until.js';
+import { until } from './helpers/until.js';
 
 const root = mkdtempSync(join(tmpdir(), 'wmrl-private-'));
 afterAll(() => rmSync(root, { recursive: true, force: true }));
@@ -27,8 +27,6 @@ function loose(dir: string): string[] {
   return out;
 }
 
-const until = <T>(f: () => T | undefined, ms = 60_000) => untilValue(f, ms);
-
 describe('the data folder is private', () => {
   it('a new folder is 0700; the episode database, its WAL, checkpoints, policies and the latch are 0600', async () => {
     const data = join(root, 'new', 'data');
@@ -43,7 +41,7 @@ describe('the data folder is private', () => {
       const done = await until(() => {
         const s: RunStatus = svc.ctx.runs.get(run.id).status;
         return s.state === 'running' ? undefined : s;
-      });
+      }, 'the expert session ended', 60_000);
       expect(done.state).toBe('finished');
       expect(mode(done.checkpoint!)).toBe(0o600);
       expect(mode(join(data, 'runs'))).toBe(0o700);

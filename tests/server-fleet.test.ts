@@ -61,7 +61,7 @@ describe('wmrl-train on a fleet', () => {
     expect(r.statusCode, r.body).toBe(201);
     const id = r.json<RunStatus>().id;
     expect(['a', 'b', 'p'].map((x) => svc.ctx.robots.get(x)!.run)).toEqual([id, id, null]);
-    const done = await until(() => ((s) => (s.state === 'running' ? undefined : s))(svc.ctx.runs.get(id).status), 120_000);
+    const done = await until(() => ((s) => (s.state === 'running' ? undefined : s))(svc.ctx.runs.get(id).status), `run ${id} ended`, 120_000);
     expect([done.state, done.error]).toEqual(['finished', null]);
     expect(['a', 'b'].map((x) => svc.ctx.robots.get(x)!.run)).toEqual([null, null]);
     expect(svc.ctx.robots.get('a')!.stepsApplied).toBeGreaterThan(before.a);

@@ -9,7 +9,7 @@ import { loadResearchArtifact, type ResearchRow } from '../recipes/autoresearch.
 import type { ResearchCheckpoint } from '../server/research-job.js';
 import type { RunStatus } from '../server/schemas.js';
 import { startService, type Service } from '../server/service.js';
-import { until as untilValue } from './helpers/until.js';
+import { until } from './helpers/until.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'wmrl-research-job-'));
 let svc: Service;
@@ -26,11 +26,10 @@ afterAll(async () => {
 });
 
 const inject = (o: { method?: 'GET' | 'POST'; url: string; payload?: unknown }) => svc.app.inject({ method: o.method ?? 'GET', url: o.url, headers: auth, payload: o.payload as string });
-const until = <T>(f: () => T | undefined, ms = 180_000) => untilValue(f, ms);
 const ended = (id: string) => until(() => {
   const s = svc.ctx.runs.get(id).status;
   return s.state === 'running' || s.state === 'stopping' ? undefined : s;
-});
+}, `run ${id} ended`, 180_000);
 
 describe('research job', () => {
   it('is listed with its options schema; bad options are 400 naming the field', async () => {
@@ -54,7 +53,7 @@ describe('research job', () => {
     const r = await inject({ method: 'POST', url: '/api/runs/research', payload: { ...TINY, steps: 20 } });
     expect(r.statusCode, r.body).toBe(201);
     const id = r.json<RunStatus>().id;
-    await until(() => (svc.ctx.runs.get(id).status.progress.done >= 1 ? true : undefined));
+    await until(() => svc.ctx.runs.get(id).status.progress.done >= 1, 'a step done', 180_000);
     expect((await inject({ method: 'POST', url: `/api/runs/${id}/stop` })).statusCode).toBe(200);
     const s = await ended(id);
     expect(s.state, s.error ?? '').toBe('stopped');

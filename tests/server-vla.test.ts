@@ -12,7 +12,7 @@ import { COMMAND_HISTORY, S } from '../recipes/vla.js';
 import type { MetricsPoint, RobotStatus, RunStatus, StreamEvent } from '../server/schemas.js';
 import { startService, type Service } from '../server/service.js';
 import type { VlaCheckpoint } from '../server/vla-train.js';
-import { until as untilValue } from './helpers/until.js';
+import { until } from './helpers/until.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'wmrl-vla-job-'));
 let svc: Service;
@@ -34,11 +34,10 @@ afterAll(async () => {
 
 const inject = (o: { method?: 'GET' | 'POST'; url: string; payload?: unknown; headers?: Record<string, string> }) =>
   svc.app.inject({ method: o.method ?? 'GET', url: o.url, headers: o.headers ?? auth, payload: o.payload as string });
-const until = <T>(f: () => T | undefined, ms = 120_000) => untilValue(f, ms);
 const ended = (id: string) => until(() => {
   const s = svc.ctx.runs.get(id).status;
   return s.state === 'running' || s.state === 'stopping' ? undefined : s;
-});
+}, `run ${id} ended`, 120_000);
 function record(): { events: StreamEvent[]; off(): void } {
   const events: StreamEvent[] = [];
   const on = (e: StreamEvent) => events.push(structuredClone(e));
@@ -149,7 +148,7 @@ describe('vla-train job: tiny runs', () => {
 
   it('a stop during pretraining checkpoints without a policy', async () => {
     const run = svc.ctx.runs.start('vla-train', { ...TINY, clone: { demos: 40, daggerRounds: 1, daggerEpisodes: 2, bcEpochs: 2 } });
-    await until(() => (svc.ctx.runs.get(run.id).status.progress.phase.startsWith('pretraining') ? true : undefined));
+    await until(() => svc.ctx.runs.get(run.id).status.progress.phase.startsWith('pretraining'), 'the pretraining phase', 120_000);
     const s = await svc.ctx.runs.stop(run.id);
     expect(s.state, s.error ?? '').toBe('stopped');
     expect(checkpointOf(s)).toMatchObject({ stoppedEarly: true, stoppedDuring: 'pretraining', policy: null, episodes: [] });
@@ -165,7 +164,7 @@ describe('vla-train job: tiny runs', () => {
     expect(res.status).toBe(201);
     const id = ((await res.json()) as RunStatus).id;
     // A robot episode of WMRL under way.
-    await until(() => (rec.events.some((e) => e.type === 'real' && e.run === id) ? true : undefined));
+    await until(() => rec.events.some((e) => e.type === 'real' && e.run === id), 'a real frame of the run', 120_000);
     const stopped = await post(`/api/runs/${id}/stop`);
     expect(stopped.status).toBe(200);
     const s = (await stopped.json()) as RunStatus;

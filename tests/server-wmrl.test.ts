@@ -9,7 +9,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startService, type Service } from '../server/service.js';
 import type { MetricsPoint, RunStatus, StreamEvent } from '../server/schemas.js';
 import type { WmrlCheckpoint } from '../server/wmrl-train.js';
-import { until as untilValue } from './helpers/until.js';
+import { until } from './helpers/until.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'wmrl-job-'));
 let svc: Service;
@@ -30,11 +30,10 @@ afterAll(async () => {
 const inject = (o: { method?: 'GET' | 'POST'; url: string; payload?: unknown; headers?: Record<string, string> }) =>
   svc.app.inject({ method: o.method ?? 'GET', url: o.url, headers: o.headers ?? auth, payload: o.payload as string });
 
-const until = <T>(f: () => T | undefined, ms = 45_000) => untilValue(f, ms);
 const ended = (id: string) => until(() => {
   const s = svc.ctx.runs.get(id).status;
   return s.state === 'running' || s.state === 'stopping' ? undefined : s;
-});
+}, `run ${id} ended`, 45_000);
 function record(): { events: StreamEvent[]; off(): void } {
   const events: StreamEvent[] = [];
   // A copy: a run event carries the run's live status object.
@@ -159,13 +158,13 @@ describe('wmrl-train job: a tiny run', () => {
     const rec = record();
     const run = svc.ctx.runs.start('wmrl-train', { robot: 'sim', ...TINY, updates: 1 });
     // A real-time anchor episode under way.
-    await until(() => (rec.events.filter((e) => e.type === 'real' && e.run === run.id).length >= 10 ? true : undefined));
+    await until(() => rec.events.filter((e) => e.type === 'real' && e.run === run.id).length >= 10, 'ten real frames', 45_000);
     await host.estop('test');
     const applied = host.stepsApplied;
     await new Promise((r) => setTimeout(r, 500));
     expect(host.stepsApplied).toBe(applied);
     expect(svc.ctx.runs.get(run.id).status.state).toBe('running');
-    const cut = await until(() => rec.events.find((e) => e.type === 'episode' && e.phase === 'end' && e.run === run.id));
+    const cut = await until(() => rec.events.find((e) => e.type === 'episode' && e.phase === 'end' && e.run === run.id), 'an episode end', 45_000);
     expect(cut).toMatchObject({ status: 'partial (estop)', success: null });
     expect(svc.ctx.store.list({ status: 'recording' })).toHaveLength(0);
     await host.reset();
@@ -179,14 +178,14 @@ describe('wmrl-train job: a tiny run', () => {
 
   it('stop during pretraining checkpoints without a policy; stop during training finishes the episode and leaves the policy', async () => {
     const early = svc.ctx.runs.start('wmrl-train', { robot: 'sim', ...TINY, pretrain: { ...TINY.pretrain, bcEpisodes: 200 } });
-    await until(() => (svc.ctx.runs.get(early.id).status.progress.phase.startsWith('pretraining') ? true : undefined));
+    await until(() => svc.ctx.runs.get(early.id).status.progress.phase.startsWith('pretraining'), 'the pretraining phase', 45_000);
     const s1 = await svc.ctx.runs.stop(early.id);
     expect(s1.state).toBe('stopped');
     expect(JSON.parse(readFileSync(s1.checkpoint!, 'utf8'))).toMatchObject({ stoppedEarly: true, stoppedDuring: 'pretraining', policy: null });
 
     const rec = record();
     const run = svc.ctx.runs.start('wmrl-train', { robot: 'sim', ...TINY, updates: 50 });
-    await until(() => (rec.events.filter((e) => e.type === 'real' && e.run === run.id).length >= 5 ? true : undefined));
+    await until(() => rec.events.filter((e) => e.type === 'real' && e.run === run.id).length >= 5, 'five real frames', 45_000);
     const s2 = await svc.ctx.runs.stop(run.id);
     rec.off();
     expect(s2.state).toBe('stopped');

@@ -13,22 +13,14 @@ import { parseRobotConfig } from '../hardware/config.js';
 import { RosRobot } from '../hardware/robots/ros.js';
 import { standInConfig, startStandIn, STANDIN, type StandIn } from '../hardware/standin.js';
 import { spawnStandIn } from './helpers/standin-process.js';
+import { sleep, until } from './helpers/until.js';
 
 type Frame = Record<string, unknown>;
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 /** `p`, or a rejection naming `what` after `ms`. */
 function within<T>(p: Promise<T>, ms: number, what: string): Promise<T> {
   let t: NodeJS.Timeout | undefined;
   return Promise.race([p, new Promise<never>((_, j) => (t = setTimeout(() => j(new Error(`${what}: nothing within ${ms} ms`)), ms)))]).finally(() => clearTimeout(t));
 }
-async function until(cond: () => boolean, ms = 5000, what = 'condition'): Promise<void> {
-  const end = Date.now() + ms;
-  while (!cond()) {
-    if (Date.now() > end) throw new Error(`${what} not reached in ${ms} ms`);
-    await sleep(5);
-  }
-}
-
 /** A raw rosbridge client; everything it receives lands in `inbox`. */
 async function raw(port: number, headers: Record<string, string> = {}): Promise<{ ws: WebSocket; inbox: Frame[]; send(f: Frame | string): void; closed: Promise<number> }> {
   const ws = new WebSocket(`ws://127.0.0.1:${port}`, { headers });
@@ -76,7 +68,7 @@ describe('the stand-in against hostile rosbridge clients', () => {
     attacker.send({ op: 'advertise_service', service: STANDIN.reset, type: 'std_srvs/srv/Trigger' });
     attacker.send({ op: 'advertise_action', action: STANDIN.runExpert, type: 'wmrl_msgs/action/RunExpert' });
     attacker.send({ op: 'advertise', id: 'a1', topic: STANDIN.jointStates, type: 'sensor_msgs/msg/JointState' });
-    await until(() => attacker.inbox.length >= 4, 3000, 'four refusals').finally(() => attacker.inbox.length < 4 && attacker.ws.close());
+    await until(() => attacker.inbox.length >= 4, 'four refusals', 3000).finally(() => attacker.inbox.length < 4 && attacker.ws.close());
     expect(attacker.inbox.map((m) => [m.level, m.msg])).toEqual([
       ['error', `advertise_service: ${STANDIN.estop} is provided by this server; a client cannot replace it`],
       ['error', `advertise_service: ${STANDIN.reset} is provided by this server; a client cannot replace it`],
@@ -114,14 +106,14 @@ describe('the stand-in against hostile rosbridge clients', () => {
       expect(standIn.robot.isStopped).toBe(true);
       const commands = standIn.counters.commands, refused = standIn.counters.refusedStopped;
       publish([0.5, 0.5]);
-      await until(() => standIn.counters.refusedStopped > refused, 3000, 'the command refused');
+      await until(() => standIn.counters.refusedStopped > refused, 'the command refused', 3000);
       expect(standIn.counters.commands).toBe(commands);
       standIn.clearEstop();
       expect(standIn.isEstopped).toBe(false);
       await expect(trigger(ros, STANDIN.reset)).resolves.toMatchObject({ success: true });
       expect(standIn.robot.isStopped).toBe(false);
       publish([0.3, 0.3]);
-      await until(() => standIn.counters.commands > commands, 3000, 'the command accepted');
+      await until(() => standIn.counters.commands > commands, 'the command accepted', 3000);
     } finally {
       ros.close();
       attacker.ws.close();
@@ -213,9 +205,9 @@ describe('the stand-in against hostile rosbridge clients', () => {
     const c0 = { ...standIn.counters };
     // Far more than the burst (5), all in one go: wrong length, non-finite, empty.
     for (let i = 0; i < 60; i++) attacker.send(`{"op":"publish","topic":"${STANDIN.forwardCommand}","msg":{"data":${['[1]', '[1e999, 0]', '[]'][i % 3]}}}`);
-    await until(() => standIn.counters.refusedInvalid - c0.refusedInvalid >= 60, 3000, 'the garbage refused');
+    await until(() => standIn.counters.refusedInvalid - c0.refusedInvalid >= 60, 'the garbage refused', 3000);
     operator.send({ op: 'publish', topic: STANDIN.forwardCommand, msg: { data: [0.1, -0.1] } });
-    await until(() => standIn.counters.commands + standIn.counters.refusedRate > c0.commands + c0.refusedRate, 3000, 'the valid command handled');
+    await until(() => standIn.counters.commands + standIn.counters.refusedRate > c0.commands + c0.refusedRate, 'the valid command handled', 3000);
     expect(standIn.counters.refusedRate - c0.refusedRate).toBe(0);
     expect(standIn.counters.commands - c0.commands).toBe(1);
     attacker.ws.close();
@@ -232,18 +224,18 @@ describe('the stand-in against hostile rosbridge clients', () => {
     const c0 = { ...standIn.counters };
     traj(toRosTime(Date.now() / 1000 + 3600)); // would be fresh for an hour if queued
     traj(toRosTime(Date.now() / 1000 - 10)); // ended ten seconds ago
-    await until(() => standIn.counters.refusedStale - c0.refusedStale >= 2, 3000, 'two refused as stale');
+    await until(() => standIn.counters.refusedStale - c0.refusedStale >= 2, 'two refused as stale', 3000);
     traj({ sec: 0, nanosec: 0 }, { effort: [0.1, -0.1] }); // no positions: a controller drops it
-    await until(() => standIn.counters.refusedInvalid - c0.refusedInvalid >= 1, 3000, 'the point without positions refused');
+    await until(() => standIn.counters.refusedInvalid - c0.refusedInvalid >= 1, 'the point without positions refused', 3000);
     expect(standIn.counters.commands).toBe(c0.commands);
     traj({ sec: 0, nanosec: 0 }); // zero stamp: start on receipt
-    await until(() => standIn.counters.commands > c0.commands, 3000, 'the zero-stamped trajectory applied');
+    await until(() => standIn.counters.commands > c0.commands, 'the zero-stamped trajectory applied', 3000);
     await sleep(60); // the command rate
     traj(undefined); // no header: the stamp defaults to 0
-    await until(() => standIn.counters.commands > c0.commands + 1, 3000, 'the unstamped trajectory applied');
+    await until(() => standIn.counters.commands > c0.commands + 1, 'the unstamped trajectory applied', 3000);
     await sleep(60);
     traj(toRosTime(Date.now() / 1000));
-    await until(() => standIn.counters.commands > c0.commands + 2, 3000, 'the trajectory stamped now applied');
+    await until(() => standIn.counters.commands > c0.commands + 2, 'the trajectory stamped now applied', 3000);
     expect(standIn.counters.refusedStale - c0.refusedStale).toBe(2);
     c.ws.close();
   });
@@ -253,13 +245,13 @@ describe('the stand-in against hostile rosbridge clients', () => {
     const c = await raw(standIn.port);
     c.send({ op: 'send_action_goal', id: 'huge', action: STANDIN.runExpert, action_type: 'wmrl_msgs/action/RunExpert', args: { max_steps: 1e12 } });
     const ms = (horizon / standIn.robot.spec.controlHz) * 1000 + 5000;
-    await until(() => c.inbox.some((m) => m.op === 'action_result' && m.id === 'huge'), ms, 'the expert stopped at the horizon');
+    await until(() => c.inbox.some((m) => m.op === 'action_result' && m.id === 'huge'), 'the expert stopped at the horizon', ms);
     const done = c.inbox.find((m) => m.op === 'action_result' && m.id === 'huge')!;
     expect(done).toMatchObject({ result: true, values: { steps: expect.any(Number) } });
     expect((done.values as { steps: number }).steps).toBeLessThanOrEqual(horizon + 1);
     c.send(`{"op":"send_action_goal","id":"inf","action":"${STANDIN.runExpert}","action_type":"wmrl_msgs/action/RunExpert","args":{"max_steps":1e999}}`);
     c.send({ op: 'send_action_goal', id: 'nan', action: STANDIN.runExpert, action_type: 'wmrl_msgs/action/RunExpert', args: { max_steps: 'lots' } });
-    await until(() => c.inbox.filter((m) => m.op === 'action_result').length === 3, 3000, 'both refused');
+    await until(() => c.inbox.filter((m) => m.op === 'action_result').length === 3, 'both refused', 3000);
     expect(c.inbox.find((m) => m.id === 'inf')).toMatchObject({ result: false, values: `max_steps Infinity is not a finite number of steps (1 to ${horizon})` });
     expect(c.inbox.find((m) => m.id === 'nan')).toMatchObject({ result: false, values: expect.stringMatching(/^max_steps lots is not a finite number/) });
     c.ws.close();
@@ -364,7 +356,7 @@ describe('authentication beyond loopback', () => {
       const first = await raw(port);
       first.send(good);
       first.send({ op: 'call_service', id: 'p', service: '/ping' });
-      await until(() => first.inbox.length > 0);
+      await until(() => first.inbox.length > 0, 'the answer to the first auth');
       expect(first.inbox[0]).toMatchObject({ op: 'service_response', id: 'p', result: true });
       const replay = await raw(port);
       replay.send(good);
@@ -392,14 +384,14 @@ describe('authentication beyond loopback', () => {
         const there = await raw(otherPort);
         there.send(forOther);
         there.send({ op: 'call_service', id: 'x', service: '/nope' });
-        await until(() => there.inbox.length > 0);
+        await until(() => there.inbox.length > 0, 'the other server answering');
         expect(there.inbox[0]).toMatchObject({ op: 'service_response', id: 'x', result: false });
         there.ws.close();
         for (const dest of [`ws://127.0.0.1:${port}`, `127.0.0.1:${port}`, `ws://localhost:${port}/`, `wss://${hostname()}:${port}`]) {
           const c = await raw(port);
           c.send(authOp(secret, { dest }));
           c.send({ op: 'call_service', id: 'p', service: '/ping' });
-          await until(() => c.inbox.length > 0);
+          await until(() => c.inbox.length > 0, 'the answer after auth');
           expect(c.inbox[0], dest).toMatchObject({ op: 'service_response', id: 'p', result: true });
           c.ws.close();
         }
@@ -443,11 +435,11 @@ describe('authentication beyond loopback', () => {
         // Once one has authenticated, there is room again.
         a.send(authOp(secret, { dest: `ws://127.0.0.1:${p}` }));
         a.send({ op: 'call_service', id: 'p', service: '/ping' });
-        await until(() => a.inbox.length > 0);
+        await until(() => a.inbox.length > 0, 'the answer to a');
         const next = await raw(p);
         next.send(authOp(secret, { dest: `ws://127.0.0.1:${p}` }));
         next.send({ op: 'call_service', id: 'p', service: '/ping' });
-        await until(() => next.inbox.length > 0);
+        await until(() => next.inbox.length > 0, 'the answer to next');
         expect(next.inbox[0]).toMatchObject({ op: 'service_response', result: true });
         for (const c of [a, b, next]) c.ws.close();
       } finally {
@@ -485,7 +477,7 @@ describe('authentication beyond loopback', () => {
         await robot.reset();
         const before = standIn.counters.commands;
         await robot.act(Float32Array.of(0.2, -0.2));
-        await until(() => standIn.counters.commands > before, 3000, 'the command applied');
+        await until(() => standIn.counters.commands > before, 'the command applied', 3000);
       } finally {
         await robot[Symbol.asyncDispose]();
       }
