@@ -27,6 +27,7 @@ import { ANCHORS_PER_UPDATE, CHOSEN_ON_VALIDATION, CORE_VARIANTS, GRIDS, IMAGINE
 import { CACHE_ROOT, defineSplits, evaluateCell, protocolKeys, protocolRun, type BenchProtocol, type ProtocolKeys, type SplitName } from './lib/protocol.js';
 import { fmt, median, type BenchOptions, type BenchReport, type Series } from './lib/report.js';
 import { formatInterval, formatSpeedup, hierarchicalBootstrap, pairedDifference, perSeedTable, speedups, verdict, type Interval, type SpeedupSummary } from './lib/stats.js';
+import { acted, said, seedList, type Corrections } from './lib/words.js';
 import { rawSimSps } from './worldmodel.js';
 
 /**
@@ -215,24 +216,9 @@ export async function run(o: BenchOptions): Promise<BenchReport> {
 const mean = (xs: readonly number[]) => xs.reduce((a, b) => a + b, 0) / xs.length;
 /** Robot hours at the first point of a curve at or above `level` (Infinity: never). */
 const firstReach = (points: ReadonlyArray<[number, number]>, level: number) => points.find(([, y]) => y >= level - 1e-9)?.[0] ?? Number.POSITIVE_INFINITY;
-const seedList = (xs: ReadonlyArray<number>) => `${xs.length === 1 ? 'seed' : 'seeds'} ${xs.join(', ')}`;
-const said = (d: Interval, a = 'full WMRL') => (verdict(d) === 'beats' ? `${a} better` : verdict(d) === 'worse' ? `${a} worse` : 'no difference shown');
 const shortSpeedup = (s: SpeedupSummary) => (Number.isNaN(s.median.estimate) ? 'no level on any seed' : `${fmt(s.median.estimate)}x [${fmt(s.median.lo)}, ${fmt(s.median.hi)}]${s.never.length ? `, never on ${s.never.length} of ${s.perSeed.length - s.neither.length}` : ''}`);
 
-/** What the Corrector did in one variant at one seed, from its run rows. */
-export interface Corrections {
-  anchorsPerUpdate: number;
-  /** Anchor groups over the update's groups, averaged over updates. */
-  anchorShare: number;
-  weightEnd: number;
-  weightMax: number;
-  /** The denoiser up-weighted the anchors on some update. */
-  denoised: boolean;
-  /** First update whose world-model scores a debias map calibrated; null: none. */
-  mapFrom: number | null;
-  /** The map's latest held-out bias reduction; null: never measured. */
-  biasReduction: number | null;
-}
+export type { Corrections };
 
 export function corrections(c: VariantCell): Corrections {
   if (!c.anchorWeight || !c.calibrated || !c.biasReduction) throw new Error('corrections: the cell is of a variant without the Corrector');
@@ -301,12 +287,10 @@ function summarize(p: Plan, a: Analysis, run: RunInfo, named: boolean) {
   const fullCorr = corr.full;
   const neverDenoised = seeds.filter((_, i) => !fullCorr[i]!.denoised);
   const neverMapped = seeds.filter((_, i) => fullCorr[i]!.mapFrom === null);
-  const acted = (never: number[], what: string, did: string) =>
-    never.length === seeds.length ? `${what} never acted on any seed: ${did}` : never.length ? `${what} never acted on ${seedList(never)} (${did} there)` : `${what} acted on every seed`;
   const { task: taskName, profile } = armOf(task);
   const t = run.throughput[taskName]!;
   const iv = (v: CellVariant) => formatInterval(score[v], false);
-  const diff = (v: CellVariant) => `${formatInterval(minusFull[v]!)} (${said(minusFull[v]!)})`;
+  const diff = (v: CellVariant) => `${formatInterval(minusFull[v]!)} (${said(minusFull[v]!, 'full WMRL')})`;
 
   const summary = [
     `**${task}**, ${p.split} split: RL ${seedList(seeds)}; the robot is the sim under the ${profile} profile${profile === PROFILE ? '' : ` (a second reality gap, reported on the test split alone: no choice was made on it)`}; the world model pretrained on ${DEFAULT_PRETRAIN.wmRandomize > 0 ? `sim data under randomized profiles (context parameters in [1/${DEFAULT_PRETRAIN.wmRandomize}, ${DEFAULT_PRETRAIN.wmRandomize}]), the robot's context identified from the anchors` : 'nominal sim data'}; ${c.updates} updates; standard GRPO runs ${c.prompts} prompts × ${c.groupSize} rollouts on the robot per update, the WMRL variants imagine ${V.full.prompts} prompts × ${c.groupSize} and run ${ANCHORS_PER_UPDATE} anchor group(s) per update on average on the robot. Training prompts are start states of the seed's own block (from ${promptBlock(0) * START_BLOCK} + seed × ${START_BLOCK}); true success is the mean action's on ${c.evalEpisodes} evaluation start states from ${c.evalSeed0}, the same for every variant of a seed. Intervals: 95% bootstrap over seeds and, within them, start states, paired where two variants are compared; "better"/"worse" only where the interval excludes 0.`,
@@ -317,7 +301,7 @@ function summarize(p: Plan, a: Analysis, run: RunInfo, named: boolean) {
       (a.noLevel.length ? ` On ${seedList(a.noLevel)} standard GRPO did not improve on the behaviour-cloned start, so there is no level to reach: left out.` : '') +
       ` Standard GRPO's own gain over the start (paired): ${formatInterval(a.standardGain)} (${said(a.standardGain, 'standard GRPO')}). Full WMRL spent ${fmt(median(a.hours('full').map((h, i) => h / a.hours('standard')[i]!)), 2)} of standard GRPO's robot-hours (median over seeds).`,
     `Corrections in full WMRL, the headline arm (from its run rows): anchor groups per update ${fmt(median(fullCorr.map((x) => x.anchorsPerUpdate)), 2)} (share of the update's groups ${fmt(median(fullCorr.map((x) => x.anchorShare)), 2)}, median over seeds); the denoiser's anchor weight at the last update, per seed, ${fullCorr.map((x) => fmt(x.weightEnd, 2)).join(' / ')} (1 = anchors not up-weighted); the first update whose world-model scores a debias map calibrated, per seed, ${fullCorr.map((x) => (x.mapFrom === null ? 'never' : x.mapFrom)).join(' / ')} (the map is fitted at ${minPairs} anchor pairs, and with the map on the denoiser measures the world model's disagreement only once the map is fitted). ` +
-      `${acted(neverDenoised, 'The denoiser', 'full WMRL ran without Inverse-Variance Denoising')}; ${acted(neverMapped, 'the debias map', 'full WMRL ran without a calibrated world model')}.`,
+      `${acted(seeds, neverDenoised, 'The denoiser', 'full WMRL ran without Inverse-Variance Denoising')}; ${acted(seeds, neverMapped, 'the debias map', 'full WMRL ran without a calibrated world model')}.`,
     ...(tuned(p).length ? [`Robot-only baselines, each from the same start on the same robot with the same robot accounting (success [95% CI]; full WMRL − it, paired; robot hours at the end, median): ${tuned(p).map((v) => `${label(v)} ${iv(v)}; ${diff(v)}; ${fmt(median(a.hours(v)), 3)} h`).join(' — ')}.${rlpdBudget(p)}`] : []),
     `Every trained variant hands back the parameters of its best evaluation by its own measurement (keep-best: a later evaluation replaces the kept one where it measures higher; wmrl/keep-best.ts): ${c.measureEpisodes} episodes of the mean action on the robot from train-split start states (from ${MEASURE_BLOCK * START_BLOCK}, the same at every evaluation), at the start and at every evaluation, charged to the robot clock like every robot episode, so every robot-hour figure here includes them (full WMRL's measurement ${fmt(median(a.measureHours('full')), 3)} h of its ${fmt(median(a.hours('full')), 3)} h, standard GRPO's ${fmt(median(a.measureHours('standard')), 3)} h of ${fmt(median(a.hours('standard')), 3)} h, medians over seeds). The split's start states never choose: the success figures and curves are the handed-back policy's. The start was handed back on ${trained(p).map((v) => `${v} ${a.kept(v).filter((k) => k === 0).length}`).join(', ')} of ${seeds.length} seed${seeds.length === 1 ? '' : 's'}; the update handed back per seed is in the table.`,
     `One WMRL update's imagination (${t.rollouts} rollouts × ${t.horizon} steps, policy + ensemble fused, unfitted weights of the run's sizes) ran at ${fmt(t.imagineTps, 4)} transitions/s against ${fmt(t.simSps, 4)} raw MuJoCo control steps/s, measured alternately in this run: ${fmt(t.imagineTps / t.simSps)}×.`,

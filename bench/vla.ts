@@ -32,6 +32,7 @@ import {
 import { CACHE_ROOT, defineSplits, evaluateCell, protocolKeys, protocolRun, type BenchProtocol, type ProtocolKeys } from './lib/protocol.js';
 import { fmt, median, quantile, type BenchOptions, type BenchReport, type Series } from './lib/report.js';
 import { formatInterval, hierarchicalBootstrap, pairedDifference, perSeedTable, verdict, type Interval } from './lib/stats.js';
+import { acted, said, seedList, type Corrections as BaseCorrections } from './lib/words.js';
 import { WorkerPool } from './lib/worker-pool.js';
 
 /** The gap robot's true context, in the order the world model's context is declared (sim/profiles.ts CONTEXT_PARAMS). */
@@ -240,23 +241,10 @@ export async function run(o: BenchOptions): Promise<BenchReport> {
 type EvalSet = 'states' | 'combinations';
 const SETS: readonly EvalSet[] = ['states', 'combinations'];
 const SET_NAME: Record<EvalSet, string> = { states: 'held-out start states', combinations: 'held-out combinations' };
-const seedList = (xs: ReadonlyArray<number>) => `${xs.length === 1 ? 'seed' : 'seeds'} ${xs.join(', ')}`;
-const said = (d: Interval, a: string) => (verdict(d) === 'beats' ? `${a} better` : verdict(d) === 'worse' ? `${a} worse` : 'no difference shown');
 const pct = (x: number) => `${fmt(100 * x, 3)}%`;
 
-/** What WMRL's Corrector did at one seed, from its run rows. */
-export interface Corrections {
-  anchorsPerUpdate: number;
-  /** Anchor groups over the update's groups, averaged over updates. */
-  anchorShare: number;
-  weightEnd: number;
-  weightMax: number;
-  /** The denoiser up-weighted the anchors on some update. */
-  denoised: boolean;
-  /** First update whose world-model scores a debias map calibrated; null: none. */
-  mapFrom: number | null;
-  /** The map's latest held-out bias reduction; null: never measured. */
-  biasReduction: number | null;
+/** What WMRL's Corrector did at one seed, from its run rows, and its imagined gate. */
+export interface Corrections extends BaseCorrections {
   /** The imagined gate's share of the imagined groups kept, averaged over updates (1 without a gate). */
   gateShare: number;
 }
@@ -314,8 +302,6 @@ function summarize(p: Plan, a: Analysis, run: RunInfo, named: boolean) {
   const gain = (arm: RlArm, set: EvalSet) => `${formatInterval(overBc[arm][set])} (${said(overBc[arm][set], SHORT[arm])})`;
   const w = (s: number) => a.rl(s, 'wmrl');
   const neverDenoised = seeds.filter((_, i) => !corr[i]!.denoised), neverMapped = seeds.filter((_, i) => corr[i]!.mapFrom === null);
-  const acted = (never: number[], what: string, did: string) =>
-    never.length === seeds.length ? `${what} never acted on any seed: ${did}` : never.length ? `${what} never acted on ${seedList(never)} (${did} there)` : `${what} acted on every seed`;
   const b0 = a.bc(seeds[0]!);
   const lat = run.latency[task]!;
   const periodMs = 1000 / su.controlHz;
@@ -332,7 +318,7 @@ function summarize(p: Plan, a: Analysis, run: RunInfo, named: boolean) {
       (zeroAnchors.length ? ` No anchor episode succeeded on ${seedList(zeroAnchors)}: WMRL learned from its imagined groups alone there.` : ''),
     `Corrections in WMRL (from its run rows): anchor groups per update ${fmt(median(corr.map((x) => x.anchorsPerUpdate)), 2)}, their share of the update's groups ${fmt(median(corr.map((x) => x.anchorShare)), 2)} (medians over seeds); the denoiser's anchor weight at the last update, per seed, ${corr.map((x) => fmt(x.weightEnd, 3)).join(' / ')} (largest ${corr.map((x) => fmt(x.weightMax, 3)).join(' / ')}; 1 = anchors not up-weighted); the first update whose scores a debias map calibrated ${corr.map((x) => x.mapFrom ?? 'never').join(' / ')}, its latest held-out bias reduction ${corr.map((x) => (x.biasReduction === null ? '—' : fmt(x.biasReduction, 2))).join(' / ')}` +
       (W.imaginedGate ? `; the imagined gate kept ${corr.map((x) => fmt(x.gateShare, 2)).join(' / ')} of the imagined groups on average` : '') +
-      `. ${acted(neverDenoised, 'The denoiser', 'WMRL ran without Inverse-Variance Denoising')}; ${acted(neverMapped, 'the debias map', 'WMRL ran without a calibrated world model')}. The exploitation guard distrusted the model on ${seeds.map((s) => w(s).wmrl!.guard.updatesFlagged).join(' / ')} of ${p.cell.updates[t]} updates.`,
+      `. ${acted(seeds, neverDenoised, 'The denoiser', 'WMRL ran without Inverse-Variance Denoising')}; ${acted(seeds, neverMapped, 'the debias map', 'WMRL ran without a calibrated world model')}. The exploitation guard distrusted the model on ${seeds.map((s) => w(s).wmrl!.guard.updatesFlagged).join(' / ')} of ${p.cell.updates[t]} updates.`,
     `WMRL identified the robot's context, per seed, as ${seeds.map((s) => w(s).wmrl!.identified.context.map((v) => `×${fmt(Math.exp(v), 2)}`).join(', ')).join('; ')} (mass, friction, damping, actuator gain; the truth ×${CONTEXT_TRUTH.join(', ×')}) and a delay of ${seeds.map((s) => w(s).wmrl!.identified.delay).join(' / ')} steps (the truth ${LATENCY}).`,
     `Within-group rank agreement of the clone's robot returns (Spearman, median over groups, same starts and policy noise) with its returns imagined on the twin: ${fmt(su.agreement.nominal, 2)} under the pretrained model's nominal context (one measurement of the setup${su.agreement.firstSteps.steps.length ? `; over the first ${su.agreement.firstSteps.steps.join(', ')} steps ${su.agreement.firstSteps.nominal.map((x) => fmt(x, 2)).join(', ')}` : ''}), ${seeds.map((s) => fmt(w(s).wmrl!.agreement.identified, 2)).join(' / ')} under the context and delay WMRL identified and the model its refits left, per seed; the latent face on the robot agrees with the VLA at ${fmt(su.agreement.faceOnRobot, 2)} and the VLA with itself run again under other sensor noise at ${fmt(su.agreement.repeatability, 2)} (no world model ranks a group better). The latent face's held-out error ${fmt(su.latent.valRelMse, 3)} of the features' spread; on the clone's own robot states its mean action differs from the VLA's by ${fmt(su.gaps.faceVsCamera, 3)} per entry and the VLA's on the twin's render by ${fmt(su.gaps.twinVsCamera, 3)}, against a spread of ${fmt(su.gaps.spread, 3)}.`,
     `References on the same start states: the robust demonstrator the clone learns from ${pct(b0.demonstrator.states)} / ${pct(b0.demonstrator.combinations)}, the nominal sim's scripted expert ${pct(b0.expert.states)} / ${pct(b0.expert.combinations)} (held-out states / combinations). The deployed VLA artifact (onnxruntime-node, batch 1, camera and instruction, ${lat.length} calls) took ${fmt(quantile(lat, 0.5), 3)} ms median and ${fmt(quantile(lat, 0.99), 3)} ms at the 99th percentile against a control period of ${fmt(periodMs, 3)} ms.`,
