@@ -17,6 +17,7 @@ import type { WmrlCheckpoint } from '../server/wmrl-train.js';
 import { policyOnnx } from './helpers/policy-onnx.js';
 import { spawnMqttStandIn, spawnStandIn, type StandInProcess } from './helpers/standin-process.js';
 import { until } from './helpers/until.js';
+import { reachOverMqtt, reachOverRosbridge } from './helpers/robot-yaml.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'wmrl-fleet-e2e-'));
 const data = join(dir, 'data');
@@ -50,30 +51,8 @@ const episodes = (q = '') => api<EpisodeSummary[]>('GET', `/api/episodes?limit=1
 
 // The stand-in's robot YAML (task reach), pointed at this test's stand-in; the MQTT one announces its features and
 // its timings are generous enough for a loaded machine, where a stalled process must not pass for a dead one.
-const yamlA = () => readFileSync('launch/robots/sim-reach.yaml', 'utf8').replace('name: sim-reach', 'name: arm-a').replace('ws://127.0.0.1:9090', `ws://127.0.0.1:${armA.port}`);
-const yamlB = () => `name: arm-b
-task: reach
-transport: mqtt
-url: ${mosquitto.url}
-mqtt:
-  robot_id: arm-b
-  protocol_version: 5
-  username: wmrl-service
-  password_env: WMRL_FLEET_SERVICE_PW
-  max_state_age_ms: 1500
-joints: [shoulder, elbow]
-position_limits: [[-.inf, .inf], [-2.7, 2.7]]
-velocity_limits: [20, 20]
-control_hz: 50
-action:
-  kind: normalized
-  low: [-1, -1]
-  high: [1, 1]
-safety:
-  max_command_age_ms: 2000
-  watchdog_ms: 3000
-  watchdog_action: hold
-`;
+const yamlA = () => reachOverRosbridge('arm-a', armA.port);
+const yamlB = () => reachOverMqtt({ id: 'arm-b', url: mosquitto.url, maxStateAgeMs: 1500, login: { username: 'wmrl-service', passwordEnv: 'WMRL_FLEET_SERVICE_PW' } });
 
 beforeAll(async () => {
   mosquitto = await startMosquitto({

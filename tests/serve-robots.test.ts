@@ -21,6 +21,7 @@ import { policyOnnx } from './helpers/policy-onnx.js';
 import { injector } from './helpers/service.js';
 import { spawnMqttStandIn, spawnStandIn, type StandInProcess } from './helpers/standin-process.js';
 import { until } from './helpers/until.js';
+import { reachOverMqtt, reachOverRosbridge } from './helpers/robot-yaml.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'wmrl-serve-robots-'));
 const data = join(dir, 'data');
@@ -51,32 +52,10 @@ async function deployRunning(robotId: string, episodes: number): Promise<string>
 }
 
 // The stand-in's robot YAML (its task: reach), pointed at this test's stand-in.
-const yamlA = () => readFileSync('launch/robots/sim-reach.yaml', 'utf8').replace('name: sim-reach', 'name: arm-a').replace('ws://127.0.0.1:9090', `ws://127.0.0.1:${armA.port}`);
+const yamlA = () => reachOverRosbridge('arm-a', armA.port);
 // Over MQTT the robot announces its features; timings generous enough for a loaded 2-core machine, where a stalled
 // process must not pass for a dead one.
-const yamlB = () => `name: arm-b
-task: reach
-transport: mqtt
-url: ${mosquitto.url}
-mqtt:
-  robot_id: arm-b
-  protocol_version: 5
-  username: wmrl-service
-  password_env: WMRL_E2E_SERVICE_PW
-  max_state_age_ms: 1500
-joints: [shoulder, elbow]
-position_limits: [[-.inf, .inf], [-2.7, 2.7]]
-velocity_limits: [20, 20]
-control_hz: 50
-action:
-  kind: normalized
-  low: [-1, -1]
-  high: [1, 1]
-safety:
-  max_command_age_ms: 2000
-  watchdog_ms: 3000
-  watchdog_action: hold
-`;
+const yamlB = () => reachOverMqtt({ id: 'arm-b', url: mosquitto.url, maxStateAgeMs: 1500, login: { username: 'wmrl-service', passwordEnv: 'WMRL_E2E_SERVICE_PW' } });
 const mqttArgs = () => ['--broker', mosquitto.url, '--robot-id', 'arm-b', '--protocol', '5', '--username', 'arm-b', '--password-env', 'ARM_B_PW'];
 
 beforeAll(async () => {

@@ -16,6 +16,7 @@ import { Rng } from '../nn/index.js';
 import type { Policy } from '../policies/types.js';
 import { groupEpisodes } from '../wmrl/embodied.js';
 import { yamlRobotTarget } from '../wmrl/robot-target.js';
+import { reachOverMqtt } from './helpers/robot-yaml.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'train-mqtt-'));
 let mosquitto: Mosquitto;
@@ -25,27 +26,7 @@ const errors: Error[] = [];
 /** A robot YAML for robot `id` on the test's broker; timings generous enough for a loaded machine. */
 const yaml = (id: string) => {
   const file = join(dir, `${id}.yaml`);
-  writeFileSync(file, `name: ${id}
-task: reach
-transport: mqtt
-url: ${mosquitto.url}
-mqtt:
-  robot_id: ${id}
-  protocol_version: 5
-  max_state_age_ms: 800
-joints: [shoulder, elbow]
-position_limits: [[-.inf, .inf], [-2.7, 2.7]]
-velocity_limits: [20, 20]
-control_hz: 50
-action:
-  kind: normalized
-  low: [-1, -1]
-  high: [1, 1]
-safety:
-  max_command_age_ms: 2000
-  watchdog_ms: 3000
-  watchdog_action: hold
-`);
+  writeFileSync(file, reachOverMqtt({ id, url: mosquitto.url, maxStateAgeMs: 800 }));
   return file;
 };
 
