@@ -16,7 +16,7 @@ import { exportPolicy, type GaussianPolicy } from '../policies/gaussian.js';
 import { ClippedPolicyGradient } from '../policies/pg.js';
 import { correctorConfig, type CorrectorConfig } from '../wmrl/corrector.js';
 import { yamlRobotTarget } from '../wmrl/robot-target.js';
-import { DEFAULT_CALIBRATE, calibrate, type Calibration } from '../wmrl/calibrate.js';
+import { calibrateMeasured, calibrationConfig, type CalibrationReport } from '../wmrl/calibrate.js';
 import { robotEvaluation } from '../wmrl/embodied.js';
 import type { EvalPoint, RunRow, RunState } from '../wmrl/run-state.js';
 import { DEFAULT_PRETRAIN, SimPrompts, heldOutEvaluation, postTrainPg, pretrain, simRobotTarget, type PretrainOptions, type Pretrained } from '../wmrl/sim-setup.js';
@@ -28,9 +28,6 @@ import { EmbodiedOptions } from './options.js';
 export { EmbodiedOptions };
 
 // ── Pieces the service's job shares ─────────────────────────────────────────────────────────────
-/** `quick`: calibration's cloning sizes of a smoke run. */
-export const QUICK_CALIBRATE = { demos: 12, daggerRounds: 1, daggerEpisodes: 4, epochs: 5 };
-
 /** `quick`: pretraining sizes of a smoke run. */
 export const QUICK_PRETRAIN: Partial<PretrainOptions> = { bcEpisodes: 10, bcEpochs: 20, daggerRounds: 1, daggerEpisodes: 5, daggerEpochs: 10, wmEpisodes: 12, wmEpochs: 3, wmRolloutEpochs: 1, wmHidden: [64, 64], wmMembers: 3 };
 
@@ -179,8 +176,7 @@ export interface EmbodiedRun {
   policyPath: string;
 }
 
-/** A run's calibration (wmrl/calibrate.ts) and what it did to the clone's evaluation; `kept`: false where the clone evaluated better before it and was put back. */
-export type CalibrationReport = Omit<Calibration, 'profile'> & { before: number | null; after: number | null; kept: boolean };
+export type { CalibrationReport };
 
 export async function runEmbodied(given: EmbodiedRunConfig | null, io: EmbodiedIo): Promise<EmbodiedRun> {
   // ── config: the run's own, or the one it was started with ──
@@ -251,19 +247,7 @@ export async function runEmbodied(given: EmbodiedRunConfig | null, io: EmbodiedI
   return { config: a, rows, ...(start ? { start } : {}), ...(kept ? { kept } : {}), ...(calibration ? { calibration } : {}), policyPath };
 }
 
-/**
- * The run's calibration (wmrl/calibrate.ts) of the pretrained clone, in place, its robot episodes from the prompts after
- * the trainer's first 10,000. With an evaluation, the clone is evaluated before and after, and put back where it
- * evaluated better before: calibration must not hand the trainer a worse start.
- */
-export async function calibrateClone(a: Pick<EmbodiedRunConfig, 'task' | 'seed' | 'quick' | 'calibrate'>, pre: Pretrained, target: RobotTarget, prompts: PromptSource, commandHistory: number, evaluate: ((p: GaussianPolicy) => Promise<{ success: number }>) | undefined, onProgress?: EmbodiedIo['onProgress']): Promise<CalibrationReport> {
-  const names = pre.policy.paramNames();
-  const saved = names.map((n) => Float32Array.from(pre.policy.store.get(n).data));
-  const before = evaluate ? (await evaluate(pre.policy)).success : null;
-  const cal = await calibrate({ task: a.task, commandHistory, policy: pre.policy, model: pre.model, target, prompts }, { ...DEFAULT_CALIBRATE, ...(a.quick ? QUICK_CALIBRATE : {}), episodes: a.calibrate!, promptSeed0: 1_010_000, seed: a.seed }, onProgress);
-  const after = evaluate ? (await evaluate(pre.policy)).success : null;
-  const kept = before === null || after === null || after >= before;
-  if (!kept) names.forEach((n, i) => pre.policy.store.set(n, saved[i]!));
-  const { profile: _profile, ...rest } = cal;
-  return { ...rest, before, after, kept };
+/** The run's calibration (wmrl/calibrate.ts calibrateMeasured) of the pretrained clone, in place. */
+export function calibrateClone(a: Pick<EmbodiedRunConfig, 'task' | 'seed' | 'quick' | 'calibrate'>, pre: Pretrained, target: RobotTarget, prompts: PromptSource, commandHistory: number, evaluate: ((p: GaussianPolicy) => Promise<{ success: number }>) | undefined, onProgress?: EmbodiedIo['onProgress']): Promise<CalibrationReport> {
+  return calibrateMeasured({ task: a.task, commandHistory, policy: pre.policy, model: pre.model, target, prompts }, calibrationConfig({ episodes: a.calibrate!, quick: a.quick, seed: a.seed }), evaluate, onProgress);
 }

@@ -32,6 +32,12 @@ export interface CalibrateConfig {
 }
 
 export const DEFAULT_CALIBRATE: Omit<CalibrateConfig, 'promptSeed0' | 'seed'> = { episodes: 16, maxDelay: 5, demos: 600, daggerRounds: 3, daggerEpisodes: 100, epochs: 60 };
+/** A smoke run's cloning sizes. */
+export const QUICK_CALIBRATE = { demos: 12, daggerRounds: 1, daggerEpisodes: 4, epochs: 5 };
+
+/** A run's calibration config: `episodes` robot episodes from the prompts after a trainer's first 10,000, the cloning sizes of a full run or a smoke run. */
+export const calibrationConfig = (o: { episodes: number; quick: boolean; seed: number; promptSeed0?: number }): CalibrateConfig =>
+  ({ ...DEFAULT_CALIBRATE, ...(o.quick ? QUICK_CALIBRATE : {}), episodes: o.episodes, promptSeed0: o.promptSeed0 ?? 1_010_000, seed: o.seed });
 
 export interface Calibration {
   /** What the robot's episodes said: its actuation delay (control steps) and its context scales (1: the sim's). */
@@ -45,6 +51,9 @@ export interface Calibration {
   demoSuccess: number;
   cloneLoss: number;
 }
+
+/** A run's calibration and what it did to the clone's measured success; `kept`: false where the clone measured better before and was put back. */
+export type CalibrationReport = Omit<Calibration, 'profile'> & { before: number | null; after: number | null; kept: boolean };
 
 /** The sim as identified: the nominal profile with the delay and, for a context-conditioned model, its context's scales. */
 export function identifiedProfile(delay: number, model: EnsembleModel): { profile: HardwareProfile; scales: Calibration['scales'] } {
@@ -99,4 +108,20 @@ export async function calibrate(run: CalibrateRun, c: CalibrateConfig, onProgres
   } finally {
     env.dispose();
   }
+}
+
+/**
+ * `calibrate`, measured: with `evaluate`, the clone is measured before and after, and put back where it measured better
+ * before — calibration must not hand the trainer a worse start.
+ */
+export async function calibrateMeasured(run: CalibrateRun, c: CalibrateConfig, evaluate?: (p: GaussianPolicy) => Promise<{ success: number }>, onProgress?: (what: string, done: number, total: number) => void): Promise<CalibrationReport> {
+  const { policy } = run;
+  const names = policy.paramNames();
+  const saved = names.map((n) => Float32Array.from(policy.store.get(n).data));
+  const before = evaluate ? (await evaluate(policy)).success : null;
+  const { profile: _profile, ...cal } = await calibrate(run, c, onProgress);
+  const after = evaluate ? (await evaluate(policy)).success : null;
+  const kept = before === null || after === null || after >= before;
+  if (!kept) names.forEach((n, i) => policy.store.set(n, saved[i]!));
+  return { ...cal, before, after, kept };
 }
