@@ -16,9 +16,11 @@ import { exportPolicy, type GaussianPolicy } from '../policies/gaussian.js';
 import { ClippedPolicyGradient } from '../policies/pg.js';
 import { correctorConfig, type CorrectorConfig } from '../wmrl/corrector.js';
 import { yamlRobotTarget } from '../wmrl/robot-target.js';
+import { calibrateMeasured, calibrationConfig, type CalibrationReport } from '../wmrl/calibrate.js';
 import { robotEvaluation } from '../wmrl/embodied.js';
 import type { EvalPoint, RunRow, RunState } from '../wmrl/run-state.js';
 import { DEFAULT_PRETRAIN, SimPrompts, heldOutEvaluation, postTrainPg, pretrain, simRobotTarget, type PretrainOptions, type Pretrained } from '../wmrl/sim-setup.js';
+import type { PromptSource, RobotTarget } from '../wmrl/embodied.js';
 import { trainStandard } from '../wmrl/train_standard.js';
 import { DEFAULT_WMRL, trainWmrl } from '../wmrl/train_wmrl.js';
 import { EmbodiedOptions } from './options.js';
@@ -104,6 +106,8 @@ export interface EmbodiedRunConfig {
   commandHistory?: number;
   /** Episodes of each evaluation (EmbodiedOptions.evalEpisodes, resolved; 0: none). Absent in runs from before it: sim 100 (quick 10), a robot YAML 0. */
   evalEpisodes?: number;
+  /** Robot episodes of the calibration before the trainer (0: none). Absent in runs from before it: 0. */
+  calibrate?: number;
 }
 
 /** The evaluation episodes a run takes when its options leave them out: a sim robot's held out in its sim, none on a robot YAML's robot (they cost robot time). */
@@ -139,9 +143,9 @@ export function embodiedConfig(o: EmbodiedOptions): EmbodiedRunConfig {
   const problem = o.algo === 'wmrl' ? anchorGroupsProblem(o) : null;
   if (problem) throw new Error(problem);
   const commandHistory = sim ? (o.commandHistory ?? 0) : histories[0]!;
-  const { algo, robots, debias, denoise, pureWm, anchors, updates, prompts, group, imagine, anchorGroups, klCoef, resetSeconds, seed, quick } = o;
+  const { algo, robots, debias, denoise, pureWm, anchors, updates, prompts, group, imagine, anchorGroups, klCoef, resetSeconds, seed, quick, calibrate } = o;
   const evalEpisodes = o.evalEpisodes ?? defaultEvalEpisodes(sim, quick);
-  return { algo, robot, ...(fleet.length > 1 ? { fleet } : {}), task, profile, robots, debias, denoise, pureWm, anchors, updates, prompts, group, imagine, anchorGroups, klCoef, resetSeconds, seed, quick, commandHistory, evalEpisodes };
+  return { algo, robot, ...(fleet.length > 1 ? { fleet } : {}), task, profile, robots, debias, denoise, pureWm, anchors, updates, prompts, group, imagine, anchorGroups, klCoef, resetSeconds, seed, quick, commandHistory, evalEpisodes, calibrate };
 }
 
 export interface EmbodiedIo {
@@ -155,6 +159,8 @@ export interface EmbodiedIo {
   onUpdate?: (row: RunRow, updates: number) => void;
   /** The starting policy's evaluation, before update 1. */
   onStart?: (start: EvalPoint) => void;
+  /** What the calibration identified, and the clone's evaluation before and after it (without an evaluation: null). */
+  onCalibrated?: (c: CalibrationReport) => void;
   /** Safety events of a robot YAML's robot. */
   log?: (e: { kind: string; detail: string }) => void;
 }
@@ -165,8 +171,12 @@ export interface EmbodiedRun {
   /** The starting policy's evaluation and the one whose policy was exported; absent without an evaluation (the last update's policy is exported). */
   start?: EvalPoint;
   kept?: EvalPoint;
+  /** The calibration before the trainer (a resumed run: the one its start made), absent without one. */
+  calibration?: CalibrationReport;
   policyPath: string;
 }
+
+export type { CalibrationReport };
 
 export async function runEmbodied(given: EmbodiedRunConfig | null, io: EmbodiedIo): Promise<EmbodiedRun> {
   // ── config: the run's own, or the one it was started with ──
@@ -207,8 +217,16 @@ export async function runEmbodied(given: EmbodiedRunConfig | null, io: EmbodiedI
   // ── the trainer ──
   const common = { updates: a.updates, prompts: a.prompts, groupSize: a.group, evalEvery: Math.max(1, Math.floor(a.updates / 5)), promptSeed0: 1_000_000, seed: a.seed };
   const hooks = { onUpdate: (r: RunRow) => io.onUpdate?.(r, a.updates), ...(io.onStart ? { onStart: io.onStart } : {}) };
+  const calFile = join(out, 'calibration.json');
+  let calibration: CalibrationReport | undefined = existsSync(calFile) ? (JSON.parse(readFileSync(calFile, 'utf8')) as CalibrationReport) : undefined;
   let st: RunState;
   try {
+    // ── calibration (once: a resumed run's trainer loads the policy it left) ──
+    if ((a.calibrate ?? 0) > 0 && !resume) {
+      calibration = await calibrateClone(a, pre, target, prompts, commandHistory, evaluate, io.onProgress);
+      writeFileAtomic(calFile, [JSON.stringify(calibration, null, 1)]);
+      io.onCalibrated?.(calibration);
+    }
     if (a.algo === 'standard') {
       st = await trainStandard({ config: common, policy: pre.policy, pg, target, prompts, evaluate, outDir: out, resume, hooks });
     } else {
@@ -226,5 +244,10 @@ export async function runEmbodied(given: EmbodiedRunConfig | null, io: EmbodiedI
   const { rows, start, kept } = st;
   const policyPath = join(out, 'policy.onnx');
   exportEmbodiedPolicy(pre.policy, target.robot.spec, policyPath, { policyVersion: `${a.algo}-${kept?.update ?? rows.length}`, runId: out, ...(kept ? { extra: { keptUpdate: String(kept.update), keptSuccess: String(kept.success) } } : {}) });
-  return { config: a, rows, ...(start ? { start } : {}), ...(kept ? { kept } : {}), policyPath };
+  return { config: a, rows, ...(start ? { start } : {}), ...(kept ? { kept } : {}), ...(calibration ? { calibration } : {}), policyPath };
+}
+
+/** The run's calibration (wmrl/calibrate.ts calibrateMeasured) of the pretrained clone, in place. */
+export function calibrateClone(a: Pick<EmbodiedRunConfig, 'task' | 'seed' | 'quick' | 'calibrate'>, pre: Pretrained, target: RobotTarget, prompts: PromptSource, commandHistory: number, evaluate: ((p: GaussianPolicy) => Promise<{ success: number }>) | undefined, onProgress?: EmbodiedIo['onProgress']): Promise<CalibrationReport> {
+  return calibrateMeasured({ task: a.task, commandHistory, policy: pre.policy, model: pre.model, target, prompts }, calibrationConfig({ episodes: a.calibrate!, quick: a.quick, seed: a.seed }), evaluate, onProgress);
 }

@@ -18,6 +18,7 @@ export const TrainerOptions = {
   denoise: Type.Boolean({ default: true, description: 'Inverse-Variance Denoising (the anchor weight)' }),
   pureWm: Type.Boolean({ default: false, description: 'pure world model: no anchors, nothing runs on the robot (the ablation)' }),
   anchors: Type.Union([Type.Literal('random'), Type.Literal('active')], { default: 'random', description: 'anchor selection: random, or active (where the ensemble disagrees most)' }),
+  calibrate: Type.Integer({ minimum: 0, maximum: 10000, default: 0, description: "calibration before post-training: this many robot episodes of the clone identify the robot through the pretrained world model (its actuation delay, and its mass, friction, damping and actuator gain), and the clone learns the task again from the task's robust demonstrator in the sim set to what was identified (wmrl/calibrate.ts); charged to robot time. 0: none" }),
   klCoef: Type.Number({ minimum: 0, maximum: 100, default: 0, description: "β of GRPO's KL penalty to the policy as post-training found it (policies/pg.ts klCoef; the k3 estimate per step): it pulls back a policy that noisy advantages drift from its clone. 0: none" }),
   resetSeconds: Type.Number({ minimum: 0, maximum: 3600, default: 5, description: 'robot time charged per episode for its reset, s (robot-hours accounting)' }),
   seed: Type.Integer({ minimum: 0, maximum: 2 ** 31 - 1, default: 0 }),

@@ -16,7 +16,7 @@ import type { RunRow } from '../wmrl/run-state.js';
 import { SimPrompts, postTrainPg, heldOutEvaluation, type Pretrained } from '../wmrl/sim-setup.js';
 import { DEFAULT_WMRL, trainWmrl } from '../wmrl/train_wmrl.js';
 import { ModelEnv, repeatRows, type EnsembleModel } from '../worldmodel/index.js';
-import { anchorGroupsProblem, embodiedPretrain, exportEmbodiedPolicy, trainerCorrector } from '../recipes/embodied.js';
+import { anchorGroupsProblem, calibrateClone, embodiedPretrain, exportEmbodiedPolicy, trainerCorrector } from '../recipes/embodied.js';
 import { AnchorEpisodes, round, successInterval, updateMetrics, type ImaginedRollouts, type ImaginedStep, type RobotRunCheckpoint } from './robot-training.js';
 import type { RobotHost } from './robot-host.js';
 import { ApiError } from './errors.js';
@@ -205,7 +205,7 @@ export const wmrlTrain: JobDefinition<typeof WmrlTrainOptions> = {
     using prompts = await SimPrompts.create(task, 'nominal', { commandHistory: host.commandHistory });
     // Held-out success is measured where the robot has a sim twin under its profile; a robot's own episodes are its measure.
     const evaluate = host.simulated ? heldOutEvaluation(task, profile, o.evalEpisodes, { commandHistory: host.commandHistory }) : undefined;
-    const pg = await ClippedPolicyGradient.create(pre.policy, postTrainPg(o.klCoef));
+    let pg: ClippedPolicyGradient | null = null;
     let imaginer: Imaginer | null = null;
     let anchors: AnchorEpisodes | null = null;
     let failure: { message: string; error: Error } | null = null;
@@ -215,6 +215,15 @@ export const wmrlTrain: JobDefinition<typeof WmrlTrainOptions> = {
       anchors = new AnchorEpisodes(ctx, hosts, imaginer, H);
       const a = anchors;
       const target = a.target({ realTime: o.realTime, resetSeconds: o.resetSeconds, task });
+      if (o.calibrate > 0) {
+        const c = await calibrateClone({ task, seed: o.seed, quick: o.quick, calibrate: o.calibrate }, pre, target, prompts, host.commandHistory, evaluate, (what, done, total) => {
+          ctx.signal.throwIfAborted();
+          ctx.progress(done, total, what);
+        });
+        writeFileAtomic(join(ctx.dir, 'calibration.json'), [JSON.stringify(c, null, 1)]);
+      }
+      // After calibration: the KL penalty's reference is the policy post-training starts from.
+      pg = await ClippedPolicyGradient.create(pre.policy, postTrainPg(o.klCoef));
       a.progress(0, o.updates, 'updates');
       await trainWmrl({
         config, policy: pre.policy, pg, model: pre.model, simData: pre.simData, target, prompts, evaluate, outDir: ctx.dir,
@@ -242,7 +251,7 @@ export const wmrlTrain: JobDefinition<typeof WmrlTrainOptions> = {
         failure = { message, error: e as Error };
       }
     } finally {
-      await pg.release();
+      await pg?.release();
       await imaginer?.release();
     }
 

@@ -153,6 +153,24 @@ describe('wmrl-train job: a tiny run', () => {
     expect(svc.ctx.store.list().at(-1)!.meta.policyVersion).toBe(id);
   });
 
+  it('calibrate: robot episodes identify the robot before the trainer, charged to its clock, and the run folder keeps what was identified', async () => {
+    const rec = record();
+    const started = await inject({ method: 'POST', url: '/api/runs/wmrl-train', payload: { robot: 'sim', ...TINY, quick: true, calibrate: 2, updates: 1, realTime: false } });
+    expect(started.statusCode).toBe(201);
+    const id = started.json<RunStatus>().id;
+    expect(await ended(id)).toMatchObject({ state: 'finished', error: null });
+    rec.off();
+    const phases = new Set(rec.events.flatMap((e) => (e.type === 'run' && e.status.id === id ? [e.status.progress.phase] : [])));
+    expect([...phases]).toEqual(expect.arrayContaining(['calibration: robot episodes', 'calibration: cloning', 'updates']));
+    const cal = JSON.parse(readFileSync(join(dir, 'runs', id, 'calibration.json'), 'utf8')) as { robotEpisodes: number; delay: number; before: number; after: number; kept: boolean };
+    expect(cal.robotEpisodes).toBe(2);
+    expect(cal.kept).toBe(cal.after >= cal.before);
+    // The start the trainer measured is the better clone; the first update's robot time includes the 2 calibration resets.
+    const metrics = (await inject({ url: `/api/runs/${id}/metrics` })).json<MetricsPoint[]>();
+    expect(metrics[0]!.trueSuccess).toBe(Math.max(cal.before, cal.after));
+    expect(metrics[1]!.robotSeconds).toBeGreaterThanOrEqual(2 * 5);
+  });
+
   it("the e-stop stops its anchor episode on the robot; the run waits for the robot's reset and then goes on", async () => {
     const host = svc.ctx.robots.get('sim')!;
     const rec = record();

@@ -45,7 +45,7 @@ export type Variant = { label: string; prompts: number } & (
 );
 
 /** WMRL's arms and the baselines every run has (no grid). */
-export const CORE_VARIANTS = ['standard', 'anchors_only', 'pure_wm', 'debias', 'denoise', 'full', 'full_active'] as const;
+export const CORE_VARIANTS = ['standard', 'standard_cal', 'anchors_only', 'pure_wm', 'debias', 'denoise', 'full', 'full_active'] as const;
 
 /**
  * The robot-only baselines tuned as WMRL is tuned: each family's grid, one variant per point, named `<family>_<point>`
@@ -86,6 +86,12 @@ const RLPD_BUDGET = {
 };
 
 /**
+ * Robot episodes a calibrating variant spends identifying the robot before its trainer (wmrl/calibrate.ts): the
+ * identification's 16 of the scratch probes (docs/decisions.md, 2026-12-06, calibration).
+ */
+export const CALIBRATE_EPISODES = 16;
+
+/**
  * Every variant for standard GRPO's B groups per update. 'anchors_only' is standard GRPO on one group per update —
  * twice the robot episodes WMRL's anchors spend — without any imagined group: what the imagined groups add beyond
  * the anchors.
@@ -93,10 +99,13 @@ const RLPD_BUDGET = {
 export function variants(B: number, scale: 'full' | 'quick' = 'full'): Record<string, Variant> {
   const imagined = IMAGINED * B;
   const base = correctorConfig({ anchors: { fraction: ANCHORS_PER_UPDATE / imagined, floor: 0 } }, DEFAULT_WMRL.corrector as CorrectorConfig);
-  const g = (label: string, prompts: number): Variant => ({ label, prompts, family: 'grpo', options: { prompts } });
-  const w = (label: string, corrector: CorrectorConfig | false): Variant => ({ label, prompts: imagined, family: 'wmrl', options: { prompts: imagined, corrector } });
+  // WMRL's arms with a robot calibrate first (the product's recipe); the pure world model has no robot to calibrate on.
+  const calibrate = { episodes: CALIBRATE_EPISODES, quick: scale === 'quick' };
+  const g = (label: string, prompts: number, cal = false): Variant => ({ label, prompts, family: 'grpo', options: { prompts, ...(cal ? { calibrate } : {}) } });
+  const w = (label: string, corrector: CorrectorConfig | false): Variant => ({ label, prompts: imagined, family: 'wmrl', options: { prompts: imagined, corrector, ...(corrector ? { calibrate } : {}) } });
   return {
     standard: g('standard GRPO on the robot', B),
+    standard_cal: g('standard GRPO on the robot, from the calibrated clone', B, true),
     anchors_only: g('standard GRPO, 1 group per update (the anchors alone)', 1),
     pure_wm: w('pure world model', false),
     debias: w('+ debias', correctorConfig({ denoise: false }, base)),

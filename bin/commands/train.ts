@@ -33,20 +33,27 @@ export async function train(flags: TrainFlags, keys: readonly string[], given: r
 
   const bar = progressBar();
   const pct = (p: { success: number; se: number }) => `${(100 * p.success).toFixed(0)}% ± ${(100 * p.se).toFixed(0)}`;
-  const { config: a, rows, start, kept, policyPath } = await runEmbodied(config, {
+  const { config: a, rows, start, kept, calibration, policyPath } = await runEmbodied(config, {
     out, resume: flags.resume, ...(flags.resume && given.includes('updates') ? { resumeUpdates: Number(flags.updates) } : {}),
     onProgress: (what, done, total) => bar(done, total, what),
     onStart: (s) => bar(0, config?.updates ?? 1, `start · success ${pct(s)}`),
+    onCalibrated: (c) => bar(0, config?.updates ?? 1, `calibrated · delay ${c.delay} · success ${c.before === null ? '?' : `${(100 * c.before).toFixed(0)}%`} → ${c.after === null ? '?' : `${(100 * c.after).toFixed(0)}%`}${c.kept ? '' : ' (put back)'}`),
     onUpdate: (r, updates) => bar(r.update, updates, `update · robot ${(r.robotSeconds / 3600).toFixed(2)} h (wall-clock ${(r.robotWallSeconds / 3600).toFixed(2)} h)${r.evalSuccess !== undefined ? ` · success ${(100 * r.evalSuccess).toFixed(0)}%` : ''}`),
   });
 
   const files = { policy: policyPath, episodes: join(out, 'episodes.db'), history: join(out, 'history.json') };
-  if (flags.json) return printJson({ run: out, ...files, config: a, ...(start ? { start } : {}), ...(kept ? { kept } : {}), updates: rows });
+  if (flags.json) return printJson({ run: out, ...files, config: a, ...(calibration ? { calibration } : {}), ...(start ? { start } : {}), ...(kept ? { kept } : {}), updates: rows });
   const evals = rows.filter((r) => r.evalSuccess !== undefined);
   const last = rows.at(-1)!;
   console.log(`\n| run | algo | updates | robot episodes | robot hours | robots' wall-clock hours | compute s | success first → last eval |\n|---|---|---|---|---|---|---|---|`);
   const successes = evals.length ? [...(start ? [`start ${(100 * start.success).toFixed(0)}%`] : []), ...evals.map((r) => `${(100 * r.evalSuccess!).toFixed(0)}%`)].join(' → ') : `robot episodes: ${rows.filter((r) => r.trainSuccess !== null).map((r) => `${(100 * r.trainSuccess!).toFixed(0)}%`).join(' → ')}`;
   console.log(`| ${out} | ${a.algo}${a.pureWm ? ' (pure world model)' : ''} | ${last.update} | ${last.robotEpisodes} | ${(last.robotSeconds / 3600).toFixed(3)} | ${(last.robotWallSeconds / 3600).toFixed(3)} | ${last.computeSeconds.toFixed(0)} | ${successes} |`);
+  if (calibration) {
+    const scales = Object.entries(calibration.scales).map(([k, v]) => `${k.replace('_scale', '')} ×${v!.toFixed(2)}`).join(', ');
+    const evals = calibration.before === null ? 'no evaluation' : `success ${(100 * calibration.before).toFixed(0)}% → ${(100 * calibration.after!).toFixed(0)}%${calibration.kept ? '' : ': worse, the clone put back'}`;
+    console.log(`
+calibrated on ${calibration.robotEpisodes} robot episodes: delay ${calibration.delay} steps${scales ? `, ${scales}` : ''}; the clone learned again in that sim (${evals})`);
+  }
   // The evaluation noise beside each figure: the binomial standard error of its success rate.
   if (kept && start) console.log(`\nexported: the policy ${kept.update === 0 ? 'the run started from' : `after update ${kept.update}`}, its best evaluation: success ${pct(kept)} (start ${pct(start)}; ± one standard error over ${kept.episodes} episodes)`);
   else console.log(`\nexported: the last update's policy (no evaluation: ${a.robot.startsWith('sim:') ? '--eval-episodes 0' : 'a robot YAML measures on the robot only with --eval-episodes K, charged to robot time'})`);

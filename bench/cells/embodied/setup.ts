@@ -12,11 +12,17 @@ import { evaluateSuccess, robotEvaluation, type ClosableTarget, type Evaluation 
 import type { Policy } from '../../../policies/types.js';
 import type { RunRow } from '../../../wmrl/run-state.js';
 import { loadProfile } from '../../../sim/profiles.js';
+import type { CalibrationReport } from '../../../wmrl/calibrate.js';
 import { DEFAULT_PRETRAIN, SimPrompts, pretrain, simRobotTarget, type Pretrained, type PretrainOptions } from '../../../wmrl/sim-setup.js';
 
 /** The robot: the sim under this hardware profile (the reality gap) unless an arm names another, its reset charged this many robot seconds. */
 export const PROFILE = 'gap';
 const RESET_SECONDS = 5;
+/**
+ * The robot reports its last this many commands (sim/env.ts commandHistory), and every policy, prompt and evaluation
+ * reads them: the commands still in flight on a robot with actuation latency (the trainers' delay search goes to 5).
+ */
+export const COMMAND_HISTORY = 4;
 
 /**
  * An arm of the bench: a task on the robot under a profile, named `task` (PROFILE's robot) or `task@profile`
@@ -53,7 +59,7 @@ export const SIZES = {
 /** What every cell of a run depends on besides its code: its JSON is the shared part of the computation keys' options. */
 export function sharedOptions(o: { quick: boolean; split: 'train' | 'validation' | 'test'; evalSeed0: number }) {
   const sz = o.quick ? SIZES.quick : SIZES.full;
-  return { split: o.split, ...sz, evalSeed0: o.evalSeed0, resetSeconds: RESET_SECONDS };
+  return { split: o.split, ...sz, evalSeed0: o.evalSeed0, resetSeconds: RESET_SECONDS, commandHistory: COMMAND_HISTORY, quick: o.quick };
 }
 export type CellOptions = ReturnType<typeof sharedOptions>;
 
@@ -84,7 +90,11 @@ export interface VariantCell {
    * hours all of it cost (within robotHours).
    */
   measure: { episodes: number; start: number; success: number[]; robotHours: number };
-  /** Robot time and episodes of the whole run, the trainer's measurement included. */
+  /** The split's success of the policy the trainer started from (after a calibration, the calibrated clone, or the clone put back). */
+  startSuccess: number;
+  /** What the variant's calibration identified, and the clone's measured success before and after it; null without one. */
+  calibration: CalibrationReport | null;
+  /** Robot time and episodes of the whole run, the trainer's measurement and any calibration included. */
   robotHours: number;
   robotEpisodes: number;
   /** Compute wall-clock seconds of the training run (its evaluations included). */
@@ -126,6 +136,8 @@ export interface TrainerInputs {
   target: ClosableTarget;
   prompts: SimPrompts;
   evaluate: (policy: Policy) => Promise<Evaluation>;
+  /** The trainer's measurement on the robot alone (charged, never observed by the split): for a calibration's before and after. */
+  measure: (policy: Policy) => Promise<Evaluation>;
   loop(prompts: number): LoopConfig;
 }
 
@@ -134,6 +146,8 @@ export interface TrainerOutcome {
   rows: RunRow[];
   groups: number;
   corrected: boolean;
+  /** The calibration the variant ran before its trainer (wmrl/calibrate.ts calibrateMeasured), if any. */
+  calibration?: CalibrationReport;
 }
 
 const copyOf = (xs: ReadonlyArray<{ data: Float32Array }>) => xs.map((t) => Float32Array.from(t.data));
@@ -192,13 +206,13 @@ export class SeedSetup {
     const { task, profile } = armOf(arm);
     // An unknown profile fails here, not after minutes of pretraining.
     loadProfile(profile);
-    const pre = await pretrain({ ...DEFAULT_PRETRAIN, ...o.pretrain, task, seed, commandHistory: 0 });
+    const pre = await pretrain({ ...DEFAULT_PRETRAIN, ...o.pretrain, task, seed, commandHistory: o.commandHistory });
     return new SeedSetup(task, profile, seed, o, pre, copyOf(pre.policy.paramNames().map((n) => pre.policy.store.get(n))), copyOf(pre.model.store.names().map((n) => pre.model.store.get(n))));
   }
 
   /** The split's evaluation, the report's: the policy's mean action on `evalEpisodes` start states from `evalSeed0`, on the robot's profile. */
   private async evaluate(policy: Policy): Promise<Evaluation & { outcomes: number[] }> {
-    const ev = await evaluateSuccess(policy, this.task, this.profile, this.o.evalEpisodes, this.o.evalSeed0);
+    const ev = await evaluateSuccess(policy, this.task, this.profile, this.o.evalEpisodes, this.o.evalSeed0, { commandHistory: this.o.commandHistory });
     if (!ev.outcomes) throw new Error('bench embodied: the evaluation kept no per-episode outcomes');
     return { ...ev, outcomes: ev.outcomes };
   }
@@ -225,7 +239,7 @@ export class SeedSetup {
     const tmp = mkdtempSync(join(tmpdir(), 'bench-embodied-'));
     try {
       // The store is this cell's scratch file, deleted with it: no fsync per step.
-      const target = await simRobotTarget({ task, profile, robots: 1, resetSeconds: o.resetSeconds, seed, store: join(tmp, 'episodes.db'), storeSync: 'NORMAL' });
+      const target = await simRobotTarget({ task, profile, robots: 1, resetSeconds: o.resetSeconds, seed, store: join(tmp, 'episodes.db'), storeSync: 'NORMAL', commandHistory: o.commandHistory });
       try {
         const measure = robotEvaluation(target, o.measureEpisodes, MEASURE_BLOCK * START_BLOCK);
         const seen: EvaluationSeen[] = [];
@@ -238,9 +252,16 @@ export class SeedSetup {
           seen.push({ measured: measured.success, split: await this.evaluate(policy), params: copyOf(policy.paramNames().map((n) => policy.store.get(n))) });
           return measured;
         };
-        using prompts = await SimPrompts.create(task);
+        using prompts = await SimPrompts.create(task, 'nominal', { commandHistory: o.commandHistory });
         const loop = (n: number): LoopConfig => ({ updates: o.updates, prompts: n, groupSize: o.groupSize, evalEvery: o.evalEvery, promptSeed0: promptBlock(seed) * START_BLOCK, seed });
-        const { rows, groups, corrected } = await trainer({ task, profile, seed, o, pre, target, prompts, evaluate, loop });
+        // A calibration's own measurements (the clone before and after it) are the robot's and charged, and the split never sees them.
+        const measureOnly = async (policy: Policy): Promise<Evaluation> => {
+          const before = target.clock.robotSeconds;
+          const m = await measure(policy);
+          measureSeconds += target.clock.robotSeconds - before;
+          return m;
+        };
+        const { rows, groups, corrected, calibration = null } = await trainer({ task, profile, seed, o, pre, target, prompts, evaluate, measure: measureOnly, loop });
         const what = `bench embodied: ${task} seed ${seed} ${name}`;
         const end = rows[o.updates - 1];
         if (!end || end.evalSuccess === undefined) throw new Error(`${what} has no evaluation at update ${o.updates}`);
@@ -248,6 +269,8 @@ export class SeedSetup {
         return {
           ...splitView(what, rows, seen, returned),
           measure: { episodes: o.measureEpisodes, start: seen[0]!.measured, success: seen.slice(1).map((x) => x.measured), robotHours: measureSeconds / 3600 },
+          startSuccess: seen[0]!.split.success,
+          calibration,
           robotHours: end.robotSeconds / 3600,
           robotEpisodes: end.robotEpisodes,
           computeSeconds: end.computeSeconds,

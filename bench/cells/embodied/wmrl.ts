@@ -2,6 +2,7 @@
 // model, anchor groups on the robot correcting their scores through the Corrector (or none: the pure world model). This
 // module and what it imports are the variants' own code in their computation keys.
 import { ClippedPolicyGradient } from '../../../policies/pg.js';
+import { calibrateMeasured, calibrationConfig } from '../../../wmrl/calibrate.js';
 import type { CorrectorConfig } from '../../../wmrl/corrector.js';
 import { POST_TRAIN_PG } from '../../../wmrl/sim-setup.js';
 import { DEFAULT_WMRL, trainWmrl } from '../../../wmrl/train_wmrl.js';
@@ -12,14 +13,17 @@ export interface WmrlOptions {
   prompts: number;
   /** The Corrector; false: the pure world model. */
   corrector: CorrectorConfig | false;
+  /** Calibrate the clone first (wmrl/calibrate.ts) from this many robot episodes, at a full or a smoke run's sizes; absent: none. */
+  calibrate?: { episodes: number; quick: boolean };
 }
 
 export async function train(x: TrainerInputs, v: WmrlOptions): Promise<TrainerOutcome> {
   const { pre: p, target, prompts, evaluate } = x;
+  const calibration = v.calibrate ? await calibrateMeasured({ task: x.task, commandHistory: x.o.commandHistory, policy: p.policy, model: p.model, target, prompts }, calibrationConfig({ ...v.calibrate, seed: x.seed }), x.measure) : undefined;
   const pg = await ClippedPolicyGradient.create(p.policy, POST_TRAIN_PG);
   // The alarm's warnings are counted from the rows (hackingAlarm), not printed over the progress bar.
   // A cell reads nothing of the world model after the run: no refit at the last update.
   const state = await trainWmrl({ config: { ...DEFAULT_WMRL, ...x.loop(v.prompts), corrector: v.corrector, horizon: target.maxSteps, refitAtEnd: false }, policy: p.policy, pg, model: p.model, simData: p.simData, target, prompts, evaluate, warn: () => {} });
   await pg.release();
-  return { rows: state.rows, groups: v.prompts, corrected: v.corrector !== false };
+  return { rows: state.rows, groups: v.prompts, corrected: v.corrector !== false, ...(calibration ? { calibration } : {}) };
 }

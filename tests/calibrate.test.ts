@@ -1,0 +1,63 @@
+// Calibration (wmrl/calibrate.ts): the identified sim profile, and `wmrl train --calibrate` end to end — the robot
+// episodes it spends are charged, what it identified is kept in the run folder, and the trainer starts from the better
+// of the clone before and after it.
+import { spawnSync } from 'node:child_process';
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import { CONTEXT_NAMES, CONTEXT_PARAMS, NOMINAL } from '../sim/profiles.js';
+import { identifiedProfile } from '../wmrl/calibrate.js';
+import { EnsembleModel } from '../worldmodel/index.js';
+
+const dir = mkdtempSync(join(tmpdir(), 'wmrl-calibrate-'));
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
+const wmrl = (...args: string[]) => spawnSync(process.execPath, ['--import', 'tsx', 'bin/wmrl.ts', ...args], { encoding: 'utf8', timeout: 240_000 });
+
+describe('calibration', () => {
+  it('makes the sim profile of what was identified: the delay, and each context entry as its scale', () => {
+    const model = new EnsembleModel({ dObs: 3, dAct: 1, members: 2, hidden: [4], contextNames: [...CONTEXT_NAMES], seed: 0 });
+    const logs = [Math.log(1.8), Math.log(0.5), Math.log(0.4), Math.log(0.7)];
+    model.setContext(logs);
+    const { profile, scales } = identifiedProfile(3, model);
+    expect(profile.action_latency_steps).toBe(3);
+    CONTEXT_PARAMS.forEach((k, i) => {
+      expect(profile[k]).toBeCloseTo(Math.exp(logs[i]!), 5);
+      expect(scales[k]).toBeCloseTo(Math.exp(logs[i]!), 5);
+    });
+    // What the context does not hold stays the sim's.
+    expect(profile.obs_noise_std).toBe(NOMINAL.obs_noise_std);
+    // A model without a context: the delay alone.
+    const plain = new EnsembleModel({ dObs: 3, dAct: 1, members: 2, hidden: [4], seed: 0 });
+    expect(identifiedProfile(1, plain)).toMatchObject({ profile: { action_latency_steps: 1, mass_scale: 1 }, scales: {} });
+    const other = new EnsembleModel({ dObs: 3, dAct: 1, members: 2, hidden: [4], contextNames: ['log gain'], seed: 0 });
+    expect(() => identifiedProfile(0, other)).toThrow(/context \(log gain\) is not the sim profiles'/);
+  });
+
+  it('wmrl train --calibrate: robot episodes charged, the identification kept in the run, the trainer starting from the better clone', () => {
+    const out = join(dir, 'cal');
+    const r = wmrl('train', '--quick', '--algo', 'standard', '--robot', 'sim:reach:gap', '--command-history', '4', '--calibrate', '3', '--updates', '1', '--prompts', '1', '--group', '2', '--eval-episodes', '6', '--out', out, '--json');
+    expect(r.status, r.stderr).toBe(0);
+    type Cal = { delay: number; scales: Record<string, number>; robotEpisodes: number; before: number; after: number; kept: boolean };
+    const doc = JSON.parse(r.stdout) as { config: { calibrate: number }; calibration: Cal; start: { success: number }; updates: Array<{ robotSeconds: number; robotEpisodes: number }> };
+    expect(doc.config.calibrate).toBe(3);
+    const c = doc.calibration;
+    expect(c.robotEpisodes).toBe(3);
+    expect(Number.isInteger(c.delay) && c.delay >= 0 && c.delay <= 5).toBe(true);
+    expect(Object.keys(c.scales).sort()).toEqual([...CONTEXT_PARAMS].sort());
+    for (const v of Object.values(c.scales)) expect(v).toBeGreaterThan(0);
+    // Put back where it evaluated worse: the trainer's start (the same held-out states) is the better of the two.
+    expect(c.kept).toBe(c.after >= c.before);
+    expect(doc.start.success).toBe(Math.max(c.before, c.after));
+    expect(JSON.parse(readFileSync(join(out, 'calibration.json'), 'utf8'))).toEqual(c);
+    // Its robot episodes are on the robot clock: 3 resets of 5 s, and the group's 2 episodes with theirs, at least.
+    expect(doc.updates[0]!.robotSeconds).toBeGreaterThanOrEqual(5 * 5);
+    expect(r.stderr).toMatch(/calibrated · delay \d/);
+    // A resume calibrates nothing again and reports the run's calibration.
+    const again = wmrl('train', '--resume', '--updates', '2', '--out', out);
+    expect(again.status, again.stderr).toBe(0);
+    expect(again.stderr).not.toMatch(/calibration: robot episodes/);
+    expect(again.stdout).toMatch(new RegExp(`calibrated on 3 robot episodes: delay ${c.delay} steps`));
+    expect(existsSync(join(out, 'policy.onnx'))).toBe(true);
+  });
+});

@@ -1,0 +1,127 @@
+// Calibration, the step between pretraining and post-training: a few robot episodes of the clone identify the robot
+// through the pretrained world model (its actuation delay, and for a context-conditioned model its mass, friction,
+// damping and actuator gain: worldmodel/context.ts identifySystem), and the clone then learns the task again from
+// the task's robust demonstrator in the sim set to what was identified, with DAgger there (policies/dagger.ts).
+// System identification then sim-to-real: the robot pays for the identification's episodes, the sim for the rest.
+// A policy reading the robot's last commands (sim/env.ts commandHistory) can follow the identified latency; one
+// without them clones the identified sim all the same.
+import { Rng } from '../nn/index.js';
+import { cloneWithDagger } from '../policies/dagger.js';
+import type { GaussianPolicy } from '../policies/gaussian.js';
+import { makeEnv } from '../sim/index.js';
+import { CONTEXT_NAMES, CONTEXT_PARAMS, NOMINAL, type HardwareProfile } from '../sim/profiles.js';
+import { identifySystem } from '../worldmodel/context.js';
+import type { EnsembleModel } from '../worldmodel/index.js';
+import type { DelayEpisode } from '../worldmodel/delay.js';
+import { actedEpisode, groupEpisodes, type PromptSource, type RobotTarget } from './embodied.js';
+
+export interface CalibrateConfig {
+  /** Robot episodes of the clone (its sampled actions, from the first prompts) the identification reads. */
+  episodes: number;
+  /** The largest actuation delay, in control steps, the identification considers. */
+  maxDelay: number;
+  /** Demonstration episodes in the identified sim, the DAgger rounds' included. */
+  demos: number;
+  daggerRounds: number;
+  daggerEpisodes: number;
+  /** Behaviour-cloning epochs of the first fit (a DAgger round's: half). */
+  epochs: number;
+  /** The first prompt the robot episodes start from. */
+  promptSeed0: number;
+  seed: number;
+}
+
+export const DEFAULT_CALIBRATE: Omit<CalibrateConfig, 'promptSeed0' | 'seed'> = { episodes: 16, maxDelay: 5, demos: 600, daggerRounds: 3, daggerEpisodes: 100, epochs: 60 };
+/** A smoke run's cloning sizes. */
+export const QUICK_CALIBRATE = { demos: 12, daggerRounds: 1, daggerEpisodes: 4, epochs: 5 };
+
+/** A run's calibration config: `episodes` robot episodes from the prompts after a trainer's first 10,000, the cloning sizes of a full run or a smoke run. */
+export const calibrationConfig = (o: { episodes: number; quick: boolean; seed: number; promptSeed0?: number }): CalibrateConfig =>
+  ({ ...DEFAULT_CALIBRATE, ...(o.quick ? QUICK_CALIBRATE : {}), episodes: o.episodes, promptSeed0: o.promptSeed0 ?? 1_010_000, seed: o.seed });
+
+export interface Calibration {
+  /** What the robot's episodes said: its actuation delay (control steps) and its context scales (1: the sim's). */
+  delay: number;
+  scales: Partial<Record<(typeof CONTEXT_PARAMS)[number], number>>;
+  /** The sim profile the clone learned again on. */
+  profile: HardwareProfile;
+  /** Robot episodes spent (recorded in the target's store, charged to its clock). */
+  robotEpisodes: number;
+  /** The demonstrator's success on the identified sim's first demonstrations, and the clone's final loss. */
+  demoSuccess: number;
+  cloneLoss: number;
+}
+
+/** A run's calibration and what it did to the clone's measured success; `kept`: false where the clone measured better before and was put back. */
+export type CalibrationReport = Omit<Calibration, 'profile'> & { before: number | null; after: number | null; kept: boolean };
+
+/** The sim as identified: the nominal profile with the delay and, for a context-conditioned model, its context's scales. */
+export function identifiedProfile(delay: number, model: EnsembleModel): { profile: HardwareProfile; scales: Calibration['scales'] } {
+  const scales: Calibration['scales'] = {};
+  if (model.contextDim > 0) {
+    const names = model.config.contextNames ?? [];
+    if (names.length !== CONTEXT_NAMES.length || names.some((n, i) => n !== CONTEXT_NAMES[i])) throw new Error(`calibrate: the world model's context (${names.join(', ')}) is not the sim profiles' (${CONTEXT_NAMES.join(', ')})`);
+    CONTEXT_PARAMS.forEach((k, i) => (scales[k] = Math.exp(model.context[i]!)));
+  }
+  return { profile: { ...NOMINAL, ...scales, name: 'identified', description: 'the sim as the robot\'s episodes identified it', action_latency_steps: delay }, scales };
+}
+
+/** What calibration works on: the task, the robot's command history (its observation's last commands), the pretrained clone and world model, the robot, the prompts. */
+export interface CalibrateRun {
+  task: string;
+  commandHistory: number;
+  policy: GaussianPolicy;
+  model: EnsembleModel;
+  target: RobotTarget;
+  prompts: PromptSource;
+}
+
+/**
+ * Identifies the robot from `episodes` episodes of the policy on the target (prompts promptSeed0 on), sets the
+ * model's context to what was identified, and clones the policy again, in place, on the identified sim of the task.
+ */
+export async function calibrate(run: CalibrateRun, c: CalibrateConfig, onProgress?: (what: string, done: number, total: number) => void): Promise<Calibration> {
+  const { task, policy, model, target, prompts } = run;
+  if (!(Number.isInteger(c.episodes) && c.episodes >= 1)) throw new Error(`calibrate: episodes must be a positive whole number, got ${c.episodes}`);
+  if (c.demos <= c.daggerRounds * c.daggerEpisodes) throw new Error(`calibrate: ${c.demos} demonstrations leave none before ${c.daggerRounds} DAgger rounds of ${c.daggerEpisodes} episodes`);
+  const rng = new Rng(c.seed + 4_242);
+  const { actLow, actHigh } = policy.config;
+  const acted: DelayEpisode[] = [];
+  for (let i = 0; i < c.episodes; i++) {
+    const prompt = prompts.get(c.promptSeed0 + i);
+    await groupEpisodes(target, policy, prompt.seed, 1, rng, 'calibrate', { ended: (ep) => { if (ep.steps > 0) acted.push(actedEpisode(ep, actLow, actHigh)); } });
+    onProgress?.('calibration: robot episodes', i + 1, c.episodes);
+  }
+  if (acted.length === 0) throw new Error(`calibrate: none of the ${c.episodes} robot episodes took a step; nothing to identify the robot from`);
+  const { delay } = await identifySystem(model, acted, { maxDelay: c.maxDelay, context: true, seed: c.seed });
+  const { profile, scales } = identifiedProfile(delay, model);
+  const env = await makeEnv({ task, profile, commandHistory: run.commandHistory });
+  if (env.observationSpace.state.shape[0] !== policy.obsDim) {
+    env.dispose();
+    throw new Error(`calibrate: the policy reads ${policy.obsDim} observation entries, the ${task} sim with ${run.commandHistory} commands of history reports ${env.observationSpace.state.shape[0]}`);
+  }
+  try {
+    // Demonstration start states from block 7 of the train split's seeds (below a run's prompts, apart from pretraining's).
+    const seeds = Array.from({ length: c.demos }, (_, i) => 700_000 + ((c.seed * 1_000 + i) % 100_000));
+    const cloned = await cloneWithDagger(() => policy, env, delay, seeds, c.daggerRounds, c.daggerEpisodes, c.epochs, (round) => onProgress?.('calibration: cloning', round + 1, c.daggerRounds + 1));
+    return { delay, scales, profile, robotEpisodes: c.episodes, demoSuccess: cloned.demoSuccess, cloneLoss: cloned.loss };
+  } finally {
+    env.dispose();
+  }
+}
+
+/**
+ * `calibrate`, measured: with `evaluate`, the clone is measured before and after, and put back where it measured better
+ * before — calibration must not hand the trainer a worse start.
+ */
+export async function calibrateMeasured(run: CalibrateRun, c: CalibrateConfig, evaluate?: (p: GaussianPolicy) => Promise<{ success: number }>, onProgress?: (what: string, done: number, total: number) => void): Promise<CalibrationReport> {
+  const { policy } = run;
+  const names = policy.paramNames();
+  const saved = names.map((n) => Float32Array.from(policy.store.get(n).data));
+  const before = evaluate ? (await evaluate(policy)).success : null;
+  const { profile: _profile, ...cal } = await calibrate(run, c, onProgress);
+  const after = evaluate ? (await evaluate(policy)).success : null;
+  const kept = before === null || after === null || after >= before;
+  if (!kept) names.forEach((n, i) => policy.store.set(n, saved[i]!));
+  return { ...cal, before, after, kept };
+}
