@@ -257,7 +257,8 @@ export function analyse(p: Plan, task: string, cells: ReadonlyMap<string, Embodi
   // The level per seed: standard GRPO's final success, where it improved on the start; without that there is no level.
   const level = success('standard');
   const hasLevel = seeds.map((s, i) => level[i]! > start(s).success);
-  const curve = (s: number, v: VariantName): Array<[number, number]> => [[0, start(s).success], ...cell(s, v).points];
+  // The start, then where the trainer started (a calibrating variant: the calibrated clone, after its robot hours), then every evaluation.
+  const curve = (s: number, v: VariantName): Array<[number, number]> => [[0, start(s).success], [cell(s, v).startHours, cell(s, v).startSuccess], ...cell(s, v).points];
   const hoursTo = (v: VariantName) => seeds.map((s, i) => (hasLevel[i] ? firstReach(curve(s, v), level[i]!) : Number.POSITIVE_INFINITY));
   const speed = Object.fromEntries(trained(p).filter((v) => v !== 'standard').map((v) => [v, speedups(seeds, hoursTo('standard'), hoursTo(v))])) as Record<VariantName, SpeedupSummary>;
   const noLevel = seeds.filter((_, i) => !hasLevel[i]);

@@ -92,6 +92,8 @@ export interface VariantCell {
   measure: { episodes: number; start: number; success: number[]; robotHours: number };
   /** The split's success of the policy the trainer started from (after a calibration, the calibrated clone, or the clone put back). */
   startSuccess: number;
+  /** The robot hours when the trainer's start was measured: any calibration and that measurement included. */
+  startHours: number;
   /** What the variant's calibration identified, and the clone's measured success before and after it; null without one. */
   calibration: CalibrationReport | null;
   /** Robot time and episodes of the whole run, the trainer's measurement and any calibration included. */
@@ -244,11 +246,13 @@ export class SeedSetup {
         const measure = robotEvaluation(target, o.measureEpisodes, MEASURE_BLOCK * START_BLOCK);
         const seen: EvaluationSeen[] = [];
         let measureSeconds = 0;
+        let startHours = NaN;
         // The trainer gets its measurement alone; the split's evaluation runs beside it, in the sim, off the robot clock.
         const evaluate = async (policy: Policy): Promise<Evaluation> => {
           const before = target.clock.robotSeconds;
           const measured = await measure(policy);
           measureSeconds += target.clock.robotSeconds - before;
+          if (seen.length === 0) startHours = target.clock.robotSeconds / 3600;
           seen.push({ measured: measured.success, split: await this.evaluate(policy), params: copyOf(policy.paramNames().map((n) => policy.store.get(n))) });
           return measured;
         };
@@ -270,6 +274,7 @@ export class SeedSetup {
           ...splitView(what, rows, seen, returned),
           measure: { episodes: o.measureEpisodes, start: seen[0]!.measured, success: seen.slice(1).map((x) => x.measured), robotHours: measureSeconds / 3600 },
           startSuccess: seen[0]!.split.success,
+          startHours,
           calibration,
           robotHours: end.robotSeconds / 3600,
           robotEpisodes: end.robotEpisodes,
