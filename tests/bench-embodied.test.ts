@@ -211,6 +211,10 @@ describe('bench embodied: report', () => {
     expect(r.result.success_best_baseline).toBeCloseTo(0.35, 6);
     expect(String(r.result.best_baseline)).toMatch(/^(ppo|rlpd|bc_more)_/);
     expect(r.result.final_success_standard_cal).toBeCloseTo(0.5, 6);
+    // Its level (0.35) reached after 5 h; full WMRL's calibrated clone is there where its trainer starts, at 0.04 h, on every seed.
+    expect(r.result.robot_time_speedup_best).toBeCloseTo(5 / 0.04, 6);
+    expect(r.result.robot_time_speedup_best_never).toBe(0);
+    expect(r.summary).toMatch(/The best robot-only baseline \(the highest mean success among the trainers that use no world model\): (PPO|RLPD|BC)/);
     expect(r.result.calibrated_success).toBeCloseTo(0.35, 6);
     expect(r.result.robot_hours_wmrl).toBeCloseTo(0.25, 6);
     expect(r.summary).toContain('per seed: delay 3 / 3 / 3 / 3 / 3 steps, mass ×1.8 / 1.8 / 1.8 / 1.8 / 1.8');
