@@ -11,6 +11,7 @@ import { correctorConfig, type CorrectorConfig } from '../../wmrl/corrector.js';
 import { DEFAULT_WMRL } from '../../wmrl/train_wmrl.js';
 import * as bc from './embodied/bc.js';
 import * as grpo from './embodied/grpo.js';
+import * as grpoCal from './embodied/grpo-cal.js';
 import * as ppo from './embodied/ppo.js';
 import * as rlpd from './embodied/rlpd.js';
 import { SeedSetup, START_BLOCK, sharedOptions, type VariantCell } from './embodied/setup.js';
@@ -26,6 +27,7 @@ export const ANCHORS_PER_UPDATE = 0.5;
 /** The module each family of variants trains through: its import closure and the variant's options are the variant's computation key. */
 const FAMILY_MODULES = {
   grpo: new URL('./embodied/grpo.ts', import.meta.url).href,
+  grpo_cal: new URL('./embodied/grpo-cal.ts', import.meta.url).href,
   wmrl: new URL('./embodied/wmrl.ts', import.meta.url).href,
   ppo: new URL('./embodied/ppo.ts', import.meta.url).href,
   rlpd: new URL('./embodied/rlpd.ts', import.meta.url).href,
@@ -38,6 +40,7 @@ export const SETUP_MODULE = new URL('./embodied/setup.ts', import.meta.url).href
 /** A variant: its label, its groups per update, and its family's trainer with the options that make it this variant. */
 export type Variant = { label: string; prompts: number } & (
   | { family: 'grpo'; options: grpo.GrpoOptions }
+  | { family: 'grpo_cal'; options: grpoCal.GrpoCalOptions }
   | { family: 'wmrl'; options: wmrl.WmrlOptions }
   | { family: 'ppo'; options: ppo.PpoOptions }
   | { family: 'rlpd'; options: rlpd.RlpdOptions }
@@ -101,11 +104,11 @@ export function variants(B: number, scale: 'full' | 'quick' = 'full'): Record<st
   const base = correctorConfig({ anchors: { fraction: ANCHORS_PER_UPDATE / imagined, floor: 0 } }, DEFAULT_WMRL.corrector as CorrectorConfig);
   // WMRL's arms with a robot calibrate first (the product's recipe); the pure world model has no robot to calibrate on.
   const calibrate = { episodes: CALIBRATE_EPISODES, quick: scale === 'quick' };
-  const g = (label: string, prompts: number, cal = false): Variant => ({ label, prompts, family: 'grpo', options: { prompts, ...(cal ? { calibrate } : {}) } });
+  const g = (label: string, prompts: number): Variant => ({ label, prompts, family: 'grpo', options: { prompts } });
   const w = (label: string, corrector: CorrectorConfig | false): Variant => ({ label, prompts: imagined, family: 'wmrl', options: { prompts: imagined, corrector, ...(corrector ? { calibrate } : {}) } });
   return {
     standard: g('standard GRPO on the robot', B),
-    standard_cal: g('standard GRPO on the robot, from the calibrated clone', B, true),
+    standard_cal: { label: 'standard GRPO on the robot, from the calibrated clone', prompts: B, family: 'grpo_cal', options: { prompts: B, calibrate } },
     anchors_only: g('standard GRPO, 1 group per update (the anchors alone)', 1),
     pure_wm: w('pure world model', false),
     debias: w('+ debias', correctorConfig({ denoise: false }, base)),
@@ -149,6 +152,7 @@ export function trainVariant(setup: SeedSetup, name: string, B: number, scale: '
   if (!v) throw new Error(`bench embodied: no variant '${name}' (${Object.keys(variants(B, scale)).join(', ')})`);
   switch (v.family) {
     case 'grpo': return setup.train(name, (x) => grpo.train(x, v.options));
+    case 'grpo_cal': return setup.train(name, (x) => grpoCal.train(x, v.options));
     case 'wmrl': return setup.train(name, (x) => wmrl.train(x, v.options));
     case 'ppo': return setup.train(name, (x) => ppo.train(x, v.options));
     case 'rlpd': return setup.train(name, (x) => rlpd.train(x, v.options));

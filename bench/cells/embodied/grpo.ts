@@ -2,7 +2,6 @@
 // the robot, scored by its recorded return. This module and what it imports are the variant's own code in its
 // computation key.
 import { ClippedPolicyGradient } from '../../../policies/pg.js';
-import { calibrateMeasured, calibrationConfig } from '../../../wmrl/calibrate.js';
 import { POST_TRAIN_PG } from '../../../wmrl/sim-setup.js';
 import { trainStandard } from '../../../wmrl/train_standard.js';
 import type { TrainerInputs, TrainerOutcome } from './setup.js';
@@ -10,15 +9,12 @@ import type { TrainerInputs, TrainerOutcome } from './setup.js';
 export interface GrpoOptions {
   /** Groups per update, all on the robot. */
   prompts: number;
-  /** Calibrate the clone first (wmrl/calibrate.ts, through the pretrained world model) from this many robot episodes, at a full or a smoke run's sizes; absent: none. */
-  calibrate?: { episodes: number; quick: boolean };
 }
 
 export async function train(x: TrainerInputs, v: GrpoOptions): Promise<TrainerOutcome> {
   const { pre: p, target, prompts, evaluate } = x;
-  const calibration = v.calibrate ? await calibrateMeasured({ task: x.task, commandHistory: x.o.commandHistory, policy: p.policy, model: p.model, target, prompts }, calibrationConfig({ ...v.calibrate, seed: x.seed }), x.measure) : undefined;
   const pg = await ClippedPolicyGradient.create(p.policy, POST_TRAIN_PG);
   const state = await trainStandard({ config: x.loop(v.prompts), policy: p.policy, pg, target, prompts, evaluate });
   await pg.release();
-  return { rows: state.rows, groups: v.prompts, corrected: false, ...(calibration ? { calibration } : {}) };
+  return { rows: state.rows, groups: v.prompts, corrected: false };
 }
