@@ -18,7 +18,7 @@ import { checkProposal, execute, type Proposal, type ResearchTask } from '../aut
 import { trainStandard, type ResearchStepLog } from '../autoresearch/train_standard.js';
 import { trainWmrl } from '../autoresearch/train_wmrl.js';
 import type { CorrectorOverrides } from '../wmrl/corrector.js';
-import { RESEARCH_SIZES, RESEARCH_TASK_NAMES, ResearchOptions } from './options.js';
+import { RESEARCH_SIZES, RESEARCH_TASK_NAMES, ResearchOptions } from './research-options.js';
 
 export { RESEARCH_SIZES, ResearchOptions };
 

@@ -25,7 +25,7 @@ import type { RunHooks, RunRow } from '../wmrl/run-state.js';
 import { DEFAULT_PRETRAIN, SimPrompts, pretrainWorldModel, simRobotTarget } from '../wmrl/sim-setup.js';
 import { trainStandard } from '../wmrl/train_standard.js';
 import { DEFAULT_WMRL, trainWmrl } from '../wmrl/train_wmrl.js';
-import { VLA_TASKS, VlaRecipeInput } from './options.js';
+import { VLA_TASKS, VlaRecipeInput } from './vla-options.js';
 
 export { VLA_TASKS };
 export type VlaTask = (typeof VLA_TASKS)[number];
