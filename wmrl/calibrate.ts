@@ -1,6 +1,6 @@
 // Calibration, the step between pretraining and post-training: a few robot episodes of the clone identify the robot
 // through the pretrained world model (its actuation delay, and for a context-conditioned model its mass, friction,
-// damping and actuator gain: worldmodel/context.ts identifySystem), and the clone then learns the task again from
+// damping and actuator gain: identifyRobot below), and the clone then learns the task again from
 // the task's robust demonstrator in the sim set to what was identified, with DAgger there (policies/dagger.ts).
 // System identification then sim-to-real: the robot pays for the identification's episodes, the sim for the rest.
 // A policy reading the robot's last commands (sim/env.ts commandHistory) can follow the identified latency; one
@@ -10,7 +10,8 @@ import { cloneWithDagger } from '../policies/dagger.js';
 import type { GaussianPolicy } from '../policies/gaussian.js';
 import { makeEnv } from '../sim/index.js';
 import { CONTEXT_NAMES, CONTEXT_PARAMS, NOMINAL, type HardwareProfile } from '../sim/profiles.js';
-import { identifySystem } from '../worldmodel/context.js';
+import { identifyContext } from '../worldmodel/context.js';
+import { identifyDelay } from '../worldmodel/delay.js';
 import type { EnsembleModel } from '../worldmodel/index.js';
 import type { DelayEpisode } from '../worldmodel/delay.js';
 import { actedEpisode, groupEpisodes, type PromptSource, type RobotTarget } from './embodied.js';
@@ -55,6 +56,26 @@ export interface Calibration {
 /** A run's calibration and what it did to the clone's measured success; `kept`: false where the clone measured better before and was put back. */
 export type CalibrationReport = Omit<Calibration, 'profile'> & { before: number | null; after: number | null; kept: boolean };
 
+/**
+ * The robot's delay and context together, for a context-conditioned model: for each delay 0 … maxDelay the context
+ * under it (identifyContext: the open-loop error of 10-step predictions), and the pair whose error is lowest; the
+ * model's context is left at it. Searched jointly because a wrong delay is partly explained away by a context (a weak
+ * actuator looks like a late one), and a one-step likelihood can favour the wrong delay where contact makes some
+ * entries hard to predict. A model without a context: the delay of the best one-step likelihood (identifyDelay).
+ */
+export async function identifyRobot(model: EnsembleModel, episodes: readonly DelayEpisode[], maxDelay: number, seed: number): Promise<{ delay: number; loss: number[] }> {
+  if (model.contextDim === 0) {
+    const d = await identifyDelay(model, episodes, maxDelay);
+    return { delay: d.delay, loss: d.nll };
+  }
+  const found: Array<{ context: Float32Array; loss: number }> = [];
+  for (let d = 0; d <= maxDelay; d++) found.push(await identifyContext(model, episodes, { delay: d, seed }));
+  const loss = found.map((f) => f.loss);
+  const delay = loss.indexOf(Math.min(...loss));
+  model.setContext(found[delay]!.context);
+  return { delay, loss };
+}
+
 /** The sim as identified: the nominal profile with the delay and, for a context-conditioned model, its context's scales. */
 export function identifiedProfile(delay: number, model: EnsembleModel): { profile: HardwareProfile; scales: Calibration['scales'] } {
   const scales: Calibration['scales'] = {};
@@ -93,7 +114,7 @@ export async function calibrate(run: CalibrateRun, c: CalibrateConfig, onProgres
     onProgress?.('calibration: robot episodes', i + 1, c.episodes);
   }
   if (acted.length === 0) throw new Error(`calibrate: none of the ${c.episodes} robot episodes took a step; nothing to identify the robot from`);
-  const { delay } = await identifySystem(model, acted, { maxDelay: c.maxDelay, context: true, seed: c.seed });
+  const { delay } = await identifyRobot(model, acted, c.maxDelay, c.seed);
   const { profile, scales } = identifiedProfile(delay, model);
   const env = await makeEnv({ task, profile, commandHistory: run.commandHistory });
   if (env.observationSpace.state.shape[0] !== policy.obsDim) {
