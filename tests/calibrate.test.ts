@@ -34,6 +34,18 @@ describe('calibration', () => {
     expect(() => identifiedProfile(0, other)).toThrow(/context \(log gain\) is not the sim profiles'/);
   });
 
+  it('refuses before any robot episode a policy that does not read the robot, or a task without a robust demonstrator', async () => {
+    const { calibrate, calibrationConfig } = await import('../wmrl/calibrate.js');
+    const { GaussianPolicy } = await import('../policies/gaussian.js');
+    let episodes = 0;
+    const target = { get robot(): never { episodes++; throw new Error('no robot episode should run'); } } as unknown as Parameters<typeof calibrate>[0]['target'];
+    const model = new EnsembleModel({ dObs: 3, dAct: 1, members: 2, hidden: [4], seed: 0 });
+    const run = (commandHistory: number, obsDim: number) => ({ task: 'reach', commandHistory, policy: new GaussianPolicy({ obsDim, actDim: 2, hidden: [4] }), model, target, prompts: { get: () => { throw new Error('no prompt should be read'); } } });
+    await expect(calibrate(run(4, 5), calibrationConfig({ episodes: 2, quick: true, seed: 0 }))).rejects.toThrow(/the policy reads 5 observation entries, the reach sim with 4 commands of history reports \d+/);
+    await expect(calibrate({ ...run(0, 5), task: 'pick' }, calibrationConfig({ episodes: 2, quick: true, seed: 0 }))).rejects.toThrow(/pick: the task has no robust demonstrator/);
+    expect(episodes).toBe(0);
+  });
+
   it('wmrl train --calibrate: robot episodes charged, the identification kept in the run, the trainer starting from the better clone', () => {
     const out = join(dir, 'cal');
     const r = wmrl('train', '--quick', '--algo', 'standard', '--robot', 'sim:reach:gap', '--command-history', '4', '--calibrate', '3', '--updates', '1', '--prompts', '1', '--group', '2', '--eval-episodes', '6', '--out', out, '--json');

@@ -105,6 +105,14 @@ export async function calibrate(run: CalibrateRun, c: CalibrateConfig, onProgres
   const { task, policy, model, target, prompts } = run;
   if (!(Number.isInteger(c.episodes) && c.episodes >= 1)) throw new Error(`calibrate: episodes must be a positive whole number, got ${c.episodes}`);
   if (c.demos <= c.daggerRounds * c.daggerEpisodes) throw new Error(`calibrate: ${c.demos} demonstrations leave none before ${c.daggerRounds} DAgger rounds of ${c.daggerEpisodes} episodes`);
+  // What would fail after the robot's episodes fails before them: the task's demonstrator, the policy's observation.
+  const probe = await makeEnv({ task, profile: 'nominal', commandHistory: run.commandHistory });
+  try {
+    probe.demonstrator({ latencySteps: 0 });
+    if (probe.observationSpace.state.shape[0] !== policy.obsDim) throw new Error(`calibrate: the policy reads ${policy.obsDim} observation entries, the ${task} sim with ${run.commandHistory} commands of history reports ${probe.observationSpace.state.shape[0]}`);
+  } finally {
+    probe.dispose();
+  }
   const rng = new Rng(c.seed + 4_242);
   const { actLow, actHigh } = policy.config;
   const acted: DelayEpisode[] = [];
@@ -117,10 +125,6 @@ export async function calibrate(run: CalibrateRun, c: CalibrateConfig, onProgres
   const { delay } = await identifyRobot(model, acted, c.maxDelay, c.seed);
   const { profile, scales } = identifiedProfile(delay, model);
   const env = await makeEnv({ task, profile, commandHistory: run.commandHistory });
-  if (env.observationSpace.state.shape[0] !== policy.obsDim) {
-    env.dispose();
-    throw new Error(`calibrate: the policy reads ${policy.obsDim} observation entries, the ${task} sim with ${run.commandHistory} commands of history reports ${env.observationSpace.state.shape[0]}`);
-  }
   try {
     // Demonstration start states from block 7 of the train split's seeds (below a run's prompts, apart from pretraining's).
     const seeds = Array.from({ length: c.demos }, (_, i) => 700_000 + ((c.seed * 1_000 + i) % 100_000));
