@@ -13,9 +13,10 @@ import type { Policy } from './types.js';
  * so its latency prediction follows the robot), bounded to the action range the policy's mean lives in, with the
  * camera image and instruction it was taken on (an env made without a camera records none: for a policy over the
  * state alone). `make` builds the policy from the first demonstrations' observation normalization. Also counts how
- * many round-0 demonstrations succeeded.
+ * many round-0 demonstrations succeeded. With `score` (higher is better), every round's clone is scored and the best
+ * round's weights are the ones returned (ties go to the earlier round): a DAgger round can make a clone worse.
  */
-export async function cloneWithDagger<P extends Policy>(make: (obsMean: number[], obsStd: number[]) => P, env: Env, latencySteps: number, seeds: readonly number[], rounds: number, episodesPerRound: number, epochs: number, onRound: (round: number) => void): Promise<{ policy: P; loss: number; steps: number; demoSuccess: number }> {
+export async function cloneWithDagger<P extends Policy>(make: (obsMean: number[], obsStd: number[]) => P, env: Env, latencySteps: number, seeds: readonly number[], rounds: number, episodesPerRound: number, epochs: number, onRound: (round: number) => void, score?: (policy: P) => Promise<number>): Promise<{ policy: P; loss: number; steps: number; demoSuccess: number; scores: number[]; chosen: number }> {
   if (seeds.length <= rounds * episodesPerRound) throw new Error(`cloneWithDagger: ${seeds.length} seeds leave no demonstrations before ${rounds} DAgger rounds of ${episodesPerRound} episodes`);
   const rng = new Rng(17);
   const bound = (v: number) => Math.max(-1, Math.min(1, v));
@@ -23,7 +24,8 @@ export async function cloneWithDagger<P extends Policy>(make: (obsMean: number[]
   const D = env.observationSpace.state.shape[0], zeros = new Float32Array(env.actionSpace.shape[0]);
   const camera = env.observationSpace.image !== undefined;
   let vla: P | null = null;
-  let loss = NaN, next = 0, demoOk = 0, demoN = 0;
+  let loss = NaN, next = 0, demoOk = 0, demoN = 0, chosen = rounds, best: Float32Array[] | null = null;
+  const scores: number[] = [];
   for (let round = 0; round <= rounds; round++) {
     for (let ep = 0; ep < (round === 0 ? seeds.length - rounds * episodesPerRound : episodesPerRound); ep++) {
       let ob = env.reset(seeds[next++]!);
@@ -57,8 +59,17 @@ export async function cloneWithDagger<P extends Policy>(make: (obsMean: number[]
     }
     const px = camera ? images[0]!.length : 0, all = camera ? new Uint8Array(images.length * px) : undefined;
     images.forEach((im, i) => all!.set(im, i * px));
-    loss = await behaviourClone(vla, { obs: Float32Array.from(obs), action: Float32Array.from(action), ...(all ? { images: all } : {}), instructions }, { epochs: round === 0 ? epochs : Math.ceil(epochs / 2), batchSize: 128, seed: round });
+    const roundLoss = await behaviourClone(vla, { obs: Float32Array.from(obs), action: Float32Array.from(action), ...(all ? { images: all } : {}), instructions }, { epochs: round === 0 ? epochs : Math.ceil(epochs / 2), batchSize: 128, seed: round });
+    if (score) {
+      scores.push(await score(vla));
+      if (round === 0 || scores[round]! > scores[chosen]!) {
+        chosen = round;
+        loss = roundLoss;
+        best = vla.paramNames().map((n) => Float32Array.from(vla!.store.get(n).data));
+      }
+    } else loss = roundLoss;
     onRound(round);
   }
-  return { policy: vla!, loss, steps: instructions.length, demoSuccess: demoOk / demoN };
+  if (best && chosen < rounds) vla!.paramNames().forEach((n, i) => vla!.store.set(n, best![i]!));
+  return { policy: vla!, loss, steps: instructions.length, demoSuccess: demoOk / demoN, scores, chosen };
 }

@@ -49,7 +49,7 @@ function cells(p: Plan, neverSeed: number, flatSeed: number, task = p.tasks[0]!)
     m.set(cellKey(task, s, 'anchors_only'), vcell(0.3, 0.12));
     m.set(cellKey(task, s, 'pure_wm'), vcell(0.1, 0));
     // The calibrating arms: identified delay 3 on every seed, the calibrated clone at 0.35 on the split; put back on the last seed.
-    const cal = { delay: 3, scales: { mass_scale: 1.8, friction_scale: 0.6, damping_scale: 0.4, actuator_gain_scale: 0.7 }, robotEpisodes: 16, demoSuccess: 1, cloneLoss: 0.02, before: 0.1, after: i === 4 ? 0 : 0.9, kept: i !== 4 };
+    const cal = { delay: 3, scales: { mass_scale: 1.8, friction_scale: 0.6, damping_scale: 0.4, actuator_gain_scale: 0.7 }, robotEpisodes: 16, demoSuccess: 1, cloneLoss: 0.02, roundSuccess: [0.9, 0.95], round: 1, before: 0.1, after: i === 4 ? 0 : 0.9, kept: i !== 4 };
     const calibrated = { calibration: cal, startSuccess: 0.35, startHours: 0.04 };
     m.set(cellKey(task, s, 'standard_cal'), vcell(0.5, 1, calibrated));
     const fullLike = (final: number) => vcell(s === neverSeed ? 0.3 : final, 0.05, { ...corrected(false, i === 0 ? null : 12), ...calibrated });
@@ -217,7 +217,7 @@ describe('bench embodied: report', () => {
     expect(r.summary).toMatch(/The best robot-only baseline \(the highest mean success among the trainers that use no world model\): (PPO|RLPD|BC)/);
     expect(r.result.calibrated_success).toBeCloseTo(0.35, 6);
     expect(r.result.robot_hours_wmrl).toBeCloseTo(0.25, 6);
-    expect(r.summary).toContain('per seed: delay 3 / 3 / 3 / 3 / 3 steps, mass ×1.8 / 1.8 / 1.8 / 1.8 / 1.8');
+    expect(r.summary).toContain("per seed: delay 3 / 3 / 3 / 3 / 3 steps, the round kept 1 / 1 / 1 / 1 / 1 (0: the demonstrations alone, then DAgger's), mass ×1.8 / 1.8 / 1.8 / 1.8 / 1.8");
     expect(r.summary).toContain(`put back (measured worse after) on seed ${p.seeds[4]}`);
     expect(r.summary).toMatch(/The calibrated clone on the split's states, before any update: 0\.35 \(mean over seeds; the uncalibrated start 0\.1\)/);
     // A calibrated clone already at the level reaches it where the trainer starts, after the calibration's robot hours.

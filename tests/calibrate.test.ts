@@ -34,6 +34,29 @@ describe('calibration', () => {
     expect(() => identifiedProfile(0, other)).toThrow(/context \(log gain\) is not the sim profiles'/);
   });
 
+  it('clones with DAgger keeping the round that scores best, the later round only where it scores higher', async () => {
+    const { cloneWithDagger } = await import('../policies/dagger.js');
+    const { GaussianPolicy } = await import('../policies/gaussian.js');
+    const { makeEnv } = await import('../sim/index.js');
+    const env = await makeEnv({ task: 'reach', profile: 'nominal' });
+    try {
+      for (const marks of [[0.5, 0.2], [0.5, 0.5], [0.2, 0.5]]) {
+        const policy = new GaussianPolicy({ obsDim: env.observationSpace.state.shape[0], actDim: env.actionSpace.shape[0], hidden: [8], seed: 3 });
+        const weights: Float32Array[][] = [];
+        let scored = 0;
+        const snapshot = () => policy.paramNames().map((n) => Float32Array.from(policy.store.get(n).data));
+        const out = await cloneWithDagger(() => policy, env, 0, Array.from({ length: 6 }, (_, i) => 700_000 + i), 1, 2, 2, () => weights.push(snapshot()), async () => marks[scored++]!);
+        const chosen = marks[1]! > marks[0]! ? 1 : 0;
+        expect(out.scores).toEqual(marks);
+        expect(out.chosen).toBe(chosen);
+        expect(snapshot()).toEqual(weights[chosen]);
+        expect(weights[0]).not.toEqual(weights[1]);
+      }
+    } finally {
+      env.dispose();
+    }
+  });
+
   it('refuses before any robot episode a policy that does not read the robot, or a task without a robust demonstrator', async () => {
     const { calibrate, calibrationConfig } = await import('../wmrl/calibrate.js');
     const { GaussianPolicy } = await import('../policies/gaussian.js');
@@ -50,13 +73,16 @@ describe('calibration', () => {
     const out = join(dir, 'cal');
     const r = wmrl('train', '--quick', '--algo', 'standard', '--robot', 'sim:reach:gap', '--command-history', '4', '--calibrate', '3', '--updates', '1', '--prompts', '1', '--group', '2', '--eval-episodes', '6', '--out', out, '--json');
     expect(r.status, r.stderr).toBe(0);
-    type Cal = { delay: number; scales: Record<string, number>; robotEpisodes: number; before: number; after: number; kept: boolean };
+    type Cal = { delay: number; scales: Record<string, number>; robotEpisodes: number; roundSuccess: number[]; round: number; before: number; after: number; kept: boolean };
     const doc = JSON.parse(r.stdout) as { config: { calibrate: number }; calibration: Cal; start: { success: number }; updates: Array<{ robotSeconds: number; robotEpisodes: number }> };
     expect(doc.config.calibrate).toBe(3);
     const c = doc.calibration;
     expect(c.robotEpisodes).toBe(3);
     expect(Number.isInteger(c.delay) && c.delay >= 0 && c.delay <= 5).toBe(true);
     expect(Object.keys(c.scales).sort()).toEqual([...CONTEXT_PARAMS].sort());
+    // A smoke run's cloning: the demonstrations' round and one DAgger round, each scored in the identified sim, the best kept.
+    expect(c.roundSuccess).toHaveLength(2);
+    expect(c.round).toBe(c.roundSuccess[1]! > c.roundSuccess[0]! ? 1 : 0);
     for (const v of Object.values(c.scales)) expect(v).toBeGreaterThan(0);
     // Put back where it evaluated worse: the trainer's start (the same held-out states) is the better of the two.
     expect(c.kept).toBe(c.after >= c.before);

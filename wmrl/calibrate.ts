@@ -7,6 +7,7 @@
 // without them clones the identified sim all the same.
 import { Rng } from '../nn/index.js';
 import { cloneWithDagger } from '../policies/dagger.js';
+import { evaluateOn } from '../policies/demos.js';
 import type { GaussianPolicy } from '../policies/gaussian.js';
 import { makeEnv } from '../sim/index.js';
 import { CONTEXT_NAMES, CONTEXT_PARAMS, NOMINAL, type HardwareProfile } from '../sim/profiles.js';
@@ -15,6 +16,9 @@ import { identifyDelay } from '../worldmodel/delay.js';
 import type { EnsembleModel } from '../worldmodel/index.js';
 import type { DelayEpisode } from '../worldmodel/delay.js';
 import { actedEpisode, groupEpisodes, type PromptSource, type RobotTarget } from './embodied.js';
+import type { Calibration, CalibrationReport } from './calibration.js';
+
+export type { Calibration, CalibrationReport } from './calibration.js';
 
 export interface CalibrateConfig {
   /** Robot episodes of the clone (its sampled actions, from the first prompts) the identification reads. */
@@ -27,34 +31,21 @@ export interface CalibrateConfig {
   daggerEpisodes: number;
   /** Behaviour-cloning epochs of the first fit (a DAgger round's: half). */
   epochs: number;
+  /** Sim episodes (start states apart from the demonstrations') that score each round's clone in the identified sim; the best round is kept. */
+  selectEpisodes: number;
   /** The first prompt the robot episodes start from. */
   promptSeed0: number;
   seed: number;
 }
 
-export const DEFAULT_CALIBRATE: Omit<CalibrateConfig, 'promptSeed0' | 'seed'> = { episodes: 16, maxDelay: 5, demos: 600, daggerRounds: 3, daggerEpisodes: 100, epochs: 60 };
+export const DEFAULT_CALIBRATE: Omit<CalibrateConfig, 'promptSeed0' | 'seed'> = { episodes: 16, maxDelay: 5, demos: 1300, daggerRounds: 3, daggerEpisodes: 100, epochs: 60, selectEpisodes: 100 };
 /** A smoke run's cloning sizes. */
-export const QUICK_CALIBRATE = { demos: 12, daggerRounds: 1, daggerEpisodes: 4, epochs: 5 };
+export const QUICK_CALIBRATE = { demos: 12, daggerRounds: 1, daggerEpisodes: 4, epochs: 5, selectEpisodes: 4 };
 
 /** A run's calibration config: `episodes` robot episodes from the prompts after a trainer's first 10,000, the cloning sizes of a full run or a smoke run. */
 export const calibrationConfig = (o: { episodes: number; quick: boolean; seed: number; promptSeed0?: number }): CalibrateConfig =>
   ({ ...DEFAULT_CALIBRATE, ...(o.quick ? QUICK_CALIBRATE : {}), episodes: o.episodes, promptSeed0: o.promptSeed0 ?? 1_010_000, seed: o.seed });
 
-export interface Calibration {
-  /** What the robot's episodes said: its actuation delay (control steps) and its context scales (1: the sim's). */
-  delay: number;
-  scales: Partial<Record<(typeof CONTEXT_PARAMS)[number], number>>;
-  /** The sim profile the clone learned again on. */
-  profile: HardwareProfile;
-  /** Robot episodes spent (recorded in the target's store, charged to its clock). */
-  robotEpisodes: number;
-  /** The demonstrator's success on the identified sim's first demonstrations, and the clone's final loss. */
-  demoSuccess: number;
-  cloneLoss: number;
-}
-
-/** A run's calibration and what it did to the clone's measured success; `kept`: false where the clone measured better before and was put back. */
-export type CalibrationReport = Omit<Calibration, 'profile'> & { before: number | null; after: number | null; kept: boolean };
 
 /**
  * The robot's delay and context together, for a context-conditioned model: for each delay 0 … maxDelay the context
@@ -104,6 +95,7 @@ export interface CalibrateRun {
 export async function calibrate(run: CalibrateRun, c: CalibrateConfig, onProgress?: (what: string, done: number, total: number) => void): Promise<Calibration> {
   const { task, policy, model, target, prompts } = run;
   if (!(Number.isInteger(c.episodes) && c.episodes >= 1)) throw new Error(`calibrate: episodes must be a positive whole number, got ${c.episodes}`);
+  if (!(Number.isInteger(c.selectEpisodes) && c.selectEpisodes >= 1)) throw new Error(`calibrate: selectEpisodes must be a positive whole number, got ${c.selectEpisodes}`);
   if (c.demos <= c.daggerRounds * c.daggerEpisodes) throw new Error(`calibrate: ${c.demos} demonstrations leave none before ${c.daggerRounds} DAgger rounds of ${c.daggerEpisodes} episodes`);
   // What would fail after the robot's episodes fails before them: the task's demonstrator, the policy's observation.
   const probe = await makeEnv({ task, profile: 'nominal', commandHistory: run.commandHistory });
@@ -126,10 +118,12 @@ export async function calibrate(run: CalibrateRun, c: CalibrateConfig, onProgres
   const { profile, scales } = identifiedProfile(delay, model);
   const env = await makeEnv({ task, profile, commandHistory: run.commandHistory });
   try {
-    // Demonstration start states from block 7 of the train split's seeds (below a run's prompts, apart from pretraining's).
+    // Demonstration start states from block 7 of the train split's seeds (below a run's prompts, apart from pretraining's), the rounds' scoring states from block 8.
     const seeds = Array.from({ length: c.demos }, (_, i) => 700_000 + ((c.seed * 1_000 + i) % 100_000));
-    const cloned = await cloneWithDagger(() => policy, env, delay, seeds, c.daggerRounds, c.daggerEpisodes, c.epochs, (round) => onProgress?.('calibration: cloning', round + 1, c.daggerRounds + 1));
-    return { delay, scales, profile, robotEpisodes: c.episodes, demoSuccess: cloned.demoSuccess, cloneLoss: cloned.loss };
+    const scoring = Array.from({ length: c.selectEpisodes }, (_, i) => 800_000 + ((c.seed * 1_000 + i) % 100_000));
+    const score = async (p: GaussianPolicy) => (await evaluateOn(env, p, scoring)).success;
+    const cloned = await cloneWithDagger(() => policy, env, delay, seeds, c.daggerRounds, c.daggerEpisodes, c.epochs, (round) => onProgress?.('calibration: cloning', round + 1, c.daggerRounds + 1), score);
+    return { delay, scales, profile, robotEpisodes: c.episodes, demoSuccess: cloned.demoSuccess, cloneLoss: cloned.loss, roundSuccess: cloned.scores, round: cloned.chosen };
   } finally {
     env.dispose();
   }

@@ -12,7 +12,7 @@ import { evaluateSuccess, robotEvaluation, type ClosableTarget, type Evaluation 
 import type { Policy } from '../../../policies/types.js';
 import type { RunRow } from '../../../wmrl/run-state.js';
 import { loadProfile } from '../../../sim/profiles.js';
-import type { CalibrationReport } from '../../../wmrl/calibrate.js';
+import type { CalibrationReport } from '../../../wmrl/calibration.js';
 import { DEFAULT_PRETRAIN, SimPrompts, pretrain, simRobotTarget, type Pretrained, type PretrainOptions } from '../../../wmrl/sim-setup.js';
 
 /** The robot: the sim under this hardware profile (the reality gap) unless an arm names another, its reset charged this many robot seconds. */
