@@ -183,6 +183,9 @@ describe('embodied trainers (tiny budget, reach on the gap robot)', () => {
     expect(Array.from(pre.model.context)).toEqual(st.rows[1]!.context!.map(Math.fround));
     const anchors = st.rows.reduce((a, r) => a + r.realGroups, 0);
     expect(target.store!.list()).toHaveLength(anchors * 2);
+    // Imagination starts where the robot reported a start: none before the first anchors, then every prompt.
+    expect(st.rows[0]).toMatchObject({ reportedStarts: 0, imaginedFromReported: 0 });
+    expect(st.rows[1]).toMatchObject({ reportedStarts: st.rows[0]!.realGroups * 2, imaginedFromReported: st.rows[1]!.groups });
     expect(Object.keys(st.finalObs)).toHaveLength(anchors * 2);
     const after = pre.model.store.get(pre.model.store.names()[0]!).data;
     expect(after.some((v, i) => v !== before[i])).toBe(true);

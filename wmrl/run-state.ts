@@ -52,6 +52,9 @@ export interface RunRow {
   /** Imagined transitions this update (policy + ensemble) and the seconds they took. */
   imaginedTransitions?: number;
   imagineSeconds?: number;
+  /** WMRL imagining from the robot's reported starts: how many the robot had reported, and how many of this update's prompts imagined from one. */
+  reportedStarts?: number;
+  imaginedFromReported?: number;
   /** WMRL under its imagined gate: the share of the imagined groups the update kept (1 until measured), and how many it kept. */
   imaginedWeight?: number;
   imaginedGroups?: number;

@@ -22,6 +22,7 @@ import { ImaginedGate, NoiseReplay, type GateConfig } from './gate.js';
 import { imaginedRollouts, imagineRollouts, policyFace, type ImaginedRollouts } from './imagine-policy.js';
 import { actedEpisode, episodeTransitions, groupEpisodes, pgBatch, type RobotEpisode, type Prompt, type Trajectory } from './embodied.js';
 import { KeepBest } from './keep-best.js';
+import { ReportedStarts } from './reported-starts.js';
 import { loadRunState, saveRunState, type RunRow, type RunState } from './run-state.js';
 import type { StandardConfig, StandardRun } from './train_standard.js';
 
@@ -31,6 +32,12 @@ export interface WmrlConfig extends StandardConfig {
   corrector: CorrectorConfig | false;
   /** Imagined steps per rollout from the prompt's start: the task's horizon, or fewer (the anchors' replays cover the same steps). */
   horizon: number;
+  /**
+   * Where imagined rollouts start: 'robot', a start state the robot reported (wmrl/reported-starts.ts: the first
+   * observation of a recorded episode, of the prompt's instruction where there is one), the prompt's own until the robot
+   * reported any; 'prompts', the prompts' start states (the sim's seeded resets). Default 'robot'.
+   */
+  imagineFrom?: 'robot' | 'prompts';
   /** How a rollout's dense signal collapses to one score (worldmodel/scorers.ts `collapse`): 'return' measures what the robot's score does. */
   scoreMode: 'return' | 'last-minus-first';
   /** Steps averaged at each end in 'last-minus-first'. */
@@ -103,6 +110,7 @@ export const DEFAULT_WMRL: Omit<WmrlConfig, 'horizon'> = {
   alarmWindow: 5,
   alarmGap: 0.3,
   alarmAction: 'pause',
+  imagineFrom: 'robot',
 };
 
 export interface WmrlRun extends Omit<StandardRun, 'config'> {
@@ -169,6 +177,7 @@ export async function trainWmrl(run: WmrlRun): Promise<RunState> {
   // The latest anchor episodes as the policy acted in them, what the delay is identified from: checkpointed with the run.
   const recentAnchors: DelayEpisode[] = (extra.recentAnchors ?? []).map((e) => ({ states: Float32Array.from(e.states), actions: Float32Array.from(e.actions), rewards: Float32Array.from(e.rewards), success: Float32Array.from(e.success) }));
   const lo = target.robot.spec.action.low, hi = target.robot.spec.action.high;
+  const reported = (c.imagineFrom ?? 'robot') === 'robot' && target.store ? new ReportedStarts(target.store, layoutOf(target.robot.spec), target.meta.task) : null;
 
   // This update's robot episodes, group b's at b.
   let real = new Map<number, RobotEpisode[]>();
@@ -228,16 +237,24 @@ export async function trainWmrl(run: WmrlRun): Promise<RunState> {
       update = u;
       real = new Map();
       updatePrompts = Array.from({ length: c.prompts }, (_, b) => prompts.get(c.promptSeed0 + u * c.prompts + b));
-      // Imagine every group in the world model, from the prompts' start states.
+      // Imagine every group in the world model, from start states the robot reported (or the prompts').
+      reported?.refresh();
       const starts = new Float32Array(c.prompts * D);
-      updatePrompts.forEach((p, b) => starts.set(p.startObs, b * D));
+      const startInstructions: string[] = [];
+      let reportedStartsUsed = 0;
+      updatePrompts.forEach((p, b) => {
+        const r = reported?.draw(p.instruction, rng) ?? null;
+        starts.set(r ? r.obs : p.startObs, b * D);
+        startInstructions.push(r ? r.instruction : p.instruction);
+        if (r) reportedStartsUsed++;
+      });
       const N = c.prompts * G;
       // One ensemble member per group, so the group's ranking reflects its actions, not which member dreamt them.
       const groupMember = Array.from({ length: c.prompts }, () => rng.int(E));
       const members = Int32Array.from({ length: N }, (_, i) => groupMember[Math.floor(i / G)]!);
       const ti = performance.now();
       const policyNoise = Float32Array.from({ length: N * H * A }, () => rng.normal());
-      const instructions = Array.from({ length: N }, (_, i) => updatePrompts[Math.floor(i / G)]!.instruction);
+      const instructions = Array.from({ length: N }, (_, i) => startInstructions[Math.floor(i / G)]!);
       const im = await imagineRollouts(env, run.twin ?? null, face, graphPolicy, { obs: repeatRows(starts, D, G), instructions }, H, { members, noise: policyNoise, actLow: lo, actHigh: hi });
       const imagineSeconds = (performance.now() - ti) / 1000;
       imagined = { ...imaginedRollouts(im, H, reads, { successThreshold: c.successThreshold, mode: c.scoreMode, k: c.scoreK }), noise: policyNoise };
@@ -331,6 +348,7 @@ export async function trainWmrl(run: WmrlRun): Promise<RunState> {
         actionDelay: env.actionDelay,
         ...(model.contextDim > 0 ? { context: Array.from(model.context) } : {}),
         imaginedTransitions: N * H,
+        ...(reported ? { reportedStarts: reported.size, imaginedFromReported: reportedStartsUsed } : {}),
         imagineSeconds,
         ...(gate ? { imaginedWeight, imaginedGroups: paused ? 0 : source.filter((x, b) => x === 'wm' && !dropped.has(b)).length } : {}),
         imaginationPaused: paused,
