@@ -20,6 +20,12 @@ export interface LayoutFeature {
   readonly name: string;
   /** SI unit ('m', 'm/s', 'rad'); '1' for dimensionless values such as a one-hot. */
   readonly unit: string;
+  /**
+   * A measurement of the world, not of the robot: a target, an object, a goal, an offset to a goal. Absent: the
+   * robot's own state (a tip derived from its joints, a gripper, the commands it sent). What a policy over the
+   * robot's own state leaves out (robotEntries); not part of what layoutMismatch compares.
+   */
+  readonly scene?: true;
 }
 
 export interface ObservationLayout {
@@ -65,7 +71,7 @@ export function defineLayout(joints: readonly LayoutJoint[], features: readonly 
   check('feature', features);
   return Object.freeze({
     joints: Object.freeze(joints.map((j) => Object.freeze({ name: j.name, unit: j.unit }))),
-    features: Object.freeze(features.map((f) => Object.freeze({ name: f.name, unit: f.unit }))),
+    features: Object.freeze(features.map((f) => Object.freeze({ name: f.name, unit: f.unit, ...(f.scene ? { scene: true as const } : {}) }))),
   });
 }
 
@@ -83,6 +89,15 @@ export function commandHistoryFeatures(actions: ReadonlyArray<{ name: string; un
 /** Length of the observation vector: 2 × joints + features. */
 export function layoutDim(l: ObservationLayout): number {
   return 2 * l.joints.length + l.features.length;
+}
+
+/**
+ * The indices of the robot's own entries in the observation vector: every joint position and velocity and every
+ * feature not flagged `scene`, in vector order.
+ */
+export function robotEntries(l: ObservationLayout): number[] {
+  const nj = l.joints.length;
+  return [...Array.from({ length: 2 * nj }, (_, i) => i), ...l.features.flatMap((f, i) => (f.scene ? [] : [2 * nj + i]))];
 }
 
 /** Every entry of the vector in order, with its unit. */
@@ -136,7 +151,9 @@ export function splitObservation(l: ObservationLayout, v: ArrayLike<number>, who
 
 /**
  * The first difference between two layouts, in words ("joint 2: policy has 'z' (m), robot has 'grip' (m)"),
- * or null when they are the same. `a` and `b` name the two sides in the message.
+ * or null when they are the same. `a` and `b` name the two sides in the message. Names and units are compared,
+ * the `scene` flags not: they describe entries rather than shape the vector, so a policy exported before a robot
+ * flagged its features still runs on it.
  */
 export function layoutMismatch(expected: ObservationLayout, actual: ObservationLayout, a = 'expected', b = 'actual'): string | null {
   const part = (what: 'joint' | 'feature', xs: ReadonlyArray<{ name: string; unit: string }>, ys: ReadonlyArray<{ name: string; unit: string }>) => {
@@ -161,7 +178,7 @@ export function assertSameLayout(expected: ObservationLayout, actual: Observatio
 const LayoutSchema = Type.Object(
   {
     joints: Type.Array(Type.Object({ name: Type.String({ minLength: 1 }), unit: Type.Union([Type.Literal('rad'), Type.Literal('m')]) }, { additionalProperties: false })),
-    features: Type.Array(Type.Object({ name: Type.String({ minLength: 1 }), unit: Type.String({ minLength: 1 }) }, { additionalProperties: false })),
+    features: Type.Array(Type.Object({ name: Type.String({ minLength: 1 }), unit: Type.String({ minLength: 1 }), scene: Type.Optional(Type.Literal(true)) }, { additionalProperties: false })),
   },
   { additionalProperties: false },
 );
@@ -194,18 +211,21 @@ export function layoutFromJson(text: string, where: string): ObservationLayout {
 
 /**
  * The layout of a robot, derived from its declaration: `joints` with `jointUnits` (default 'rad'), then
- * `features` with `featureUnits` (default '1').
+ * `features` with `featureUnits` (default '1'), those named in `sceneFeatures` flagged `scene`.
  */
 export function layoutOf(spec: RobotDeclaration): ObservationLayout {
   const ju = spec.jointUnits;
   const fs = spec.features ?? [];
   const fu = spec.featureUnits;
+  const scene = new Set(spec.sceneFeatures ?? []);
   if (ju && ju.length !== spec.joints.length) throw new LayoutError(`${spec.name}: ${ju.length} joint units for ${spec.joints.length} joints`);
   if (fu && fu.length !== fs.length) throw new LayoutError(`${spec.name}: ${fu.length} feature units for ${fs.length} features`);
+  const unknown = [...scene].find((n) => !fs.includes(n));
+  if (unknown !== undefined) throw new LayoutError(`${spec.name}: scene feature '${unknown}' is not one of its features${fs.length ? ` (${fs.join(', ')})` : ' (it declares none)'}`);
   try {
     return defineLayout(
       spec.joints.map((name, i) => ({ name, unit: ju?.[i] ?? 'rad' })),
-      fs.map((name, i) => ({ name, unit: fu?.[i] ?? '1' })),
+      fs.map((name, i) => ({ name, unit: fu?.[i] ?? '1', ...(scene.has(name) ? { scene: true as const } : {}) })),
     );
   } catch (e) {
     throw new LayoutError(`${spec.name}: ${(e as Error).message}`);
@@ -213,11 +233,13 @@ export function layoutOf(spec: RobotDeclaration): ObservationLayout {
 }
 
 /** The declaration fields that carry a layout, to spread into a RobotDeclaration (inverse of layoutOf). */
-export function declarationOf(l: ObservationLayout): Pick<RobotDeclaration, 'joints' | 'jointUnits' | 'features' | 'featureUnits'> {
+export function declarationOf(l: ObservationLayout): Pick<RobotDeclaration, 'joints' | 'jointUnits' | 'features' | 'featureUnits' | 'sceneFeatures'> {
+  const scene = l.features.filter((f) => f.scene).map((f) => f.name);
   return {
     joints: l.joints.map((j) => j.name),
     jointUnits: l.joints.map((j) => j.unit),
     features: l.features.map((f) => f.name),
     featureUnits: l.features.map((f) => f.unit),
+    ...(scene.length ? { sceneFeatures: scene } : {}),
   };
 }

@@ -23,6 +23,8 @@ export interface RobotDeclaration {
   features?: string[];
   /** Unit of each feature, in `features` order ('m', 'm/s', '1' for dimensionless); all '1' when absent. */
   featureUnits?: string[];
+  /** The features (by name) that measure the world rather than the robot: a target, an object, a goal (layout.ts LayoutFeature.scene). */
+  sceneFeatures?: string[];
   camera?: { width: number; height: number; encoding: ImageEncoding };
 }
 

@@ -147,7 +147,7 @@ const RobotFile = Type.Object(
     action: Type.Object({ kind: OneOf('joint_position', 'joint_velocity', 'normalized'), names: Type.Optional(Names), low: Reals, high: Reals }, { additionalProperties: false }),
     command: Section({ mode: OneOf('forward_command', 'joint_trajectory'), topic: Type.String(), trajectory_field: Type.Optional(OneOf('positions', 'velocities', 'effort')) }),
     state_topic: Type.Optional(Type.String()),
-    features: Section({ topic: Type.String(), names: Names, units: Type.Optional(Names) }),
+    features: Section({ topic: Type.String(), names: Names, units: Type.Optional(Names), scene: Type.Optional(Names) }),
     camera: Section({ topic: Type.String(), width: Pixels, height: Pixels, encoding: Type.Optional(OneOf('rgb8', 'jpeg', 'png')) }),
     instruction_topic: Type.Optional(Type.String()),
     command_history: Type.Optional(Type.Integer({ minimum: 0, maximum: 64, errorMessage: 'must be a whole number of steps in [0, 64]' })),
@@ -196,6 +196,8 @@ export function parseRobotConfig(text: string, file = '<robot.yaml>'): RobotConf
   const velocityLimits = count('velocity_limits', y.velocity_limits, joints.length, 'joint');
   if (y.joint_units && y.joint_units.length !== joints.length) fail(['joint_units'], `needs ${joints.length} units (one per joint), got ${y.joint_units.length}`);
   if (y.features?.units && y.features.units.length !== y.features.names.length) fail(['features', 'units'], `needs ${y.features.names.length} units (one per feature), got ${y.features.units.length}`);
+  const notFeature = y.features?.scene?.find((n) => !y.features!.names.includes(n));
+  if (notFeature !== undefined) fail(['features', 'scene'], `'${notFeature}' is not one of features.names`);
   const names = y.action.names ?? joints;
   const low = count('low', y.action.low, names.length, 'action');
   const high = count('high', y.action.high, names.length, 'action');
@@ -292,6 +294,7 @@ export function parseRobotConfig(text: string, file = '<robot.yaml>'): RobotConf
       controlHz: y.control_hz,
       ...(y.features ? { features: y.features.names } : {}),
       ...(y.features?.units ? { featureUnits: y.features.units } : {}),
+      ...(y.features?.scene ? { sceneFeatures: y.features.scene } : {}),
       ...(camera ? { camera } : {}),
     },
     transport,

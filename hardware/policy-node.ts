@@ -4,7 +4,7 @@
 // size — and only the topic names from the launch file; commands pass the same safety layer as the bridge's, and
 // the node's own watchdog holds the robot whenever its joint states stop arriving.
 import { readFileSync } from 'node:fs';
-import { layoutFromJson } from '../common/layout.js';
+import { declarationOf, layoutFromJson } from '../common/layout.js';
 import type { RobotDeclaration, RobotObservation } from '../common/robot.js';
 import { readModelInfo } from '../nn/index.js';
 import { ARTIFACT_KEYS } from '../policies/artifact.js';
@@ -45,6 +45,7 @@ export function declarationFromArtifact(path: string, cameraEncoding: 'rgb8' | '
   if (typeof controlHz !== 'number' || !(controlHz > 0)) throw new Error(`${path}: metadata '${ARTIFACT_KEYS.controlHz}' is not a positive rate`);
   const image = info.inputs.find((i) => i.name === 'image');
   const n = layout.joints.length;
+  const { features, featureUnits, sceneFeatures } = declarationOf(layout);
   return {
     name: `policy ${md[ARTIFACT_KEYS.policyVersion] ?? path}`,
     joints: layout.joints.map((j) => j.name),
@@ -54,7 +55,7 @@ export function declarationFromArtifact(path: string, cameraEncoding: 'rgb8' | '
     velocityLimits: new Array<number>(n).fill(Infinity),
     action: { kind: action.kind, names: action.names, low: action.low, high: action.high },
     controlHz,
-    ...(layout.features.length ? { features: layout.features.map((f) => f.name), featureUnits: layout.features.map((f) => f.unit) } : {}),
+    ...(layout.features.length ? { features, featureUnits, ...(sceneFeatures ? { sceneFeatures } : {}) } : {}),
     ...(image ? { camera: { width: Number(image.shape[2]), height: Number(image.shape[1]), encoding: cameraEncoding } } : {}),
   };
 }

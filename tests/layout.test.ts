@@ -12,6 +12,7 @@ import {
   layoutMismatch,
   layoutOf,
   layoutToJson,
+  robotEntries,
   splitObservation,
 } from '../common/layout.js';
 import type { RobotDeclaration } from '../common/robot.js';
@@ -96,6 +97,35 @@ describe('observation layout', () => {
   });
 });
 
+describe("scene features: what measures the world, not the robot", () => {
+  const S = defineLayout(L.joints, [{ name: 'tip x', unit: 'm' }, { name: 'cube x', unit: 'm', scene: true }, { name: 'grip', unit: 'm' }, { name: 'goal is red', unit: '1', scene: true }]);
+
+  it("robotEntries: joint positions, velocities and every feature not flagged scene, in vector order", () => {
+    expect(robotEntries(S)).toEqual([0, 1, 2, 3, 4, 6]);
+    expect(robotEntries(L)).toEqual([0, 1, 2, 3, 4, 5, 6]);
+    expect(S.features.map((f) => f.scene ?? false)).toEqual([false, true, false, true]);
+  });
+
+  it('the flag survives JSON, a declaration and appended features; a layout without flags still reads', () => {
+    expect(robotEntries(layoutFromJson(layoutToJson(S), 'p.onnx'))).toEqual([0, 1, 2, 3, 4, 6]);
+    expect(robotEntries(layoutFromJson('{"joints":[{"name":"a","unit":"m"}],"features":[{"name":"f","unit":"1"}]}', 'old.onnx'))).toEqual([0, 1, 2]);
+    expect(() => layoutFromJson('{"joints":[],"features":[{"name":"f","unit":"1","scene":false}]}', 'm.onnx')).toThrow(/m.onnx: observation layout invalid at \/features\/0\/scene/);
+    const spec = { name: 'r', ...declarationOf(S) } as RobotDeclaration;
+    expect(spec.sceneFeatures).toEqual(['cube x', 'goal is red']);
+    expect(robotEntries(layoutOf(spec))).toEqual(robotEntries(S));
+    expect(declarationOf(L).sceneFeatures).toBeUndefined();
+    expect(robotEntries(defineLayout(S.joints, [...S.features, { name: 'a command t-1', unit: '1' }]))).toEqual([0, 1, 2, 3, 4, 6, 8]);
+    expect(() => layoutOf({ ...spec, sceneFeatures: ['cube y'] })).toThrow("r: scene feature 'cube y' is not one of its features (tip x, cube x, grip, goal is red)");
+  });
+
+  it('layouts that differ only in their flags are the same layout: a policy exported before the flags runs on a robot that declares them', () => {
+    const unflagged = defineLayout(S.joints, S.features.map((f) => ({ name: f.name, unit: f.unit })));
+    expect(layoutMismatch(S, unflagged, 'policy', 'robot')).toBeNull();
+    expect(() => assertSameLayout(unflagged, S, 'p.onnx', 'policy', 'robot')).not.toThrow();
+    expect(layoutMismatch(S, defineLayout(S.joints, [...S.features.slice(0, 3), { name: 'goal is blue', unit: '1', scene: true }]))).toMatch(/^feature 3/);
+  });
+});
+
 describe('a robot YAML declares its layout', () => {
   const base = `name: arm\njoints: [a, b]\nposition_limits: [[-1, 1], [-1, 1]]\nvelocity_limits: [1, 1]\ncontrol_hz: 50\naction: {kind: normalized, low: [-1, -1], high: [1, 1]}\ncommand: {mode: forward_command, topic: /cmd}\n`;
   it('joint_units and features.units give the units; services.reset_seed_topic goes with services.reset', () => {
@@ -106,5 +136,12 @@ describe('a robot YAML declares its layout', () => {
     expect(() => parseRobotConfig(base + 'joint_units: [rad, deg]\n', 'r.yaml')).toThrow(/key 'joint_units'/);
     expect(() => parseRobotConfig(base + 'features: {topic: /f, names: [x], units: [m, m]}\n', 'r.yaml')).toThrow("key 'features.units': needs 1 units (one per feature), got 2");
     expect(() => parseRobotConfig(base + 'services: {reset_seed_topic: /seed}\n', 'r.yaml')).toThrow("key 'services.reset_seed_topic': needs 'services.reset'");
+  });
+
+  it('features.scene flags the features that measure the world; a name not among features.names is refused', () => {
+    const c = parseRobotConfig(base + 'features: {topic: /f, names: [grip, cube x], units: [m, m], scene: [cube x]}\n');
+    expect(c.spec.sceneFeatures).toEqual(['cube x']);
+    expect(robotEntries(layoutOf(c.spec))).toEqual([0, 1, 2, 3, 4]);
+    expect(() => parseRobotConfig(base + 'features: {topic: /f, names: [grip], scene: [cube]}\n', 'r.yaml')).toThrow("key 'features.scene': 'cube' is not one of features.names");
   });
 });

@@ -59,6 +59,9 @@ describe('MQTT wire format', () => {
       velocityLimits: [1, 2],
       action: { kind: 'joint_position', names: ['a', 'b'], low: [-1, -1], high: [1, 1] },
       controlHz: 20,
+      features: ['tip x', 'cube x'],
+      featureUnits: ['m', 'm'],
+      sceneFeatures: ['cube x'],
       camera: { width: 64, height: 48, encoding: 'jpeg' },
     };
     const s = parsePayload(robotTopic('r', 'spec'), encodePayload({ type: 'spec', robotId: 'r', spec: specToWire(spec) }));

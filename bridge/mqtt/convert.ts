@@ -45,6 +45,7 @@ export function specToWire(spec: RobotDeclaration): WireSpec {
   if (spec.jointUnits) w.jointUnits = [...spec.jointUnits];
   if (spec.features) w.features = [...spec.features];
   if (spec.featureUnits) w.featureUnits = [...spec.featureUnits];
+  if (spec.sceneFeatures) w.sceneFeatures = [...spec.sceneFeatures];
   if (spec.camera) w.camera = { ...spec.camera };
   return w;
 }
@@ -61,6 +62,7 @@ export function specFromWire(w: WireSpec): RobotDeclaration {
   if (w.jointUnits) spec.jointUnits = [...w.jointUnits];
   if (w.features) spec.features = [...w.features];
   if (w.featureUnits) spec.featureUnits = [...w.featureUnits];
+  if (w.sceneFeatures) spec.sceneFeatures = [...w.sceneFeatures];
   if (w.camera) spec.camera = { ...w.camera };
   return spec;
 }

@@ -113,6 +113,8 @@ const SpecSchema = Type.Object({
     controlHz: Type.Number({ exclusiveMinimum: 0, maximum: 100_000 }),
     features: Type.Optional(Type.Array(Id, { maxItems: MAX_FEATURES })),
     featureUnits: Type.Optional(Type.Array(Id, { maxItems: MAX_FEATURES })),
+    /** The features that measure the world rather than the robot (common/robot.ts sceneFeatures). */
+    sceneFeatures: Type.Optional(Type.Array(Id, { maxItems: MAX_FEATURES })),
     camera: Type.Optional(
       Type.Object({
         width: Type.Integer({ minimum: 1, maximum: 16384 }),

@@ -88,7 +88,7 @@ const FACTORIES: Record<RobotConfig['transport'], (cfg: RobotConfig) => Promise<
     const robot = await MqttRobot.connect(client, m.robotId, { commandTtlMs: cfg.safety.maxCommandAgeMs, ...(m.maxStateAgeMs !== undefined ? { maxStateAgeMs: m.maxStateAgeMs } : {}) });
     // The operator's YAML, not the robot's own announcement, sets the limits the safety layer enforces.
     // A YAML that lists no features takes the ones the robot announces; otherwise the layouts must agree.
-    const spec: RobotDeclaration = cfg.spec.features ? cfg.spec : { ...cfg.spec, features: robot.spec.features, featureUnits: robot.spec.featureUnits };
+    const spec: RobotDeclaration = cfg.spec.features ? cfg.spec : { ...cfg.spec, features: robot.spec.features, featureUnits: robot.spec.featureUnits, sceneFeatures: robot.spec.sceneFeatures };
     const mismatch = layoutMismatch(layoutOf(spec), layoutOf(robot.spec), 'the YAML', `robot '${m.robotId}'`);
     if (mismatch) {
       await robot[Symbol.asyncDispose]();
