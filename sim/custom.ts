@@ -101,7 +101,7 @@ export function customTask(mapping: RobotMapping, mappingFile: string): TaskDef 
           if (!unit) throw new Error(`${mappingFile}: joint '${name}' is a ${type} joint; only hinge and slide joints can be listed under 'joints'`);
           return { name, unit };
         }),
-        ['ee x', 'ee y', 'ee z', 'goal x', 'goal y', 'goal z'].map((name) => ({ name, unit: 'm' })),
+        [...['ee x', 'ee y', 'ee z'].map((name) => ({ name, unit: 'm' })), ...['goal x', 'goal y', 'goal z'].map((name) => ({ name, unit: 'm', scene: true as const }))],
       );
       const n = jnt.length;
       let ik: DlsIk | undefined;

@@ -4,7 +4,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { buildObservation, layoutDim, layoutOf, layoutToJson, OBSERVATION_LAYOUT_KEY, type ObservationLayout } from '../common/layout.js';
+import { buildObservation, layoutDim, layoutOf, layoutToJson, OBSERVATION_LAYOUT_KEY, robotEntries, type ObservationLayout } from '../common/layout.js';
 import { loadRobotConfig } from '../hardware/config.js';
 import { SimRobot } from '../hardware/robots/sim.js';
 import * as nn from '../nn/index.js';
@@ -41,6 +41,8 @@ describe('OnnxPolicy and the observation layout', () => {
       expect(await p.act(o)).toHaveLength(2);
       // a policy trained on sim:reach also loads for the stand-in over rosbridge (launch/robots/sim-reach.yaml)
       await expect(OnnxPolicy.load(path, loadRobotConfig('launch/robots/sim-reach.yaml').spec)).resolves.toBeInstanceOf(OnnxPolicy);
+      // and that YAML flags the same scene features as the sim task
+      expect(robotEntries(layoutOf(loadRobotConfig('launch/robots/sim-reach.yaml').spec))).toEqual(robotEntries(layoutOf(robot.spec)));
     } finally {
       await robot[Symbol.asyncDispose]();
     }
@@ -54,7 +56,8 @@ describe('OnnxPolicy and the observation layout', () => {
       const path = linearPolicy('reach2', layoutDim(layout), 2, layout);
       await expect(OnnxPolicy.load(path, push.spec)).rejects.toThrow(/reach2.onnx on robot sim-pick-nominal: observation layouts differ: joint 0: policy has 'shoulder' \(rad\), robot has 'x' \(m\)/);
       // same joints and feature count, one feature renamed: still refused, naming it
-      const renamed = { ...reach.spec, features: reach.spec.features!.map((f, i) => (i === 4 ? 'green pad x' : f)) };
+      const rename = (f: string) => (f === 'green target x' ? 'green pad x' : f);
+      const renamed = { ...reach.spec, features: reach.spec.features!.map(rename), sceneFeatures: reach.spec.sceneFeatures!.map(rename) };
       await expect(OnnxPolicy.load(path, renamed)).rejects.toThrow("feature 4: policy has 'green target x' (m), robot has 'green pad x' (m)");
       const corrupt = linearPolicy('corrupt', layoutDim(layout), 2);
       // no layout in the metadata: only the dimension is checked

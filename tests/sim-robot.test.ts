@@ -2,7 +2,7 @@
 // positions and velocities read straight from MuJoCo), the robot's observation is the env's state in
 // that layout, and a seeded reset reproduces its start state.
 import { describe, expect, it } from 'vitest';
-import { buildObservation, layoutDim, layoutMismatch, layoutOf } from '../common/layout.js';
+import { buildObservation, layoutDim, layoutEntries, layoutMismatch, layoutOf, robotEntries } from '../common/layout.js';
 import { SimRobot } from '../hardware/robots/sim.js';
 import { MjEnv } from '../sim/env.js';
 import { UnseededResetError } from '../hardware/types.js';
@@ -49,6 +49,27 @@ describe('sim tasks declare their layout; the sim robot observes through it', ()
       }
     });
   }
+
+  it("the robot's own entries: joints, the tip and the commands sent; targets, objects and the goal are scene, on the env and through the robot's spec", async () => {
+    const own = (task: string) => ({ reach: ['tip x', 'tip y'], push: ['tip x', 'tip y'], pick: [], 'tests/fixtures/sim/custom/robot.yaml': ['ee x', 'ee y', 'ee z'] })[task]!;
+    for (const task of TASKS) {
+      const robot = await SimRobot.create({ task, seed: 0, commandHistory: 1 });
+      try {
+        const L = robot.env.layout, nj = L.joints.length;
+        const names = (idx: number[]) => idx.map((i) => layoutEntries(L)[i]!.name);
+        const robotFeatures = names(robotEntries(L).slice(2 * nj));
+        expect(robotEntries(L).slice(0, 2 * nj)).toEqual(Array.from({ length: 2 * nj }, (_, i) => i));
+        expect(robotFeatures).toEqual([...own(task), ...robot.spec.action.names.map((a) => `${a} command t-1`)]);
+        // every feature of the task itself that is not the robot's measures the world: a goal, a target, an object
+        const scene = L.features.filter((f) => f.scene).map((f) => f.name);
+        expect(scene.length).toBe(L.features.length - robotFeatures.length);
+        expect(scene.some((n) => n.includes('goal'))).toBe(true);
+        expect(robotEntries(layoutOf(robot.spec))).toEqual(robotEntries(L));
+      } finally {
+        await robot[Symbol.asyncDispose]();
+      }
+    }
+  });
 
   it('a seed that is not an integer in [0, 2^32) is refused, naming the robot', async () => {
     const robot = await SimRobot.create({ task: 'reach' });

@@ -12,6 +12,7 @@ const ASSETS = packagePath('sim', 'assets', 'pick');
 const PAD = 0.05;
 
 // State: positions (0..4) and velocities (5..9) of the five joints, then cube (10..15), pads (16..21), goal (22..24).
+// The joints (gantry and fingers) are the robot's; every feature measures the world (flagged scene).
 const LAYOUT = defineLayout(
   ['x', 'y', 'z', 'finger_left', 'finger_right'].map((name) => ({ name, unit: 'm' as const })),
   [
@@ -19,7 +20,7 @@ const LAYOUT = defineLayout(
     ...['vx', 'vy', 'vz'].map((a) => ({ name: `cube ${a}`, unit: 'm/s' })),
     ...COLOURS.flatMap((c) => [{ name: `${c} pad x`, unit: 'm' }, { name: `${c} pad y`, unit: 'm' }]),
     ...COLOURS.map((c) => ({ name: `goal is ${c}`, unit: '1' })),
-  ],
+  ].map((f) => ({ ...f, scene: true as const })),
 );
 const NJ = LAYOUT.joints.length;
 const CUBE = 2 * NJ; // offset of the cube position in the state

@@ -33,6 +33,7 @@ export const push: TaskDef = {
     const cq = (model.raw.jnt_qposadr as Int32Array)[cubeJnt]!;
     const cv = (model.raw.jnt_dofadr as Int32Array)[cubeJnt]!;
     const mocap = COLOURS.map((c) => (model.raw.body_mocapid as Int32Array)[model.id('mjOBJ_BODY', `pad_${c}`)]!);
+    // Every feature past the tip measures the world (flagged scene): the cube, the pads, the goal and offsets to them.
     const layout = armLayout([
       { name: 'cube x', unit: 'm' }, { name: 'cube y', unit: 'm' }, { name: 'cube vx', unit: 'm/s' }, { name: 'cube vy', unit: 'm/s' },
       ...COLOURS.flatMap((c) => [{ name: `${c} pad x`, unit: 'm' }, { name: `${c} pad y`, unit: 'm' }]),
@@ -43,7 +44,7 @@ export const push: TaskDef = {
       { name: 'goal pad y - cube y', unit: 'm' },
       { name: 'cube x - tip x', unit: 'm' },
       { name: 'cube y - tip y', unit: 'm' },
-    ]);
+    ].map((f) => ({ ...f, scene: true as const })));
     const G = 16; // offset of the one-hot
     const REL = G + 3; // offset of the relative entries
     return {

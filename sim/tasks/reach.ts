@@ -22,12 +22,13 @@ export const reach: TaskDef = {
   bind(model: SimModel): BoundTask {
     const tip = model.id('mjOBJ_SITE', 'tip');
     const mocap = COLOURS.map((c) => (model.raw.body_mocapid as Int32Array)[model.id('mjOBJ_BODY', `target_${c}`)]!);
+    // Every feature past the tip measures the world (flagged scene): the targets, the goal's one-hot, its offset from the tip.
     const layout = armLayout([
       ...COLOURS.flatMap((c) => [{ name: `${c} target x`, unit: 'm' }, { name: `${c} target y`, unit: 'm' }]),
       ...COLOURS.map((c) => ({ name: `goal is ${c}`, unit: '1' })),
       { name: 'goal x - tip x', unit: 'm' },
       { name: 'goal y - tip y', unit: 'm' },
-    ]);
+    ].map((f) => ({ ...f, scene: true as const })));
     const tipDist = (data: SimData, goal: number) => {
       const sx = data.raw.site_xpos as Float64Array;
       const mp = data.raw.mocap_pos as Float64Array;
