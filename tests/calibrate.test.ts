@@ -57,6 +57,50 @@ describe('calibration', () => {
     }
   });
 
+  it('a memo reuses what followed the same robot episodes from the same clone; the episodes still run and are charged', async () => {
+    const { calibrate, calibrationConfig } = await import('../wmrl/calibrate.js');
+    const { DEFAULT_PRETRAIN, SimPrompts, pretrain, simRobotTarget } = await import('../wmrl/sim-setup.js');
+    const { QUICK_PRETRAIN } = await import('../recipes/embodied.js');
+    const pre = await pretrain({ ...DEFAULT_PRETRAIN, ...QUICK_PRETRAIN, task: 'reach', seed: 0, commandHistory: 2 });
+    const policy0 = pre.policy.paramNames().map((n) => Float32Array.from(pre.policy.store.get(n).data));
+    const context0 = pre.model.context;
+    using prompts = await SimPrompts.create('reach', 'nominal', { commandHistory: 2 });
+    const memo = new Map();
+    const c = calibrationConfig({ episodes: 2, quick: true, seed: 0 });
+    const once = async (name: string) => {
+      pre.policy.paramNames().forEach((n, i) => pre.policy.store.set(n, policy0[i]!));
+      pre.model.setContext(context0);
+      const target = await simRobotTarget({ task: 'reach', profile: 'gap', robots: 1, resetSeconds: 5, seed: 0, commandHistory: 2, store: join(dir, `${name}.db`) });
+      const phases = new Set<string>();
+      try {
+        const cal = await calibrate({ task: 'reach', commandHistory: 2, policy: pre.policy, model: pre.model, target, prompts, memo }, c, (what) => phases.add(what));
+        return { cal, phases, episodes: target.clock.episodes, policy: pre.policy.paramNames().map((n) => Float32Array.from(pre.policy.store.get(n).data)), context: pre.model.context };
+      } finally {
+        await target.close();
+      }
+    };
+    const first = await once('memo-1');
+    expect(memo.size).toBe(1);
+    expect(first.phases.has('calibration: cloning')).toBe(true);
+    expect(first.policy).not.toEqual(policy0);
+    const second = await once('memo-2');
+    expect(memo.size).toBe(1);
+    expect(second.phases.has('calibration: cloning')).toBe(false);
+    expect(second.episodes).toBe(2);
+    expect(second.cal).toEqual(first.cal);
+    expect(second.policy).toEqual(first.policy);
+    expect(second.context).toEqual(first.context);
+    // Another start (the clone changed) is another key: computed again.
+    pre.policy.store.set(pre.policy.paramNames()[0]!, policy0[0]!.map((v) => v + 0.01));
+    const target = await simRobotTarget({ task: 'reach', profile: 'gap', robots: 1, resetSeconds: 5, seed: 0, commandHistory: 2, store: join(dir, 'memo-3.db') });
+    try {
+      await calibrate({ task: 'reach', commandHistory: 2, policy: pre.policy, model: pre.model, target, prompts, memo }, c);
+    } finally {
+      await target.close();
+    }
+    expect(memo.size).toBe(2);
+  }, 120_000);
+
   it('refuses before any robot episode a policy that does not read the robot, or a task without a robust demonstrator', async () => {
     const { calibrate, calibrationConfig } = await import('../wmrl/calibrate.js');
     const { GaussianPolicy } = await import('../policies/gaussian.js');

@@ -5,6 +5,7 @@
 // System identification then sim-to-real: the robot pays for the identification's episodes, the sim for the rest.
 // A policy reading the robot's last commands (sim/env.ts commandHistory) can follow the identified latency; one
 // without them clones the identified sim all the same.
+import { createHash } from 'node:crypto';
 import { Rng } from '../nn/index.js';
 import { cloneWithDagger } from '../policies/dagger.js';
 import { evaluateOn } from '../policies/demos.js';
@@ -16,9 +17,9 @@ import { identifyDelay } from '../worldmodel/delay.js';
 import type { EnsembleModel } from '../worldmodel/index.js';
 import type { DelayEpisode } from '../worldmodel/delay.js';
 import { actedEpisode, groupEpisodes, type PromptSource, type RobotTarget } from './embodied.js';
-import type { Calibration, CalibrationReport } from './calibration.js';
+import type { Calibration, CalibrationMemo, CalibrationReport } from './calibration.js';
 
-export type { Calibration, CalibrationReport } from './calibration.js';
+export type { Calibration, CalibrationMemo, CalibrationReport } from './calibration.js';
 
 export interface CalibrateConfig {
   /** Robot episodes of the clone (its sampled actions, from the first prompts) the identification reads. */
@@ -86,6 +87,26 @@ export interface CalibrateRun {
   model: EnsembleModel;
   target: RobotTarget;
   prompts: PromptSource;
+  /**
+   * Where what the identification and the cloning computed is kept, by the robot episodes and the clone and world model
+   * they started from: a run that records the same episodes from the same start (a benchmark's arms on one seed) reuses
+   * it. The robot episodes run, and are charged, every time.
+   */
+  memo?: CalibrationMemo;
+}
+
+/** The memo's key: the config, the task, the episodes, the clone's and the world model's parameters and context. */
+function memoKey(run: CalibrateRun, c: CalibrateConfig, acted: readonly DelayEpisode[]): string {
+  const h = createHash('sha256').update(JSON.stringify({ c, task: run.task, commandHistory: run.commandHistory }));
+  const add = (v: ArrayLike<number>) => {
+    const x = Float32Array.from(v);
+    h.update(`${x.length}:`).update(new Uint8Array(x.buffer));
+  };
+  for (const e of acted) [e.states, e.actions, e.rewards, e.success].forEach(add);
+  for (const n of run.policy.paramNames()) add(run.policy.store.get(n).data);
+  for (const n of run.model.store.names()) add(run.model.store.get(n).data);
+  add(Float32Array.from(run.model.context));
+  return h.digest('hex');
 }
 
 /**
@@ -114,6 +135,13 @@ export async function calibrate(run: CalibrateRun, c: CalibrateConfig, onProgres
     onProgress?.('calibration: robot episodes', i + 1, c.episodes);
   }
   if (acted.length === 0) throw new Error(`calibrate: none of the ${c.episodes} robot episodes took a step; nothing to identify the robot from`);
+  const key = run.memo ? memoKey(run, c, acted) : '';
+  const kept = run.memo?.get(key);
+  if (kept) {
+    policy.paramNames().forEach((n, i) => policy.store.set(n, kept.policy[i]!));
+    if (model.contextDim > 0) model.setContext(kept.context);
+    return kept.calibration;
+  }
   const { delay } = await identifyRobot(model, acted, c.maxDelay, c.seed);
   const { profile, scales } = identifiedProfile(delay, model);
   const env = await makeEnv({ task, profile, commandHistory: run.commandHistory });
@@ -123,7 +151,9 @@ export async function calibrate(run: CalibrateRun, c: CalibrateConfig, onProgres
     const scoring = Array.from({ length: c.selectEpisodes }, (_, i) => 800_000 + ((c.seed * 1_000 + i) % 100_000));
     const score = async (p: GaussianPolicy) => (await evaluateOn(env, p, scoring)).success;
     const cloned = await cloneWithDagger(() => policy, env, delay, seeds, c.daggerRounds, c.daggerEpisodes, c.epochs, (round) => onProgress?.('calibration: cloning', round + 1, c.daggerRounds + 1), score);
-    return { delay, scales, profile, robotEpisodes: c.episodes, demoSuccess: cloned.demoSuccess, cloneLoss: cloned.loss, roundSuccess: cloned.scores, round: cloned.chosen };
+    const calibration: Calibration = { delay, scales, profile, robotEpisodes: c.episodes, demoSuccess: cloned.demoSuccess, cloneLoss: cloned.loss, roundSuccess: cloned.scores, round: cloned.chosen };
+    run.memo?.set(key, { calibration, policy: policy.paramNames().map((n) => Float32Array.from(policy.store.get(n).data)), context: Float32Array.from(model.context) });
+    return calibration;
   } finally {
     env.dispose();
   }

@@ -20,3 +20,6 @@ export interface Calibration {
 
 /** A run's calibration and what it did to the clone's measured success; `kept`: false where the clone measured better before and was put back. */
 export type CalibrationReport = Omit<Calibration, 'profile'> & { before: number | null; after: number | null; kept: boolean };
+
+/** What a calibration computed after its robot episodes (the calibration, the clone's parameters, the model's context), by calibrate.ts's key of what it started from. */
+export type CalibrationMemo = Map<string, { calibration: Calibration; policy: Float32Array[]; context: Float32Array }>;

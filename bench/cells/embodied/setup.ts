@@ -12,7 +12,7 @@ import { evaluateSuccess, robotEvaluation, type ClosableTarget, type Evaluation 
 import type { Policy } from '../../../policies/types.js';
 import type { RunRow } from '../../../wmrl/run-state.js';
 import { loadProfile } from '../../../sim/profiles.js';
-import type { CalibrationReport } from '../../../wmrl/calibration.js';
+import type { CalibrationMemo, CalibrationReport } from '../../../wmrl/calibration.js';
 import { DEFAULT_PRETRAIN, SimPrompts, pretrain, simRobotTarget, type Pretrained, type PretrainOptions } from '../../../wmrl/sim-setup.js';
 
 /** The robot: the sim under this hardware profile (the reality gap) unless an arm names another, its reset charged this many robot seconds. */
@@ -141,6 +141,8 @@ export interface TrainerInputs {
   /** The trainer's measurement on the robot alone (charged, never observed by the split): for a calibration's before and after. */
   measure: (policy: Policy) => Promise<Evaluation>;
   loop(prompts: number): LoopConfig;
+  /** The seed's calibrations by what they started from: every calibrating variant records its own robot episodes, and computes what follows them once. */
+  calibrationMemo: CalibrationMemo;
 }
 
 /** What a variant's trainer gives back: its run rows, its groups per update, and whether it ran the Corrector. */
@@ -193,6 +195,8 @@ export function splitView(what: string, rows: readonly RunRow[], seen: readonly 
 
 /** An arm at one RL seed: pretrained once (behaviour cloning, world model); each variant starts from the same parameters. */
 export class SeedSetup {
+  private readonly calibrationMemo: CalibrationMemo = new Map();
+
   private constructor(
     readonly task: string,
     readonly profile: string,
@@ -265,7 +269,7 @@ export class SeedSetup {
           measureSeconds += target.clock.robotSeconds - before;
           return m;
         };
-        const { rows, groups, corrected, calibration = null } = await trainer({ task, profile, seed, o, pre, target, prompts, evaluate, measure: measureOnly, loop });
+        const { rows, groups, corrected, calibration = null } = await trainer({ task, profile, seed, o, pre, target, prompts, evaluate, measure: measureOnly, loop, calibrationMemo: this.calibrationMemo });
         const what = `bench embodied: ${task} seed ${seed} ${name}`;
         const end = rows[o.updates - 1];
         if (!end || end.evalSuccess === undefined) throw new Error(`${what} has no evaluation at update ${o.updates}`);
