@@ -8,6 +8,9 @@
 //   tokens ─ the VLA's word embeddings, mean-pooled ───┼─ concat ─ the VLA's head → mean, logStd
 //   predicted obs ──────────────────────────────────────┘
 //
+// The map reads the whole state, scene entries included, because it stands in for the camera, which sees the
+// scene; the head reads the VLA's own proprioception (VlaConfig.proprio), as on the robot.
+//
 // The head is the VLA's own: the face reads and trains the same parameters in the same store, so a policy-
 // gradient step on the face moves the VLA that acts on the robot from its camera. The face is for
 // post-training with the encoder frozen (its trainable parameters are the head's); the map's parameters live

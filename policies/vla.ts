@@ -3,22 +3,30 @@
 // and the proprioceptive observation vector (the robot's declared layout), fused by an MLP into the mean
 // of a diagonal Gaussian over actions — one action, or a chunk of `chunk` consecutive ones — squashed
 // into the action bounds, with a state-independent log-std. Implements the one Policy interface (types.ts).
+// With `proprio: 'robot'` the proprioception is the robot's own state alone (common/layout.ts
+// robotEntries): the scene entries are zeroed after normalization, so the goal reaches the policy only
+// through its camera and instruction while its graph still takes the robot's whole observation vector.
 //
 //   image [N, H, W, 3] in [0, 1] ─ ConvEncoder ─ relu ─┐
 //   tokens [N, T] int64 ─ Embedding ─ masked mean ─────┼─ concat ─ MLP ─ tanh ─ scale → mean [N, chunk·A]
-//   obs [N, D] ─ (obs − mean) / std ───────────────────┘
+//   obs [N, D] ─ (obs − mean) / std (· robot mask) ────┘
 import {
   ConvEncoder, Embedding, Graph, MLP, ParamStore, Program, add, clip, concat, div, exp, f32, gaussianLogProb, greater, maximum, mul, relu, sub, sum,
   tanh, tensor, toFloat, unsqueeze, type Tensor, type ort,
 } from '../nn/index.js';
-import { layoutDim, type ObservationLayout } from '../common/layout.js';
+import { layoutDim, robotEntries, type ObservationLayout } from '../common/layout.js';
 import { LOG_STD_MAX, LOG_STD_MIN, configVector, type GaussianHeadOptions } from './gaussian.js';
 import { buildVocabulary, tokenize } from './tokenizer.js';
 import { diagonalGaussianEntropy, type EncoderSplit, type Policy, type PolicyActResult, type PolicyContext, type PolicyGraphContext, type PolicyInputs } from './types.js';
 
+/** What the VLA's proprioceptive branch reads: the whole observation vector, or the robot's own entries alone. */
+export type VlaProprio = 'all' | 'robot';
+
 export interface VlaConfig extends GaussianHeadOptions {
   /** The robot's observation layout: the proprioceptive input is its vector. */
   layout: ObservationLayout;
+  /** 'all' (default): every entry of the layout; 'robot': its robot entries alone (robotEntries), the scene's zeroed. */
+  proprio?: VlaProprio;
   /** Actions per decision (default 1). */
   chunk?: number;
   image: { height: number; width: number };
@@ -52,6 +60,9 @@ export interface ResolvedVlaConfig {
   actLow: number[];
   actHigh: number[];
   seed: number;
+  proprio: VlaProprio;
+  /** The observation entries the proprioceptive branch reads, in vector order (every one under 'all'). */
+  proprioEntries: number[];
 }
 
 const vec = (name: string, v: ArrayLike<number> | undefined, n: number, fill: number) => configVector('vla', name, v, n, fill);
@@ -61,6 +72,8 @@ export function resolveVlaConfig(c: VlaConfig): ResolvedVlaConfig {
   const vocabulary = c.vocabulary ? [...c.vocabulary] : buildVocabulary(c.instructions ?? []);
   if (!vocabulary.length) throw new Error('vla: no vocabulary (give the task instructions or a vocabulary)');
   if (!Number.isInteger(c.actDim) || c.actDim < 1) throw new Error(`vla: actDim must be a positive integer, got ${c.actDim}`);
+  const proprio = c.proprio ?? 'all';
+  if (proprio !== 'all' && proprio !== 'robot') throw new Error(`vla: proprio must be 'all' or 'robot', got ${String(proprio)}`);
   const r: ResolvedVlaConfig = {
     obsDim,
     actDim: c.actDim,
@@ -78,6 +91,8 @@ export function resolveVlaConfig(c: VlaConfig): ResolvedVlaConfig {
     actLow: vec('actLow', c.actLow, c.actDim, -1),
     actHigh: vec('actHigh', c.actHigh, c.actDim, 1),
     seed: c.seed ?? 0,
+    proprio,
+    proprioEntries: proprio === 'robot' ? robotEntries(c.layout) : Array.from({ length: obsDim }, (_, i) => i),
   };
   if (!Number.isInteger(r.chunk) || r.chunk < 1) throw new Error(`vla: chunk must be a positive integer, got ${r.chunk}`);
   if (r.obsStd.some((s) => !(s > 0))) throw new Error('vla: obsStd entries must be > 0');
@@ -178,10 +193,19 @@ export class VlaPolicy implements Policy {
     return div(sum(emb, 1), maximum(sum(mask, 1, true), 1));
   }
 
+  /** obs [N, D] → the proprioception the head reads [N, D]: normalized, its entries outside `proprioEntries` zeroed. */
+  proprioception(obs: Tensor): Tensor {
+    const c = this.config, g = obs.graph;
+    const z = div(sub(obs, g.constant(c.obsMean, [c.obsDim])), g.constant(c.obsStd, [c.obsDim]));
+    if (c.proprioEntries.length === c.obsDim) return z;
+    const keep = new Set(c.proprioEntries);
+    return mul(z, g.constant(Array.from({ length: c.obsDim }, (_, i) => (keep.has(i) ? 1 : 0)), [c.obsDim]));
+  }
+
   /** obs [N, D] and features [N, featureDim] → mean [N, chunk·A], logStd [chunk·A]. */
   head(obs: Tensor, features: Tensor): { mean: Tensor; logStd: Tensor } {
     const c = this.config, g = obs.graph, k = c.chunk * c.actDim;
-    const z = div(sub(obs, g.constant(c.obsMean, [c.obsDim])), g.constant(c.obsStd, [c.obsDim]));
+    const z = this.proprioception(obs);
     const half = Array.from({ length: k }, (_, i) => (c.actHigh[i % c.actDim]! - c.actLow[i % c.actDim]!) / 2);
     const mid = Array.from({ length: k }, (_, i) => (c.actHigh[i % c.actDim]! + c.actLow[i % c.actDim]!) / 2);
     const mean = add(mul(tanh(this.net.forward(concat([features, z], -1))), g.constant(half, [k])), g.constant(mid, [k]));

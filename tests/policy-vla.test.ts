@@ -11,12 +11,14 @@ import * as ortNode from 'onnxruntime-node';
 import * as ortWeb from 'onnxruntime-web';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { cameraRgb } from '../common/image.js';
-import { layoutDim, layoutOf } from '../common/layout.js';
+import { layoutDim, layoutOf, robotEntries } from '../common/layout.js';
 import { Rng } from '../nn/index.js';
 import { makeEnv, type Env } from '../sim/index.js';
 import { SimRobot } from '../hardware/robots/sim.js';
 import { GaussianPolicy } from '../policies/gaussian.js';
 import { VlaPolicy } from '../policies/vla.js';
+import { LatentVla } from '../policies/latent-vla.js';
+import { ClippedPolicyGradient, DEFAULT_PG_CONFIG } from '../policies/pg.js';
 import { behaviourClone } from '../policies/bc.js';
 import { expertDemonstrations } from '../policies/demos.js';
 import { exportPolicyArtifact } from '../policies/artifact.js';
@@ -104,6 +106,92 @@ describe('the policy interface', () => {
     expect(vocab).toEqual(['blue', 'reach', 'red', 'target', 'the']);
     expect(Array.from(tokenize(['reach the green target', 'red'], vocab, 5), Number)).toEqual([3, 6, 1, 5, 0, 4, 0, 0, 0, 0]);
   });
+});
+
+describe("the VLA's proprioception: the whole observation, or the robot's own state", () => {
+  const make = (proprio?: 'all' | 'robot') => new VlaPolicy({
+    layout: env.layout, actDim: 2, image: { height: 64, width: 64 }, instructions: env.observationSpace.instructions, convChannels: [8, 8], imageFeatures: 16, hidden: [32], seed: 3, ...(proprio ? { proprio } : {}),
+  });
+  const o = () => env.reset(11);
+  const scene = () => env.layout.features.flatMap((f, i) => (f.scene ? [2 * env.layout.joints.length + i] : []));
+  /** The mean action and the log-prob of a fixed action at obs with one entry moved by `delta`. */
+  const at = async (p: VlaPolicy, entry: number, delta: number) => {
+    const ob = o(), s = Float32Array.from(ob.state);
+    s[entry]! += delta;
+    const ctx = { images: ob.image!, instructions: [ob.instruction] };
+    return { mean: Array.from((await p.act(s, new Float32Array(2), ctx)).mean), logProb: (await p.logProb(s, Float32Array.of(0.1, -0.2), ctx))[0]! };
+  };
+
+  it("resolves into the config: 'all' (the default) reads every entry, 'robot' the layout's robot entries", async () => {
+    const all = make(), robot = make('robot');
+    expect(all.config.proprio).toBe('all');
+    expect(all.config.proprioEntries).toEqual(Array.from({ length: all.obsDim }, (_, i) => i));
+    expect(robot.config.proprio).toBe('robot');
+    expect(robot.config.proprioEntries).toEqual(robotEntries(env.layout));
+    expect(robot.config.proprioEntries).toEqual([0, 1, 2, 3, 4, 5]);
+    expect(() => new VlaPolicy({ layout: env.layout, actDim: 2, image: { height: 64, width: 64 }, instructions: ['a'], proprio: 'scene' as 'all' })).toThrow("vla: proprio must be 'all' or 'robot', got scene");
+    await all.release();
+    await robot.release();
+  });
+
+  it("with 'robot', a scene entry (a target, the goal one-hot, the goal offset) moves neither the mean nor the log-prob; a robot entry does; with 'all' both do", async () => {
+    const all = make(), robot = make('robot');
+    const moved = (a: { mean: number[]; logProb: number }, b: { mean: number[]; logProb: number }) => Math.abs(a.mean[0]! - b.mean[0]!) + Math.abs(a.mean[1]! - b.mean[1]!) + Math.abs(a.logProb - b.logProb);
+    expect(scene().length).toBe(11);
+    for (const p of [all, robot]) {
+      const base = await at(p, 0, 0);
+      for (const e of scene()) {
+        const m = moved(await at(p, e, 0.5), base);
+        if (p === robot) expect(m).toBe(0);
+        else expect(m).toBeGreaterThan(1e-6);
+      }
+      for (const e of [0, 3, 4]) expect(moved(await at(p, e, 0.5), base)).toBeGreaterThan(1e-6);
+    }
+    await all.release();
+    await robot.release();
+  });
+
+  it("behaviour cloning with 'robot' leaves the fusion MLP's weights on the scene entries where they started", async () => {
+    const p = make('robot');
+    const w = () => {
+      const t = p.store.get(`${p.net.layers[0]!.name}.weight`), out = t.shape[1]!;
+      return (entry: number) => Array.from(t.data.subarray((p.featureDim + entry) * out, (p.featureDim + entry + 1) * out));
+    };
+    const before = w();
+    const first = { scene: scene().map(before), robot: [0, 4].map(before) };
+    await behaviourClone(p, expertDemonstrations(env, 1, 5), { epochs: 1, batchSize: 32, optimizer: { lr: 3e-3, clipNorm: 1 } });
+    const after = w();
+    expect(scene().map(after)).toEqual(first.scene);
+    expect([0, 4].map(after)).not.toEqual(first.robot);
+    await p.release();
+  }, 60_000);
+
+  it("a policy-gradient step on the head (the frozen encoder's path) and on the latent face leaves them there too", async () => {
+    const d = expertDemonstrations(env, 1, 6), M = 16, D = env.layout.joints.length * 2 + env.layout.features.length;
+    const batch = {
+      obs: d.obs.subarray(0, M * D), action: d.action.subarray(0, M * 2), images: d.images!.subarray(0, M * 64 * 64 * 3), instructions: d.instructions!.slice(0, M),
+      advantage: Float32Array.from({ length: M }, (_, i) => (i % 2 ? 1 : -1)), weight: new Float32Array(M).fill(1),
+    };
+    for (const face of [false, true]) {
+      const p = make('robot');
+      const policy = face ? LatentVla.declare(p, [16]) : p;
+      const cols = () => {
+        const t = p.store.get(`${p.net.layers[0]!.name}.weight`), out = t.shape[1]!;
+        return (entry: number) => Array.from(t.data.subarray((p.featureDim + entry) * out, (p.featureDim + entry + 1) * out));
+      };
+      const before = cols();
+      const first = { scene: scene().map(before), robot: [0, 4].map(before) };
+      const oldLogProb = await policy.logProb(batch.obs, batch.action, { images: batch.images, instructions: batch.instructions });
+      const pg = await ClippedPolicyGradient.create(policy, { ...DEFAULT_PG_CONFIG, epochs: 1, minibatch: M }, { trainable: p.headParamNames() });
+      await pg.update({ ...batch, oldLogProb }, new Rng(1));
+      await pg.release();
+      const after = cols();
+      expect(scene().map(after)).toEqual(first.scene);
+      expect([0, 4].map(after)).not.toEqual(first.robot);
+      await policy.release();
+      if (face) await p.release();
+    }
+  }, 60_000);
 });
 
 describe('VLA behaviour cloning from the scripted expert with camera images', () => {
@@ -209,6 +297,36 @@ describe('the VLA deployment artifact', () => {
     await expect(OnnxPolicy.load(path, { ...spec, action: { ...spec.action, kind: 'joint_position' } })).rejects.toThrow(/action kind: policy has normalized, robot has joint_position/);
     const { instruction: _, ...noInstruction } = obs;
     await expect(ok.act(noInstruction)).rejects.toThrow(/reads the instruction; robot sim-reach-nominal's observation has none/);
+  });
+
+  it("a VLA over the robot's own state exports a graph that still takes the whole observation: its mean in onnxruntime-node is act's, and a scene entry moves neither", async () => {
+    const v = new VlaPolicy({ layout: robot.env.layout, actDim: 2, image: { height: 64, width: 64 }, instructions: robot.env.observationSpace.instructions, convChannels: [8, 8], imageFeatures: 16, hidden: [32], seed: 3, proprio: 'robot' });
+    const vp = join(dir, 'vla-robot.onnx');
+    exportPolicyArtifact(v, vp, { layout: robot.env.layout, action: robot.spec.action, controlHz: robot.spec.controlHz, policyVersion: 'r', runId: 'r' });
+    const sess = await ortNode.InferenceSession.create(vp);
+    try {
+      const obs = await robot.reset({ seed: 6 });
+      const state = Float32Array.from([...obs.position, ...obs.velocity, ...obs.features!]);
+      const goalX = 2 * robot.env.layout.joints.length + robot.env.layout.features.findIndex((f) => f.name === 'goal x - tip x');
+      const moved = Float32Array.from(state, (x, i) => (i === goalX ? x + 0.3 : x));
+      const ctx = { images: obs.image!.data, instructions: [obs.instruction!] };
+      const run = async (s: Float32Array) => Array.from((await sess.run({
+        obs: new ortNode.Tensor('float32', s, [1, s.length]),
+        image: new ortNode.Tensor('float32', Float32Array.from(ctx.images, (x) => x / 255), [1, 64, 64, 3]),
+        tokens: new ortNode.Tensor('int64', tokenize(ctx.instructions, v.config.vocabulary, v.config.maxTokens), [1, v.config.maxTokens]),
+      })).action!.data as Float32Array);
+      const mean = (await v.act(state, new Float32Array(2), ctx)).mean;
+      const a = await run(state), b = await run(moved);
+      expect(sess.inputNames).toEqual(['obs', 'image', 'tokens']);
+      a.forEach((x, i) => expect(Math.abs(x - mean[i]!)).toBeLessThan(1e-5));
+      expect(b).toEqual(a);
+      // on the robot, through the artifact's own loader: the same mean
+      const deployed = await OnnxPolicy.load(vp, robot.spec);
+      (await deployed.act(obs)).forEach((x, i) => expect(Math.abs(x - mean[i]!)).toBeLessThan(1e-5));
+    } finally {
+      await sess.release();
+      await v.release();
+    }
   });
 
   it('a chunked artifact sends its chunk one action per step before asking again', async () => {
