@@ -22,7 +22,7 @@ import { fileURLToPath } from 'node:url';
 import { SimRobot } from '../hardware/robots/sim.js';
 import { GaussianPolicy } from '../policies/gaussian.js';
 import { OnnxPolicy } from '../policies/onnx-policy.js';
-import { ANCHORS, IMAGINE, KL_BETA, LATENCY, RL_LOG_STD, S, VLA_CLONE, VLA_HIDDEN, exportVla, gapRobot, makeVla, vlaPgConfig, vlaScale, wmrlScale, type CloneScale } from '../recipes/vla.js';
+import { ANCHORS, IMAGINE, KL_BETA, LATENCY, RL_LOG_STD, S, VLA_CLONE, VLA_HIDDEN, exportVla, gapRobot, makeVla, vlaPgConfig, vlaRecipe, vlaScale, wmrlScale, type CloneScale } from '../recipes/vla.js';
 import { CONTEXT_PARAMS, loadProfile, makeEnv, type Env } from '../sim/index.js';
 import { DEFAULT_PRETRAIN } from '../wmrl/sim-setup.js';
 import {
@@ -141,7 +141,7 @@ async function artifactLatency(task: Task, calls: number): Promise<number[]> {
   const tmp = mkdtempSync(join(tmpdir(), 'bench-vla-latency-'));
   const layout = await makeEnv(gapRobot(task));
   const D = layout.observationSpace.state.shape[0];
-  const vla = makeVla(layout, VLA_HIDDEN[task])(new Array<number>(D).fill(0), new Array<number>(D).fill(1));
+  const vla = makeVla(layout, VLA_HIDDEN[task], vlaRecipe({ task }).proprio)(new Array<number>(D).fill(0), new Array<number>(D).fill(1));
   const robot = await SimRobot.create({ ...gapRobot(task), seed: 0 });
   try {
     const path = join(tmp, `${task}-vla.onnx`);

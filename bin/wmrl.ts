@@ -3,9 +3,10 @@
 import { Command, CommanderError, InvalidArgumentError, Option } from 'commander';
 import { readdirSync } from 'node:fs';
 import { packagePath, packageVersion } from '../common/package-root.js';
-import { EmbodiedOptions, ResearchOptions } from '../recipes/options.js';
+import { Type } from '@sinclair/typebox';
+import { EmbodiedOptions, ResearchOptions, VlaRecipeInput } from '../recipes/options.js';
 import { JSON_HELP, routeLogsToStderr } from './json-output.js';
-import { addSchemaFlags } from './schema-flags.js';
+import { addSchemaFlags, flagOf } from './schema-flags.js';
 
 /** The benchmarks there are, read from the bench folder (the CLI runs them in a child process and imports nothing of bench/). */
 const benchNames = () => readdirSync(packagePath('bench')).filter((f) => f.endsWith('.ts') && f !== 'run.ts').map((f) => f.slice(0, -3)).sort();
@@ -211,18 +212,22 @@ program
 const train = program
   .command('train')
   .summary('post-train a policy on a robot with WMRL (or the standard-GRPO baseline), export it as .onnx')
-  .usage('[--policy gaussian|vla] [--algo wmrl|standard] [--robot sim:TASK[:PROFILE]|ROBOT.yaml [--robot …] --task TASK] [--quick] [--out DIR] [--resume] [--json] [options]')
+  .usage('[--policy gaussian|vla [--proprio robot|all]] [--algo wmrl|standard] [--robot sim:TASK[:PROFILE]|ROBOT.yaml [--robot …] --task TASK] [--quick] [--out DIR] [--resume] [--json] [options]')
   .option('--out <DIR>', 'the run folder: config.json, the checkpoint, episodes.db, history.json, policy.onnx (default runs/ALGO-TIME)')
   .option('--resume', 'continue the run in --out as it was started (only --updates may change, to extend it)', false)
   .option('--command-history <K>', COMMAND_HISTORY_HELP, steps('--command-history'))
   .option('--json', JSON_HELP, false)
-  .addOption(new Option('--policy <kind>', 'the policy post-trained: the Gaussian MLP, or the VLA (recipes/vla.ts: cloned on the gap robot, then WMRL; takes --robot sim:TASK:gap, --quick, --seed, --updates, --kl-coef, --out)').choices(['gaussian', 'vla']).default('gaussian'));
+  .addOption(new Option('--policy <kind>', 'the policy post-trained: the Gaussian MLP, or the VLA (recipes/vla.ts: cloned on the gap robot, then WMRL; takes --robot sim:TASK:gap, --quick, --seed, --updates, --kl-coef, --proprio, --out)').choices(['gaussian', 'vla']).default('gaussian'));
 // --robot is repeatable (a fleet): the schema's default stands until the first one given.
 const ROBOT_DEFAULT = [EmbodiedOptions.properties.robot.default as string];
 train.addOption(new Option('--robot <R>', EmbodiedOptions.properties.robot.description).default(ROBOT_DEFAULT, JSON.stringify(ROBOT_DEFAULT[0])).argParser((v: string, all: string[]) => (all === ROBOT_DEFAULT ? [v] : [...all, v])));
 const trainKeys = [...addSchemaFlags(train, EmbodiedOptions, ['commandHistory', 'robot']), 'commandHistory', 'robot'];
+// --policy vla's own settings, from the VLA recipe's schema (recipes/vla-options.ts).
+const vlaKeys = addSchemaFlags(train, Type.Pick(VlaRecipeInput, ['proprio']));
 train.action(async (o: Record<string, unknown>, cmd: typeof train) => {
-  const given = trainKeys.filter((k) => cmd.getOptionValueSource(k) === 'cli');
+  const given = [...trainKeys, ...vlaKeys].filter((k) => cmd.getOptionValueSource(k) === 'cli');
+  const vlaOnly = vlaKeys.filter((k) => given.includes(k));
+  if (o.policy !== 'vla' && vlaOnly.length) throw new Error(`${vlaOnly.map(flagOf).join(', ')}: the VLA recipe's option; give --policy vla`);
   const robots = o.robot as string[];
   if (robots.length === 1) o.robot = robots[0];
   else if (o.policy === 'vla') throw new Error(`--policy vla trains on one sim robot; got --robot ${robots.join(', --robot ')}`);

@@ -5,10 +5,16 @@ import { Type, type Static } from '@sinclair/typebox';
 /** The tasks the VLA recipe trains for, each on its sim robot under the gap profile. */
 export const VLA_TASKS = ['reach', 'push'] as const;
 
+/**
+ * What the VLA's proprioception reads unless its config says otherwise: the robot's own state (joints, a tip derived
+ * from them, the commands it sent), so the goal reaches it only through its camera and instruction.
+ */
+export const VLA_PROPRIO = 'robot' as const;
+
 const Count = (minimum: number, maximum: number, description?: string) => Type.Integer({ minimum, maximum, ...(description ? { description } : {}) });
 /**
  * The VLA recipe's settings beside its task, each left out taking the task's default (recipes/vla.ts VLA_CLONE,
- * VLA_HIDDEN, UPDATES, KL_BETA, RL_LOG_STD, IMAGINE; `quick`: vlaScale(true)): the keys of the service's
+ * VLA_HIDDEN, UPDATES, KL_BETA, RL_LOG_STD, IMAGINE; VLA_PROPRIO; `quick`: vlaScale(true)): the keys of the service's
  * `vla-train` job, whose robot names the task.
  */
 export const VlaSettings = {
@@ -28,6 +34,10 @@ export const VlaSettings = {
   prompts: Type.Optional(Count(1, 1024, 'imagined groups per update (default 16; quick 2)')),
   groupSize: Type.Optional(Count(2, 256, 'rollouts per group (default 8; quick 2)')),
   refitEvery: Type.Optional(Count(0, 100000, "refit the world model on the robot's recorded episodes every this many updates (default 30; quick 2; 0: never)")),
+  proprio: Type.Optional(Type.Union([Type.Literal('robot'), Type.Literal('all')], {
+    default: VLA_PROPRIO,
+    description: "what the VLA's proprioception reads: robot, the robot's own state (joints, tip, the commands it sent; the goal reaches it only through its camera and instruction), or all, the whole observation (targets, goal one-hot and offsets too)",
+  })),
   rl: Type.Optional(Type.Object(
     {
       klBeta: Type.Optional(Type.Number({ minimum: 0, maximum: 100, description: "β of GRPO's KL penalty to the clone (0: none)" })),

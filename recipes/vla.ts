@@ -16,7 +16,7 @@ import { contextOf, evaluateHeldOut, evaluateOn, type EvalResult } from '../poli
 import { LatentVla, type LatentDistillReport } from '../policies/latent-vla.js';
 import { ClippedPolicyGradient, DEFAULT_PG_CONFIG, type PgConfig } from '../policies/pg.js';
 import type { Policy } from '../policies/types.js';
-import { VlaPolicy } from '../policies/vla.js';
+import { VlaPolicy, type VlaProprio } from '../policies/vla.js';
 import { SceneTwin, combinationSplit, loadProfile, makeEnv, type Combination, type Env, type EvaluationSplit } from '../sim/index.js';
 import type { EnsembleModel, Transitions } from '../worldmodel/index.js';
 import { correctorConfig, type CorrectorConfig } from '../wmrl/corrector.js';
@@ -25,9 +25,9 @@ import type { RunHooks, RunRow } from '../wmrl/run-state.js';
 import { DEFAULT_PRETRAIN, SimPrompts, pretrainWorldModel, simRobotTarget } from '../wmrl/sim-setup.js';
 import { trainStandard } from '../wmrl/train_standard.js';
 import { DEFAULT_WMRL, trainWmrl } from '../wmrl/train_wmrl.js';
-import { VLA_TASKS, VlaRecipeInput } from './vla-options.js';
+import { VLA_PROPRIO, VLA_TASKS, VlaRecipeInput } from './vla-options.js';
 
-export { VLA_TASKS };
+export { VLA_PROPRIO, VLA_TASKS };
 export type VlaTask = (typeof VLA_TASKS)[number];
 /** Side of the robot's square camera image, px. */
 export const S = 32;
@@ -82,10 +82,13 @@ export function vlaPgConfig(quick: boolean, task?: VlaTask): PgConfig {
   return { ...DEFAULT_PG_CONFIG, optimizer: { lr: 1e-4, clipNorm: 0.5 }, epochs: quick ? 1 : 4, minibatch: 512, ...(beta > 0 ? { klCoef: beta } : {}) };
 }
 
-/** The VLA for `env`'s layout, camera and instructions: conv 8-16, 32 image features, 16-d word embeddings, a fusion MLP of `hidden`, log-std -1. */
-export const makeVla = (env: Env, hidden: number[] = [64, 64]) => (obsMean: number[], obsStd: number[]) => new VlaPolicy({
+/**
+ * The VLA for `env`'s layout, camera and instructions: conv 8-16, 32 image features, 16-d word embeddings, a fusion MLP
+ * of `hidden`, log-std -1, its proprioception `proprio` (the recipe's default: the robot's own state).
+ */
+export const makeVla = (env: Env, hidden: number[] = [64, 64], proprio: VlaProprio = VLA_PROPRIO) => (obsMean: number[], obsStd: number[]) => new VlaPolicy({
   layout: env.layout, actDim: env.actionSpace.shape[0], image: { height: S, width: S }, instructions: env.observationSpace.instructions,
-  convChannels: [8, 16], imageFeatures: 32, embedDim: 16, hidden, initLogStd: -1, obsMean, obsStd, seed: 0,
+  convChannels: [8, 16], imageFeatures: 32, embedDim: 16, hidden, initLogStd: -1, obsMean, obsStd, seed: 0, proprio,
 });
 
 /** Held-out episodes per evaluation set. */
@@ -154,6 +157,8 @@ export interface VlaRecipe {
   quick: boolean;
   clone: CloneScale;
   hidden: number[];
+  /** What the VLA's proprioception reads (VlaConfig.proprio). */
+  proprio: VlaProprio;
   updates: number;
   prompts: number;
   groupSize: number;
@@ -187,7 +192,7 @@ export function vlaRecipe(input: unknown): VlaRecipe {
   const clone = c.clone ?? VLA_CLONE[q ? 'quick' : 'full'][task];
   if (clone.demos <= clone.daggerRounds * clone.daggerEpisodes) throw new Error(`vla recipe: bad config: clone.demos (${clone.demos}) must exceed clone.daggerRounds x clone.daggerEpisodes (${clone.daggerRounds * clone.daggerEpisodes})`);
   return {
-    task, seed: c.seed ?? 0, quick: q, clone, hidden: c.hidden ?? VLA_HIDDEN[task],
+    task, seed: c.seed ?? 0, quick: q, clone, hidden: c.hidden ?? VLA_HIDDEN[task], proprio: c.proprio ?? VLA_PROPRIO,
     updates: c.updates ?? scale.updates(task), prompts: c.prompts ?? scale.prompts, groupSize: c.groupSize ?? scale.groupSize, refitEvery: c.refitEvery ?? scale.refitEvery,
     evalEpisodes: scale.evalEpisodes, promptSeed0: scale.promptSeed0, distill: scale.distill, wm: scale.wm,
     pg: { ...vlaPgConfig(q), ...(beta > 0 ? { klCoef: beta } : {}) },
@@ -394,7 +399,7 @@ export async function runVla(input: unknown, out: string, io: VlaRunIo = {}): Pr
     // Behaviour cloning with DAgger, demonstrations recorded on the robot itself.
     const rounds = R.clone.daggerRounds + 1;
     progress('pretraining: behaviour cloning', 0, rounds);
-    vla = (await cloneOnGap(R.task, split, R.clone, (env) => makeVla(env, R.hidden), (k) => { progress('pretraining: behaviour cloning', k + 1, rounds); stopHere(); }, COMMAND_HISTORY)).policy;
+    vla = (await cloneOnGap(R.task, split, R.clone, (env) => makeVla(env, R.hidden, R.proprio), (k) => { progress('pretraining: behaviour cloning', k + 1, rounds); stopHere(); }, COMMAND_HISTORY)).policy;
     const policy = vla;
     // The world model, pretrained on exploratory episodes under randomized profiles.
     const pre = await pretrainWorldModel({ ...R.wm, task: R.task, seed: 0, commandHistory: COMMAND_HISTORY, onProgress: (what, k, n) => { progress(`pretraining: ${what}`, k, n); stopHere(); } });

@@ -7,7 +7,9 @@ import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { SimRobot } from '../hardware/robots/sim.js';
 import { OnnxPolicy } from '../policies/onnx-policy.js';
-import { ANCHORS, UPDATES, VLA_CLONE, gapRobot, runVla, vlaRecipe } from '../recipes/vla.js';
+import { robotEntries } from '../common/layout.js';
+import { makeEnv } from '../sim/index.js';
+import { ANCHORS, UPDATES, VLA_CLONE, VLA_PROPRIO, gapRobot, makeVla, runVla, vlaRecipe } from '../recipes/vla.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'recipe-vla-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
@@ -21,11 +23,32 @@ describe('vlaRecipe', () => {
     expect(reach).toMatchObject({ seed: 3, quick: true, hidden: [64, 64], updates: 2, clone: VLA_CLONE.quick.reach, logStd: null });
     expect(reach.wmrl.anchorScore).toBe('robot');
     expect(reach.pg.klCoef).toBeUndefined();
+    // the VLA's proprioception is the robot's own state unless the config says otherwise
+    expect(VLA_PROPRIO).toBe('robot');
+    expect(push.proprio).toBe('robot');
+    expect(reach.proprio).toBe('robot');
+  });
+
+  it("makeVla builds the recipe's VLA: by default over the gap robot's own entries (joints, tip, the commands it sent)", async () => {
+    const env = await makeEnv(gapRobot('reach'));
+    try {
+      const D = env.observationSpace.state.shape[0];
+      const own = makeVla(env)(new Array<number>(D).fill(0), new Array<number>(D).fill(1)), all = makeVla(env, [8], 'all')(new Array<number>(D).fill(0), new Array<number>(D).fill(1));
+      expect(own.config.proprio).toBe('robot');
+      expect(own.config.proprioEntries).toEqual(robotEntries(env.layout));
+      // 2 joint positions, 2 velocities, the tip, the last 3 commands of 2 actuators
+      expect(own.config.proprioEntries).toHaveLength(4 + 2 + 6);
+      expect(all.config.proprioEntries).toHaveLength(D);
+      await own.release();
+      await all.release();
+    } finally {
+      env.dispose();
+    }
   });
 
   it('takes the user\'s settings over the defaults', () => {
-    const r = vlaRecipe({ task: 'reach', updates: 7, hidden: [32], rl: { klBeta: 0.5, logStd: -2, imagine: 'face' }, clone: { demos: 10, daggerRounds: 1, daggerEpisodes: 2, bcEpochs: 4 } });
-    expect(r).toMatchObject({ updates: 7, hidden: [32], logStd: -2, imagine: 'face', clone: { demos: 10, daggerRounds: 1, daggerEpisodes: 2, bcEpochs: 4 } });
+    const r = vlaRecipe({ task: 'reach', updates: 7, hidden: [32], proprio: 'all', rl: { klBeta: 0.5, logStd: -2, imagine: 'face' }, clone: { demos: 10, daggerRounds: 1, daggerEpisodes: 2, bcEpochs: 4 } });
+    expect(r).toMatchObject({ updates: 7, hidden: [32], proprio: 'all', logStd: -2, imagine: 'face', clone: { demos: 10, daggerRounds: 1, daggerEpisodes: 2, bcEpochs: 4 } });
     expect(r.pg.klCoef).toBe(0.5);
   });
 
@@ -35,6 +58,7 @@ describe('vlaRecipe', () => {
     expect(() => vlaRecipe({ task: 'reach', rl: { klBeta: -1 } })).toThrow(/rl\.klBeta must be in \[0, 100\], got -1/);
     expect(() => vlaRecipe({ task: 'reach', lr: 1 })).toThrow(/lr unknown key/);
     expect(() => vlaRecipe({ seed: 0 })).toThrow(/task missing/);
+    expect(() => vlaRecipe({ task: 'reach', proprio: 'scene' })).toThrow(/proprio must be 'robot' or 'all'/);
     expect(() => vlaRecipe({ task: 'reach', clone: { demos: 2, daggerRounds: 1, daggerEpisodes: 2, bcEpochs: 1 } })).toThrow(/clone\.demos \(2\) must exceed/);
   });
 });
@@ -56,9 +80,13 @@ describe('runVla', () => {
     const robot = await SimRobot.create({ ...gapRobot('reach'), seed: 0 });
     try {
       const deployed = await OnnxPolicy.load(r.policyPath, robot.spec);
-      const a = await deployed.act(await robot.reset({ seed: 9_000_000 }));
+      const obs = await robot.reset({ seed: 9_000_000 });
+      const a = await deployed.act(obs);
       expect(a).toHaveLength(robot.spec.action.names.length);
       expect(a.every(Number.isFinite)).toBe(true);
+      // the recipe's VLA reads the robot's own state: moving every target and the goal offset leaves its action
+      const moved = Float32Array.from(obs.features!, (x, i) => (robot.env.layout.features[i]!.scene ? x + 0.05 : x));
+      expect(Array.from(await deployed.act({ ...obs, features: moved }))).toEqual(Array.from(a));
     } finally {
       await robot[Symbol.asyncDispose]();
     }

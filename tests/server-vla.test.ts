@@ -50,9 +50,10 @@ describe('vla-train job: options on the route', () => {
   it('is listed with its options schema; bad options are 400 naming the field or what the robot lacks; no token 401; unknown robot 404', async () => {
     const jobs = (await inject({ url: '/api/runs/jobs' })).json<Array<{ kind: string; options: { properties: Record<string, { default?: unknown }>; required: string[] } }>>();
     const job = jobs.find((j) => j.kind === 'vla-train')!;
-    expect(Object.keys(job.options.properties)).toEqual(['robot', 'seed', 'quick', 'clone', 'hidden', 'updates', 'prompts', 'groupSize', 'refitEvery', 'rl', 'realTime']);
+    expect(Object.keys(job.options.properties)).toEqual(['robot', 'seed', 'quick', 'clone', 'hidden', 'updates', 'prompts', 'groupSize', 'refitEvery', 'proprio', 'rl', 'realTime']);
     expect(job.options.required).toEqual(['robot', 'realTime']);
     expect(job.options.properties.quick!.default).toBe(false);
+    expect(job.options.properties.proprio!.default).toBe('robot');
     // The robots say what they carry.
     const robots = (await inject({ url: '/api/robots' })).json<RobotStatus[]>();
     expect(robots.map((r) => [r.id, r.camera, r.commandHistory])).toEqual([['sim', null, 0], ['cam', S, COMMAND_HISTORY]]);
@@ -64,6 +65,7 @@ describe('vla-train job: options on the route', () => {
       [{ robot: 'cam', hidden: [] }, 'body.hidden: must NOT have fewer than 1 items'],
       [{ robot: 'cam', rl: { klBeta: -1 } }, 'body.rl.klBeta: must be >= 0'],
       [{ robot: 'cam', rl: { imagine: 'dream' } }, /^body\.rl\.imagine: /],
+      [{ robot: 'cam', proprio: 'scene' }, /^body\.proprio: /],
       [{ robot: 'cam', clone: { demos: 4 } }, /body\.clone\.daggerRounds: is required/],
       // The robot names the task.
       [{ robot: 'cam', task: 'push' }, 'body.task: is not a known field'],

@@ -21,6 +21,14 @@ describe('wmrl train --policy vla', () => {
     expect(other.stderr).toMatch(/--policy vla takes .*; not --algo, --prompts|not --prompts, --algo/);
     const out = wmrl('train', '--policy', 'vla');
     expect(out.stderr).toMatch(/needs --out DIR/);
+    // --proprio, the recipe's own setting (recipes/vla-options.ts): the VLA's alone, one of its schema's values
+    const gaussian = wmrl('train', '--proprio', 'all', '--out', dir);
+    expect(gaussian.status).not.toBe(0);
+    expect(gaussian.stderr).toMatch(/--proprio: the VLA recipe's option; give --policy vla/);
+    const bad = wmrl('train', '--policy', 'vla', '--proprio', 'scene', '--out', dir);
+    expect(bad.status).not.toBe(0);
+    expect(bad.stderr).toMatch(/'scene' is invalid\. Allowed choices are robot, all/);
+    expect(wmrl('train', '--help').stdout).toMatch(/--proprio <C>[\s\S]*?default:\s+"robot"/);
   }, 120_000);
 
   it('trains the VLA and exports an artifact drive runs on the gap robot', () => {

@@ -196,8 +196,9 @@ const excluded = (o: CellOptions) => [...o.heldOut, ...o.withheld].map((c) => `$
 
 /**
  * What a task's setup depends on, hashed: every file under common/, nn/, sim/, policies/ and worldmodel/,
- * wmrl/sim-setup.ts and wmrl/embodied.ts, package-lock.json, the source of the functions that build it and the
- * constants they read, the combinations its training seeds leave out, and the Node version and CPU architecture.
+ * wmrl/sim-setup.ts, wmrl/embodied.ts, recipes/vla-options.ts (the recipe's defaults) and package-lock.json, the
+ * source of the functions that build it and the constants they read, the combinations its training seeds leave out,
+ * and the Node version and CPU architecture.
  * Hashed once per process and task, scale and exclusions: the code that runs is the code loaded then.
  */
 export function setupKey(task: Task, o: CellOptions): string {
@@ -205,7 +206,7 @@ export function setupKey(task: Task, o: CellOptions): string {
   const known = setupKeys.get(id);
   if (known) return known;
   const h = createHash('sha256');
-  hashSources(h, ['common', 'nn', 'sim', 'policies', 'worldmodel'], ['wmrl/sim-setup.ts', 'wmrl/embodied.ts', 'package-lock.json']);
+  hashSources(h, ['common', 'nn', 'sim', 'policies', 'worldmodel'], ['wmrl/sim-setup.ts', 'wmrl/embodied.ts', 'recipes/vla-options.ts', 'package-lock.json']);
   for (const fn of [loadSetup, buildSetup, clonePart, modelPart, evaluationSplit, cloneOnGap, gapRobot, cloneWithDagger, makeVla, distillStates, distillFace, imaginationGaps, agreementGroups, imaginedAgreement, faceOnRobotAgreement, repeatability, vlaSplit, SplitPrompts, vlaPrompts, vlaRecipe, vlaScale, diagnostics]) h.update(fn.toString());
   h.update(JSON.stringify({ task, q: o.quick, excluded: excluded(o), S, LATENCY, COMMAND_HISTORY, VLA_CLONE, VLA_HIDDEN, RL_LOG_STD, DEFAULT_PRETRAIN, AGREEMENT_STEPS, node: process.version, arch: process.arch }));
   const key = h.digest('hex').slice(0, 24);
@@ -298,7 +299,7 @@ async function clonePart(task: Task, o: CellOptions, split: EvaluationSplit, pro
   if (saved) {
     const layout = await makeEnv(gapRobot(task));
     try {
-      const vla = makeVla(layout, R.hidden)(saved.obsMean, saved.obsStd);
+      const vla = makeVla(layout, R.hidden, R.proprio)(saved.obsMean, saved.obsStd);
       loadCached(join(dir, 'vla.safetensors'), (f) => vla.store.load(f));
       progress(`${task}: the clone read from ${dir}`);
       return { vla, loss: saved.loss, steps: saved.steps, demoSuccess: saved.demoSuccess };
@@ -308,7 +309,7 @@ async function clonePart(task: Task, o: CellOptions, split: EvaluationSplit, pro
   }
   // The demonstrations are recorded on the robot (the gap profile), its declared latency told to the demonstrator.
   const C = R.clone;
-  const { policy: vla, ...clone } = await cloneOnGap(task, split, C, (env) => makeVla(env, R.hidden), (k) => progress(`${task}: behaviour cloning, round ${k + 1}/${C.daggerRounds + 1}`), COMMAND_HISTORY);
+  const { policy: vla, ...clone } = await cloneOnGap(task, split, C, (env) => makeVla(env, R.hidden, R.proprio), (k) => progress(`${task}: behaviour cloning, round ${k + 1}/${C.daggerRounds + 1}`), COMMAND_HISTORY);
   writeCached(dir, MARKER.clone, (part) => {
     vla.store.save(join(part, 'vla.safetensors'));
     writeFileSync(join(part, MARKER.clone), toJson({ obsMean: [...vla.config.obsMean], obsStd: [...vla.config.obsStd], loss: clone.loss, steps: clone.steps, demoSuccess: clone.demoSuccess } satisfies CloneMeasured));
@@ -399,7 +400,7 @@ export async function loadSetup(task: Task, o: CellOptions, progress: (label: st
   const reserved = D.agreementGroups + D.gapEpisodes;
   const prompts = vlaPrompts(R, split, sim, reserved);
   const built = saved ? null : await buildSetup(dir, R, clone!, pre, { robotEnv, twin, prompts, trainSeeds: split.train, reserved }, progress);
-  const vla = built ? clone!.vla : makeVla(robotEnv, R.hidden)(saved!.obsMean, saved!.obsStd);
+  const vla = built ? clone!.vla : makeVla(robotEnv, R.hidden, R.proprio)(saved!.obsMean, saved!.obsStd);
   const face = built ? built.face : LatentVla.declare(vla, R.distill.hidden);
   if (saved) {
     loadCached(join(dir, 'vla.safetensors'), (f) => vla.store.load(f));

@@ -5,7 +5,7 @@ import { printJson } from '../json-output.js';
 import { flagOf } from '../schema-flags.js';
 
 /** The train flags the VLA recipe reads (the rest are the embodied recipe's). */
-const VLA_FLAGS: Record<string, string> = { robot: '--robot', quick: '--quick', seed: '--seed', updates: '--updates', klCoef: '--kl-coef' };
+const VLA_FLAGS: Record<string, string> = { robot: '--robot', quick: '--quick', seed: '--seed', updates: '--updates', klCoef: '--kl-coef', proprio: '--proprio' };
 
 export interface TrainVlaFlags {
   robot: string;
@@ -13,6 +13,7 @@ export interface TrainVlaFlags {
   seed?: unknown;
   updates?: unknown;
   klCoef?: unknown;
+  proprio?: unknown;
   out?: string;
   resume?: boolean;
   json?: boolean;
@@ -26,12 +27,12 @@ export async function trainVla(flags: TrainVlaFlags, given: readonly string[]): 
   const [kind, task, profile] = flags.robot.split(':');
   if (kind !== 'sim' || !VLA_TASKS.includes(task as VlaTask) || profile !== 'gap') throw new Error(`--policy vla: --robot must be ${VLA_TASKS.map((t) => `sim:${t}:gap`).join(' or ')}, got '${flags.robot}'`);
   if (!flags.out) throw new Error('--policy vla needs --out DIR (the run folder: policy.onnx, episodes.db)');
-  const pick = (k: 'seed' | 'updates' | 'klCoef') => (given.includes(k) ? flags[k] : undefined);
-  const seed = pick('seed'), updates = pick('updates'), klBeta = pick('klCoef');
+  const pick = (k: 'seed' | 'updates' | 'klCoef' | 'proprio') => (given.includes(k) ? flags[k] : undefined);
+  const seed = pick('seed'), updates = pick('updates'), klBeta = pick('klCoef'), proprio = pick('proprio');
   // The recipe's schema checks the values, naming its fields.
   const input: Record<string, unknown> = {
     task, quick: flags.quick,
-    ...(seed !== undefined ? { seed } : {}), ...(updates !== undefined ? { updates } : {}), ...(klBeta !== undefined ? { rl: { klBeta } } : {}),
+    ...(seed !== undefined ? { seed } : {}), ...(updates !== undefined ? { updates } : {}), ...(klBeta !== undefined ? { rl: { klBeta } } : {}), ...(proprio !== undefined ? { proprio } : {}),
   };
   let shown = '';
   const r = await runVla(input, flags.out, {
