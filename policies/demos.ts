@@ -1,6 +1,7 @@
 // Demonstrations and evaluation on a sim/ env for policies of the one interface: the scripted expert's
 // episodes with the env's camera images and instructions (behaviour cloning data), and the success rate
 // of a policy acting on the same observations.
+import { Rng } from '../nn/index.js';
 import type { Env, EvaluationSplit, Obs } from '../sim/index.js';
 import type { Demonstrations } from './bc.js';
 import type { Policy, PolicyContext } from './types.js';
@@ -64,19 +65,35 @@ export interface EvalResult {
   steps: number;
   /** Per episode, in the order of the seeds: 1 success, 0 not (paired comparisons of two policies on the same seeds). */
   outcomes: number[];
+  /** With shuffled instructions: per episode, 1 where the instruction drawn was the episode's own; and how many the task has. */
+  shuffled?: { matched: number[]; choices: number };
+}
+
+export interface EvalOptions {
+  /**
+   * Give the policy, for each episode, an instruction drawn uniformly from the task's (the env's) in place of the
+   * episode's own, drawn in the order of the seeds from `seed`: every policy evaluated on the same seeds gets the same
+   * draws. Success is still the episode's own goal's, so a policy that follows what it is told falls to chance.
+   */
+  shuffleInstructions?: { seed: number };
 }
 
 /** Success rate of the policy's mean action (batch 1, as a robot runs it) over the given seeds. */
-export async function evaluateOn(env: Env, policy: Policy, seeds: readonly number[]): Promise<EvalResult> {
+export async function evaluateOn(env: Env, policy: Policy, seeds: readonly number[], opts: EvalOptions = {}): Promise<EvalResult> {
   if (policy.chunk !== 1) throw new Error('evaluatePolicy: runs one action per step (chunk 1)');
   if (!seeds.length) throw new Error('evaluatePolicy: no seeds to evaluate on');
+  const choices = env.observationSpace.instructions;
+  const draw = opts.shuffleInstructions ? new Rng(opts.shuffleInstructions.seed) : null;
+  if (draw && choices.length < 2) throw new Error(`evaluatePolicy: shuffled instructions need a task with 2 or more, ${env.task} has ${choices.length}`);
   let ok = 0, steps = 0, ret = 0;
-  const outcomes: number[] = [];
+  const outcomes: number[] = [], matched: number[] = [];
   const zero = new Float32Array(policy.actDim);
   for (const seed of seeds) {
     let o = env.reset(seed);
+    const given = draw ? choices[draw.int(choices.length)]! : null;
+    if (given !== null) matched.push(given === o.instruction ? 1 : 0);
     for (;;) {
-      const { mean } = await policy.act(o.state, zero, contextOf(o));
+      const { mean } = await policy.act(o.state, zero, contextOf(given === null ? o : { ...o, instruction: given }));
       const r = env.step(mean);
       steps++;
       ret += r.reward;
@@ -88,5 +105,18 @@ export async function evaluateOn(env: Env, policy: Policy, seeds: readonly numbe
       }
     }
   }
-  return { success: ok / seeds.length, return: ret / seeds.length, episodes: seeds.length, steps, outcomes };
+  return { success: ok / seeds.length, return: ret / seeds.length, episodes: seeds.length, steps, outcomes, ...(draw ? { shuffled: { matched, choices: choices.length } } : {}) };
+}
+
+/**
+ * Per episode, what a policy that follows the instruction it is given would score under `shuffled`'s draws: its
+ * outcome on the episode's own instruction (`own`: the same policy on the same seeds, instructions unshuffled) where
+ * the draw was that instruction, else 0 (it heads for another goal). Their mean is chance: about the policy's own
+ * success over the number of the task's instructions.
+ */
+export function chanceOutcomes(own: EvalResult, shuffled: EvalResult): number[] {
+  if (!shuffled.shuffled) throw new Error('chanceOutcomes: the second evaluation did not shuffle its instructions');
+  const m = shuffled.shuffled.matched;
+  if (m.length !== own.outcomes.length) throw new Error(`chanceOutcomes: ${own.outcomes.length} episodes with their own instructions, ${m.length} shuffled: evaluate both on the same seeds`);
+  return own.outcomes.map((x, i) => x * m[i]!);
 }

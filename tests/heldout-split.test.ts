@@ -7,7 +7,10 @@ import { describe, expect, it } from 'vitest';
 import { combinationSplit, makeEnv, regionOf, type MjEnv } from '../sim/index.js';
 import { GaussianPolicy } from '../policies/gaussian.js';
 import { behaviourClone } from '../policies/bc.js';
-import { evaluateHeldOut, evaluateOn, expertDemonstrationsOn } from '../policies/demos.js';
+import { chanceOutcomes, evaluateHeldOut, evaluateOn, expertDemonstrationsOn } from '../policies/demos.js';
+import type { Policy, PolicyContext } from '../policies/types.js';
+import { dlsReach } from '../sim/tasks/arm.js';
+import { COLOURS } from '../sim/tasks/layout.js';
 import { observationStats } from '../policies/episode-demos.js';
 
 describe('the (instruction, target region) split', () => {
@@ -105,6 +108,41 @@ describe('evaluation on held-out states and held-out combinations', () => {
     await expect(evaluateHeldOut(env, bc, push)).rejects.toThrow(/the split is of task 'push', the env runs 'reach'/);
     await bc.release();
     await untrained.release();
+    env.dispose();
+  });
+
+  it('reach with shuffled instructions: a policy that follows what it is told falls to exactly its chance outcomes, one that reads the goal from the state does not', async () => {
+    const env = await makeEnv({ task: 'reach' });
+    // The scripted expert's reach steered to the target the instruction names (state: targets at 6 + 2i, the tip at 4), or to the goal the state gives (its goal - tip at 15).
+    const reacher = (follow: boolean): Policy => ({
+      kind: 'test', obsDim: 17, actDim: 2, chunk: 1, inputs: () => ({}),
+      act: async (s: Float32Array, _noise: Float32Array, ctx?: PolicyContext) => {
+        const i = COLOURS.findIndex((c) => ctx!.instructions![0]!.includes(c));
+        const [dx, dy] = follow ? [s[6 + 2 * i]! - s[4]!, s[7 + 2 * i]! - s[5]!] : [s[15]!, s[16]!];
+        const mean = dlsReach(s[0]!, s[1]!, s[2]!, s[3]!, dx, dy, 6, 0.4);
+        return { action: mean, mean, logProb: Float32Array.of(0) };
+      },
+    }) as unknown as Policy;
+    const seeds = Array.from({ length: 24 }, (_, k) => 20_000 + k);
+    const follower = reacher(true), stateReader = reacher(false);
+    const own = await evaluateOn(env, follower, seeds);
+    const shuffled = await evaluateOn(env, follower, seeds, { shuffleInstructions: { seed: 7 } });
+    expect(own.success).toBeGreaterThan(0.8);
+    expect(own.shuffled).toBeUndefined();
+    expect(shuffled.shuffled!.choices).toBe(3);
+    const m = shuffled.shuffled!.matched, drawnOwn = m.reduce((a, b) => a + b, 0);
+    expect(drawnOwn).toBeGreaterThan(2);
+    expect(drawnOwn).toBeLessThan(seeds.length - 2);
+    // where the draw named another target the follower went there: its outcomes are its chance outcomes, episode by episode
+    expect(shuffled.outcomes).toEqual(chanceOutcomes(own, shuffled));
+    expect(shuffled.success).toBeLessThan(own.success - 0.2);
+    // the same draws for every policy on the same seeds; a state reader is not fooled
+    const other = await evaluateOn(env, stateReader, seeds, { shuffleInstructions: { seed: 7 } });
+    expect(other.shuffled!.matched).toEqual(m);
+    expect(other.outcomes).toEqual((await evaluateOn(env, stateReader, seeds)).outcomes);
+    expect((await evaluateOn(env, follower, seeds, { shuffleInstructions: { seed: 8 } })).shuffled!.matched).not.toEqual(m);
+    expect(() => chanceOutcomes(own, own)).toThrow(/did not shuffle its instructions/);
+    expect(() => chanceOutcomes({ ...own, outcomes: own.outcomes.slice(1) }, shuffled)).toThrow(/23 episodes with their own instructions, 24 shuffled/);
     env.dispose();
   });
 });
