@@ -186,6 +186,8 @@ export async function trainWmrl(run: WmrlRun): Promise<RunState> {
   let updatePrompts: Prompt[] = [];
   // This update's imagined rollouts and the policy noise imagination drew, rollout k of group b's at b·G + k.
   let imagined: ImaginedRollouts & { noise: Float32Array } | null = null;
+  // This update's ensemble member per group.
+  let groupMember: number[] = [];
   const wmScorer = {
     async score(groups: ReadonlyArray<readonly Ref[]>) {
       return groups.map((g) => ({ scores: g.map((r) => imagined!.score[r.b * G + r.k]!), variance: g.map((r) => imagined!.variance[r.b * G + r.k]!) }));
@@ -220,7 +222,18 @@ export async function trainWmrl(run: WmrlRun): Promise<RunState> {
         if (ep.status !== 'complete') return null;
         return c.anchorScore === 'relabel' ? relabelScore(model, acted[k]!, { steps: Math.min(ep.steps, H), actionDelay: env.actionDelay }) : ep.return;
       }));
-      gate?.observe(group.map((r) => imagined!.score[r.b * G + r.k]!), realScores);
+      if (gate) {
+        // The gate's agreement is closed loop from where the robot started: the group imagined again from each episode's
+        // own first observation (imagination's start may be another reported one), under the noise the episode acted with.
+        const n = eps.length, from = new Float32Array(n * D), noise = new Float32Array(n * H * A);
+        eps.forEach((ep, k) => {
+          from.set(ep.obs.subarray(0, D), k * D);
+          const i = (b * G + group[k]!.k) * H * A;
+          noise.set(imagined!.noise.subarray(i, i + H * A), k * H * A);
+        });
+        const im = await imagineRollouts(env, run.twin ?? null, face, graphPolicy, { obs: from, instructions: eps.map(() => prompt.instruction) }, H, { members: new Int32Array(n).fill(groupMember[b]!), noise, actLow: lo, actHigh: hi });
+        gate.observe(imaginedRollouts(im, H, reads, { successThreshold: c.successThreshold, mode: c.scoreMode, k: c.scoreK }).score, realScores);
+      }
       return { real: realScores, worldModel };
     },
   };
@@ -250,7 +263,7 @@ export async function trainWmrl(run: WmrlRun): Promise<RunState> {
       });
       const N = c.prompts * G;
       // One ensemble member per group, so the group's ranking reflects its actions, not which member dreamt them.
-      const groupMember = Array.from({ length: c.prompts }, () => rng.int(E));
+      groupMember = Array.from({ length: c.prompts }, () => rng.int(E));
       const members = Int32Array.from({ length: N }, (_, i) => groupMember[Math.floor(i / G)]!);
       const ti = performance.now();
       const policyNoise = Float32Array.from({ length: N * H * A }, () => rng.normal());
