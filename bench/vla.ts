@@ -14,7 +14,8 @@
 // Each (task, RL seed, arm) is a cell computed in bench/cells/vla.ts, in worker processes side by side
 // (bench/cells/vla-worker.ts), and cached, so a full run can span sessions; this file runs and reports them: success
 // of the mean action on the split's held-out start states and held-out combinations, per seed, with paired intervals
-// of WMRL against each arm, the corrections WMRL made, and the deployed artifact's latency, measured in every run.
+// of WMRL against each arm, the clone's and WMRL's success with shuffled instructions against their chance, the
+// corrections WMRL made, and the deployed artifact's latency, measured in every run.
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -84,6 +85,9 @@ const LABEL: Record<Arm, string> = {
   wmrl: '+ WMRL (both corrections)',
 };
 const RL_ARMS = ['sparse_only', 'dense_only', 'wmrl'] as const satisfies readonly RlArm[];
+/** The arms also evaluated with shuffled instructions (bench/cells/vla.ts ShuffledCell). */
+const SHUFFLED_ARMS = ['bc', 'wmrl'] as const;
+type ShuffledArm = (typeof SHUFFLED_ARMS)[number];
 /** The arms WMRL is compared with. */
 const OTHERS = ['sparse_only', 'dense_only', 'bc'] as const satisfies ReadonlyArray<Exclude<Arm, 'wmrl'>>;
 /** The order a seed's cells take a free worker in: the longest first, sparse only once WMRL gave its robot episodes. */
@@ -166,7 +170,7 @@ async function artifactLatency(task: Task, calls: number): Promise<number[]> {
 
 /** A cell's headline figures, as the test-split ledger records them. */
 function ledgerSummary(c: ArmCell): Record<string, number> {
-  const base = { states: mean(c.states), combinations: mean(c.combinations) };
+  const base = { states: mean(c.states), combinations: mean(c.combinations), ...(c.shuffled ? { shuffled: mean(c.shuffled.outcomes), shuffled_chance: mean(c.shuffled.chance) } : {}) };
   return c.arm === 'bc' ? base : { ...base, robot_h: c.robotHours, compute_s: c.computeSeconds };
 }
 
@@ -242,6 +246,10 @@ type EvalSet = 'states' | 'combinations';
 const SETS: readonly EvalSet[] = ['states', 'combinations'];
 const SET_NAME: Record<EvalSet, string> = { states: 'held-out start states', combinations: 'held-out combinations' };
 const pct = (x: number) => `${fmt(100 * x, 3)}%`;
+/** What a VLA's proprioception reads (recipes/vla-options.ts proprio), in words. */
+const PROPRIO_WORDS = { robot: "the robot's own state (joints, tip, the commands it sent), so the goal reaches it only through its camera and instruction", all: 'the whole observation, the targets, the goal one-hot and the goal offsets included' } as const;
+/** Shuffled − chance, in words: where the interval lies. */
+const atChance = (d: Interval) => (d.lo > 0 ? 'above chance: it reaches the true goal more often than following the drawn instruction would' : d.hi < 0 ? 'below chance' : 'no difference from chance shown');
 
 /** What WMRL's Corrector did at one seed, from its run rows, and its imagined gate. */
 export interface Corrections extends BaseCorrections {
@@ -287,13 +295,24 @@ export function analyse(p: Plan, task: string, cells: VlaCells) {
   const corr = seeds.map((s) => corrections(rl(s, 'wmrl')));
   // Sparse only is to spend exactly WMRL's robot episodes at every seed.
   const unequal = seeds.filter((s) => rl(s, 'sparse_only').robotEpisodes !== rl(s, 'wmrl').robotEpisodes);
-  return { task, seeds, setup, get, bc, rl, outcomes, success, score, wmrlMinus, overBc, corr, unequal };
+  // The shuffled-instruction ablation of the clone and WMRL's VLA: its success, its chance and their paired difference.
+  const ablation = (arm: ShuffledArm) => {
+    const cs = seeds.map((s) => {
+      const c = get(s, arm).shuffled;
+      if (!c) throw new Error(`bench vla: the ${arm} cell for ${task}, seed ${s} holds no evaluation with shuffled instructions`);
+      return c;
+    });
+    const runs = cs.map((c) => c.outcomes), chance = cs.map((c) => c.chance);
+    return { choices: cs[0]!.choices, success: hierarchicalBootstrap(runs), chance: hierarchicalBootstrap(chance), minus: pairedDifference(runs, chance) };
+  };
+  const shuffled = Object.fromEntries(SHUFFLED_ARMS.map((x) => [x, ablation(x)])) as Record<ShuffledArm, ReturnType<typeof ablation>>;
+  return { task, seeds, setup, get, bc, rl, outcomes, success, score, wmrlMinus, overBc, corr, unequal, shuffled };
 }
 type Analysis = ReturnType<typeof analyse>;
 
 /** One task's summary sentences, table rows, per-seed tables, plot lines and RESULT figures. */
 function summarize(p: Plan, a: Analysis, run: RunInfo, named: boolean) {
-  const { task, seeds, setup: su, score, wmrlMinus, overBc, corr } = a;
+  const { task, seeds, setup: su, score, wmrlMinus, overBc, corr, shuffled } = a;
   const t = task as Task;
   const q = p.cell.quick;
   const R = vlaScale(q), W = wmrlScale(t, q), pg = vlaPgConfig(q, t);
@@ -321,6 +340,7 @@ function summarize(p: Plan, a: Analysis, run: RunInfo, named: boolean) {
       `. ${acted(seeds, neverDenoised, 'The denoiser', 'WMRL ran without Inverse-Variance Denoising')}; ${acted(seeds, neverMapped, 'the debias map', 'WMRL ran without a calibrated world model')}. The exploitation guard distrusted the model on ${seeds.map((s) => w(s).wmrl!.guard.updatesFlagged).join(' / ')} of ${p.cell.updates[t]} updates.`,
     `WMRL identified the robot's context, per seed, as ${seeds.map((s) => w(s).wmrl!.identified.context.map((v) => `×${fmt(Math.exp(v), 2)}`).join(', ')).join('; ')} (mass, friction, damping, actuator gain; the truth ×${CONTEXT_TRUTH.join(', ×')}) and a delay of ${seeds.map((s) => w(s).wmrl!.identified.delay).join(' / ')} steps (the truth ${LATENCY}).`,
     `Within-group rank agreement of the clone's robot returns (Spearman, median over groups, same starts and policy noise) with its returns imagined on the twin: ${fmt(su.agreement.nominal, 2)} under the pretrained model's nominal context (one measurement of the setup${su.agreement.firstSteps.steps.length ? `; over the first ${su.agreement.firstSteps.steps.join(', ')} steps ${su.agreement.firstSteps.nominal.map((x) => fmt(x, 2)).join(', ')}` : ''}), ${seeds.map((s) => fmt(w(s).wmrl!.agreement.identified, 2)).join(' / ')} under the context and delay WMRL identified and the model its refits left, per seed; the latent face on the robot agrees with the VLA at ${fmt(su.agreement.faceOnRobot, 2)} and the VLA with itself run again under other sensor noise at ${fmt(su.agreement.repeatability, 2)} (no world model ranks a group better). The latent face's held-out error ${fmt(su.latent.valRelMse, 3)} of the features' spread; on the clone's own robot states its mean action differs from the VLA's by ${fmt(su.gaps.faceVsCamera, 3)} per entry and the VLA's on the twin's render by ${fmt(su.gaps.twinVsCamera, 3)}, against a spread of ${fmt(su.gaps.spread, 3)}.`,
+    `Shuffled instructions (each held-out start state run again with its instruction replaced by one of the task's ${shuffled.wmrl.choices} drawn at random, the same draws for every arm and seed; success still the true goal's): ${SHUFFLED_ARMS.map((x) => `${SHORT[x]} ${formatInterval(shuffled[x].success, false)} against its chance ${formatInterval(shuffled[x].chance, false)}, shuffled − chance ${formatInterval(shuffled[x].minus)} (${atChance(shuffled[x].minus)})`).join('; ')}. Chance is what a policy that follows the instruction it is given scores on those draws: its own success where the draw named the true goal, else 0 (about its success / ${shuffled.wmrl.choices}). The VLA's proprioception: ${PROPRIO_WORDS[vlaRecipe({ task: t }).proprio]}.`,
     `References on the same start states: the robust demonstrator the clone learns from ${pct(b0.demonstrator.states)} / ${pct(b0.demonstrator.combinations)}, the nominal sim's scripted expert ${pct(b0.expert.states)} / ${pct(b0.expert.combinations)} (held-out states / combinations). The deployed VLA artifact (onnxruntime-node, batch 1, camera and instruction, ${lat.length} calls) took ${fmt(quantile(lat, 0.5), 3)} ms median and ${fmt(quantile(lat, 0.99), 3)} ms at the 99th percentile against a control period of ${fmt(periodMs, 3)} ms.`,
   ];
 
@@ -371,6 +391,13 @@ function summarize(p: Plan, a: Analysis, run: RunInfo, named: boolean) {
       { name: 'agreement', values: seeds.map((s) => fmt(w(s).wmrl!.agreement.identified, 2)) },
     ]),
     '',
+    `### ${task}: per seed, success on the held-out start states with shuffled instructions / its chance`,
+    '',
+    perSeedTable(seeds, SHUFFLED_ARMS.map((x) => ({ name: x, values: seeds.map((s) => {
+      const c = a.get(s, x).shuffled!;
+      return `${pct(mean(c.outcomes))} / ${pct(mean(c.chance))}`;
+    }) }))),
+    '',
     `### ${task}: success on the held-out start states during training (mean over seeds, at each evaluation: update, success)`,
     '',
     ...RL_ARMS.map((arm) => `- ${SHORT[arm]}: ${curveOf(a, arm).map(([x, y]) => `${fmt(x, 3)}: ${pct(y)}`).join(', ')}`),
@@ -405,6 +432,10 @@ function summarize(p: Plan, a: Analysis, run: RunInfo, named: boolean) {
     agreement_identified: median(seeds.map((s) => w(s).wmrl!.agreement.identified)),
     agreement_face_on_robot: su.agreement.faceOnRobot,
     agreement_repeatability: su.agreement.repeatability,
+    ...Object.fromEntries(SHUFFLED_ARMS.flatMap((x) => {
+      const z = shuffled[x];
+      return [[`shuffled_success_${x}`, z.success.estimate], [`shuffled_chance_${x}`, z.chance.estimate], [`shuffled_minus_chance_${x}`, z.minus.estimate], [`shuffled_minus_chance_${x}_lo`, z.minus.lo], [`shuffled_minus_chance_${x}_hi`, z.minus.hi], [`shuffled_vs_chance_${x}`, verdict(z.minus).replace(/ /g, '_')]];
+    })),
     demonstrator: b0.demonstrator.states,
     expert: b0.expert.states,
     vla_p99_ms: quantile(lat, 0.99),

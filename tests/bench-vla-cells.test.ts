@@ -64,6 +64,16 @@ describe('bench vla: the cells and the setup cache', () => {
       expect(s.robotEpisodes).toBe(w.robotEpisodes);
       expect(s.anchorWeight).toBeNull();
       expect((built.dense_only as RlCell).robotEpisodes).toBe(0);
+      // the clone and WMRL's VLA again with shuffled instructions: outcomes, chance outcomes (each at most the outcome of
+      // the same state with its own instruction), the task's three instructions; the other arms none
+      for (const c of [built.bc!, w]) {
+        const z = c.shuffled!;
+        expect(z.outcomes).toHaveLength(options.eval.episodes);
+        expect(z.choices).toBe(3);
+        z.chance.forEach((x, i) => expect(x).toBeLessThanOrEqual(c.states[i]!));
+      }
+      expect(s.shuffled).toBeNull();
+      expect((built.dense_only as RlCell).shuffled).toBeNull();
       await expect(runner.run(arm('sparse_only'), () => {})).rejects.toThrow("sparse only spends WMRL's robot episodes at its seed, and none were given");
     } finally {
       await runner.release();

@@ -18,13 +18,16 @@ const setupCell: SetupCell = {
   gaps: { states: 900, twinVsCamera: 0.09, faceVsCamera: 0.27, spread: 0.65 },
   agreement: { nominal: 0.38, firstSteps: { steps: [25, 50], nominal: [0.7, 0.3] }, faceOnRobot: -0.1, repeatability: 0.7 },
 };
-const bcCell = (k: number): BcCell => ({ arm: 'bc', states: wins(k), combinations: wins(k >> 1), demonstrator: { states: 1, combinations: 0.98 }, expert: { states: 0.04, combinations: 0.02 }, cellSeconds: 30, cpuSeconds: 40 });
+/** Every third draw names the true goal: a policy that follows the drawn instruction keeps those of its wins alone. */
+const chance = (k: number) => wins(k).map((x, e) => (e % 3 === 0 ? x : 0));
+/** The clone is not fooled by shuffled instructions (it solves what it solved); WMRL's VLA falls to its chance. */
+const bcCell = (k: number): BcCell => ({ arm: 'bc', states: wins(k), combinations: wins(k >> 1), shuffled: { outcomes: wins(k), chance: chance(k), choices: 3 }, demonstrator: { states: 1, combinations: 0.98 }, expert: { states: 0.04, combinations: 0.02 }, cellSeconds: 30, cpuSeconds: 40 });
 
 /** An RL arm's cell: `k` of E states and k/2 of E combinations solved at the end; 8 updates; WMRL with the Corrector's rows. */
 function rlCell(arm: Exclude<Arm, 'bc'>, k: number, o: { episodes?: number; denoised?: boolean; mapFrom?: number | null } = {}): RlCell {
   const U = 8, wmrl = arm === 'wmrl';
   return {
-    arm, states: wins(k), combinations: wins(k >> 1),
+    arm, states: wins(k), combinations: wins(k >> 1), shuffled: wmrl ? { outcomes: chance(k), chance: chance(k), choices: 3 } : null,
     curve: [4, 8].map((u) => ({ update: u, robotHours: u / 10, success: u === 8 ? k / E : k / (2 * E) })),
     updates: U, robotEpisodes: o.episodes ?? (arm === 'dense_only' ? 0 : 32), robotHours: 0.8, robotSuccesses: arm === 'dense_only' ? 0 : 5, computeSeconds: 100, cellSeconds: 110, cpuSeconds: 150,
     groups: Array(U).fill(arm === 'sparse_only' ? 1 : 16), realGroups: Array.from({ length: U }, (_, u) => (arm === 'sparse_only' ? 1 : wmrl ? u % 2 : 0)),
@@ -143,10 +146,31 @@ describe('bench vla: report', () => {
     expect(r.result.push_wmrl_vs_dense_only).toBe('no_difference_shown');
     expect(Number(r.result.wmrl_minus_sparse_only_lo)).toBeLessThanOrEqual(Number(r.result.wmrl_minus_sparse_only));
     expect(Number(r.result.wmrl_minus_sparse_only_lo)).toBeGreaterThan(0);
-    // Four per-seed tables per task (states, combinations, robot, corrections), one row per validation seed in each.
-    expect(r.notes!.split('\n').filter((l) => new RegExp(`^\\| ${fifth} +\\|`).test(l))).toHaveLength(8);
+    // Five per-seed tables per task (states, combinations, robot, corrections, shuffled instructions), one row per validation seed in each.
+    expect(r.notes!.split('\n').filter((l) => new RegExp(`^\\| ${fifth} +\\|`).test(l))).toHaveLength(10);
     expect(r.rows).toHaveLength(2 * (4 + 2));
     expect(r.keys).toEqual({ compute: 'c', report: 'k' });
+  });
+
+  it('reports the shuffled-instruction ablation: the clone above its chance, WMRL at it, with chance and intervals per task', () => {
+    // WMRL: 12 of 20 (5 on the fifth seed), of which the draws that named the true goal keep 4 (2): 0.2 on four seeds, 0.1 on one.
+    expect(r.result.reach_shuffled_success_wmrl).toBeCloseTo(0.18, 6);
+    expect(r.result.reach_shuffled_chance_wmrl).toBeCloseTo(0.18, 6);
+    expect(r.result.reach_shuffled_minus_chance_wmrl).toBe(0);
+    expect(r.result.reach_shuffled_vs_chance_wmrl).toBe('no_difference_shown');
+    // The clone: 4 of 20 on every seed with or without the true instruction; its chance keeps 2 of them.
+    expect(r.result.push_shuffled_success_bc).toBeCloseTo(0.2, 6);
+    expect(r.result.push_shuffled_chance_bc).toBeCloseTo(0.1, 6);
+    expect(r.result.push_shuffled_vs_chance_bc).toBe('beats');
+    expect(Number(r.result.push_shuffled_minus_chance_bc_lo)).toBeGreaterThan(0);
+    expect(r.summary).toContain('one of the task\'s 3 drawn at random');
+    expect(r.summary).toMatch(/WMRL 0\.18\d* \[[^\]]+\] against its chance 0\.18\d* \[[^\]]+\], shuffled − chance \+?0 \[[^\]]+\] \(no difference from chance shown\)/);
+    expect(r.summary).toContain("The VLA's proprioception: the robot's own state");
+    expect(r.notes).toContain('reach: per seed, success on the held-out start states with shuffled instructions / its chance');
+    // A cell without its shuffled evaluation is refused, naming it.
+    const m = cells(p, fifth, third);
+    (m.arms as Map<string, ArmCell>).set(cellKey('push', first, 'wmrl'), { ...rlCell('wmrl', 12), shuffled: null });
+    expect(() => report(p, { compute: 'c', report: 'k' }, m, { wallS: 1, computed: 0, latency })).toThrow(`bench vla: the wmrl cell for push, seed ${first} holds no evaluation with shuffled instructions`);
   });
 
   it("restates the earlier report's two-task claims with their intervals", () => {

@@ -2,7 +2,8 @@
 // face and their diagnostics — is built from train items alone and cached, the same for every RL seed and split; at
 // one (task, RL seed), the clone is measured on the split's evaluation (held-out start states and held-out
 // (instruction, target region) combinations), and each RL arm post-trains its head from the clone on the gap robot
-// with the recipe's per-task settings (recipes/vla.ts) and is measured on the same start states. The cells' code and
+// with the recipe's per-task settings (recipes/vla.ts) and is measured on the same start states; the clone and WMRL's
+// VLA again with shuffled instructions. The cells' code and
 // options make the bench's computation key (bench/lib/protocol.ts protocolKeys), so nothing here imports the report's
 // code (bench/vla.ts, stats, report).
 import { createHash } from 'node:crypto';
@@ -11,7 +12,7 @@ import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { cloneWithDagger } from '../../policies/dagger.js';
-import { evaluateOn, type EvalResult } from '../../policies/demos.js';
+import { chanceOutcomes, evaluateOn, type EvalResult } from '../../policies/demos.js';
 import { LatentVla, type LatentDistillReport } from '../../policies/latent-vla.js';
 import type { VlaPolicy } from '../../policies/vla.js';
 import {
@@ -56,6 +57,9 @@ export const COMBINATIONS: Readonly<Record<SplitName, readonly Combination[]>> =
   validation: [combo(0, 0), combo(1, 1), combo(2, 2)],
   test: [combo(0, 2), combo(1, 3), combo(2, 0)],
 };
+/** The seed of the shuffled-instruction draws (policies/demos.ts EvalOptions): the same for every arm and RL seed, so they pair. */
+export const SHUFFLE_SEED = 53;
+
 /** A quick run (the train split) evaluates its "held-out combinations" on these train combinations, which its own small clone leaves out. */
 export const QUICK_HELD_OUT: readonly Combination[] = [combo(0, 1), combo(1, 2), combo(2, 3)];
 
@@ -126,12 +130,26 @@ export interface SetupCell {
   agreement: { nominal: number; firstSteps: { steps: number[]; nominal: number[] }; faceOnRobot: number; repeatability: number };
 }
 
+/**
+ * A policy on the held-out states with each episode's instruction replaced by a random one of the task's (SHUFFLE_SEED),
+ * success still its own goal's: per start state, its outcome, and its chance outcome (what a policy that follows the
+ * instruction it is given would score on those draws: its outcome on the true instruction where the draw was that
+ * instruction, else 0); `choices`: the task's instructions.
+ */
+export interface ShuffledCell {
+  outcomes: number[];
+  chance: number[];
+  choices: number;
+}
+
 /** The behaviour-cloned start on the split's evaluation, beside the references it is cloned from. */
 export interface BcCell {
   arm: 'bc';
   /** Per start state, in the split's order: 1 success, 0 not (held-out states; held-out combinations). */
   states: number[];
   combinations: number[];
+  /** The held-out states again with shuffled instructions. */
+  shuffled: ShuffledCell;
   /** Success of the robust demonstrator and of the nominal sim's scripted expert on the same start states (noise-free). */
   demonstrator: { states: number; combinations: number };
   expert: { states: number; combinations: number };
@@ -146,6 +164,8 @@ export interface RlCell {
   /** The last evaluation per start state, in the split's order (the same states for every arm of a seed). */
   states: number[];
   combinations: number[];
+  /** WMRL: its final VLA on the held-out states again with shuffled instructions; null for the other arms. */
+  shuffled: ShuffledCell | null;
   /** Held-out-state success at every evaluation during training (every quarter of the updates and the last), with the robot hours spent by then. */
   curve: Array<{ update: number; robotHours: number; success: number }>;
   updates: number;
@@ -472,6 +492,12 @@ async function buildSetup(
 }
 
 // ── The arms ────────────────────────────────────────────────────────────────────────────────────
+/** `vla` on the held-out states with shuffled instructions, beside its chance outcomes given `own`, its evaluation on them with their own instructions. */
+async function shuffledOn(s: TaskSetup, vla: VlaPolicy, own: EvalResult): Promise<ShuffledCell> {
+  const r = await evaluateOn(s.robotEnv, vla, s.split.heldOutStates, { shuffleInstructions: { seed: SHUFFLE_SEED } });
+  return { outcomes: r.outcomes, chance: chanceOutcomes(own, r), choices: r.shuffled!.choices };
+}
+
 /** Success of `who` on the split's two evaluation sets (noise-free references). */
 async function reference(s: TaskSetup, who: 'expert' | 'demonstrator'): Promise<{ states: number; combinations: number }> {
   const r = await expertOn(s.task, s.split, who, LATENCY);
@@ -482,7 +508,8 @@ async function reference(s: TaskSetup, who: 'expert' | 'demonstrator'): Promise<
  * One arm of `s`'s task at RL seed `seed`, from the clone. 'bc' measures the clone (its mean action: the same on every
  * seed) and the references; an RL arm post-trains the VLA's head with the recipe's settings for the task
  * (recipes/vla.ts vlaRecipe: β, log-std, anchors, imagination, learning rate) for the run's updates, is evaluated on the
- * split's held-out states every quarter of them and after the last, then on the held-out combinations.
+ * split's held-out states every quarter of them and after the last, then on the held-out combinations. The clone and
+ * WMRL's final VLA are also evaluated on the held-out states with shuffled instructions (ShuffledCell).
  * sparse_only spends `robotEpisodes`: WMRL's at the same seed.
  */
 export async function computeArm(s: TaskSetup, arm: Arm, seed: number, o: { robotEpisodes?: number }, progress: (label: string) => void): Promise<ArmCell> {
@@ -497,7 +524,9 @@ export async function computeArm(s: TaskSetup, arm: Arm, seed: number, o: { robo
   if (arm === 'bc') {
     progress(`${at}: evaluating the clone`);
     const states = await evaluateOn(robotEnv, vla, split.heldOutStates), combinations = await evaluateOn(robotEnv, vla, split.heldOutCombinations);
-    return { arm, states: states.outcomes, combinations: combinations.outcomes, demonstrator: await reference(s, 'demonstrator'), expert: await reference(s, 'expert'), cellSeconds: (performance.now() - t0) / 1000, cpuSeconds: cpuSeconds() };
+    progress(`${at}: evaluating the clone with shuffled instructions`);
+    const shuffled = await shuffledOn(s, vla, states);
+    return { arm, states: states.outcomes, combinations: combinations.outcomes, shuffled, demonstrator: await reference(s, 'demonstrator'), expert: await reference(s, 'expert'), cellSeconds: (performance.now() - t0) / 1000, cpuSeconds: cpuSeconds() };
   }
   if (arm === 'sparse_only' && o.robotEpisodes === undefined) throw new Error('bench vla: sparse only spends WMRL\'s robot episodes at its seed, and none were given');
   const R = vlaRecipe({ task, quick: s.options.quick, seed, updates: s.options.updates[task], ...(s.options.refitEvery === null ? {} : { refitEvery: s.options.refitEvery }) });
@@ -525,8 +554,10 @@ export async function computeArm(s: TaskSetup, arm: Arm, seed: number, o: { robo
     if (!states) throw new Error(`bench vla: ${at} ended without evaluating after its last update`);
     progress(`${at}: evaluating on the held-out combinations`);
     const combinations = await evaluateOn(robotEnv, vla, split.heldOutCombinations);
-    let wmrl: RlCell['wmrl'] = null;
+    let wmrl: RlCell['wmrl'] = null, shuffled: ShuffledCell | null = null;
     if (arm === 'wmrl') {
+      progress(`${at}: evaluating with shuffled instructions`);
+      shuffled = await shuffledOn(s, vla, states);
       const flagged = rows.map((x) => x.flaggedContexts ?? 0);
       const identified = { context: Array.from(s.model.context), delay: rows.at(-1)?.actionDelay ?? 0 };
       // The clone's rank agreement imagined under the context and delay WMRL identified, in the world model as its refits left it.
@@ -541,6 +572,7 @@ export async function computeArm(s: TaskSetup, arm: Arm, seed: number, o: { robo
       arm,
       states: states.outcomes,
       combinations: combinations.outcomes,
+      shuffled,
       curve: rows.filter((r) => r.evalSuccess !== undefined).map((r) => ({ update: r.update, robotHours: r.robotSeconds / 3600, success: r.evalSuccess! })),
       updates: rows.length,
       robotEpisodes: st.robotEpisodes,
