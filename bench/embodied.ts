@@ -295,6 +295,9 @@ function summarize(p: Plan, a: Analysis, run: RunInfo, named: boolean) {
   const corrector = DEFAULT_WMRL.corrector as CorrectorConfig;
   const minPairs = corrector.debias ? corrector.debias.minPairs : 0;
   const fullCorr = corr.full;
+  // Closed-loop agreement per seed (NaN where no anchor group had 3 completed episodes), and the robot's repeatability.
+  const agreeWmrl = seeds.map((sd) => { const xs = a.cell(sd, 'full').agreements ?? []; return xs.length ? mean(xs) : NaN; });
+  const repeat = seeds.map((sd) => a.start(sd).repeatability);
   const neverDenoised = seeds.filter((_, i) => !fullCorr[i]!.denoised);
   const neverMapped = seeds.filter((_, i) => fullCorr[i]!.mapFrom === null);
   const { task: taskName, profile } = armOf(task);
@@ -311,7 +314,8 @@ function summarize(p: Plan, a: Analysis, run: RunInfo, named: boolean) {
       (a.noLevel.length ? ` On ${seedList(a.noLevel)} standard GRPO did not improve on the behaviour-cloned start, so there is no level to reach: left out.` : '') +
       ` Standard GRPO's own gain over the start (paired): ${formatInterval(a.standardGain)} (${said(a.standardGain, 'standard GRPO')}). Full WMRL spent ${fmt(median(a.hours('full').map((h, i) => h / a.hours('standard')[i]!)), 2)} of standard GRPO's robot-hours (median over seeds).`,
     `Corrections in full WMRL, the headline arm (from its run rows): anchor groups per update ${fmt(median(fullCorr.map((x) => x.anchorsPerUpdate)), 2)} (share of the update's groups ${fmt(median(fullCorr.map((x) => x.anchorShare)), 2)}, median over seeds); the denoiser's anchor weight at the last update, per seed, ${fullCorr.map((x) => fmt(x.weightEnd, 2)).join(' / ')} (1 = anchors not up-weighted); the first update whose world-model scores a debias map calibrated, per seed, ${fullCorr.map((x) => (x.mapFrom === null ? 'never' : x.mapFrom)).join(' / ')} (the map is fitted at ${minPairs} anchor pairs, and with the map on the denoiser measures the world model's disagreement only once the map is fitted). ` +
-      `${acted(seeds, neverDenoised, 'The denoiser', 'full WMRL ran without Inverse-Variance Denoising')}; ${acted(seeds, neverMapped, 'the debias map', 'full WMRL ran without a calibrated world model')}.`,
+      `${acted(seeds, neverDenoised, 'The denoiser', 'full WMRL ran without Inverse-Variance Denoising')}; ${acted(seeds, neverMapped, 'the debias map', 'full WMRL ran without a calibrated world model')}. ` +
+      `Closed-loop agreement of imagined with real returns in full WMRL's anchor groups (each group imagined again from its episodes' own first observations under the noise they acted with; the mean within-group Spearman over the run's anchor groups), per seed: ${agreeWmrl.map((x) => fmt(x, 2)).join(' / ')}; the robot's own repeatability (the clone's groups run twice on the robot's sim under other sensor noise and jitter, the same policy noise), per seed: ${repeat.map((x) => fmt(x, 2)).join(' / ')} — the most an agreement can reach.`,
     ...(tuned(p).length ? [`Robot-only baselines, each from the same start on the same robot with the same robot accounting (success [95% CI]; full WMRL − it, paired; robot hours at the end, median): ${tuned(p).map((v) => `${label(v)} ${iv(v)}; ${diff(v)}; ${fmt(median(a.hours(v)), 3)} h`).join(' — ')}.${rlpdBudget(p)}`] : []),
     `Every trained variant hands back the parameters of its best evaluation by its own measurement (keep-best: a later evaluation replaces the kept one where it measures higher; wmrl/keep-best.ts): ${c.measureEpisodes} episodes of the mean action on the robot from train-split start states (from ${MEASURE_BLOCK * START_BLOCK}, the same at every evaluation), at the start and at every evaluation, charged to the robot clock like every robot episode, so every robot-hour figure here includes them (full WMRL's measurement ${fmt(median(a.measureHours('full')), 3)} h of its ${fmt(median(a.hours('full')), 3)} h, standard GRPO's ${fmt(median(a.measureHours('standard')), 3)} h of ${fmt(median(a.hours('standard')), 3)} h, medians over seeds). The split's start states never choose: the success figures and curves are the handed-back policy's. The start was handed back on ${trained(p).map((v) => `${v} ${a.kept(v).filter((k) => k === 0).length}`).join(', ')} of ${seeds.length} seed${seeds.length === 1 ? '' : 's'}; the update handed back per seed is in the table.`,
     `One WMRL update's imagination (${t.rollouts} rollouts × ${t.horizon} steps, policy + ensemble fused, unfitted weights of the run's sizes) ran at ${fmt(t.imagineTps, 4)} transitions/s against ${fmt(t.simSps, 4)} raw MuJoCo control steps/s, measured alternately in this run: ${fmt(t.imagineTps / t.simSps)}×.`,
@@ -424,6 +428,8 @@ function summarize(p: Plan, a: Analysis, run: RunInfo, named: boolean) {
     start_kept_standard: a.kept('standard').filter((k) => k === 0).length,
     anchor_share_wmrl: median(fullCorr.map((x) => x.anchorShare)),
     anchor_weight_wmrl: median(fullCorr.map((x) => x.weightEnd)),
+    agreement_wmrl: mean(agreeWmrl.filter((x) => !Number.isNaN(x))),
+    repeatability: mean(repeat),
     denoiser_acted_seeds: seeds.length - neverDenoised.length,
     debias_acted_seeds: seeds.length - neverMapped.length,
     imagine_tps: t.imagineTps,

@@ -9,7 +9,7 @@ import { EVAL_BLOCK, SPLITS, cellKey, corrections, plan, protocol, report, type 
 import { protocolKeys, runKeySources, variantKey } from '../bench/lib/protocol.js';
 import { CHOSEN, CORE_VARIANTS, MEASURE_BLOCK, armOf, GRIDS, SETUP_MODULE, SIZES, START_BLOCK, SeedSetup, gridVariants, promptBlock, variantKeySpecs, variants, type CellOptions, type TunedFamily, type VariantCell, type VariantName } from '../bench/cells/embodied.js';
 import * as grpo from '../bench/cells/embodied/grpo.js';
-import { splitView, type EvaluationSeen, type TrainerInputs, type TrainerOutcome } from '../bench/cells/embodied/setup.js';
+import { repeatability, splitView, type EvaluationSeen, type TrainerInputs, type TrainerOutcome } from '../bench/cells/embodied/setup.js';
 import type { Policy } from '../policies/types.js';
 import { evaluateSuccess } from '../wmrl/embodied.js';
 import type { RunRow } from '../wmrl/run-state.js';
@@ -25,7 +25,7 @@ function vcell(final: number, hoursPerEval: number, extra: Partial<VariantCell> 
   return {
     points, outcomes: Array.from({ length: EPISODES }, (_, e) => (e < wins ? 1 : 0)), keptUpdate: 20, updatedSuccess: points.map(([, y]) => y),
     measure: { episodes: 10, start: 0.1, success: points.map(([, y]) => y), robotHours: 0.01 }, startSuccess: 0.1, startHours: 0.01, calibration: null, robotHours: 5 * hoursPerEval, robotEpisodes: 100, computeSeconds: 10,
-    groups: 8, realGroups: Array(20).fill(0), anchorWeight: null, calibrated: null, biasReduction: null, alarms: 0, imaginedTransitions: 0, imagineSeconds: 0, ...extra,
+    groups: 8, realGroups: Array(20).fill(0), anchorWeight: null, calibrated: null, biasReduction: null, agreements: null, alarms: 0, imaginedTransitions: 0, imagineSeconds: 0, ...extra,
   };
 }
 const corrected = (denoised: boolean, mapFrom: number | null): Partial<VariantCell> => ({
@@ -34,6 +34,7 @@ const corrected = (denoised: boolean, mapFrom: number | null): Partial<VariantCe
   anchorWeight: Array.from({ length: 20 }, (_, u) => (denoised && u >= 15 ? 1.8 : 1)),
   calibrated: Array.from({ length: 20 }, (_, u) => mapFrom !== null && u + 1 >= mapFrom),
   biasReduction: Array.from({ length: 20 }, (_, u) => (mapFrom !== null && u + 1 > mapFrom ? 0.4 : null)),
+  agreements: [0.1, 0.3, 0.2],
 });
 
 /**
@@ -44,7 +45,7 @@ const corrected = (denoised: boolean, mapFrom: number | null): Partial<VariantCe
 function cells(p: Plan, neverSeed: number, flatSeed: number, task = p.tasks[0]!): Map<string, EmbodiedCell> {
   const m = new Map<string, EmbodiedCell>();
   p.seeds.forEach((s, i) => {
-    m.set(cellKey(task, s, 'bc'), { success: 0.1, outcomes: Array.from({ length: EPISODES }, (_, e) => (e < 2 ? 1 : 0)) });
+    m.set(cellKey(task, s, 'bc'), { success: 0.1, outcomes: Array.from({ length: EPISODES }, (_, e) => (e < 2 ? 1 : 0)), repeatability: 0.6 });
     m.set(cellKey(task, s, 'standard'), vcell(s === flatSeed ? 0.1 : 0.4, 1));
     m.set(cellKey(task, s, 'anchors_only'), vcell(0.3, 0.12));
     m.set(cellKey(task, s, 'pure_wm'), vcell(0.1, 0));
@@ -245,6 +246,10 @@ describe('bench embodied: report', () => {
     expect(r.summary).toContain('The denoiser never acted on any seed: full WMRL ran without Inverse-Variance Denoising');
     expect(r.summary).toContain(`the debias map never acted on seed ${first} (full WMRL ran without a calibrated world model there)`);
     expect(r.result.anchor_share_wmrl).toBeCloseTo(0.5 / 32, 6);
+    // The closed-loop agreement of full WMRL's anchor groups beside the robot's repeatability.
+    expect(r.summary).toMatch(/anchor groups .*the run's anchor groups\), per seed: 0\.2 \/ 0\.2 \/ 0\.2 \/ 0\.2 \/ 0\.2; the robot's own repeatability .*, per seed: 0\.6 \/ 0\.6 \/ 0\.6 \/ 0\.6 \/ 0\.6/);
+    expect(r.result.agreement_wmrl).toBeCloseTo(0.2, 6);
+    expect(r.result.repeatability).toBeCloseTo(0.6, 6);
     const c = corrections(vcell(0.5, 0.05, corrected(true, 12)));
     expect(c).toMatchObject({ anchorsPerUpdate: 0.5, denoised: true, weightEnd: 1.8, mapFrom: 12, biasReduction: 0.4 });
     expect(() => corrections(vcell(0.5, 1))).toThrow(/without the Corrector/);
@@ -352,6 +357,20 @@ describe('bench embodied: a cell from training (reach, RL seed 0, the quick pret
     expect(cell.robotEpisodes).toBe(3 * o.measureEpisodes);
     expect(cell.measure.robotHours).toBeGreaterThan(0);
     expect(cell.measure.robotHours).toBeCloseTo(cell.robotHours, 12);
+  }, 120_000);
+
+  it("measures the robot's repeatability: exactly 1 on a sim without sensor noise or jitter, a rank agreement on gap", async () => {
+    const { GaussianPolicy } = await import('../policies/gaussian.js');
+    const { makeEnv } = await import('../sim/index.js');
+    const env = await makeEnv({ task: 'reach', profile: 'nominal' });
+    const D = env.observationSpace.state.shape[0];
+    env.dispose();
+    const policy = new GaussianPolicy({ obsDim: D, actDim: 2, hidden: [8], seed: 1, initLogStd: 0 });
+    const seeds = [900_000, 900_001, 900_002];
+    expect(await repeatability(policy, 'reach', 'nominal', 0, seeds, 4, 0)).toBe(1);
+    const gap = await repeatability(policy, 'reach', 'gap', 0, seeds, 4, 0);
+    expect(gap).toBeGreaterThanOrEqual(-1);
+    expect(gap).toBeLessThanOrEqual(1);
   }, 120_000);
 
   it('refuses a trainer that hands back parameters other than those of the update it names as kept', async () => {

@@ -329,6 +329,10 @@ describe('embodied trainers (tiny budget, reach on the gap robot)', () => {
     expect(strip(resumed.rows)).toEqual(strip(straight.rows));
     // The gate measured agreements before the interruption (its window spans it), which the resumed run read back.
     expect((straight.extra as { agreements: number[] }).agreements.length).toBeGreaterThan(1);
+    // The rows record every anchor group's closed-loop agreement; the gate's window holds the latest of them.
+    const measured = straight.rows.flatMap((r) => r.agreements ?? []);
+    expect(measured.every((x) => x >= -1 && x <= 1)).toBe(true);
+    expect(measured.slice(-3)).toEqual((straight.extra as { agreements: number[] }).agreements);
     expect(straight.rows.every((r) => r.imaginedWeight !== undefined)).toBe(true);
     pre.policy.paramNames().forEach((n, i) => expect(Array.from(pre.policy.store.get(n).data)).toEqual(policyA[i]));
   }, 300_000);

@@ -42,6 +42,19 @@ export function rankAgreement(x: ArrayLike<number>, y: ArrayLike<number>): numbe
 }
 
 /**
+ * A group's closed-loop agreement: rankAgreement of its imagined scores with the real ones of the rollouts the robot
+ * completed (a null real score left out); NaN with fewer than 3 of them.
+ */
+export function groupAgreement(imagined: readonly number[], real: ReadonlyArray<number | null | undefined>): number {
+  const xs: number[] = [], ys: number[] = [];
+  imagined.forEach((x, k) => {
+    const y = real[k];
+    if (y !== null && y !== undefined) { xs.push(x); ys.push(y); }
+  });
+  return xs.length >= 3 ? rankAgreement(xs, ys) : NaN;
+}
+
+/**
  * The first `share` x their number of `items`, rounded at random (up with the fraction's probability), so the number
  * kept is `share` x the number in expectation. `share` in [0, 1].
  */
@@ -95,12 +108,7 @@ export class ImaginedGate {
    * undefined: an incomplete episode, left out). Fewer than 3 complete episodes, or a side without a ranking, measure nothing.
    */
   observe(imagined: readonly number[], real: ReadonlyArray<Score | undefined>): void {
-    const xs: number[] = [], ys: number[] = [];
-    imagined.forEach((x, k) => {
-      const y = real[k];
-      if (y !== null && y !== undefined) { xs.push(x); ys.push(y); }
-    });
-    const rho = xs.length >= 3 ? rankAgreement(xs, ys) : NaN;
+    const rho = groupAgreement(imagined, real);
     if (Number.isNaN(rho)) return;
     this.latest.push(rho);
     if (this.latest.length > this.cfg.window) this.latest.shift();

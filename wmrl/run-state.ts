@@ -55,6 +55,8 @@ export interface RunRow {
   /** WMRL imagining from the robot's reported starts: how many the robot had reported, and how many of this update's prompts imagined from one. */
   reportedStarts?: number;
   imaginedFromReported?: number;
+  /** WMRL: each anchor group's closed-loop rank agreement (Spearman) of its real scores with the group imagined from the episodes' own starts under their noise. */
+  agreements?: number[];
   /** WMRL under its imagined gate: the share of the imagined groups the update kept (1 until measured), and how many it kept. */
   imaginedWeight?: number;
   imaginedGroups?: number;

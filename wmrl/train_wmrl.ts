@@ -18,7 +18,7 @@ import { ModelEnv, identifySystem, refitModel, refitTransitions, relabelScore, r
 import { groupAdvantages, DEFAULT_ADVANTAGE_CONFIG } from './advantages.js';
 import { HackingAlarm } from './alarm.js';
 import { Corrector, correctorConfig, type CorrectorConfig, type CorrectorState } from './corrector.js';
-import { ImaginedGate, NoiseReplay, type GateConfig } from './gate.js';
+import { ImaginedGate, NoiseReplay, groupAgreement, type GateConfig } from './gate.js';
 import { imaginedRollouts, imagineRollouts, policyFace, type ImaginedRollouts } from './imagine-policy.js';
 import { actedEpisode, episodeTransitions, groupEpisodes, pgBatch, type RobotEpisode, type Prompt, type Trajectory } from './embodied.js';
 import { KeepBest } from './keep-best.js';
@@ -186,8 +186,9 @@ export async function trainWmrl(run: WmrlRun): Promise<RunState> {
   let updatePrompts: Prompt[] = [];
   // This update's imagined rollouts and the policy noise imagination drew, rollout k of group b's at b·G + k.
   let imagined: ImaginedRollouts & { noise: Float32Array } | null = null;
-  // This update's ensemble member per group.
+  // This update's ensemble member per group, and its anchor groups' closed-loop agreements.
   let groupMember: number[] = [];
+  let updateAgreements: number[] = [];
   const wmScorer = {
     async score(groups: ReadonlyArray<readonly Ref[]>) {
       return groups.map((g) => ({ scores: g.map((r) => imagined!.score[r.b * G + r.k]!), variance: g.map((r) => imagined!.variance[r.b * G + r.k]!) }));
@@ -199,10 +200,11 @@ export async function trainWmrl(run: WmrlRun): Promise<RunState> {
       const prompt = updatePrompts[b]!;
       const acted: DelayEpisode[] = [];
       const eps = await groupEpisodes(target, policy, prompt.seed, group.length, rng, `wmrl-${update}`, {
-        // Under the gate, the noise rollout k of this group drew in imagination (its first H steps' draws).
+        // The noise rollout k of this group drew in imagination (its first H steps' draws): a draw like any other, and
+        // the one under which the episode's imagined twin below ranks it.
         noise: (k, g) => {
           const i = (b * G + group[k]!.k) * H * A;
-          return gate ? new NoiseReplay(imagined!.noise.subarray(i, i + H * A), g) : g;
+          return new NoiseReplay(imagined!.noise.subarray(i, i + H * A), g);
         },
         ended: (ep, k) => {
           run.hooks?.onEpisode?.(ep, 'anchor');
@@ -222,18 +224,19 @@ export async function trainWmrl(run: WmrlRun): Promise<RunState> {
         if (ep.status !== 'complete') return null;
         return c.anchorScore === 'relabel' ? relabelScore(model, acted[k]!, { steps: Math.min(ep.steps, H), actionDelay: env.actionDelay }) : ep.return;
       }));
-      if (gate) {
-        // The gate's agreement is closed loop from where the robot started: the group imagined again from each episode's
-        // own first observation (imagination's start may be another reported one), under the noise the episode acted with.
-        const n = eps.length, from = new Float32Array(n * D), noise = new Float32Array(n * H * A);
-        eps.forEach((ep, k) => {
-          from.set(ep.obs.subarray(0, D), k * D);
-          const i = (b * G + group[k]!.k) * H * A;
-          noise.set(imagined!.noise.subarray(i, i + H * A), k * H * A);
-        });
-        const im = await imagineRollouts(env, run.twin ?? null, face, graphPolicy, { obs: from, instructions: eps.map(() => prompt.instruction) }, H, { members: new Int32Array(n).fill(groupMember[b]!), noise, actLow: lo, actHigh: hi });
-        gate.observe(imaginedRollouts(im, H, reads, { successThreshold: c.successThreshold, mode: c.scoreMode, k: c.scoreK }).score, realScores);
-      }
+      // Closed-loop agreement from where the robot started: the group imagined again from each episode's own first
+      // observation (imagination's start may be another reported one), under the noise the episode acted with.
+      const n = eps.length, from = new Float32Array(n * D), noise = new Float32Array(n * H * A);
+      eps.forEach((ep, k) => {
+        from.set(ep.obs.subarray(0, D), k * D);
+        const i = (b * G + group[k]!.k) * H * A;
+        noise.set(imagined!.noise.subarray(i, i + H * A), k * H * A);
+      });
+      const twin = await imagineRollouts(env, run.twin ?? null, face, graphPolicy, { obs: from, instructions: eps.map(() => prompt.instruction) }, H, { members: new Int32Array(n).fill(groupMember[b]!), noise, actLow: lo, actHigh: hi });
+      const twinScores = imaginedRollouts(twin, H, reads, { successThreshold: c.successThreshold, mode: c.scoreMode, k: c.scoreK }).score;
+      const rho = groupAgreement(twinScores, realScores);
+      if (!Number.isNaN(rho)) updateAgreements.push(rho);
+      gate?.observe(twinScores, realScores);
       return { real: realScores, worldModel };
     },
   };
@@ -249,6 +252,7 @@ export async function trainWmrl(run: WmrlRun): Promise<RunState> {
       run.hooks?.signal?.throwIfAborted();
       update = u;
       real = new Map();
+      updateAgreements = [];
       updatePrompts = Array.from({ length: c.prompts }, (_, b) => prompts.get(c.promptSeed0 + u * c.prompts + b));
       // Imagine every group in the world model, from start states the robot reported (or the prompts').
       reported?.refresh();
@@ -362,6 +366,7 @@ export async function trainWmrl(run: WmrlRun): Promise<RunState> {
         ...(model.contextDim > 0 ? { context: Array.from(model.context) } : {}),
         imaginedTransitions: N * H,
         ...(reported ? { reportedStarts: reported.size, imaginedFromReported: reportedStartsUsed } : {}),
+        agreements: updateAgreements,
         imagineSeconds,
         ...(gate ? { imaginedWeight, imaginedGroups: paused ? 0 : source.filter((x, b) => x === 'wm' && !dropped.has(b)).length } : {}),
         imaginationPaused: paused,

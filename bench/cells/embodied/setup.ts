@@ -12,6 +12,10 @@ import { evaluateSuccess, robotEvaluation, type ClosableTarget, type Evaluation 
 import type { Policy } from '../../../policies/types.js';
 import type { RunRow } from '../../../wmrl/run-state.js';
 import { loadProfile } from '../../../sim/profiles.js';
+import { MjEnv, makeEnv } from '../../../sim/index.js';
+import { Rng } from '../../../nn/index.js';
+import { contextOf } from '../../../policies/demos.js';
+import { groupAgreement } from '../../../wmrl/gate.js';
 import type { CalibrationMemo, CalibrationReport } from '../../../wmrl/calibration.js';
 import { DEFAULT_PRETRAIN, SimPrompts, pretrain, simRobotTarget, type Pretrained, type PretrainOptions } from '../../../wmrl/sim-setup.js';
 
@@ -43,15 +47,59 @@ export const promptBlock = (seed: number) => 10 + seed;
  * has, never the states the report scores.
  */
 export const MEASURE_BLOCK = 8;
+/** The start states of the robot's repeatability (train block 9: read by nothing else). */
+export const REPEAT_BLOCK = 9;
+
+/**
+ * The robot's repeatability for `policy`: from each start, a group of G rollouts under G draws of policy noise, run twice
+ * on the robot's sim with other sensor noise and jitter from the first step on; the mean over groups of the two runs'
+ * within-group rank agreement of returns (wmrl/gate.ts groupAgreement). A closed-loop agreement of imagined with real
+ * returns can reach this at most, since the robot does not agree with itself more.
+ */
+export async function repeatability(policy: Policy, task: string, profile: string, commandHistory: number, seeds: readonly number[], G: number, seed: number): Promise<number> {
+  const env = await makeEnv({ task, profile, commandHistory });
+  try {
+    if (!(env instanceof MjEnv)) throw new Error(`bench embodied: repeatability reseeds the sensor noise of a MuJoCo env; ${task} is not one`);
+    const rng = new Rng(seed + 9_999), A = policy.actDim, H = env.horizon;
+    const rhos: number[] = [];
+    for (const [b, s] of seeds.entries()) {
+      const noise = Float32Array.from({ length: G * H * A }, () => rng.normal());
+      const returns = async (run: number) => {
+        const out: number[] = [];
+        for (let k = 0; k < G; k++) {
+          let o = env.reset(s);
+          env.reseedNoise(run * 1_000_000 + b * G + k);
+          let ret = 0;
+          for (let t = 0; t < H; t++) {
+            const { action } = await policy.act(o.state, noise.subarray((k * H + t) * A, (k * H + t + 1) * A), contextOf(o));
+            const r = env.step(action.map((v) => Math.max(-1, Math.min(1, v))));
+            ret += r.reward;
+            o = r.obs;
+            if (r.terminated || r.truncated) break;
+          }
+          out.push(ret);
+        }
+        return out;
+      };
+      const rho = groupAgreement(await returns(1), await returns(2));
+      if (!Number.isNaN(rho)) rhos.push(rho);
+    }
+    if (!rhos.length) throw new Error(`bench embodied: no group of ${G} measured a repeatability`);
+    return rhos.reduce((a, x) => a + x, 0) / rhos.length;
+  } finally {
+    env.dispose();
+  }
+}
 
 /**
  * A full run's sizes and a quick run's (a smoke test of the code: its figures mean nothing). `measureEpisodes`: the
- * trainers' own measurement's episodes at each evaluation, the start's included, each charged to the robot clock.
+ * trainers' own measurement's episodes at each evaluation, the start's included, each charged to the robot clock;
+ * `repeatGroups` × `repeatSize`: the groups the robot's repeatability is measured on (off the robot clock: a diagnostic of the sim).
  */
 export const SIZES = {
-  full: { updates: 20, prompts: 8, groupSize: 8, evalEvery: 4, evalEpisodes: 200, measureEpisodes: 10, pretrain: {} as Partial<PretrainOptions> },
+  full: { updates: 20, prompts: 8, groupSize: 8, evalEvery: 4, evalEpisodes: 200, measureEpisodes: 10, repeatGroups: 16, repeatSize: 8, pretrain: {} as Partial<PretrainOptions> },
   quick: {
-    updates: 3, prompts: 4, groupSize: 4, evalEvery: 3, evalEpisodes: 10, measureEpisodes: 4,
+    updates: 3, prompts: 4, groupSize: 4, evalEvery: 3, evalEpisodes: 10, measureEpisodes: 4, repeatGroups: 2, repeatSize: 4,
     pretrain: { bcEpisodes: 10, bcEpochs: 20, daggerRounds: 1, daggerEpisodes: 5, daggerEpochs: 10, wmEpisodes: 12, wmEpochs: 3, wmHidden: [64, 64], wmMembers: 3 } as Partial<PretrainOptions>,
   },
 };
@@ -68,6 +116,8 @@ export interface StartCell {
   success: number;
   /** Per start state, in order: 1 success, 0 not. */
   outcomes: number[];
+  /** The robot's repeatability (repeatability below): the ceiling a closed-loop agreement of imagined with real returns is read against. */
+  repeatability: number;
 }
 
 /** One variant post-trained from the start at one seed. */
@@ -108,6 +158,8 @@ export interface VariantCell {
   anchorWeight: number[] | null;
   calibrated: boolean[] | null;
   biasReduction: Array<number | null> | null;
+  /** WMRL with anchors: every anchor group's closed-loop rank agreement of imagined with real returns (RunRow.agreements), in order; null for other trainers. */
+  agreements: number[] | null;
   /** Updates on which the reward-hacking alarm was raised. */
   alarms: number;
   imaginedTransitions: number;
@@ -232,7 +284,8 @@ export class SeedSetup {
   async start(): Promise<StartCell> {
     this.reset();
     const ev = await this.evaluate(this.pre.policy);
-    return { success: ev.success, outcomes: ev.outcomes };
+    const seeds = Array.from({ length: this.o.repeatGroups }, (_, b) => REPEAT_BLOCK * START_BLOCK + this.seed * 1_000 + b);
+    return { success: ev.success, outcomes: ev.outcomes, repeatability: await repeatability(this.pre.policy, this.task, this.profile, this.o.commandHistory, seeds, this.o.repeatSize, this.seed) };
   }
 
   /**
@@ -288,6 +341,7 @@ export class SeedSetup {
           anchorWeight: corrected ? rows.map((r) => r.anchorWeight ?? 1) : null,
           calibrated: corrected ? rows.map((r) => r.calibrated ?? false) : null,
           biasReduction: corrected ? rows.map((r) => r.biasReduction ?? null) : null,
+          agreements: rows.some((r) => r.agreements !== undefined) ? rows.flatMap((r) => r.agreements ?? []) : null,
           alarms: rows.filter((r) => r.hackingAlarm).length,
           imaginedTransitions: rows.reduce((s, r) => s + (r.imaginedTransitions ?? 0), 0),
           imagineSeconds: rows.reduce((s, r) => s + (r.imagineSeconds ?? 0), 0),
