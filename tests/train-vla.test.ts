@@ -277,7 +277,7 @@ describe('the embodied trainers post-train a VLA (tiny budget, reach on the gap 
     await target.close();
   }, 60_000);
 
-  it('imaginedGate: each anchor episode draws the noise its imagined rollout drew, and the imagined groups weigh what their closed-loop agreement gives', async () => {
+  it('each anchor episode draws the noise its imagined rollout drew and is imagined again from its start; under imaginedGate the imagined groups weigh what that agreement gives', async () => {
     const G = 3, H = 40, N = 2 * G, D = vla.obsDim, A = vla.actDim;
     // Seed 0: the anchor group's imagined and real scores agree in part, so the imagined weight differs from the anchors'.
     const config: WmrlConfig = { ...wmrlConfig, seed: 0, groupSize: G, corrector: correctorConfig({ debias: { minPairs: 2, refitEvery: 2 }, perRolloutWeights: false }) };
@@ -300,13 +300,16 @@ describe('the embodied trainers post-train a VLA (tiny budget, reach on the gap 
         await target.close();
       }
     };
-    // The anchor group b whose episodes drew, step for step over the imagined steps, its rollouts' noise (-1: none).
+    // The anchor group b whose episodes drew, step for step over the imagined steps, its rollouts' noise (-1: none); and
+    // that the group was imagined again from its episodes' own starts under the same noise (its closed-loop agreement).
     const replayedGroup = (r: Awaited<ReturnType<typeof run>>) => {
-      const imagined = r.calls.slice(0, H), robot = r.calls.slice(H);
+      const steps = r.anchors.reduce((a, x) => a + x, 0);
+      const imagined = r.calls.slice(0, H), robot = r.calls.slice(H, H + steps), again = r.calls.slice(H + steps);
       expect(imagined.every((c) => c.rows === N)).toBe(true);
       expect(robot.every((c) => c.rows === 1)).toBe(true);
-      expect(robot.length).toBe(r.anchors.reduce((a, x) => a + x, 0));
-      return [0, 1].findIndex((b) => {
+      expect(again.length).toBe(H);
+      expect(again.every((c) => c.rows === r.anchors.length)).toBe(true);
+      const b = [0, 1].findIndex((b) => {
         let at = 0;
         return r.anchors.every((T, k) => {
           const ok = Array.from({ length: Math.min(T, H) }, (_, t) => t).every((t) => robot[at + t]!.noise.every((v, j) => v === imagined[t]!.noise[(b * G + k) * A + j]));
@@ -314,6 +317,8 @@ describe('the embodied trainers post-train a VLA (tiny budget, reach on the gap 
           return ok;
         });
       });
+      if (b >= 0) again.forEach((c, t) => r.anchors.forEach((_, k) => expect(Array.from(c.noise.subarray(k * A, (k + 1) * A))).toEqual(Array.from(imagined[t]!.noise.subarray((b * G + k) * A, (b * G + k + 1) * A)))));
+      return b;
     };
     const gated = await run({ window: 4, minGroups: 1 });
     expect(gated.anchors.length).toBe(G);
@@ -333,9 +338,10 @@ describe('the embodied trainers post-train a VLA (tiny budget, reach on the gap 
     const g = steps(gated);
     expect(g.M > g.anchor).toBe(row.imaginedGroups === 1);
     expect(gated.batch.weight.filter((x) => x === 1).length).toBeGreaterThanOrEqual(g.M - g.anchor);
-    // Without the gate the anchors draw from the trainer's own stream, every imagined group is kept, none is logged.
+    // Without the gate the anchors still replay their imagined noise (the agreement is logged), and every imagined group is kept.
     const open = await run(false);
-    expect(replayedGroup(open)).toBe(-1);
+    expect(replayedGroup(open)).toBeGreaterThanOrEqual(0);
+    expect(open.st.rows[0]!.agreements).toHaveLength(1);
     const o = steps(open);
     expect(o.M).toBeGreaterThan(o.anchor);
     expect(open.st.rows[0]!.imaginedWeight).toBeUndefined();
