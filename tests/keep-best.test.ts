@@ -243,5 +243,5 @@ describe('the reward-hacking alarm acts (WMRL, reach on the gap robot)', () => {
     const logged = await run('log', { alarmAction: 'log' });
     expect(logged.st.rows.map((r) => [r.hackingAlarm, r.imaginationPaused])).toEqual([[true, false], [true, false]]);
     expect(logged.batches[1]!.advantage.length).toBe(steps(logged.anchors[1]!) + 2 * 2 * 10);
-  }, 30_000);
+  }, 120_000);
 });
