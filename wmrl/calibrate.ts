@@ -39,7 +39,7 @@ export interface CalibrateConfig {
   seed: number;
 }
 
-export const DEFAULT_CALIBRATE: Omit<CalibrateConfig, 'promptSeed0' | 'seed'> = { episodes: 16, maxDelay: 5, demos: 1300, daggerRounds: 3, daggerEpisodes: 100, epochs: 60, selectEpisodes: 100 };
+export const DEFAULT_CALIBRATE: Omit<CalibrateConfig, 'promptSeed0' | 'seed'> = { episodes: 16, maxDelay: 5, demos: 3300, daggerRounds: 3, daggerEpisodes: 100, epochs: 40, selectEpisodes: 100 };
 /** A smoke run's cloning sizes. */
 export const QUICK_CALIBRATE = { demos: 12, daggerRounds: 1, daggerEpisodes: 4, epochs: 5, selectEpisodes: 4 };
 
