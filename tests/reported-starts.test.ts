@@ -34,6 +34,7 @@ describe('reported starts', () => {
       record('push-1', { task: 'push' });
       record('open-1', {}, false);
       record('wide-1', {}, true, true);
+      record('measured-1', { policyVersion: 'eval-0' });
       expect(starts.refresh()).toBe(2);
       expect(starts.size).toBe(2);
       const first = makeStep('red-1', 0, false).obs;
@@ -55,4 +56,21 @@ describe('reported starts', () => {
       store.close();
     }
   });
+
+  it("leaves out a trainer's measurement episodes (robotEvaluation's), which choose between policies on their starts", async () => {
+    const { robotEvaluation } = await import('../wmrl/embodied.js');
+    const { simRobotTarget } = await import('../wmrl/sim-setup.js');
+    const { GaussianPolicy } = await import('../policies/gaussian.js');
+    const { layoutOf } = await import('../common/layout.js');
+    const target = await simRobotTarget({ task: 'reach', profile: 'gap', robots: 1, resetSeconds: 5, seed: 0, store: join(dir, 'measured.db') });
+    try {
+      const spec = target.robot.spec, layout = layoutOf(spec);
+      const policy = new GaussianPolicy({ obsDim: layout.joints.length * 2 + layout.features.length, actDim: spec.action.low.length, hidden: [4] });
+      await robotEvaluation(target, 2)(policy);
+      expect(target.store!.list({ status: 'complete' })).toHaveLength(2);
+      expect(new ReportedStarts(target.store!, layout, target.meta.task).refresh()).toBe(0);
+    } finally {
+      await target.close();
+    }
+  }, 60_000);
 });

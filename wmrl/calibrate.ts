@@ -146,9 +146,10 @@ export async function calibrate(run: CalibrateRun, c: CalibrateConfig, onProgres
   const { profile, scales } = identifiedProfile(delay, model);
   const env = await makeEnv({ task, profile, commandHistory: run.commandHistory });
   try {
-    // Demonstration start states from block 7 of the train split's seeds (below a run's prompts, apart from pretraining's), the rounds' scoring states from block 8.
-    const seeds = Array.from({ length: c.demos }, (_, i) => 700_000 + ((c.seed * 1_000 + i) % 100_000));
-    const scoring = Array.from({ length: c.selectEpisodes }, (_, i) => 800_000 + ((c.seed * 1_000 + i) % 100_000));
+    // Demonstration start states from block 7 of the train split's seeds (below a run's prompts, apart from pretraining's), the rounds' scoring states right after them.
+    const block7 = (i: number) => 700_000 + ((c.seed * 1_000 + i) % 100_000);
+    const seeds = Array.from({ length: c.demos }, (_, i) => block7(i));
+    const scoring = Array.from({ length: c.selectEpisodes }, (_, i) => block7(c.demos + i));
     const score = async (p: GaussianPolicy) => (await evaluateOn(env, p, scoring)).success;
     const cloned = await cloneWithDagger(() => policy, env, delay, seeds, c.daggerRounds, c.daggerEpisodes, c.epochs, (round) => onProgress?.('calibration: cloning', round + 1, c.daggerRounds + 1), score);
     const calibration: Calibration = { delay, scales, profile, robotEpisodes: c.episodes, demoSuccess: cloned.demoSuccess, cloneLoss: cloned.loss, roundSuccess: cloned.scores, round: cloned.chosen };

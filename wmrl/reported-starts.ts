@@ -1,9 +1,12 @@
 // Start states the robot reported: the first observation of every complete episode of the task in the robot's store
-// (calibration's, the trainer's measurements, anchor groups), what WMRL imagines from instead of the sim's seeded
+// (calibration's, anchor groups'; not the trainer's measurements, which select among policies), what WMRL imagines from instead of the sim's seeded
 // resets, since a real robot's start is known only once it has reported it.
 import { buildObservation, type ObservationLayout } from '../common/layout.js';
 import type { EpisodeStore } from '../episodes/store/store.js';
 import type { Rng } from '../nn/index.js';
+
+/** The policy version prefix of a trainer's measurement episodes (wmrl/embodied.ts robotEvaluation). */
+export const MEASUREMENT_VERSION = 'eval-';
 
 export interface ReportedStart {
   /** The observation vector (the layout's) at the episode's first step. */
@@ -30,7 +33,8 @@ export class ReportedStarts {
     for (const s of this.store.list({ status: 'complete' })) {
       if (this.seen.has(s.meta.id) || s.steps === 0) continue;
       this.seen.add(s.meta.id);
-      if (s.meta.task !== this.task) continue;
+      // A trainer's measurement (robotEvaluation's `eval-*` episodes) chooses between policies on its start states: not a start to train on.
+      if (s.meta.task !== this.task || s.meta.policyVersion.startsWith(MEASUREMENT_VERSION)) continue;
       const first = this.store.stream(s.meta.id, 1).steps[Symbol.iterator]().next();
       if (first.done) continue;
       const o = first.value.obs;

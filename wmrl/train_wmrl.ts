@@ -197,14 +197,15 @@ export async function trainWmrl(run: WmrlRun): Promise<RunState> {
   const trusted = {
     async score(group: readonly Ref[]) {
       const b = group[0]!.b;
-      const prompt = updatePrompts[b]!;
+      // What this update's imagination left, taken at launch: a late group may finish during the next update.
+      const prompt = updatePrompts[b]!, drawn = imagined!.noise, member = groupMember[b]!, agreements = updateAgreements;
       const acted: DelayEpisode[] = [];
       const eps = await groupEpisodes(target, policy, prompt.seed, group.length, rng, `wmrl-${update}`, {
         // The noise rollout k of this group drew in imagination (its first H steps' draws): a draw like any other, and
         // the one under which the episode's imagined twin below ranks it.
         noise: (k, g) => {
           const i = (b * G + group[k]!.k) * H * A;
-          return new NoiseReplay(imagined!.noise.subarray(i, i + H * A), g);
+          return new NoiseReplay(drawn.subarray(i, i + H * A), g);
         },
         ended: (ep, k) => {
           run.hooks?.onEpisode?.(ep, 'anchor');
@@ -230,12 +231,12 @@ export async function trainWmrl(run: WmrlRun): Promise<RunState> {
       eps.forEach((ep, k) => {
         from.set(ep.obs.subarray(0, D), k * D);
         const i = (b * G + group[k]!.k) * H * A;
-        noise.set(imagined!.noise.subarray(i, i + H * A), k * H * A);
+        noise.set(drawn.subarray(i, i + H * A), k * H * A);
       });
-      const twin = await imagineRollouts(env, run.twin ?? null, face, graphPolicy, { obs: from, instructions: eps.map(() => prompt.instruction) }, H, { members: new Int32Array(n).fill(groupMember[b]!), noise, actLow: lo, actHigh: hi });
+      const twin = await imagineRollouts(env, run.twin ?? null, face, graphPolicy, { obs: from, instructions: eps.map(() => prompt.instruction) }, H, { members: new Int32Array(n).fill(member), noise, actLow: lo, actHigh: hi });
       const twinScores = imaginedRollouts(twin, H, reads, { successThreshold: c.successThreshold, mode: c.scoreMode, k: c.scoreK }).score;
       const rho = groupAgreement(twinScores, realScores);
-      if (!Number.isNaN(rho)) updateAgreements.push(rho);
+      if (!Number.isNaN(rho)) agreements.push(rho);
       gate?.observe(twinScores, realScores);
       return { real: realScores, worldModel };
     },

@@ -47,7 +47,7 @@ export const promptBlock = (seed: number) => 10 + seed;
  * has, never the states the report scores.
  */
 export const MEASURE_BLOCK = 8;
-/** The start states of the robot's repeatability (train block 9: read by nothing else). */
+/** The start states of the robot's repeatability: train block 9, which only the train split's evaluation also reads (neither trains). */
 export const REPEAT_BLOCK = 9;
 
 /**
