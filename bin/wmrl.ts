@@ -4,7 +4,7 @@ import { Command, CommanderError, InvalidArgumentError, Option } from 'commander
 import { readdirSync } from 'node:fs';
 import { packagePath, packageVersion } from '../common/package-root.js';
 import { Type } from '@sinclair/typebox';
-import { EmbodiedOptions, ResearchOptions, VlaRecipeInput } from '../recipes/options.js';
+import { EmbodiedOptions, ResearchOptions, SIM_COMMAND_HISTORY, VlaRecipeInput } from '../recipes/options.js';
 import { JSON_HELP, routeLogsToStderr } from './json-output.js';
 import { addSchemaFlags, flagOf } from './schema-flags.js';
 
@@ -21,7 +21,7 @@ const positive = (flag: string) => int(flag, (v) => v >= 1, 'a positive integer'
 const port = (flag: string) => int(flag, (v) => v >= 0 && v < 65536, 'a port number (0-65535)');
 const anyInt = (flag: string) => int(flag, () => true, 'an integer');
 /** The sim robot's `--command-history K` (a robot YAML sets `command_history` instead). */
-const COMMAND_HISTORY_HELP = "sim robot: its observation also reports the last K commands sent (those in flight under the profile's latency); a robot YAML sets command_history";
+const COMMAND_HISTORY_HELP = `sim robot: its observation also reports the last K commands sent (those in flight under the profile's latency; default ${SIM_COMMAND_HISTORY}); a robot YAML sets command_history`;
 const steps = (flag: string) => int(flag, (v) => v >= 0 && v <= 64, 'a whole number of steps in [0, 64]');
 const num = (flag: string, ok: (v: number) => boolean, what: string) => (s: string) => {
   const v = Number(s);
@@ -63,7 +63,7 @@ program
   .option('--task <T>', 'task of the built-in sim robot (default reach)')
   .option('--profile <P>', 'hardware profile of the built-in sim robot: nominal, gap or a YAML file (default gap)')
   .option('--urdf <FILE>', "the robot's URDF: the viewer draws the robot from it (joints named as the robot's), e.g. sim/assets/reach/robot.urdf")
-  .option('--command-history <K>', "the built-in sim robot's observation also reports its last K commands sent (those in flight under the profile's latency); its jobs train on them", steps('--command-history'))
+  .option('--command-history <K>', `the built-in sim robot's observation also reports its last K commands sent (those in flight under the profile's latency; default ${SIM_COMMAND_HISTORY}); its jobs train on them`, steps('--command-history'))
   .option('--camera <PX>', 'the built-in sim robot carries a PX x PX camera image in its observation (a VLA reads it; the vla-train job needs 32, with --command-history 3)', positive('--camera'))
   .addOption(new Option('--job <kind>', 'the default job, on the first robot: WMRL post-training (the default on the built-in sim robot), or a scripted-expert session').choices(['wmrl-train', 'expert-session']))
   .option('--updates <N>', 'policy updates of the default WMRL job', positive('--updates'), 8)
@@ -149,7 +149,7 @@ episodes
   .option('--fps <N>', 'frames per second (default: the robot\'s control rate, else measured)', positive('--fps'))
   .addOption(new Option('--images <FORMAT>', 'camera frames as a video feature (mp4 encoded by ffmpeg, as LeRobot records) or PNG image features in the parquet (exact)').choices(['video', 'png']).default('video'))
   .option('--camera <NAME>', 'the camera\'s name: its feature is observation.images.NAME', 'camera')
-  .option('--command-history <K>', '--robot sim:…: its observation reports the last K commands sent (episodes recorded with drive --command-history K)', steps('--command-history'))
+  .option('--command-history <K>', `--robot sim:…: its observation reports the last K commands sent (episodes recorded with drive --command-history K; default ${SIM_COMMAND_HISTORY})`, steps('--command-history'))
   .action(async (db, dir, o) => (await import('./commands/episodes.js')).exportLeRobotCmd(db, dir, { ...o, status: o.all ? 'all' : 'complete' }));
 episodes
   .command('import-lerobot')
@@ -158,7 +158,7 @@ episodes
   .argument('<db>', 'episode store')
   .option('--robot <R>', 'sim:TASK[:PROFILE] whose observation layout observation.state must have (needed for datasets this project did not write)')
   .option('--image <KEY>', 'which camera (image or video feature, e.g. observation.images.front) becomes the episode image (default observation.image, or the only one)')
-  .option('--command-history <K>', '--robot sim:…: its observation reports the last K commands sent', steps('--command-history'))
+  .option('--command-history <K>', `--robot sim:…: its observation reports the last K commands sent (default ${SIM_COMMAND_HISTORY})`, steps('--command-history'))
   .action(async (dir, db, o) => (await import('./commands/episodes.js')).importLeRobotCmd(dir, db, o));
 
 program

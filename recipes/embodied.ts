@@ -23,13 +23,25 @@ import { DEFAULT_PRETRAIN, SimPrompts, heldOutEvaluation, postTrainPg, pretrain,
 import type { PromptSource, RobotTarget } from '../wmrl/embodied.js';
 import { trainStandard } from '../wmrl/train_standard.js';
 import { DEFAULT_WMRL, trainWmrl } from '../wmrl/train_wmrl.js';
-import { EmbodiedOptions } from './options.js';
+import { CALIBRATE_EPISODES, EmbodiedOptions, SIM_COMMAND_HISTORY } from './options.js';
 
 export { EmbodiedOptions };
 
 // ── Pieces the service's job shares ─────────────────────────────────────────────────────────────
 /** `quick`: pretraining sizes of a smoke run. */
 export const QUICK_PRETRAIN: Partial<PretrainOptions> = { bcEpisodes: 10, bcEpochs: 20, daggerRounds: 1, daggerEpisodes: 5, daggerEpochs: 10, wmEpisodes: 12, wmEpochs: 3, wmRolloutEpochs: 1, wmHidden: [64, 64], wmMembers: 3 };
+
+/** The calibration a run's options ask for: `calibrate`, else CALIBRATE_EPISODES (none for a pure world-model run); a problem names the options. */
+export function calibrateEpisodes(o: { pureWm: boolean; calibrate?: number | undefined }): number {
+  const problem = calibrateProblem(o);
+  if (problem) throw new Error(problem);
+  return o.calibrate ?? (o.pureWm ? 0 : CALIBRATE_EPISODES);
+}
+
+/** Why `calibrate` cannot go with the other options, or null: a pure world-model run spends no robot episode. */
+export function calibrateProblem(o: { pureWm: boolean; calibrate?: number | undefined }): string | null {
+  return o.pureWm && (o.calibrate ?? 0) > 0 ? `calibration (--calibrate, calibrate) ${o.calibrate}: a pure world-model run (--pure-wm, pureWm) runs nothing on the robot; leave calibrate out or set it to 0` : null;
+}
 
 /** What is wrong with a run's anchor groups per update against the groups it imagines, or null; names the option as the flag and as the job's key. */
 export function anchorGroupsProblem(o: { pureWm: boolean; prompts: number; imagine: number; anchorGroups: number }): string | null {
@@ -142,8 +154,9 @@ export function embodiedConfig(o: EmbodiedOptions): EmbodiedRunConfig {
   if (histories.some((h) => h !== histories[0])) throw new Error(`--robot: the fleet's robots report different command histories (${fleet.map((r, i) => `${r}: ${histories[i]}`).join(', ')}); one policy reads one observation`);
   const problem = o.algo === 'wmrl' ? anchorGroupsProblem(o) : null;
   if (problem) throw new Error(problem);
-  const commandHistory = sim ? (o.commandHistory ?? 0) : histories[0]!;
-  const { algo, robots, debias, denoise, pureWm, anchors, updates, prompts, group, imagine, anchorGroups, klCoef, resetSeconds, seed, quick, calibrate } = o;
+  const commandHistory = sim ? (o.commandHistory ?? SIM_COMMAND_HISTORY) : histories[0]!;
+  const calibrate = calibrateEpisodes(o);
+  const { algo, robots, debias, denoise, pureWm, anchors, updates, prompts, group, imagine, anchorGroups, klCoef, resetSeconds, seed, quick } = o;
   const evalEpisodes = o.evalEpisodes ?? defaultEvalEpisodes(sim, quick);
   return { algo, robot, ...(fleet.length > 1 ? { fleet } : {}), task, profile, robots, debias, denoise, pureWm, anchors, updates, prompts, group, imagine, anchorGroups, klCoef, resetSeconds, seed, quick, commandHistory, evalEpisodes, calibrate };
 }

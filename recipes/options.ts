@@ -3,6 +3,12 @@
 // MuJoCo or ONNX Runtime start.
 import { Type, type Static } from '@sinclair/typebox';
 
+// ── The product's defaults, which bench embodied measures (tests/product-defaults.test.ts holds them to its) ──
+/** Robot episodes of the calibration before post-training (wmrl/calibrate.ts; docs/decisions.md, 2026-12-06). */
+export const CALIBRATE_EPISODES = 16;
+/** The sim robot reports its last this many commands (sim/env.ts commandHistory) unless --command-history says otherwise: those in flight under actuation latency. */
+export const SIM_COMMAND_HISTORY = 4;
+
 // ── The embodied policy (recipes/embodied.ts) ──────────────────────────────────────────────────
 /**
  * The WMRL trainer's options: `wmrl train`'s flags of the same names (kebab-case; `debias` and `denoise` as
@@ -18,7 +24,7 @@ export const TrainerOptions = {
   denoise: Type.Boolean({ default: true, description: 'Inverse-Variance Denoising (the anchor weight)' }),
   pureWm: Type.Boolean({ default: false, description: 'pure world model: no anchors, nothing runs on the robot (the ablation)' }),
   anchors: Type.Union([Type.Literal('random'), Type.Literal('active')], { default: 'random', description: 'anchor selection: random, or active (where the ensemble disagrees most)' }),
-  calibrate: Type.Integer({ minimum: 0, maximum: 10000, default: 0, description: "calibration before post-training: this many robot episodes of the clone identify the robot through the pretrained world model (its actuation delay, and its mass, friction, damping and actuator gain), and the clone learns the task again from the task's robust demonstrator in the sim set to what was identified (wmrl/calibrate.ts); charged to robot time. 0: none" }),
+  calibrate: Type.Optional(Type.Integer({ minimum: 0, maximum: 10000, description: `calibration before post-training: this many robot episodes of the clone identify the robot through the pretrained world model (its actuation delay, and its mass, friction, damping and actuator gain), and the clone learns the task again from the task's robust demonstrator in the sim set to what was identified (wmrl/calibrate.ts); charged to robot time. Default ${CALIBRATE_EPISODES} (0 with pureWm, which runs nothing on the robot); 0: none` })),
   klCoef: Type.Number({ minimum: 0, maximum: 100, default: 0, description: "β of GRPO's KL penalty to the policy as post-training found it (policies/pg.ts klCoef; the k3 estimate per step): it pulls back a policy that noisy advantages drift from its clone. 0: none" }),
   resetSeconds: Type.Number({ minimum: 0, maximum: 3600, default: 5, description: 'robot time charged per episode for its reset, s (robot-hours accounting)' }),
   seed: Type.Integer({ minimum: 0, maximum: 2 ** 31 - 1, default: 0 }),
@@ -67,7 +73,7 @@ export const EmbodiedOptions = Type.Object(
     robot: Type.Union([Type.String({ minLength: 1 }), Type.Array(Type.String({ minLength: 1 }), { minItems: 1, maxItems: 64 })], { default: 'sim:reach:gap', description: 'a robot YAML file, or sim:TASK[:PROFILE] for the in-process sim; repeated: a fleet of those robots, each running episodes at once (robot YAMLs of one task, or sims of one task and profile)' }),
     task: Type.Optional(Type.String({ minLength: 1, description: "a robot YAML's sim task: its expert and world model the run starts from, its seeded resets the prompts (sim:TASK names it already)" })),
     robots: Type.Integer({ minimum: 1, maximum: 64, default: 1, description: 'robots one robot stands in for in the robot-time accounting (wall-clock as if that many ran episodes at once); a fleet (--robot repeated) is its own robots' }),
-    commandHistory: Type.Optional(Type.Integer({ minimum: 0, maximum: 64, description: "sim robot: its observation also reports the last K commands sent (a robot YAML sets command_history)" })),
+    commandHistory: Type.Optional(Type.Integer({ minimum: 0, maximum: 64, description: `sim robot: its observation also reports the last K commands sent (default ${SIM_COMMAND_HISTORY}; a robot YAML sets command_history)` })),
     evalEpisodes: Type.Optional(Type.Integer({ minimum: 0, maximum: 10000, description: "episodes of each evaluation (the start's before update 1, then every updates/5): a sim robot's on held-out start states in its sim, no robot time (default 100; quick 10); a robot YAML's on the robot itself, mean action from fixed seeded resets, charged to robot time (default 0: none). The run exports the policy of its best evaluation; 0: no evaluation, the last update's policy" })),
     ...TrainerOptions,
   },

@@ -16,7 +16,7 @@ import type { RunRow } from '../wmrl/run-state.js';
 import { SimPrompts, postTrainPg, heldOutEvaluation, type Pretrained } from '../wmrl/sim-setup.js';
 import { DEFAULT_WMRL, trainWmrl } from '../wmrl/train_wmrl.js';
 import { ModelEnv, repeatRows, type EnsembleModel } from '../worldmodel/index.js';
-import { anchorGroupsProblem, calibrateClone, embodiedPretrain, exportEmbodiedPolicy, trainerCorrector } from '../recipes/embodied.js';
+import { anchorGroupsProblem, calibrateClone, calibrateEpisodes, calibrateProblem, embodiedPretrain, exportEmbodiedPolicy, trainerCorrector } from '../recipes/embodied.js';
 import { AnchorEpisodes, round, successInterval, updateMetrics, type ImaginedRollouts, type ImaginedStep, type RobotRunCheckpoint } from './robot-training.js';
 import type { RobotHost } from './robot-host.js';
 import { ApiError } from './errors.js';
@@ -145,7 +145,7 @@ export const wmrlTrain: JobDefinition<typeof WmrlTrainOptions> = {
   description:
     "WMRL post-training on the robot's task: behaviour cloning and a world model pretrained on the nominal sim, then updates on groups imagined in the world model, corrected by anchor episodes on this robot, or on a fleet of robots at once (recorded, streamed with the world model's imagined rollouts); the policy goes into the policies as the run's id",
   options: WmrlTrainOptions,
-  check: anchorGroupsProblem,
+  check: (o) => anchorGroupsProblem(o) ?? calibrateProblem(o),
   checkRobot: (o, host) => wmrlRobotProblem(o.task, host),
   fleet: (o, lead, robots) => fleetOf(o, lead, robots),
   async run(o, ctx) {
@@ -215,8 +215,9 @@ export const wmrlTrain: JobDefinition<typeof WmrlTrainOptions> = {
       anchors = new AnchorEpisodes(ctx, hosts, imaginer, H);
       const a = anchors;
       const target = a.target({ realTime: o.realTime, resetSeconds: o.resetSeconds, task });
-      if (o.calibrate > 0) {
-        const c = await calibrateClone({ task, seed: o.seed, quick: o.quick, calibrate: o.calibrate }, pre, target, prompts, host.commandHistory, evaluate, (what, done, total) => {
+      const calibrate = calibrateEpisodes(o);
+      if (calibrate > 0) {
+        const c = await calibrateClone({ task, seed: o.seed, quick: o.quick, calibrate }, pre, target, prompts, host.commandHistory, evaluate, (what, done, total) => {
           ctx.signal.throwIfAborted();
           ctx.progress(done, total, what);
         });
@@ -229,10 +230,11 @@ export const wmrlTrain: JobDefinition<typeof WmrlTrainOptions> = {
         config, policy: pre.policy, pg, model: pre.model, simData: pre.simData, target, prompts, evaluate, outDir: ctx.dir,
         hooks: {
           signal: ctx.signal,
-          // Where post-training starts: the pretrained policy's true success, which the trainer measures first.
+          // Where post-training starts: the pretrained (or calibrated) policy's true success, which the trainer measures
+          // first, at the robot time calibration spent.
           onStart: (start) => {
             started = true;
-            emit({ step: 0, robotSeconds: 0, robotWallSeconds: 0, trueSuccess: round(start.success), anchorFraction: null, biasReduction: null, anchorWeight: null, ppi: successInterval(start.success, start.episodes), trueScore: null });
+            emit({ step: 0, robotSeconds: target.clock.robotSeconds, robotWallSeconds: target.clock.wallSeconds, trueSuccess: round(start.success), anchorFraction: null, biasReduction: null, anchorWeight: null, ppi: successInterval(start.success, start.episodes), trueScore: null });
           },
           onEpisode: (ep) => a.ended(ep),
           onUpdate: (r) => {

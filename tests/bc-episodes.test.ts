@@ -138,7 +138,7 @@ describe('demonstrations from recorded episodes', () => {
 describe('wmrl bc', () => {
   it('trains the VLA from the store and writes an artifact the robot runs', async () => {
     const out = join(dir, 'vla.onnx');
-    const r = wmrl('bc', '--from', `store:${db}`, '--robot', 'sim:reach', '--out', out, '--policy', 'vla', '--epochs', '3', '--batch', '32', '--policy-version', 'bc-test');
+    const r = wmrl('bc', '--from', `store:${db}`, '--robot', 'sim:reach', '--command-history', '0', '--out', out, '--policy', 'vla', '--epochs', '3', '--batch', '32', '--policy-version', 'bc-test');
     expect(r.stderr + r.stdout).toMatch(/behaviour cloning from store:/);
     expect(r.status).toBe(0);
     expect(r.stdout).toMatch(/vla.*3.*24x24/);
@@ -151,7 +151,7 @@ describe('wmrl bc', () => {
     for (const v of a) expect(Math.abs(v)).toBeLessThanOrEqual(1);
     // the Gaussian MLP from the LeRobot dataset the first test wrote
     const g = join(dir, 'mlp.onnx');
-    const rg = wmrl('bc', '--from', `lerobot:${join(dir, 'lerobot')}`, '--robot', 'sim:reach', '--out', g, '--epochs', '2');
+    const rg = wmrl('bc', '--from', `lerobot:${join(dir, 'lerobot')}`, '--robot', 'sim:reach', '--command-history', '0', '--out', g, '--epochs', '2');
     expect(rg.status).toBe(0);
     expect(rg.stdout).toMatch(/gaussian_mlp/);
     expect((await OnnxPolicy.load(g, robot.spec)).image).toBeUndefined();

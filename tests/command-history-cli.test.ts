@@ -22,7 +22,7 @@ it('drive records, bc clones and drive runs a policy over the last 3 commands; a
   expect(rec.status).toBe(0);
 
   // the episodes carry the commands: cloning them for the robot without the history fails on the layout
-  const bad = wmrl('bc', '--from', `store:${db}`, '--robot', 'sim:reach:gap', '--out', join(dir, 'x.onnx'), '--epochs', '1');
+  const bad = wmrl('bc', '--from', `store:${db}`, '--robot', 'sim:reach:gap', '--command-history', '0', '--out', join(dir, 'x.onnx'), '--epochs', '1');
   expect(bad.status).not.toBe(0);
   expect(bad.stderr).toMatch(/observation has \d+ features, the layout declares \d+/);
 
@@ -44,15 +44,19 @@ it('drive records, bc clones and drive runs a policy over the last 3 commands; a
   expect(JSON.stringify(info.features['observation.state']!.names)).toMatch(/elbow command t-3/);
   const im = wmrl('episodes', 'import-lerobot', ds, join(dir, 'back.db'), '--robot', 'sim:reach:gap', '--command-history', '3');
   expect(im.stderr + im.stdout).toMatch(/imported 2 episode\(s\)/);
-  const noHistory = wmrl('episodes', 'import-lerobot', ds, join(dir, 'never.db'), '--robot', 'sim:reach:gap');
+  const noHistory = wmrl('episodes', 'import-lerobot', ds, join(dir, 'never.db'), '--robot', 'sim:reach:gap', '--command-history', '0');
   expect(noHistory.status).not.toBe(0);
 
   const run = wmrl('drive', '--robot', 'sim:reach:gap', '--policy', out, '--episodes', '1', '--fast', '--command-history', '3', '--store', join(dir, 'run.db'));
   expect(run.stderr + run.stdout).toMatch(/1 episode\(s\) recorded/);
   expect(run.status).toBe(0);
-  const refused = wmrl('drive', '--robot', 'sim:reach:gap', '--policy', out, '--episodes', '1', '--fast', '--store', join(dir, 'run.db'));
+  const refused = wmrl('drive', '--robot', 'sim:reach:gap', '--policy', out, '--episodes', '1', '--fast', '--command-history', '0', '--store', join(dir, 'run.db'));
   expect(refused.status).not.toBe(0);
   expect(refused.stderr).toMatch(/shoulder command t-1/);
+  // Without the flag the sim robot reports its last SIM_COMMAND_HISTORY (4) commands: one more than the policy reads.
+  const byDefault = wmrl('drive', '--robot', 'sim:reach:gap', '--policy', out, '--episodes', '1', '--fast', '--store', join(dir, 'run.db'));
+  expect(byDefault.status).not.toBe(0);
+  expect(byDefault.stderr).toMatch(/command t-4/);
 }, 240_000);
 
 it('train post-trains a policy over the last 3 commands (world model, prompts, robot and held-out evaluation alike) and resumes with them', async () => {

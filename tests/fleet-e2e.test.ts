@@ -115,7 +115,7 @@ describe('wmrl serve with a fleet: a rosbridge robot and an MQTT robot, each its
 
   it('a WMRL run anchors on both robots at once; one robot killed mid-run: nothing recorded lost, its episode partial and run again, the run finished on the other', async () => {
     const before = await episodes();
-    const tiny = { pretrain: { bcEpisodes: 3, bcEpochs: 5, daggerRounds: 0, wmEpisodes: 4, wmEpochs: 2, wmMembers: 3, wmHidden: [32] }, updates: 3, prompts: 1, group: 2, imagine: 1, anchorGroups: 1, imagined: false };
+    const tiny = { pretrain: { bcEpisodes: 3, bcEpochs: 5, daggerRounds: 0, wmEpisodes: 4, wmEpochs: 2, wmMembers: 3, wmHidden: [32] }, calibrate: 0, updates: 3, prompts: 1, group: 2, imagine: 1, anchorGroups: 1, imagined: false };
     const started = await api<RunStatus>('POST', '/api/runs/wmrl-train', { robot: 'arm-a', fleet: ['arm-a', 'arm-b'], ...tiny }, 201);
     const id = started.id;
     const anchorsOf = async (robot: string) => (await episodes(`&robot=${robot}`)).filter((e) => e.policyVersion.startsWith('wmrl-'));

@@ -342,7 +342,7 @@ describe('the VLA deployment artifact', () => {
   });
 
   it('wmrl drive --policy runs the VLA artifact with image and instruction on the sim robot', () => {
-    const r = spawnSync(process.execPath, ['--import', 'tsx', 'bin/wmrl.ts', 'drive', '--robot', 'sim:reach', '--policy', path, '--episodes', '1', '--steps', '5', '--fast', '--store', join(dir, 'drive.db')], { encoding: 'utf8', timeout: 120_000 });
+    const r = spawnSync(process.execPath, ['--import', 'tsx', 'bin/wmrl.ts', 'drive', '--robot', 'sim:reach', '--command-history', '0', '--policy', path, '--episodes', '1', '--steps', '5', '--fast', '--store', join(dir, 'drive.db')], { encoding: 'utf8', timeout: 120_000 });
     expect(r.status, r.stderr).toBe(0);
     expect(r.stdout).toMatch(/1 episode\(s\) recorded .*; success [01]\/1/);
     expect(r.stdout).toMatch(/\b5\b.*complete/);

@@ -7,6 +7,7 @@ import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { generateMqttCredentials, robotLogin } from '../bridge/mqtt/auth.js';
 import { serveRobots } from '../bin/commands/serve.js';
+import { SIM_COMMAND_HISTORY } from '../recipes/options.js';
 import { standInLogin } from '../bin/commands/sim-robot.js';
 import { parseRobotConfig } from '../hardware/config.js';
 import { SimRobot } from '../hardware/robots/sim.js';
@@ -17,7 +18,9 @@ afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
 describe('serve --robot', () => {
   it('without --robot: the built-in sim robot of --task and --profile (reach, gap), with the sim flags', () => {
-    expect(serveRobots({})).toEqual([{ id: 'sim', task: 'reach', profile: 'gap' }]);
+    // The sim robot reports its last SIM_COMMAND_HISTORY commands unless told otherwise.
+    expect(serveRobots({})).toEqual([{ id: 'sim', task: 'reach', profile: 'gap', commandHistory: SIM_COMMAND_HISTORY }]);
+    expect(serveRobots({ commandHistory: 0 })).toEqual([{ id: 'sim', task: 'reach', profile: 'gap', commandHistory: 0 }]);
     expect(serveRobots({ task: 'push', profile: 'nominal', commandHistory: 3, camera: 32, urdf: 'r.urdf' })).toEqual([{ id: 'sim', task: 'push', profile: 'nominal', commandHistory: 3, image: 32, urdf: 'r.urdf' }]);
   });
 

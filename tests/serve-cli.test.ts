@@ -27,7 +27,9 @@ describe('wmrl serve', () => {
     const t0 = Date.now();
     while (!/\] \d+\/\d+ pretraining: demonstrations/.test(err) && Date.now() - t0 < 60_000 && p.exitCode === null) await new Promise((r) => setTimeout(r, 100));
     expect(err).toMatch(/\] \d+\/150 pretraining: demonstrations/);
-    expect(out).toMatch(/default job: +run wmrl-train-\S+: WMRL post-training .* then 8 updates of 32 groups × 8 rollouts imagined in the world model, 0.5 anchor group\(s\) per update/);
+    // The product's defaults: the robot reports its last 4 commands, the run calibrates before its updates.
+    expect(out).toMatch(/robot sim: +sim \(reach, profile gap, reporting its last 4 commands\)/);
+    expect(out).toMatch(/default job: +run wmrl-train-\S+: WMRL post-training .*, calibration \(16 robot episodes identify the robot; the clone learns the task again in the sim as identified\), then 8 updates of 32 groups × 8 rollouts imagined in the world model, 0.5 anchor group\(s\) per update/);
     p.kill('SIGINT');
     expect(await exited).toBe(0);
     const row = /^(wmrl-train-\S+)\s+stopped\s+.*?(\S+checkpoint\.json)$/m.exec(out);

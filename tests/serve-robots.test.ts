@@ -149,7 +149,7 @@ describe('serve with robot YAMLs: a rosbridge robot and an MQTT robot, each its 
   });
 
   it('wmrl-train on the rosbridge robot: pretrained in its task, anchor episodes on it scored by its outcome topic, imagined rollouts posed in the task', async () => {
-    const tiny = { pretrain: { bcEpisodes: 3, bcEpochs: 5, daggerRounds: 0, wmEpisodes: 4, wmEpochs: 2, wmMembers: 3, wmHidden: [32] }, updates: 1, prompts: 1, group: 2, imagine: 1, anchorGroups: 1 };
+    const tiny = { pretrain: { bcEpisodes: 3, bcEpochs: 5, daggerRounds: 0, wmEpisodes: 4, wmEpochs: 2, wmMembers: 3, wmHidden: [32] }, calibrate: 0, updates: 1, prompts: 1, group: 2, imagine: 1, anchorGroups: 1 };
     const started = await inject({ method: 'POST', url: '/api/runs/wmrl-train', headers: auth, payload: { robot: 'arm-a', ...tiny } });
     expect(started.statusCode, started.body).toBe(201);
     const done = await ended(started.json<RunStatus>().id);
@@ -215,7 +215,7 @@ describe('serve with robot YAMLs: a rosbridge robot and an MQTT robot, each its 
   }, 60_000);
 
   it('a rosbridge robot killed during a WMRL run: its anchor episode kept partial, the run fails naming it with the policy of its last update; back on its port, connected again', async () => {
-    const tiny = { pretrain: { bcEpisodes: 3, bcEpochs: 5, daggerRounds: 0, wmEpisodes: 4, wmEpochs: 2, wmMembers: 3, wmHidden: [32] }, updates: 3, prompts: 1, group: 2, imagine: 1, anchorGroups: 1, imagined: false };
+    const tiny = { pretrain: { bcEpisodes: 3, bcEpochs: 5, daggerRounds: 0, wmEpisodes: 4, wmEpochs: 2, wmMembers: 3, wmHidden: [32] }, calibrate: 0, updates: 3, prompts: 1, group: 2, imagine: 1, anchorGroups: 1, imagined: false };
     const started = await inject({ method: 'POST', url: '/api/runs/wmrl-train', headers: auth, payload: { robot: 'arm-a', ...tiny } });
     expect(started.statusCode, started.body).toBe(201);
     const id = started.json<RunStatus>().id;

@@ -11,7 +11,7 @@ import type { RobotStatus, RunStatus } from '../server/schemas.js';
 const dir = mkdtempSync(join(tmpdir(), 'svc-commands-'));
 let svc: Service;
 let auth: Record<string, string>;
-const TINY = { pretrain: { bcEpisodes: 3, bcEpochs: 5, daggerRounds: 0, wmEpisodes: 4, wmEpochs: 2, wmMembers: 3, wmHidden: [32] }, evalEpisodes: 5, prompts: 2, group: 2, imagine: 1, anchorGroups: 1 };
+const TINY = { pretrain: { bcEpisodes: 3, bcEpochs: 5, daggerRounds: 0, wmEpisodes: 4, wmEpochs: 2, wmMembers: 3, wmHidden: [32] }, evalEpisodes: 5, prompts: 2, group: 2, imagine: 1, anchorGroups: 1, calibrate: 0 };
 
 beforeAll(async () => {
   svc = await startService({ dataDir: dir, port: 0, foxglovePort: null, mqttPort: null, robots: [{ id: 'sim', task: 'reach', profile: 'gap', commandHistory: 3 }] });

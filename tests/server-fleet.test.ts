@@ -14,7 +14,7 @@ import { until } from './helpers/until.js';
 const dir = mkdtempSync(join(tmpdir(), 'wmrl-fleet-'));
 let svc: Service;
 let auth: Record<string, string>;
-const TINY = { pretrain: { bcEpisodes: 3, bcEpochs: 5, daggerRounds: 0, wmEpisodes: 4, wmEpochs: 2, wmMembers: 3, wmHidden: [32] }, evalEpisodes: 5, prompts: 2, group: 2, imagine: 1, anchorGroups: 1, realTime: false };
+const TINY = { pretrain: { bcEpisodes: 3, bcEpochs: 5, daggerRounds: 0, wmEpisodes: 4, wmEpochs: 2, wmMembers: 3, wmHidden: [32] }, evalEpisodes: 5, prompts: 2, group: 2, imagine: 1, anchorGroups: 1, calibrate: 0, realTime: false };
 
 beforeAll(async () => {
   svc = await startService({

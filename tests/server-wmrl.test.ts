@@ -16,7 +16,7 @@ let svc: Service;
 let auth: Record<string, string>;
 
 /** Pretraining small enough for a test (the policy learns little; the wiring is what is checked). */
-const TINY = { pretrain: { bcEpisodes: 3, bcEpochs: 5, daggerRounds: 0, wmEpisodes: 4, wmEpochs: 2, wmMembers: 3, wmHidden: [32] }, evalEpisodes: 5, prompts: 2, group: 2, imagine: 1, anchorGroups: 1 };
+const TINY = { pretrain: { bcEpisodes: 3, bcEpochs: 5, daggerRounds: 0, wmEpisodes: 4, wmEpochs: 2, wmMembers: 3, wmHidden: [32] }, evalEpisodes: 5, prompts: 2, group: 2, imagine: 1, anchorGroups: 1, calibrate: 0 };
 
 beforeAll(async () => {
   svc = await startService({ dataDir: dir, port: 0, foxglovePort: null, mqttPort: null });
@@ -59,6 +59,8 @@ describe('wmrl-train job: options on the route', () => {
       [{ updates: 2 }, 'body.robot: is required'],
       // across options (the job's check): more anchor groups per update than the update imagines
       [{ robot: 'sim', prompts: 2, imagine: 1, anchorGroups: 3 }, 'anchor groups per update (--anchor-groups, anchorGroups) 3: more than the 2 groups an update imagines (prompts 2 x imagine 1)'],
+      // a pure world-model run spends no robot episode, so it cannot calibrate (left out, calibrate is 0 for it)
+      [{ robot: 'sim', pureWm: true, calibrate: 4 }, 'calibration (--calibrate, calibrate) 4: a pure world-model run (--pure-wm, pureWm) runs nothing on the robot; leave calibrate out or set it to 0'],
     ];
     for (const [payload, message] of bad) {
       const r = await inject({ method: 'POST', url: '/api/runs/wmrl-train', payload });
@@ -165,10 +167,12 @@ describe('wmrl-train job: a tiny run', () => {
     const cal = JSON.parse(readFileSync(join(dir, 'runs', id, 'calibration.json'), 'utf8')) as { robotEpisodes: number; delay: number; before: number; after: number; kept: boolean };
     expect(cal.robotEpisodes).toBe(2);
     expect(cal.kept).toBe(cal.after >= cal.before);
-    // The start the trainer measured is the better clone; the first update's robot time includes the 2 calibration resets.
+    // The start the trainer measured is the better clone, at the robot time the calibration spent (its 2 resets and
+    // episodes); the first update's robot time adds its own.
     const metrics = (await inject({ url: `/api/runs/${id}/metrics` })).json<MetricsPoint[]>();
     expect(metrics[0]!.trueSuccess).toBe(Math.max(cal.before, cal.after));
-    expect(metrics[1]!.robotSeconds).toBeGreaterThanOrEqual(2 * 5);
+    expect(metrics[0]!.robotSeconds).toBeGreaterThanOrEqual(2 * 5);
+    expect(metrics[1]!.robotSeconds).toBeGreaterThan(metrics[0]!.robotSeconds);
   });
 
   it("the e-stop stops its anchor episode on the robot; the run waits for the robot's reset and then goes on", async () => {

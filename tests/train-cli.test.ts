@@ -5,6 +5,7 @@ import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
+import { CALIBRATE_EPISODES, SIM_COMMAND_HISTORY } from '../recipes/options.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'wmrl-train-cli-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
@@ -44,7 +45,7 @@ describe('wmrl train', () => {
 
   it('a fleet of two sim robots: every group on both at once, robot time and wall-clock apart, each episode recorded by its robot', () => {
     const out = join(dir, 'fleet');
-    const r = wmrl('train', '--quick', '--algo', 'standard', '--robot', 'sim:reach:gap', '--robot', 'sim:reach:gap', '--updates', '1', '--prompts', '2', '--group', '2', '--out', out);
+    const r = wmrl('train', '--quick', '--algo', 'standard', '--robot', 'sim:reach:gap', '--robot', 'sim:reach:gap', '--calibrate', '0', '--updates', '1', '--prompts', '2', '--group', '2', '--out', out);
     expect(r.status, r.stderr).toBe(0);
     const rows = JSON.parse(readFileSync(join(out, 'history.json'), 'utf8')) as Array<{ robotEpisodes: number; robotSeconds: number; robotWallSeconds: number }>;
     expect(rows[0]!.robotEpisodes).toBe(4);
@@ -62,8 +63,11 @@ describe('wmrl train', () => {
     const r = wmrl('train', '--quick', '--algo', 'standard', '--robot', 'sim:reach:gap', '--updates', '2', '--prompts', '1', '--group', '2', '--eval-episodes', '4', '--out', out, '--json');
     expect(r.status, r.stderr).toBe(0);
     type Point = { update: number; success: number; episodes: number; se: number };
-    const doc = JSON.parse(r.stdout) as { config: { evalEpisodes: number }; start: Point; kept: Point; updates: Array<{ update: number; evalSuccess?: number; keptUpdate?: number }> };
+    const doc = JSON.parse(r.stdout) as { config: { evalEpisodes: number; calibrate: number; commandHistory: number }; calibration?: { robotEpisodes: number }; start: Point; kept: Point; updates: Array<{ update: number; evalSuccess?: number; keptUpdate?: number }> };
     expect(doc.config.evalEpisodes).toBe(4);
+    // The product's defaults are the recipe bench embodied measures: calibration first, the robot's last commands in its observation.
+    expect(doc.config).toMatchObject({ calibrate: CALIBRATE_EPISODES, commandHistory: SIM_COMMAND_HISTORY });
+    expect(doc.calibration?.robotEpisodes).toBe(CALIBRATE_EPISODES);
     expect(doc.start).toMatchObject({ update: 0, episodes: 4 });
     expect(doc.start.se).toBeCloseTo(Math.sqrt((doc.start.success * (1 - doc.start.success)) / 4), 12);
     expect(r.stderr).toMatch(/0\/2 start · success \d+% ± \d+/);
@@ -85,7 +89,7 @@ describe('wmrl train', () => {
 
   it('imagines --imagine x --prompts groups per update, runs --anchor-groups on the robot, penalizes the KL to the clone by --kl-coef, and exports a policy drive runs', () => {
     const out = join(dir, 'run');
-    const r = wmrl('train', '--quick', '--robot', 'sim:reach:gap', '--updates', '4', '--prompts', '2', '--group', '2', '--imagine', '3', '--anchor-groups', '0.5', '--kl-coef', '0.5', '--seed', '1', '--out', out, '--json');
+    const r = wmrl('train', '--quick', '--robot', 'sim:reach:gap', '--updates', '4', '--prompts', '2', '--group', '2', '--imagine', '3', '--anchor-groups', '0.5', '--kl-coef', '0.5', '--seed', '1', '--calibrate', '0', '--out', out, '--json');
     expect(r.status, r.stderr).toBe(0);
     const rows = JSON.parse(readFileSync(join(out, 'history.json'), 'utf8')) as Array<{ groups: number; realGroups: number; robotEpisodes: number; imaginedTransitions: number; refKl: number | null }>;
     expect(rows).toHaveLength(4);

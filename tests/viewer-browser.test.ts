@@ -75,7 +75,7 @@ const sceneStats = (page: Page) => page.evaluate(() => (window as unknown as { _
 describe('viewer in headless Chromium', () => {
   it('during a live WMRL run draws the real trajectory and the world model\'s imagined one, a path per ensemble member', async () => {
     // Tiny pretraining: the run is at its first anchor episode within seconds.
-    const run = svc.ctx.runs.start('wmrl-train', { robot: 'sim', updates: 50, prompts: 2, group: 2, imagine: 1, anchorGroups: 1, evalEpisodes: 5, pretrain: { bcEpisodes: 3, bcEpochs: 5, daggerRounds: 0, wmEpisodes: 4, wmEpochs: 2, wmMembers: 3, wmHidden: [32] } });
+    const run = svc.ctx.runs.start('wmrl-train', { robot: 'sim', updates: 50, prompts: 2, group: 2, imagine: 1, anchorGroups: 1, evalEpisodes: 5, calibrate: 0, pretrain: { bcEpisodes: 3, bcEpochs: 5, daggerRounds: 0, wmEpisodes: 4, wmEpochs: 2, wmMembers: 3, wmHidden: [32] } });
     // Stopped whatever happens, so that the next test finds the robot free.
     onTestFinished(async () => void (await svc.ctx.runs.stop(run.id)));
     const page = await browser.newPage();

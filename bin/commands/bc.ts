@@ -18,6 +18,7 @@ import { VlaPolicy } from '../../policies/vla.js';
 import { progressBar } from '../progress.js';
 import { printJson } from '../json-output.js';
 import { printTable } from '../table.js';
+import { SIM_COMMAND_HISTORY } from '../../recipes/options.js';
 
 export interface BcCliOptions {
   from: string;
@@ -42,7 +43,7 @@ export interface BcCliOptions {
 async function robotOf(robot: string, image: number | undefined, commandHistory: number | undefined): Promise<{ spec: RobotDeclaration; layout: ObservationLayout; instructions: string[] }> {
   if (robot.startsWith('sim:')) {
     const [, task, profile = 'nominal'] = robot.split(':');
-    const sim = await SimRobot.create({ task: task!, profile, image, commandHistory });
+    const sim = await SimRobot.create({ task: task!, profile, image, commandHistory: commandHistory ?? SIM_COMMAND_HISTORY });
     try {
       return { spec: sim.spec, layout: sim.env.layout, instructions: [...sim.env.observationSpace.instructions] };
     } finally {

@@ -14,6 +14,7 @@ import { loadProfile } from '../../sim/index.js';
 import { progressBar } from '../progress.js';
 import { printJson } from '../json-output.js';
 import { printTable } from '../table.js';
+import { SIM_COMMAND_HISTORY } from '../../recipes/options.js';
 
 export const DEFAULT_STORE = 'data/episodes.db';
 
@@ -52,7 +53,7 @@ export async function drive(values: DriveOptions): Promise<void> {
   if (values.commandHistory !== undefined && !isSim) throw new Error(`--command-history is the sim robot's; robot ${values.robot} sets command_history in its YAML`);
   if (isSim) {
     const [, task, prof = 'nominal'] = values.robot.split(':');
-    const s = await SimRobot.create({ task: task!, profile: prof, image: policyImageSize(values.policy), commandHistory: values.commandHistory });
+    const s = await SimRobot.create({ task: task!, profile: prof, image: policyImageSize(values.policy), commandHistory: values.commandHistory ?? SIM_COMMAND_HISTORY });
     sim = s;
     profile = prof;
     // --fast steps the sim as fast as it goes: the safety layer then reads the sim's clock, not the host's.

@@ -13,6 +13,7 @@ import { makeEnv } from '../../sim/index.js';
 import { progressBar } from '../progress.js';
 import { printJson } from '../json-output.js';
 import { printTable } from '../table.js';
+import { SIM_COMMAND_HISTORY } from '../../recipes/options.js';
 
 async function withStore<T>(file: string, f: (s: EpisodeStore) => Promise<T>): Promise<T> {
   const store = EpisodeStore.open(file);
@@ -111,7 +112,7 @@ export const exportMany = (ids: string[], o: { out: string; store: string; json?
 async function simLayout(robot: string, commandHistory: number | undefined): Promise<{ layout: ObservationLayout; controlHz: number; actionNames: string[] }> {
   if (!robot.startsWith('sim:')) throw new Error(`--robot ${robot}: give sim:TASK[:PROFILE] (the layout of a robot YAML is its declaration's, not yet read here)`);
   const [, task, profile = 'nominal'] = robot.split(':');
-  const env = await makeEnv({ task: task!, profile, commandHistory });
+  const env = await makeEnv({ task: task!, profile, commandHistory: commandHistory ?? SIM_COMMAND_HISTORY });
   try {
     return { layout: env.layout, controlHz: env.spec.controlHz, actionNames: [...env.spec.actuatorNames] };
   } finally {

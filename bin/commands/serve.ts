@@ -11,6 +11,8 @@ import { progressBar } from '../progress.js';
 import { printTable } from '../table.js';
 import { ensureViewer } from '../viewer.js';
 import { DEFAULT_PRETRAIN } from '../../wmrl/sim-setup.js';
+import { calibrateEpisodes } from '../../recipes/embodied.js';
+import { SIM_COMMAND_HISTORY } from '../../recipes/options.js';
 
 export interface ServeOptions {
   host: string;
@@ -45,7 +47,8 @@ export interface ServeOptions {
  */
 export function serveRobots(o: Pick<ServeOptions, 'robot' | 'task' | 'profile' | 'urdf' | 'commandHistory' | 'camera' | 'urdfPackage'>): ServiceRobot[] {
   const given = o.robot ?? [];
-  const simFlags = { ...(o.commandHistory ? { commandHistory: o.commandHistory } : {}), ...(o.camera ? { image: o.camera } : {}) };
+  const simFlagsGiven = o.commandHistory !== undefined || o.camera !== undefined;
+  const simFlags = { commandHistory: o.commandHistory ?? SIM_COMMAND_HISTORY, ...(o.camera ? { image: o.camera } : {}) };
   const drawn = { ...(o.urdf ? { urdf: o.urdf } : {}), ...(o.urdfPackage && Object.keys(o.urdfPackage).length ? { packages: o.urdfPackage } : {}) };
   if (!given.length) return [{ id: 'sim', task: o.task ?? 'reach', profile: o.profile ?? 'gap', ...simFlags, ...drawn }];
   if (o.task !== undefined || o.profile !== undefined) throw new Error('--task and --profile set the built-in sim robot; with --robot, name a sim robot as sim:TASK[:PROFILE]');
@@ -58,7 +61,7 @@ export function serveRobots(o: Pick<ServeOptions, 'robot' | 'task' | 'profile' |
     sims++;
     return { id: sims === 1 ? 'sim' : `sim-${sims}`, task, profile, ...simFlags, ...drawn };
   });
-  if (!sims && Object.keys(simFlags).length) throw new Error('--command-history and --camera are the sim robot\'s; a robot YAML sets command_history and camera itself');
+  if (!sims && simFlagsGiven) throw new Error('--command-history and --camera are the sim robot\'s; a robot YAML sets command_history and camera itself');
   return robots;
 }
 
@@ -160,13 +163,19 @@ export async function serve(o: ServeOptions): Promise<void> {
 /** The default job's pretraining: the trainer's own, with fewer DAgger rounds, so that the whole run takes minutes. */
 const DEFAULT_JOB_PRETRAIN = { daggerRounds: 2 };
 
+/** The default job's updates (`--updates`' default). */
+export const DEFAULT_JOB_UPDATES = 8;
+
+/** The default wmrl-train job's options on `robot` (`bench start` runs the same). */
+export const defaultJobOptions = (robot: string, updates = DEFAULT_JOB_UPDATES) => ({ robot, updates, pretrain: DEFAULT_JOB_PRETRAIN });
+
 /** The default job on the first robot: short WMRL post-training (reach against the gap sim robot by default), or a scripted-expert session. */
 function startDefaultJob(svc: Service, o: ServeOptions, job: string, robot: string): RunStatus {
   const runs = svc.ctx.runs;
   if (job === 'wmrl-train') {
-    const run = runs.start('wmrl-train', { robot, updates: o.updates, pretrain: DEFAULT_JOB_PRETRAIN });
+    const run = runs.start('wmrl-train', defaultJobOptions(robot, o.updates));
     const w = run.options as WmrlTrainOptions;
-    console.log(`  default job:  run ${run.id}: WMRL post-training of a behaviour-cloned policy on robot ${robot} — pretraining (demonstrations, behaviour cloning and ${DEFAULT_JOB_PRETRAIN.daggerRounds} DAgger rounds on the nominal sim; a world model on ${DEFAULT_PRETRAIN.wmRandomize > 0 ? `sims of randomized mass, friction, damping and gain, the robot's identified from its anchors` : 'the nominal sim'}), then ${w.updates} updates of ${w.prompts * w.imagine} groups × ${w.group} rollouts imagined in the world model, ${w.anchorGroups} anchor group(s) per update on average run on the robot in real time; the policy goes to ${join(o.data, 'policies', `${run.id}.onnx`)}`);
+    console.log(`  default job:  run ${run.id}: WMRL post-training of a behaviour-cloned policy on robot ${robot} — pretraining (demonstrations, behaviour cloning and ${DEFAULT_JOB_PRETRAIN.daggerRounds} DAgger rounds on the nominal sim; a world model on ${DEFAULT_PRETRAIN.wmRandomize > 0 ? `sims of randomized mass, friction, damping and gain, the robot's identified from its anchors` : 'the nominal sim'}), ${calibrateEpisodes(w) > 0 ? `calibration (${calibrateEpisodes(w)} robot episodes identify the robot; the clone learns the task again in the sim as identified), ` : ''}then ${w.updates} updates of ${w.prompts * w.imagine} groups × ${w.group} rollouts imagined in the world model, ${w.anchorGroups} anchor group(s) per update on average run on the robot in real time; the policy goes to ${join(o.data, 'policies', `${run.id}.onnx`)}`);
     return run;
   }
   if (job === 'expert-session') {
