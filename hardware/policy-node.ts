@@ -4,11 +4,12 @@
 // size — and only the topic names from the launch file; commands pass the same safety layer as the bridge's, and
 // the node's own watchdog holds the robot whenever its joint states stop arriving.
 import { readFileSync } from 'node:fs';
-import { declarationOf, layoutFromJson } from '../common/layout.js';
+import { declarationOf, defineLayout, layoutFromJson, layoutOf } from '../common/layout.js';
 import type { RobotDeclaration, RobotObservation } from '../common/robot.js';
 import { readModelInfo } from '../nn/index.js';
 import { ARTIFACT_KEYS } from '../policies/artifact.js';
 import { OnnxPolicy } from '../policies/onnx-policy.js';
+import { CommandHistoryRobot, withCommandHistorySpec } from './command-history.js';
 import type { RobotConfig, RosCommandConfig } from './config.js';
 import { DEFAULT_SAFETY, SafetyLayer, type InterventionEvent, type SafetyConfig } from './safety.js';
 import type { Robot } from './types.js';
@@ -61,16 +62,35 @@ export function declarationFromArtifact(path: string, cameraEncoding: 'rgb8' | '
 }
 
 /**
+ * The command history an artifact's observation ends with (a policy trained on a robot reporting its last k commands:
+ * sim/env.ts commandHistory, hardware/command-history.ts): its steps, and the robot's declaration without it — what the
+ * robot's own topics report; the node adds the history from the commands it sends, as a robot YAML's command_history does.
+ */
+export function splitCommandHistory(spec: RobotDeclaration): { spec: RobotDeclaration; commandHistory: number } {
+  const layout = layoutOf(spec), A = spec.action.names.length;
+  let trailing = 0;
+  while (trailing < layout.features.length && / command t-\d+$/.test(layout.features[layout.features.length - 1 - trailing]!.name)) trailing++;
+  for (let k = Math.floor(trailing / A); k >= 1; k--) {
+    const kept = layout.features.slice(0, layout.features.length - k * A);
+    const { sceneFeatures: _scene, ...rest } = spec;
+    const base: RobotDeclaration = { ...rest, ...declarationOf(defineLayout(layout.joints, kept)) };
+    if (JSON.stringify(layoutOf(withCommandHistorySpec(base, k))) === JSON.stringify(layout)) return { spec: base, commandHistory: k };
+  }
+  return { spec, commandHistory: 0 };
+}
+
+/**
  * The node's robot config: the artifact's robot on native ROS 2 with the given topics, its safety layer's watchdog
  * at three control periods and set to stop (a node alone on a robot latches rather than holds forever).
  */
 export function policyNodeConfig(path: string, topics: PolicyNodeTopics, safety: Partial<SafetyConfig> = {}): RobotConfig {
-  const spec = declarationFromArtifact(path, topics.cameraEncoding);
+  const { spec, commandHistory } = splitCommandHistory(declarationFromArtifact(path, topics.cameraEncoding));
   if (spec.camera && !topics.camera) throw new Error(`${path}: the policy reads a camera image; give the camera topic`);
   if (spec.features?.length && !topics.features) throw new Error(`${path}: the policy reads ${spec.features.length} task features (${spec.features.slice(0, 3).join(', ')}…); give the features topic`);
   const period = 1000 / spec.controlHz;
   return {
     spec,
+    ...(commandHistory ? { commandHistory } : {}),
     transport: 'ros2',
     url: '',
     command: topics.command,
@@ -141,8 +161,12 @@ export async function firstObservation(robot: Robot, timeoutMs = 10_000): Promis
   }
 }
 
-/** Loads the artifact against the robot it declares and wraps `raw` (the ROS 2 adapter) in the safety layer. */
+/**
+ * Loads the artifact against the robot it declares and wraps `raw` (the ROS 2 adapter) in the safety layer, with the
+ * command history the artifact reads between them (it records the commands as they leave the safety layer).
+ */
 export async function startPolicyNode(path: string, raw: Robot, config: RobotConfig, log?: (e: InterventionEvent) => void): Promise<{ robot: SafetyLayer; policy: OnnxPolicy }> {
-  const policy = await OnnxPolicy.load(path, config.spec);
-  return { robot: new SafetyLayer(raw, config.safety, { log }), policy };
+  const robot = config.commandHistory ? new CommandHistoryRobot(raw, config.commandHistory) : raw;
+  const policy = await OnnxPolicy.load(path, robot.spec);
+  return { robot: new SafetyLayer(robot, config.safety, { log }), policy };
 }

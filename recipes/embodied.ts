@@ -14,6 +14,7 @@ import { loadRobotConfig } from '../hardware/config.js';
 import { writeFileAtomic } from '../nn/index.js';
 import { exportPolicy, type GaussianPolicy } from '../policies/gaussian.js';
 import { ClippedPolicyGradient } from '../policies/pg.js';
+import { makeEnv } from '../sim/index.js';
 import { correctorConfig, type CorrectorConfig } from '../wmrl/corrector.js';
 import { yamlRobotTarget } from '../wmrl/robot-target.js';
 import { calibrateMeasured, calibrationConfig, type CalibrationReport } from '../wmrl/calibrate.js';
@@ -31,16 +32,35 @@ export { EmbodiedOptions };
 /** `quick`: pretraining sizes of a smoke run. */
 export const QUICK_PRETRAIN: Partial<PretrainOptions> = { bcEpisodes: 10, bcEpochs: 20, daggerRounds: 1, daggerEpisodes: 5, daggerEpochs: 10, wmEpisodes: 12, wmEpochs: 3, wmRolloutEpochs: 1, wmHidden: [64, 64], wmMembers: 3 };
 
-/** The calibration a run's options ask for: `calibrate`, else CALIBRATE_EPISODES (none for a pure world-model run); a problem names the options. */
-export function calibrateEpisodes(o: { pureWm: boolean; calibrate?: number | undefined }): number {
+/**
+ * The calibration a new run makes: `calibrate` where given, else CALIBRATE_EPISODES where the run can check what it
+ * did (it evaluates the clone before and after, and keeps the better) and the task has a robust demonstrator to clone
+ * from, else none (a pure world-model run never: it runs nothing on the robot). A problem names the options.
+ */
+export function calibrateEpisodes(o: { pureWm: boolean; calibrate?: number | undefined; task: string }, can: { evaluates: boolean; demonstrator: boolean }): number {
   const problem = calibrateProblem(o);
   if (problem) throw new Error(problem);
-  return o.calibrate ?? (o.pureWm ? 0 : CALIBRATE_EPISODES);
+  if ((o.calibrate ?? 0) > 0 && !can.demonstrator) throw new Error(`calibration (--calibrate, calibrate) ${o.calibrate}: task ${o.task} has no robust demonstrator to learn again from in the sim as identified (tasks with one: reach, push); set it to 0`);
+  return o.calibrate ?? (o.pureWm || !can.evaluates || !can.demonstrator ? 0 : CALIBRATE_EPISODES);
 }
 
 /** Why `calibrate` cannot go with the other options, or null: a pure world-model run spends no robot episode. */
 export function calibrateProblem(o: { pureWm: boolean; calibrate?: number | undefined }): string | null {
   return o.pureWm && (o.calibrate ?? 0) > 0 ? `calibration (--calibrate, calibrate) ${o.calibrate}: a pure world-model run (--pure-wm, pureWm) runs nothing on the robot; leave calibrate out or set it to 0` : null;
+}
+
+/** Whether the task's sim has a robust demonstrator (sim/env.ts Env.demonstrator), which calibration clones from. */
+export async function hasRobustDemonstrator(task: string): Promise<boolean> {
+  const env = await makeEnv({ task });
+  try {
+    env.demonstrator({ latencySteps: 0 });
+    return true;
+  } catch (e) {
+    if (/has no robust demonstrator/.test((e as Error).message)) return false;
+    throw e;
+  } finally {
+    env.dispose();
+  }
 }
 
 /** What is wrong with a run's anchor groups per update against the groups it imagines, or null; names the option as the flag and as the job's key. */
@@ -118,7 +138,7 @@ export interface EmbodiedRunConfig {
   commandHistory?: number;
   /** Episodes of each evaluation (EmbodiedOptions.evalEpisodes, resolved; 0: none). Absent in runs from before it: sim 100 (quick 10), a robot YAML 0. */
   evalEpisodes?: number;
-  /** Robot episodes of the calibration before the trainer (0: none). Absent in runs from before it: 0. */
+  /** Robot episodes of the calibration before the trainer (0: none); left out of a new run's options, runEmbodied resolves it (calibrateEpisodes). Absent in runs from before it: 0. */
   calibrate?: number;
 }
 
@@ -155,7 +175,9 @@ export function embodiedConfig(o: EmbodiedOptions): EmbodiedRunConfig {
   const problem = o.algo === 'wmrl' ? anchorGroupsProblem(o) : null;
   if (problem) throw new Error(problem);
   const commandHistory = sim ? (o.commandHistory ?? SIM_COMMAND_HISTORY) : histories[0]!;
-  const calibrate = calibrateEpisodes(o);
+  const problemCal = calibrateProblem(o);
+  if (problemCal) throw new Error(problemCal);
+  const { calibrate } = o;
   const { algo, robots, debias, denoise, pureWm, anchors, updates, prompts, group, imagine, anchorGroups, klCoef, resetSeconds, seed, quick } = o;
   const evalEpisodes = o.evalEpisodes ?? defaultEvalEpisodes(sim, quick);
   return { algo, robot, ...(fleet.length > 1 ? { fleet } : {}), task, profile, robots, debias, denoise, pureWm, anchors, updates, prompts, group, imagine, anchorGroups, klCoef, resetSeconds, seed, quick, commandHistory, evalEpisodes, calibrate };
@@ -203,8 +225,10 @@ export async function runEmbodied(given: EmbodiedRunConfig | null, io: EmbodiedI
   } else {
     if (!given) throw new Error('a new run needs its config');
     if (existsSync(join(out, 'state.json'))) throw new Error(`${out} already holds a run: pass --resume to continue it, or another --out`);
+    // The calibration resolved before anything runs: a task that cannot calibrate fails here, not after pretraining.
+    const calibrate = calibrateEpisodes(given, { evaluates: (given.evalEpisodes ?? 0) > 0, demonstrator: await hasRobustDemonstrator(given.task) });
     mkdirSync(out, { recursive: true });
-    a = given;
+    a = { ...given, calibrate };
   }
   writeFileAtomic(cfgFile, [JSON.stringify(a, null, 1)]);
   const commandHistory = a.commandHistory ?? 0;

@@ -60,7 +60,8 @@ export interface RobotRunCheckpoint {
   policy: { id: string; updates: number; keptUpdate?: number } | null;
   metrics: MetricsPoint[];
   stoppedEarly: boolean;
-  stoppedDuring: 'pretraining' | 'training' | null;
+  /** Where a stop (or a robot's fault) ended the run; 'calibration' leaves the pretrained clone as the policy. */
+  stoppedDuring: 'pretraining' | 'calibration' | 'training' | null;
 }
 
 /** A trainer's update as the run's metrics; `evalEpisodes`: the held-out episodes its true success is measured on. */

@@ -16,7 +16,7 @@ import type { RunRow } from '../wmrl/run-state.js';
 import { SimPrompts, postTrainPg, heldOutEvaluation, type Pretrained } from '../wmrl/sim-setup.js';
 import { DEFAULT_WMRL, trainWmrl } from '../wmrl/train_wmrl.js';
 import { ModelEnv, repeatRows, type EnsembleModel } from '../worldmodel/index.js';
-import { anchorGroupsProblem, calibrateClone, calibrateEpisodes, calibrateProblem, embodiedPretrain, exportEmbodiedPolicy, trainerCorrector } from '../recipes/embodied.js';
+import { anchorGroupsProblem, calibrateClone, calibrateEpisodes, calibrateProblem, hasRobustDemonstrator, embodiedPretrain, exportEmbodiedPolicy, trainerCorrector } from '../recipes/embodied.js';
 import { AnchorEpisodes, round, successInterval, updateMetrics, type ImaginedRollouts, type ImaginedStep, type RobotRunCheckpoint } from './robot-training.js';
 import type { RobotHost } from './robot-host.js';
 import { ApiError } from './errors.js';
@@ -164,6 +164,9 @@ export const wmrlTrain: JobDefinition<typeof WmrlTrainOptions> = {
       if (mismatch) throw new Error(`wmrl-train: task '${task}' observes another robot than '${host.id}' (its policies could not drive it): ${mismatch}`);
     }
     const layout = layoutOf(spec);
+    // Resolved before pretraining: a task that cannot calibrate fails now; a robot without a held-out evaluation in a
+    // sim twin calibrates only when asked, since nothing would check the clone it leaves.
+    const calibrate = calibrateEpisodes({ ...o, task }, { evaluates: host.simulated !== null, demonstrator: await hasRobustDemonstrator(task) });
     const metrics: MetricsPoint[] = [];
     const rows: RunRow[] = [];
     const checkpoint = (c: Omit<WmrlCheckpoint, 'run' | 'task' | 'profile' | 'metrics' | 'stoppedEarly' | 'updates' | 'robotSeconds' | 'robotWallSeconds' | 'fleet'>) => {
@@ -210,17 +213,25 @@ export const wmrlTrain: JobDefinition<typeof WmrlTrainOptions> = {
     let anchors: AnchorEpisodes | null = null;
     let failure: { message: string; error: Error } | null = null;
     let started = false;
+    let calibrating = false;
     try {
       imaginer = o.imagined ? await Imaginer.create(pre.model, pre.policy, task, layout, config.successThreshold, host.commandHistory) : null;
       anchors = new AnchorEpisodes(ctx, hosts, imaginer, H);
       const a = anchors;
       const target = a.target({ realTime: o.realTime, resetSeconds: o.resetSeconds, task });
-      const calibrate = calibrateEpisodes(o);
       if (calibrate > 0) {
+        // A stop or a fault mid-calibration leaves the pretrained clone, not a half-cloned one.
+        const saved = pre.policy.paramNames().map((n) => Float32Array.from(pre.policy.store.get(n).data));
+        calibrating = true;
+        ctx.progress(0, calibrate, 'calibration: robot episodes');
         const c = await calibrateClone({ task, seed: o.seed, quick: o.quick, calibrate }, pre, target, prompts, host.commandHistory, evaluate, (what, done, total) => {
           ctx.signal.throwIfAborted();
           ctx.progress(done, total, what);
+        }).catch((e: unknown) => {
+          pre.policy.paramNames().forEach((n, i) => pre.policy.store.set(n, saved[i]!));
+          throw e;
         });
+        calibrating = false;
         writeFileAtomic(join(ctx.dir, 'calibration.json'), [JSON.stringify(c, null, 1)]);
       }
       // After calibration: the KL penalty's reference is the policy post-training starts from.
@@ -264,7 +275,7 @@ export const wmrlTrain: JobDefinition<typeof WmrlTrainOptions> = {
     const keptUpdate = rows.findLast((r) => r.keptUpdate !== undefined)?.keptUpdate ?? (started ? 0 : undefined);
     const kept = keptUpdate === undefined ? {} : { keptUpdate };
     exportEmbodiedPolicy(pre.policy, spec, ctx.policyPath(id), { policyVersion: id, runId: ctx.runId, extra: { source: 'wmrl', task, updates: String(updates), ...(keptUpdate === undefined ? {} : { keptUpdate: String(keptUpdate) }) } });
-    const file = checkpoint({ episodes: anchors?.ids ?? [], ...(anchors?.lost.length ? { lostRobots: anchors.lost } : {}), policy: { id, updates, ...kept }, stoppedDuring: ctx.signal.aborted || failure ? 'training' : null });
+    const file = checkpoint({ episodes: anchors?.ids ?? [], ...(anchors?.lost.length ? { lostRobots: anchors.lost } : {}), policy: { id, updates, ...kept }, stoppedDuring: ctx.signal.aborted || failure ? (calibrating ? 'calibration' : 'training') : null });
     if (failure) throw new RunFailure(failure.message, file, { cause: failure.error });
     return file;
   },

@@ -8,7 +8,8 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { layoutOf } from '../common/layout.js';
 import { SimRobot } from '../hardware/robots/sim.js';
 import { Ros2Robot } from '../hardware/robots/ros2.js';
-import { declarationFromArtifact, firstObservation, policyNodeConfig, runPolicyNode, startPolicyNode } from '../hardware/policy-node.js';
+import { withCommandHistorySpec } from '../hardware/command-history.js';
+import { declarationFromArtifact, firstObservation, policyNodeConfig, runPolicyNode, splitCommandHistory, startPolicyNode } from '../hardware/policy-node.js';
 import { exportPolicyArtifact } from '../policies/artifact.js';
 import { GaussianPolicy } from '../policies/gaussian.js';
 import { toRosTime } from '../bridge/ros/msgs.js';
@@ -84,6 +85,40 @@ describe('the robot-side policy node', async () => {
       const second = await runPolicyNode(robot, runner, { maxSteps: 15 });
       expect(second.heldStale).toBeGreaterThanOrEqual(10);
       expect((g.published.at(-1)!.msg as { data: number[] }).data).toEqual([0, 0]);
+      await robot[Symbol.asyncDispose]();
+    } finally {
+      clearInterval(tick);
+    }
+  });
+
+  it('a policy over the last commands sent (wmrl train on the sim, by default): the node reports them itself from what it sends', async () => {
+    const withHistory = withCommandHistorySpec(spec, 2);
+    const hl = layoutOf(withHistory);
+    const hp = new GaussianPolicy({ obsDim: hl.joints.length * 2 + hl.features.length, actDim: 2, hidden: [16], seed: 4 });
+    const hpath = join(dir, 'history.onnx');
+    exportPolicyArtifact(hp, hpath, { layout: hl, action: spec.action, controlHz: spec.controlHz, policyVersion: 'h', runId: 'r' });
+    const config = policyNodeConfig(hpath, { state: '/joint_states', features: '/task', command: { mode: 'forward_command', topic: '/cmd', trajectoryField: 'positions' } });
+    // The robot's topics carry its task features alone; the node adds the 2 × 2 commands.
+    expect(config.commandHistory).toBe(2);
+    expect(config.spec.features).toEqual(spec.features);
+    expect(splitCommandHistory(spec)).toEqual({ spec, commandHistory: 0 });
+    const g = new Graph();
+    const publish = () => {
+      g.publish('/joint_states', 'sensor_msgs/msg/JointState', { header: { stamp: toRosTime(200 + performance.now() / 1000), frame_id: '' }, name: ['shoulder', 'elbow'], position: [0.1, 0.2], velocity: [0, 0], effort: [] });
+      g.publish('/task', 'std_msgs/msg/Float32MultiArray', { layout: { dim: [], data_offset: 0 }, data: Array.from({ length: 13 }, () => 0.1) });
+    };
+    const tick = setInterval(publish, 20);
+    try {
+      const raw = await Ros2Robot.connect(config, ENV, async () => g.module());
+      await new Promise((r) => setTimeout(r, 100));
+      const { robot, policy: runner } = await startPolicyNode(hpath, raw, config);
+      expect(layoutOf(robot.spec)).toEqual(hl);
+      const s = await runPolicyNode(robot, runner, { maxSteps: 3 });
+      expect(s.steps).toBe(3);
+      // The observation's last entries are the commands sent, newest first.
+      const sent = g.published.filter((p) => p.topic === '/cmd').map((p) => (p.msg as { data: number[] }).data);
+      const o = await robot.observe();
+      expect(Array.from(o.features!.subarray(13, 15))).toEqual(sent.at(-1)!.map((v) => Math.fround(v)));
       await robot[Symbol.asyncDispose]();
     } finally {
       clearInterval(tick);

@@ -4,7 +4,7 @@ import { Value } from '@sinclair/typebox/value';
 import { expect, it } from 'vitest';
 import { CALIBRATE_EPISODES as BENCH_CALIBRATE_EPISODES } from '../bench/cells/embodied.js';
 import { COMMAND_HISTORY as BENCH_COMMAND_HISTORY } from '../bench/cells/embodied/setup.js';
-import { embodiedConfig } from '../recipes/embodied.js';
+import { calibrateEpisodes, embodiedConfig, hasRobustDemonstrator } from '../recipes/embodied.js';
 import { CALIBRATE_EPISODES, EmbodiedOptions, SIM_COMMAND_HISTORY } from '../recipes/options.js';
 
 const config = (o: Record<string, unknown>) => embodiedConfig(Value.Default(EmbodiedOptions, structuredClone(o)) as EmbodiedOptions);
@@ -14,12 +14,24 @@ it('are the settings bench embodied measures', () => {
   expect(SIM_COMMAND_HISTORY).toBe(BENCH_COMMAND_HISTORY);
 });
 
-it('a run left to its defaults calibrates and reads the last commands; a pure world-model run calibrates on nothing', () => {
-  expect(config({ robot: 'sim:reach:gap' })).toMatchObject({ calibrate: CALIBRATE_EPISODES, commandHistory: SIM_COMMAND_HISTORY });
-  expect(config({ robot: 'sim:reach:gap', algo: 'standard' })).toMatchObject({ calibrate: CALIBRATE_EPISODES });
-  expect(config({ robot: 'sim:reach:gap', calibrate: 0, commandHistory: 0 })).toMatchObject({ calibrate: 0, commandHistory: 0 });
-  expect(config({ robot: 'sim:reach:gap', pureWm: true })).toMatchObject({ calibrate: 0 });
-  expect(() => config({ robot: 'sim:reach:gap', pureWm: true, calibrate: 4 })).toThrow(/^calibration \(--calibrate, calibrate\) 4: a pure world-model run \(--pure-wm, pureWm\) runs nothing on the robot/);
-  // A robot YAML's history is its own: the sim default does not reach it.
+it('a run left to its defaults calibrates where it can check the clone and the task has a demonstrator; a pure world-model run never', async () => {
+  const can = { evaluates: true, demonstrator: true };
+  const cal = (o: Record<string, unknown>, c = can) => calibrateEpisodes({ pureWm: false, task: 'reach', ...o }, c);
+  expect(cal({})).toBe(CALIBRATE_EPISODES);
+  expect(cal({ calibrate: 0 })).toBe(0);
+  expect(cal({ pureWm: true })).toBe(0);
+  expect(() => cal({ pureWm: true, calibrate: 4 })).toThrow(/^calibration \(--calibrate, calibrate\) 4: a pure world-model run \(--pure-wm, pureWm\) runs nothing on the robot/);
+  // Nothing would check the clone it leaves (a robot YAML without --eval-episodes): only when asked.
+  expect(cal({}, { evaluates: false, demonstrator: true })).toBe(0);
+  expect(cal({ calibrate: 8 }, { evaluates: false, demonstrator: true })).toBe(8);
+  // A task without a robust demonstrator has nothing to learn again from: none by default, refused when asked.
+  expect(await hasRobustDemonstrator('reach')).toBe(true);
+  expect(await hasRobustDemonstrator('pick')).toBe(false);
+  expect(cal({ task: 'pick' }, { evaluates: true, demonstrator: false })).toBe(0);
+  expect(() => cal({ task: 'pick', calibrate: 16 }, { evaluates: true, demonstrator: false })).toThrow(/^calibration \(--calibrate, calibrate\) 16: task pick has no robust demonstrator/);
+  // The sim robot reports its last commands by default; a robot YAML's history is its own.
+  expect(config({ robot: 'sim:reach:gap' })).toMatchObject({ commandHistory: SIM_COMMAND_HISTORY });
+  expect(config({ robot: 'sim:reach:gap', commandHistory: 0 })).toMatchObject({ commandHistory: 0 });
   expect(config({ robot: 'launch/robots/mqtt-arm.yaml', task: 'reach' }).commandHistory).toBe(0);
+  expect(() => config({ robot: 'sim:reach:gap', pureWm: true, calibrate: 4 })).toThrow(/a pure world-model run/);
 });

@@ -6,6 +6,10 @@ import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { SimRobot } from '../hardware/robots/sim.js';
+import { OnnxPolicy } from '../policies/onnx-policy.js';
+import { embodiedPretrain, exportEmbodiedPolicy } from '../recipes/embodied.js';
+import { CALIBRATE_EPISODES } from '../recipes/options.js';
 import { startService, type Service } from '../server/service.js';
 import type { MetricsPoint, RunStatus, StreamEvent } from '../server/schemas.js';
 import type { WmrlCheckpoint } from '../server/wmrl-train.js';
@@ -173,6 +177,26 @@ describe('wmrl-train job: a tiny run', () => {
     expect(metrics[0]!.trueSuccess).toBe(Math.max(cal.before, cal.after));
     expect(metrics[0]!.robotSeconds).toBeGreaterThanOrEqual(2 * 5);
     expect(metrics[1]!.robotSeconds).toBeGreaterThan(metrics[0]!.robotSeconds);
+  });
+
+  it('calibrates by default on the sim robot; a stop mid-calibration leaves the clone as pretrained, not half cloned again', async () => {
+    const { calibrate: _none, ...defaults } = TINY;
+    const run = svc.ctx.runs.start('wmrl-train', { robot: 'sim', ...defaults, quick: true, updates: 1, realTime: false });
+    expect(await ended(run.id)).toMatchObject({ state: 'finished', error: null });
+    expect(JSON.parse(readFileSync(join(dir, 'runs', run.id, 'calibration.json'), 'utf8'))).toMatchObject({ robotEpisodes: CALIBRATE_EPISODES });
+
+    // Stopped while cloning again: the policy it leaves is its seed's pretrained clone, as pretraining alone makes it.
+    const stopped = svc.ctx.runs.start('wmrl-train', { robot: 'sim', ...defaults, quick: true, updates: 1, realTime: false, seed: 7 });
+    await until(() => svc.ctx.runs.get(stopped.id).status.progress.phase === 'calibration: cloning' || undefined, "the calibration's cloning", 45_000);
+    const st = await svc.ctx.runs.stop(stopped.id);
+    expect(JSON.parse(readFileSync(st.checkpoint!, 'utf8'))).toMatchObject({ stoppedEarly: true, stoppedDuring: 'calibration', policy: { id: stopped.id } });
+    const spec = svc.ctx.robots.get('sim')!.spec;
+    const pre = await embodiedPretrain({ task: 'reach', seed: 7, quick: true, commandHistory: 0, sizes: TINY.pretrain });
+    exportEmbodiedPolicy(pre.policy, spec, join(dir, 'pretrained.onnx'), { policyVersion: 'pretrained', runId: 'test' });
+    await using robot = await SimRobot.create({ task: 'reach', profile: 'gap' });
+    const obs = await robot.reset({ seed: 3 });
+    const act = async (path: string) => Array.from(await (await OnnxPolicy.load(path, spec)).act(obs));
+    expect(await act(svc.ctx.policies.path(stopped.id))).toEqual(await act(join(dir, 'pretrained.onnx')));
   });
 
   it("the e-stop stops its anchor episode on the robot; the run waits for the robot's reset and then goes on", async () => {

@@ -11,7 +11,7 @@ import { progressBar } from '../progress.js';
 import { printTable } from '../table.js';
 import { ensureViewer } from '../viewer.js';
 import { DEFAULT_PRETRAIN } from '../../wmrl/sim-setup.js';
-import { calibrateEpisodes } from '../../recipes/embodied.js';
+import { calibrateEpisodes, hasRobustDemonstrator } from '../../recipes/embodied.js';
 import { SIM_COMMAND_HISTORY } from '../../recipes/options.js';
 
 export interface ServeOptions {
@@ -119,7 +119,7 @@ export async function serve(o: ServeOptions): Promise<void> {
     console.log(`  robot ${robot.id} is E-STOPPED (${why}); the default job is not started.`);
     console.log(`  reset it when it is safe:  curl -X POST -H "Authorization: Bearer $(cat ${svc.tokenFile})" ${url}/api/robots/${robot.id}/reset   (or the viewer's reset button), then start a run from the viewer or the API`);
   } else if (job) {
-    const run = startDefaultJob(svc, o, job, robot.id);
+    const run = await startDefaultJob(svc, o, job, robot.id);
     const bar = progressBar();
     let shown = '';
     svc.ctx.runs.events.on('event', (ev) => {
@@ -170,12 +170,16 @@ export const DEFAULT_JOB_UPDATES = 8;
 export const defaultJobOptions = (robot: string, updates = DEFAULT_JOB_UPDATES) => ({ robot, updates, pretrain: DEFAULT_JOB_PRETRAIN });
 
 /** The default job on the first robot: short WMRL post-training (reach against the gap sim robot by default), or a scripted-expert session. */
-function startDefaultJob(svc: Service, o: ServeOptions, job: string, robot: string): RunStatus {
+async function startDefaultJob(svc: Service, o: ServeOptions, job: string, robot: string): Promise<RunStatus> {
   const runs = svc.ctx.runs;
   if (job === 'wmrl-train') {
     const run = runs.start('wmrl-train', defaultJobOptions(robot, o.updates));
     const w = run.options as WmrlTrainOptions;
-    console.log(`  default job:  run ${run.id}: WMRL post-training of a behaviour-cloned policy on robot ${robot} — pretraining (demonstrations, behaviour cloning and ${DEFAULT_JOB_PRETRAIN.daggerRounds} DAgger rounds on the nominal sim; a world model on ${DEFAULT_PRETRAIN.wmRandomize > 0 ? `sims of randomized mass, friction, damping and gain, the robot's identified from its anchors` : 'the nominal sim'}), ${calibrateEpisodes(w) > 0 ? `calibration (${calibrateEpisodes(w)} robot episodes identify the robot; the clone learns the task again in the sim as identified), ` : ''}then ${w.updates} updates of ${w.prompts * w.imagine} groups × ${w.group} rollouts imagined in the world model, ${w.anchorGroups} anchor group(s) per update on average run on the robot in real time; the policy goes to ${join(o.data, 'policies', `${run.id}.onnx`)}`);
+    // As the job resolves it: the built-in robot is a sim, whose held-out evaluation lets calibration check itself.
+    const host = svc.ctx.robots.get(robot)!;
+    const task = w.task ?? host.task;
+    const calibrate = task === null ? 0 : calibrateEpisodes({ ...w, task }, { evaluates: host.simulated !== null, demonstrator: await hasRobustDemonstrator(task) });
+    console.log(`  default job:  run ${run.id}: WMRL post-training of a behaviour-cloned policy on robot ${robot} — pretraining (demonstrations, behaviour cloning and ${DEFAULT_JOB_PRETRAIN.daggerRounds} DAgger rounds on the nominal sim; a world model on ${DEFAULT_PRETRAIN.wmRandomize > 0 ? `sims of randomized mass, friction, damping and gain, the robot's identified from its anchors` : 'the nominal sim'}), ${calibrate > 0 ? `calibration (${calibrate} robot episodes identify the robot; the clone learns the task again in the sim as identified), ` : ''}then ${w.updates} updates of ${w.prompts * w.imagine} groups × ${w.group} rollouts imagined in the world model, ${w.anchorGroups} anchor group(s) per update on average run on the robot in real time; the policy goes to ${join(o.data, 'policies', `${run.id}.onnx`)}`);
     return run;
   }
   if (job === 'expert-session') {
