@@ -61,7 +61,7 @@ it('drive records, bc clones and drive runs a policy over the last 3 commands; a
 
 it('train post-trains a policy over the last 3 commands (world model, prompts, robot and held-out evaluation alike) and resumes with them', async () => {
   const out = join(dir, 'run');
-  const r = wmrl('train', '--quick', '--robot', 'sim:reach:gap', '--command-history', '3', '--updates', '2', '--prompts', '2', '--group', '2', '--imagine', '1', '--anchor-groups', '1', '--out', out);
+  const r = wmrl('train', '--quick', '--robot', 'sim:reach:gap', '--command-history', '3', '--calibrate', '0', '--updates', '2', '--prompts', '2', '--group', '2', '--imagine', '1', '--anchor-groups', '1', '--out', out);
   expect(r.stderr + r.stdout).toMatch(/policy: /);
   expect(r.status).toBe(0);
   expect(JSON.parse(readFileSync(join(out, 'config.json'), 'utf8')).commandHistory).toBe(3);

@@ -181,14 +181,15 @@ describe('wmrl-train job: a tiny run', () => {
 
   it('calibrates by default on the sim robot; a stop mid-calibration leaves the clone as pretrained, not half cloned again', async () => {
     const { calibrate: _none, ...defaults } = TINY;
-    const run = svc.ctx.runs.start('wmrl-train', { robot: 'sim', ...defaults, quick: true, updates: 1, realTime: false });
-    expect(await ended(run.id)).toMatchObject({ state: 'finished', error: null });
-    expect(JSON.parse(readFileSync(join(dir, 'runs', run.id, 'calibration.json'), 'utf8'))).toMatchObject({ robotEpisodes: CALIBRATE_EPISODES });
-
-    // Stopped while cloning again: the policy it leaves is its seed's pretrained clone, as pretraining alone makes it.
+    const rec = record();
     const stopped = svc.ctx.runs.start('wmrl-train', { robot: 'sim', ...defaults, quick: true, updates: 1, realTime: false, seed: 7 });
     await until(() => svc.ctx.runs.get(stopped.id).status.progress.phase === 'calibration: cloning' || undefined, "the calibration's cloning", 45_000);
     const st = await svc.ctx.runs.stop(stopped.id);
+    rec.off();
+    // Left out, calibrate is CALIBRATE_EPISODES robot episodes.
+    const totals = rec.events.flatMap((e) => (e.type === 'run' && e.status.id === stopped.id && e.status.progress.phase === 'calibration: robot episodes' ? [e.status.progress.total] : []));
+    expect(new Set(totals)).toEqual(new Set([CALIBRATE_EPISODES]));
+    // Stopped while cloning again: the policy it leaves is its seed's pretrained clone, as pretraining alone makes it.
     expect(JSON.parse(readFileSync(st.checkpoint!, 'utf8'))).toMatchObject({ stoppedEarly: true, stoppedDuring: 'calibration', policy: { id: stopped.id } });
     const spec = svc.ctx.robots.get('sim')!.spec;
     const pre = await embodiedPretrain({ task: 'reach', seed: 7, quick: true, commandHistory: 0, sizes: TINY.pretrain });
