@@ -286,5 +286,5 @@ export async function runEmbodied(given: EmbodiedRunConfig | null, io: EmbodiedI
 
 /** The run's calibration (wmrl/calibrate.ts calibrateMeasured) of the pretrained clone, in place. */
 export function calibrateClone(a: Pick<EmbodiedRunConfig, 'task' | 'seed' | 'quick' | 'calibrate'>, pre: Pretrained, target: RobotTarget, prompts: PromptSource, commandHistory: number, evaluate: ((p: GaussianPolicy) => Promise<{ success: number }>) | undefined, onProgress?: EmbodiedIo['onProgress']): Promise<CalibrationReport> {
-  return calibrateMeasured({ task: a.task, commandHistory, policy: pre.policy, model: pre.model, target, prompts }, calibrationConfig({ episodes: a.calibrate!, quick: a.quick, seed: a.seed }), evaluate, onProgress);
+  return calibrateMeasured({ task: a.task, commandHistory, policy: pre.policy, model: pre.model, target, prompts }, calibrationConfig({ task: a.task, episodes: a.calibrate!, quick: a.quick, seed: a.seed }), evaluate, onProgress);
 }

@@ -66,7 +66,7 @@ describe('calibration', () => {
     const context0 = pre.model.context;
     using prompts = await SimPrompts.create('reach', 'nominal', { commandHistory: 2 });
     const memo = new Map();
-    const c = calibrationConfig({ episodes: 2, quick: true, seed: 0 });
+    const c = calibrationConfig({ task: 'reach', episodes: 2, quick: true, seed: 0 });
     const once = async (name: string) => {
       pre.policy.paramNames().forEach((n, i) => pre.policy.store.set(n, policy0[i]!));
       pre.model.setContext(context0);
@@ -108,8 +108,8 @@ describe('calibration', () => {
     const target = { get robot(): never { episodes++; throw new Error('no robot episode should run'); } } as unknown as Parameters<typeof calibrate>[0]['target'];
     const model = new EnsembleModel({ dObs: 3, dAct: 1, members: 2, hidden: [4], seed: 0 });
     const run = (commandHistory: number, obsDim: number) => ({ task: 'reach', commandHistory, policy: new GaussianPolicy({ obsDim, actDim: 2, hidden: [4] }), model, target, prompts: { get: () => { throw new Error('no prompt should be read'); } } });
-    await expect(calibrate(run(4, 5), calibrationConfig({ episodes: 2, quick: true, seed: 0 }))).rejects.toThrow(/the policy reads 5 observation entries, the reach sim with 4 commands of history reports \d+/);
-    await expect(calibrate({ ...run(0, 5), task: 'pick' }, calibrationConfig({ episodes: 2, quick: true, seed: 0 }))).rejects.toThrow(/pick: the task has no robust demonstrator/);
+    await expect(calibrate(run(4, 5), calibrationConfig({ task: 'reach', episodes: 2, quick: true, seed: 0 }))).rejects.toThrow(/the policy reads 5 observation entries, the reach sim with 4 commands of history reports \d+/);
+    await expect(calibrate({ ...run(0, 5), task: 'pick' }, calibrationConfig({ task: 'reach', episodes: 2, quick: true, seed: 0 }))).rejects.toThrow(/pick: the task has no robust demonstrator/);
     expect(episodes).toBe(0);
   });
 

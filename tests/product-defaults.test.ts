@@ -6,6 +6,7 @@ import { CALIBRATE_EPISODES as BENCH_CALIBRATE_EPISODES } from '../bench/cells/e
 import { COMMAND_HISTORY as BENCH_COMMAND_HISTORY } from '../bench/cells/embodied/setup.js';
 import { calibrateEpisodes, embodiedConfig, hasRobustDemonstrator } from '../recipes/embodied.js';
 import { CALIBRATE_EPISODES, EmbodiedOptions, SIM_COMMAND_HISTORY } from '../recipes/options.js';
+import { DEFAULT_CALIBRATE, QUICK_CALIBRATE, TASK_CALIBRATE, calibrationConfig } from '../wmrl/calibrate.js';
 
 const config = (o: Record<string, unknown>) => embodiedConfig(Value.Default(EmbodiedOptions, structuredClone(o)) as EmbodiedOptions);
 
@@ -34,4 +35,12 @@ it('a run left to its defaults calibrates where it can check the clone and the t
   expect(config({ robot: 'sim:reach:gap', commandHistory: 0 })).toMatchObject({ commandHistory: 0 });
   expect(config({ robot: 'launch/robots/mqtt-arm.yaml', task: 'reach' }).commandHistory).toBe(0);
   expect(() => config({ robot: 'sim:reach:gap', pureWm: true, calibrate: 4 })).toThrow(/a pure world-model run/);
+});
+
+it("calibration clones from the task's own number of demonstrations where the task needs more, a smoke run's few everywhere", () => {
+  const demos = (task: string, quick = false) => calibrationConfig({ task, episodes: 16, quick, seed: 0 }).demos;
+  expect(demos('reach')).toBe(DEFAULT_CALIBRATE.demos);
+  expect(demos('push')).toBe(TASK_CALIBRATE.push!.demos);
+  expect(demos('push')).toBeGreaterThan(demos('reach'));
+  expect(demos('push', true)).toBe(QUICK_CALIBRATE.demos);
 });

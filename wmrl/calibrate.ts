@@ -40,12 +40,14 @@ export interface CalibrateConfig {
 }
 
 export const DEFAULT_CALIBRATE: Omit<CalibrateConfig, 'promptSeed0' | 'seed'> = { episodes: 16, maxDelay: 5, demos: 3300, daggerRounds: 3, daggerEpisodes: 100, epochs: 40, selectEpisodes: 100 };
+/** A task's own cloning sizes where its clone keeps gaining from more demonstrations (docs/decisions.md, 2026-12-06: push). */
+export const TASK_CALIBRATE: Readonly<Record<string, Partial<typeof DEFAULT_CALIBRATE>>> = { push: { demos: 6600 } };
 /** A smoke run's cloning sizes. */
 export const QUICK_CALIBRATE = { demos: 12, daggerRounds: 1, daggerEpisodes: 4, epochs: 5, selectEpisodes: 4 };
 
-/** A run's calibration config: `episodes` robot episodes from the prompts after a trainer's first 10,000, the cloning sizes of a full run or a smoke run. */
-export const calibrationConfig = (o: { episodes: number; quick: boolean; seed: number; promptSeed0?: number }): CalibrateConfig =>
-  ({ ...DEFAULT_CALIBRATE, ...(o.quick ? QUICK_CALIBRATE : {}), episodes: o.episodes, promptSeed0: o.promptSeed0 ?? 1_010_000, seed: o.seed });
+/** A run's calibration config: `episodes` robot episodes from the prompts after a trainer's first 10,000, the task's cloning sizes of a full run, or a smoke run's. */
+export const calibrationConfig = (o: { task: string; episodes: number; quick: boolean; seed: number; promptSeed0?: number }): CalibrateConfig =>
+  ({ ...DEFAULT_CALIBRATE, ...(o.quick ? QUICK_CALIBRATE : TASK_CALIBRATE[o.task]), episodes: o.episodes, promptSeed0: o.promptSeed0 ?? 1_010_000, seed: o.seed });
 
 
 /**

@@ -17,7 +17,7 @@ export interface GrpoCalOptions {
 
 export async function train(x: TrainerInputs, v: GrpoCalOptions): Promise<TrainerOutcome> {
   const { pre: p, target, prompts, evaluate } = x;
-  const calibration = await calibrateMeasured({ task: x.task, commandHistory: x.o.commandHistory, policy: p.policy, model: p.model, target, prompts, memo: x.calibrationMemo }, calibrationConfig({ ...v.calibrate, seed: x.seed }), x.measure);
+  const calibration = await calibrateMeasured({ task: x.task, commandHistory: x.o.commandHistory, policy: p.policy, model: p.model, target, prompts, memo: x.calibrationMemo }, calibrationConfig({ ...v.calibrate, task: x.task, seed: x.seed }), x.measure);
   const pg = await ClippedPolicyGradient.create(p.policy, POST_TRAIN_PG);
   const state = await trainStandard({ config: x.loop(v.prompts), policy: p.policy, pg, target, prompts, evaluate });
   await pg.release();

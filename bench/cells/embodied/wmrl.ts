@@ -19,7 +19,7 @@ export interface WmrlOptions {
 
 export async function train(x: TrainerInputs, v: WmrlOptions): Promise<TrainerOutcome> {
   const { pre: p, target, prompts, evaluate } = x;
-  const calibration = v.calibrate ? await calibrateMeasured({ task: x.task, commandHistory: x.o.commandHistory, policy: p.policy, model: p.model, target, prompts, memo: x.calibrationMemo }, calibrationConfig({ ...v.calibrate, seed: x.seed }), x.measure) : undefined;
+  const calibration = v.calibrate ? await calibrateMeasured({ task: x.task, commandHistory: x.o.commandHistory, policy: p.policy, model: p.model, target, prompts, memo: x.calibrationMemo }, calibrationConfig({ ...v.calibrate, task: x.task, seed: x.seed }), x.measure) : undefined;
   const pg = await ClippedPolicyGradient.create(p.policy, POST_TRAIN_PG);
   // The alarm's warnings are counted from the rows (hackingAlarm), not printed over the progress bar.
   // A cell reads nothing of the world model after the run: no refit at the last update.
