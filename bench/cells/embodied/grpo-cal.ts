@@ -4,7 +4,7 @@
 // (and one variant's module imports no other's: bench/lib/protocol.ts).
 import { ClippedPolicyGradient } from '../../../policies/pg.js';
 import { calibrateMeasured, calibrationConfig } from '../../../wmrl/calibrate.js';
-import { POST_TRAIN_PG } from '../../../wmrl/sim-setup.js';
+import { postTrainPg } from '../../../wmrl/sim-setup.js';
 import { trainStandard } from '../../../wmrl/train_standard.js';
 import type { TrainerInputs, TrainerOutcome } from './setup.js';
 
@@ -13,12 +13,14 @@ export interface GrpoCalOptions {
   prompts: number;
   /** Robot episodes of the calibration, at a full or a smoke run's sizes. */
   calibrate: { episodes: number; quick: boolean };
+  /** β of GRPO's KL penalty to the calibrated clone (wmrl/sim-setup.ts postTrainPg); absent: none. */
+  klCoef?: number;
 }
 
 export async function train(x: TrainerInputs, v: GrpoCalOptions): Promise<TrainerOutcome> {
   const { pre: p, target, prompts, evaluate } = x;
   const calibration = await calibrateMeasured({ task: x.task, commandHistory: x.o.commandHistory, policy: p.policy, model: p.model, target, prompts, memo: x.calibrationMemo }, calibrationConfig({ ...v.calibrate, task: x.task, seed: x.seed }), x.measure);
-  const pg = await ClippedPolicyGradient.create(p.policy, POST_TRAIN_PG);
+  const pg = await ClippedPolicyGradient.create(p.policy, postTrainPg(v.klCoef ?? 0));
   const state = await trainStandard({ config: x.loop(v.prompts), policy: p.policy, pg, target, prompts, evaluate });
   await pg.release();
   return { rows: state.rows, groups: v.prompts, corrected: false, calibration };

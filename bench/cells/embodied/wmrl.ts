@@ -4,7 +4,7 @@
 import { ClippedPolicyGradient } from '../../../policies/pg.js';
 import { calibrateMeasured, calibrationConfig } from '../../../wmrl/calibrate.js';
 import type { CorrectorConfig } from '../../../wmrl/corrector.js';
-import { POST_TRAIN_PG } from '../../../wmrl/sim-setup.js';
+import { postTrainPg } from '../../../wmrl/sim-setup.js';
 import { DEFAULT_WMRL, trainWmrl } from '../../../wmrl/train_wmrl.js';
 import type { TrainerInputs, TrainerOutcome } from './setup.js';
 
@@ -15,12 +15,14 @@ export interface WmrlOptions {
   corrector: CorrectorConfig | false;
   /** Calibrate the clone first (wmrl/calibrate.ts) from this many robot episodes, at a full or a smoke run's sizes; absent: none. */
   calibrate?: { episodes: number; quick: boolean };
+  /** β of GRPO's KL penalty to the policy post-training starts from (wmrl/sim-setup.ts postTrainPg); absent: none. */
+  klCoef?: number;
 }
 
 export async function train(x: TrainerInputs, v: WmrlOptions): Promise<TrainerOutcome> {
   const { pre: p, target, prompts, evaluate } = x;
   const calibration = v.calibrate ? await calibrateMeasured({ task: x.task, commandHistory: x.o.commandHistory, policy: p.policy, model: p.model, target, prompts, memo: x.calibrationMemo }, calibrationConfig({ ...v.calibrate, task: x.task, seed: x.seed }), x.measure) : undefined;
-  const pg = await ClippedPolicyGradient.create(p.policy, POST_TRAIN_PG);
+  const pg = await ClippedPolicyGradient.create(p.policy, postTrainPg(v.klCoef ?? 0));
   // The alarm's warnings are counted from the rows (hackingAlarm), not printed over the progress bar.
   // A cell reads nothing of the world model after the run: no refit at the last update.
   const state = await trainWmrl({ config: { ...DEFAULT_WMRL, ...x.loop(v.prompts), corrector: v.corrector, horizon: target.maxSteps, refitAtEnd: false }, policy: p.policy, pg, model: p.model, simData: p.simData, target, prompts, evaluate, warn: () => {} });
