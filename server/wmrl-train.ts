@@ -116,6 +116,14 @@ export function wmrlRobotProblem(task: string | undefined, host: RobotHost): str
   return lacks.length ? `robot '${host.id}' (${host.kind}) cannot run wmrl-train: it needs ${lacks.join('; ')}` : null;
 }
 
+/**
+ * The calibration a run of these options on `host` makes (recipes/embodied.ts calibrateEpisodes): a robot without a
+ * held-out evaluation in a sim twin calibrates only when asked, since nothing would check the clone it leaves.
+ */
+export async function jobCalibration(o: WmrlTrainOptions, host: RobotHost, task: string): Promise<number> {
+  return calibrateEpisodes({ ...o, task }, { evaluates: host.simulated !== null, demonstrator: await hasRobustDemonstrator(task) });
+}
+
 /** Why `r` cannot anchor beside `lead` in a run of these options (the task's robot, one policy for both), or null. */
 function fleetProblem(o: WmrlTrainOptions, lead: RobotHost, r: RobotHost): string | null {
   const task = o.task ?? lead.task;
@@ -164,9 +172,8 @@ export const wmrlTrain: JobDefinition<typeof WmrlTrainOptions> = {
       if (mismatch) throw new Error(`wmrl-train: task '${task}' observes another robot than '${host.id}' (its policies could not drive it): ${mismatch}`);
     }
     const layout = layoutOf(spec);
-    // Resolved before pretraining: a task that cannot calibrate fails now; a robot without a held-out evaluation in a
-    // sim twin calibrates only when asked, since nothing would check the clone it leaves.
-    const calibrate = calibrateEpisodes({ ...o, task }, { evaluates: host.simulated !== null, demonstrator: await hasRobustDemonstrator(task) });
+    // Resolved before pretraining: a task that cannot calibrate fails now.
+    const calibrate = await jobCalibration(o, host, task);
     const metrics: MetricsPoint[] = [];
     const rows: RunRow[] = [];
     const checkpoint = (c: Omit<WmrlCheckpoint, 'run' | 'task' | 'profile' | 'metrics' | 'stoppedEarly' | 'updates' | 'robotSeconds' | 'robotWallSeconds' | 'fleet'>) => {

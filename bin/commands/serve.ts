@@ -7,11 +7,11 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { RunStatus, WmrlTrainOptions } from '../../server/schemas.js';
 import { PRIORITIES, startService, type Service, type ServiceRobot } from '../../server/service.js';
+import { jobCalibration } from '../../server/wmrl-train.js';
 import { progressBar } from '../progress.js';
 import { printTable } from '../table.js';
 import { ensureViewer } from '../viewer.js';
 import { DEFAULT_PRETRAIN } from '../../wmrl/sim-setup.js';
-import { calibrateEpisodes, hasRobustDemonstrator } from '../../recipes/embodied.js';
 import { SIM_COMMAND_HISTORY } from '../../recipes/options.js';
 
 export interface ServeOptions {
@@ -175,10 +175,9 @@ async function startDefaultJob(svc: Service, o: ServeOptions, job: string, robot
   if (job === 'wmrl-train') {
     const run = runs.start('wmrl-train', defaultJobOptions(robot, o.updates));
     const w = run.options as WmrlTrainOptions;
-    // As the job resolves it: the built-in robot is a sim, whose held-out evaluation lets calibration check itself.
     const host = svc.ctx.robots.get(robot)!;
     const task = w.task ?? host.task;
-    const calibrate = task === null ? 0 : calibrateEpisodes({ ...w, task }, { evaluates: host.simulated !== null, demonstrator: await hasRobustDemonstrator(task) });
+    const calibrate = task === null ? 0 : await jobCalibration(w, host, task);
     console.log(`  default job:  run ${run.id}: WMRL post-training of a behaviour-cloned policy on robot ${robot} — pretraining (demonstrations, behaviour cloning and ${DEFAULT_JOB_PRETRAIN.daggerRounds} DAgger rounds on the nominal sim; a world model on ${DEFAULT_PRETRAIN.wmRandomize > 0 ? `sims of randomized mass, friction, damping and gain, the robot's identified from its anchors` : 'the nominal sim'}), ${calibrate > 0 ? `calibration (${calibrate} robot episodes identify the robot; the clone learns the task again in the sim as identified), ` : ''}then ${w.updates} updates of ${w.prompts * w.imagine} groups × ${w.group} rollouts imagined in the world model, ${w.anchorGroups} anchor group(s) per update on average run on the robot in real time; the policy goes to ${join(o.data, 'policies', `${run.id}.onnx`)}`);
     return run;
   }
