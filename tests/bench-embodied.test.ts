@@ -7,7 +7,7 @@
 import { beforeAll, describe, expect, it } from 'vitest';
 import { EVAL_BLOCK, SPLITS, cellKey, corrections, plan, protocol, report, type EmbodiedCell, type Plan } from '../bench/embodied.js';
 import { protocolKeys, runKeySources, variantKey } from '../bench/lib/protocol.js';
-import { CHOSEN, CORE_VARIANTS, MEASURE_BLOCK, armOf, GRIDS, SETUP_MODULE, SIZES, START_BLOCK, SeedSetup, gridVariants, promptBlock, variantKeySpecs, variants, type CellOptions, type TunedFamily, type VariantCell, type VariantName } from '../bench/cells/embodied.js';
+import { CHOSEN, CORE_VARIANTS, KL_GRID, MEASURE_BLOCK, SETTING_VARIANTS, armOf, GRIDS, SETUP_MODULE, SIZES, START_BLOCK, SeedSetup, gridVariants, promptBlock, variantKeySpecs, variants, type CellOptions, type TunedFamily, type VariantCell, type VariantName } from '../bench/cells/embodied.js';
 import * as grpo from '../bench/cells/embodied/grpo.js';
 import { repeatability, splitView, type EvaluationSeen, type TrainerInputs, type TrainerOutcome } from '../bench/cells/embodied/setup.js';
 import type { Policy } from '../policies/types.js';
@@ -95,10 +95,18 @@ describe('bench embodied: splits and keys', () => {
     for (const s of [...SPLITS.sets.seeds.train, ...v.seeds, ...t.seeds]) expect(promptBlock(s)).not.toBe(MEASURE_BLOCK);
     const pretrainTop = DEFAULT_PRETRAIN.daggerRounds * 100_000 + Math.max(...t.seeds, ...v.seeds) * 1000 + DEFAULT_PRETRAIN.bcEpisodes;
     expect(pretrainTop).toBeLessThan(measure[0]);
-    // The test split runs each tuned baseline's chosen grid point; validation every point.
+    // The test split runs each tuned baseline's chosen grid point; validation every point, and WMRL's own settings.
     const families = Object.keys(GRIDS) as TunedFamily[];
     expect(t.variants).toEqual(['bc', ...CORE_VARIANTS, ...families.map((f) => CHOSEN[f])]);
-    expect(v.variants).toEqual(['bc', ...CORE_VARIANTS, ...families.flatMap(gridVariants)]);
+    expect(v.variants).toEqual(['bc', ...CORE_VARIANTS, ...SETTING_VARIANTS, ...families.flatMap(gridVariants)]);
+    // Each KL point is its arm with β added, for full WMRL and calibrated standard GRPO alike; the arms themselves run without.
+    const all = variants(SIZES.full.prompts);
+    for (const b of KL_GRID) for (const arm of ['full', 'standard_cal']) {
+      const k = all[`${arm}_kl${b}`]!;
+      expect(k.family).toBe(all[arm]!.family);
+      expect(k.options).toEqual({ ...all[arm]!.options, klCoef: b });
+    }
+    expect('klCoef' in all.full!.options || 'klCoef' in all.standard_cal!.options).toBe(false);
     for (const f of families) expect(gridVariants(f)).toContain(CHOSEN[f]);
     expect(gridVariants('ppo')).toEqual(['ppo_lr3e-4', 'ppo_lr1e-3']);
   });

@@ -74,8 +74,17 @@ export const gridVariants = (family: TunedFamily): string[] => (Object.values(GR
 export const CHOSEN: Readonly<Record<TunedFamily, string>> = { ppo: point('ppo', 1e-3), rlpd: point('rlpd', 3e-4), bc_more: point('bc_more', 10) };
 export const CHOSEN_ON_VALIDATION = false;
 
-/** Every variant the registry declares: WMRL's arms, the core baselines, every grid point. */
-export const VARIANT_NAMES: readonly string[] = [...CORE_VARIANTS, ...(Object.keys(GRIDS) as TunedFamily[]).flatMap(gridVariants)];
+/**
+ * β of GRPO's KL penalty to the calibrated clone, tried on validation for the arms that post-train one (full WMRL and
+ * standard GRPO from the calibrated clone alike): `full_kl<β>`, `standard_cal_kl<β>`. Without it the update wears the
+ * clone down on push (docs/decisions.md, 2026-12-06). The arms themselves run without until a β is chosen there.
+ */
+export const KL_GRID = [0.3, 3] as const;
+/** The validation-only variants of WMRL's own settings: each KL point for full WMRL and for calibrated standard GRPO. */
+export const SETTING_VARIANTS: readonly string[] = (['full', 'standard_cal'] as const).flatMap((arm) => KL_GRID.map((b) => `${arm}_kl${b}`));
+
+/** Every variant the registry declares: WMRL's arms, the core baselines, WMRL's validation settings, every grid point. */
+export const VARIANT_NAMES: readonly string[] = [...CORE_VARIANTS, ...SETTING_VARIANTS, ...(Object.keys(GRIDS) as TunedFamily[]).flatMap(gridVariants)];
 export type VariantName = string;
 
 /**
@@ -105,16 +114,21 @@ export function variants(B: number, scale: 'full' | 'quick' = 'full'): Record<st
   // WMRL's arms with a robot calibrate first (the product's recipe); the pure world model has no robot to calibrate on.
   const calibrate = { episodes: CALIBRATE_EPISODES, quick: scale === 'quick' };
   const g = (label: string, prompts: number): Variant => ({ label, prompts, family: 'grpo', options: { prompts } });
-  const w = (label: string, corrector: CorrectorConfig | false): Variant => ({ label, prompts: imagined, family: 'wmrl', options: { prompts: imagined, corrector, ...(corrector ? { calibrate } : {}) } });
+  const w = (label: string, corrector: CorrectorConfig | false, klCoef?: number): Variant => ({ label, prompts: imagined, family: 'wmrl', options: { prompts: imagined, corrector, ...(corrector ? { calibrate } : {}), ...(klCoef === undefined ? {} : { klCoef }) } });
+  const standardCal = (label: string, klCoef?: number): Variant => ({ label, prompts: B, family: 'grpo_cal', options: { prompts: B, calibrate, ...(klCoef === undefined ? {} : { klCoef }) } });
   return {
     standard: g('standard GRPO on the robot', B),
-    standard_cal: { label: 'standard GRPO on the robot, from the calibrated clone', prompts: B, family: 'grpo_cal', options: { prompts: B, calibrate } },
+    standard_cal: standardCal('standard GRPO on the robot, from the calibrated clone'),
     anchors_only: g('standard GRPO, 1 group per update (the anchors alone)', 1),
     pure_wm: w('pure world model', false),
     debias: w('+ debias', correctorConfig({ denoise: false }, base)),
     denoise: w('+ denoise', correctorConfig({ debias: false }, base)),
     full: w('full WMRL', base),
     full_active: w('full WMRL, active anchors', correctorConfig({ anchors: { mode: 'active' } }, base)),
+    ...Object.fromEntries(KL_GRID.flatMap((b): Array<[string, Variant]> => [
+      [`full_kl${b}`, w(`full WMRL, KL β ${b} to the calibrated clone`, base, b)],
+      [`standard_cal_kl${b}`, standardCal(`standard GRPO from the calibrated clone, KL β ${b} to it`, b)],
+    ])),
     ...Object.fromEntries(GRIDS.ppo.lr.map((lr): [string, Variant] => [point('ppo', lr), { label: `PPO, learned value baseline (lr ${lr.toExponential()})`, prompts: B, family: 'ppo', options: { prompts: B, lr } }])),
     ...Object.fromEntries(GRIDS.rlpd.lr.map((lr): [string, Variant] => [point('rlpd', lr), { label: `RLPD / HIL-SERL-style SAC (lr ${lr.toExponential()})`, prompts: B, family: 'rlpd', options: { prompts: B, lr, ...RLPD_BUDGET[scale] } }])),
     ...Object.fromEntries(GRIDS.bc_more.ep.map((epochs): [string, Variant] => [point('bc_more', epochs), { label: `BC, more demonstrations at the same robot time (${epochs} epochs)`, prompts: B, family: 'bc_more', options: { prompts: B, epochs } }])),
@@ -124,7 +138,7 @@ export function variants(B: number, scale: 'full' | 'quick' = 'full'): Record<st
 /** The variants a split runs, in report order. */
 export function planVariants(split: 'train' | 'validation' | 'test'): string[] {
   const families = Object.keys(GRIDS) as TunedFamily[];
-  return [...CORE_VARIANTS, ...families.flatMap((f) => (split === 'validation' ? gridVariants(f) : [CHOSEN[f]]))];
+  return [...CORE_VARIANTS, ...(split === 'validation' ? SETTING_VARIANTS : []), ...families.flatMap((f) => (split === 'validation' ? gridVariants(f) : [CHOSEN[f]]))];
 }
 
 /** What every cell of a run depends on besides its code (sharedOptions), checked against the variants' prompts. */
