@@ -239,6 +239,17 @@ export function corrections(c: VariantCell): Corrections {
   };
 }
 
+/**
+ * Do no harm, on one seed: the handed-back policy's success on the split's states minus that of the policy its trainer
+ * started from (after any calibration), and whether it is lower by more than the evaluation noise — a two-proportion
+ * test at 95% over the split's states, both measured on them.
+ */
+export function doNoHarm(c: VariantCell): { diff: number; harmed: boolean } {
+  const after = mean(c.outcomes), before = c.startSuccess, n = c.outcomes.length;
+  const pooled = (after + before) / 2;
+  return { diff: after - before, harmed: before - after > 1.96 * Math.sqrt((2 * pooled * (1 - pooled)) / n) };
+}
+
 /** One task's figures from its cells. */
 export function analyse(p: Plan, task: string, cells: ReadonlyMap<string, EmbodiedCell>) {
   const seeds = p.seeds;
@@ -276,7 +287,8 @@ export function analyse(p: Plan, task: string, cells: ReadonlyMap<string, Embodi
   /** The update each seed's run handed back (0: the start), and the robot hours its own measurement cost. */
   const kept = (v: VariantName) => seeds.map((s) => cell(s, v).keptUpdate);
   const measureHours = (v: VariantName) => seeds.map((s) => cell(s, v).measure.robotHours);
-  return { task, seeds, start, cell, outcomes, success, score, minusFull, activeMinusFull, standardGain, level, hasLevel, curve, hoursTo, speed, noLevel, corr, hours, kept, measureHours, best, hasBestLevel, speedBest };
+  const harm = (v: VariantName) => seeds.map((s) => doNoHarm(cell(s, v)));
+  return { task, seeds, start, cell, outcomes, success, score, minusFull, activeMinusFull, standardGain, level, hasLevel, curve, hoursTo, speed, noLevel, corr, hours, kept, measureHours, harm, best, hasBestLevel, speedBest };
 }
 type Analysis = ReturnType<typeof analyse>;
 
@@ -305,6 +317,7 @@ function summarize(p: Plan, a: Analysis, run: RunInfo, named: boolean) {
   const { task: taskName, profile } = armOf(task);
   const t = run.throughput[taskName]!;
   const iv = (v: CellVariant) => formatInterval(score[v], false);
+  const harmed = trained(p).map((v): [string, number[]] => [v, seeds.filter((_, i) => a.harm(v)[i]!.harmed)]).filter(([, ss]) => ss.length > 0);
   const diff = (v: CellVariant) => `${formatInterval(minusFull[v]!)} (${said(minusFull[v]!, 'full WMRL')})`;
 
   const summary = [
@@ -321,6 +334,7 @@ function summarize(p: Plan, a: Analysis, run: RunInfo, named: boolean) {
     ...(settings(p).length ? [`Settings tried on validation for the arms that post-train the calibrated clone, full WMRL and standard GRPO from it alike: GRPO's KL penalty to the clone, β ${KL_GRID.join(' / ')} (success [95% CI]; full WMRL − it, paired; robot hours at the end, median): ${settings(p).map((v) => `${label(v)} ${iv(v)}; ${diff(v)}; ${fmt(median(a.hours(v)), 3)} h`).join(' — ')}.`] : []),
     ...(tuned(p).length ? [`Robot-only baselines, each from the same start on the same robot with the same robot accounting (success [95% CI]; full WMRL − it, paired; robot hours at the end, median): ${tuned(p).map((v) => `${label(v)} ${iv(v)}; ${diff(v)}; ${fmt(median(a.hours(v)), 3)} h`).join(' — ')}.${rlpdBudget(p)}`] : []),
     `Every trained variant hands back the parameters of its best evaluation by its own measurement (keep-best: a later evaluation replaces the kept one where it measures higher; wmrl/keep-best.ts): ${c.measureEpisodes} episodes of the mean action on the robot from train-split start states (from ${MEASURE_BLOCK * START_BLOCK}, the same at every evaluation), at the start and at every evaluation, charged to the robot clock like every robot episode, so every robot-hour figure here includes them (full WMRL's measurement ${fmt(median(a.measureHours('full')), 3)} h of its ${fmt(median(a.hours('full')), 3)} h, standard GRPO's ${fmt(median(a.measureHours('standard')), 3)} h of ${fmt(median(a.hours('standard')), 3)} h, medians over seeds). The split's start states never choose: the success figures and curves are the handed-back policy's. The start was handed back on ${trained(p).map((v) => `${v} ${a.kept(v).filter((k) => k === 0).length}`).join(', ')} of ${seeds.length} seed${seeds.length === 1 ? '' : 's'}; the update handed back per seed is in the table.`,
+    `Do no harm (the handed-back policy against the policy its trainer started from — the calibrated clone where the variant calibrates — on the split's ${c.evalEpisodes} states; harmed: lower by more than the evaluation noise, a two-proportion 95% test): ${harmed.length ? `harmed on ${harmed.map(([v, ss]) => `${v} (seed${ss.length > 1 ? 's' : ''} ${ss.join(', ')})`).join(', ')}` : 'no variant harmed its start on any seed'}; the worst seed's difference per variant: ${trained(p).map((v) => `${v} ${fmt(Math.min(...a.harm(v).map((x) => x.diff)), 2)}`).join(', ')}.`,
     `One WMRL update's imagination (${t.rollouts} rollouts × ${t.horizon} steps, policy + ensemble fused, unfitted weights of the run's sizes) ran at ${fmt(t.imagineTps, 4)} transitions/s against ${fmt(t.simSps, 4)} raw MuJoCo control steps/s, measured alternately in this run: ${fmt(t.imagineTps / t.simSps)}×.`,
   ];
 
@@ -362,6 +376,10 @@ function summarize(p: Plan, a: Analysis, run: RunInfo, named: boolean) {
     `### ${task}: per seed, the update each variant handed back, chosen by its own measurement on the robot (0: the start), and the split's success of the last update's policy, whether handed back or not`,
     '',
     perSeedTable(seeds, trained(p).map((v) => ({ name: v, values: seeds.map((s) => `${a.cell(s, v).keptUpdate}; last ${fmt(a.cell(s, v).updatedSuccess.at(-1)!, 2)}`) }))),
+    '',
+    `### ${task}: per seed, do no harm: the handed-back policy's success minus its trainer's start's (the calibrated clone where the variant calibrates); "harmed": lower by more than the evaluation noise`,
+    '',
+    perSeedTable(seeds, trained(p).map((v) => ({ name: v, values: a.harm(v).map((x) => `${fmt(x.diff, 2)}${x.harmed ? ' harmed' : ''}`) }))),
     '',
     `### ${task}: per seed, the corrections (anchor groups per update; the denoiser's anchor weight at the end / its largest, 1 = not up-weighted; the first update whose scores a debias map calibrated; the map's latest held-out bias reduction)`,
     '',
@@ -428,6 +446,9 @@ function summarize(p: Plan, a: Analysis, run: RunInfo, named: boolean) {
     robot_time_speedup_no_level: a.noLevel.length,
     robot_hours_ratio: median(a.hours('full').map((h, i) => h / a.hours('standard')[i]!)),
     start_kept_wmrl: a.kept('full').filter((k) => k === 0).length,
+    harmed_runs: harmed.reduce((n, [, ss]) => n + ss.length, 0),
+    harmed_runs_wmrl: a.harm('full').filter((x) => x.harmed).length,
+    harm_worst_wmrl: Math.min(...a.harm('full').map((x) => x.diff)),
     start_kept_standard: a.kept('standard').filter((k) => k === 0).length,
     anchor_share_wmrl: median(fullCorr.map((x) => x.anchorShare)),
     anchor_weight_wmrl: median(fullCorr.map((x) => x.weightEnd)),

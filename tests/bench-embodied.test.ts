@@ -5,7 +5,7 @@
 // a cell from training (a short run on the quick sizes): its outcomes are the handed-back policy's, and the trainer's
 // measurement runs on its own train block, never on the split's states.
 import { beforeAll, describe, expect, it } from 'vitest';
-import { EVAL_BLOCK, SPLITS, cellKey, corrections, plan, protocol, report, type EmbodiedCell, type Plan } from '../bench/embodied.js';
+import { EVAL_BLOCK, SPLITS, cellKey, corrections, doNoHarm, plan, protocol, report, type EmbodiedCell, type Plan } from '../bench/embodied.js';
 import { protocolKeys, runKeySources, variantKey } from '../bench/lib/protocol.js';
 import { CHOSEN, CORE_VARIANTS, KL_GRID, MEASURE_BLOCK, SETTING_VARIANTS, armOf, GRIDS, SETUP_MODULE, SIZES, START_BLOCK, SeedSetup, gridVariants, promptBlock, variantKeySpecs, variants, type CellOptions, type TunedFamily, type VariantCell, type VariantName } from '../bench/cells/embodied.js';
 import * as grpo from '../bench/cells/embodied/grpo.js';
@@ -199,8 +199,8 @@ describe('bench embodied: report', () => {
     expect(r.result.wmrl_vs_pure_wm).toBe('beats');
     expect(Number(r.result.wmrl_minus_anchors_only_lo)).toBeLessThanOrEqual(Number(r.result.wmrl_minus_anchors_only));
     expect(r.rows).toHaveLength(p.variants.length);
-    // Five per-seed tables (success, hours, speedups, the updates handed back, corrections), one row per validation seed in each.
-    expect(r.notes!.split('\n').filter((l) => new RegExp(`^\\| ${p.seeds.at(-1)} +\\|`).test(l))).toHaveLength(5);
+    // Six per-seed tables (success, hours, speedups, the updates handed back, do no harm, corrections), one row per validation seed in each.
+    expect(r.notes!.split('\n').filter((l) => new RegExp(`^\\| ${p.seeds.at(-1)} +\\|`).test(l))).toHaveLength(6);
     expect(r.keys).toEqual({ compute: 'c', report: 'k' });
     // Every grid point of the tuned baselines is reported on validation, with its paired difference from full WMRL.
     for (const name of gridVariants('ppo')) {
@@ -273,6 +273,24 @@ describe('bench embodied: report', () => {
     expect(r.summary).toContain(`10 episodes of the mean action on the robot from train-split start states (from ${MEASURE_BLOCK * START_BLOCK}, the same at every evaluation)`);
     expect(r.summary).toContain('The start was handed back on standard 1, standard_cal 0, anchors_only 0');
     expect(r.notes).toMatch(new RegExp(`^\\| ${first} +\\| 0; last 0\\.4 +\\| 20; last 0\\.5 +\\| 20; last 0\\.3 +\\|`, 'm'));
+  });
+
+  it('says which runs handed back a policy worse than their start by more than the evaluation noise', () => {
+    // Nowhere in the base cells: full WMRL's worst seed is the one left at 0.3 against its calibrated clone's 0.35, inside the noise of 20 states.
+    expect(r.result.harmed_runs).toBe(0);
+    expect(r.result.harm_worst_wmrl).toBeCloseTo(0.3 - 0.35, 6);
+    expect(r.summary).toContain('no variant harmed its start on any seed');
+    // Full WMRL handing back 0.3 from a calibrated clone at 0.9: harmed; at 0.85 it is within the noise.
+    const m = cells(p, second, third);
+    m.set(cellKey('reach', first, 'full'), { ...(m.get(cellKey('reach', first, 'full')) as VariantCell), startSuccess: 0.9 });
+    m.set(cellKey('reach', third, 'full'), vcell(0.85, 0.05, { ...corrected(false, 12), startSuccess: 0.9 }));
+    const h = report(p, { compute: 'c', report: 'k' }, m, { wallS: 60, computed: 3, throughput });
+    expect(h.result.harmed_runs_wmrl).toBe(1);
+    expect(h.result.harmed_runs).toBe(1);
+    expect(h.result.harm_worst_wmrl).toBeCloseTo(0.6 - 0.9, 6);
+    expect(h.summary).toContain(`harmed on full (seed ${first})`);
+    expect(h.notes).toMatch(/do no harm/);
+    expect(doNoHarm(vcell(0.5, 1, { startSuccess: 0.5 }))).toEqual({ diff: 0, harmed: false });
   });
 
   it('refuses a report with a cell missing, naming it', () => {
