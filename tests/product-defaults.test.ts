@@ -38,9 +38,14 @@ it('a run left to its defaults calibrates where it can check the clone and the t
 });
 
 it("calibration clones from the task's own number of demonstrations where the task needs more, a smoke run's few everywhere", () => {
-  const demos = (task: string, quick = false) => calibrationConfig({ task, episodes: 16, quick, seed: 0 }).demos;
+  const cfg = (task: string, quick = false) => calibrationConfig({ task, episodes: 16, quick, seed: 0 });
+  const demos = (task: string, quick = false) => cfg(task, quick).demos;
   expect(demos('reach')).toBe(DEFAULT_CALIBRATE.demos);
   expect(demos('push')).toBe(TASK_CALIBRATE.push!.demos);
   expect(demos('push')).toBeGreaterThan(demos('reach'));
   expect(demos('push', true)).toBe(QUICK_CALIBRATE.demos);
+  // Push's twice the demonstrations at half the epochs: about reach's gradient steps per demonstration's worth of data.
+  expect(cfg('push').epochs).toBe(TASK_CALIBRATE.push!.epochs);
+  expect(cfg('reach').epochs).toBe(DEFAULT_CALIBRATE.epochs);
+  expect(cfg('push', true).epochs).toBe(QUICK_CALIBRATE.epochs);
 });
