@@ -7,7 +7,7 @@
 import { beforeAll, describe, expect, it } from 'vitest';
 import { EVAL_BLOCK, SPLITS, cellKey, corrections, doNoHarm, plan, protocol, report, type EmbodiedCell, type Plan } from '../bench/embodied.js';
 import { protocolKeys, runKeySources, variantKey } from '../bench/lib/protocol.js';
-import { CHOSEN, CORE_VARIANTS, KL_GRID, MEASURE_BLOCK, SETTING_VARIANTS, armOf, GRIDS, SETUP_MODULE, SIZES, START_BLOCK, SeedSetup, gridVariants, promptBlock, variantKeySpecs, variants, type CellOptions, type TunedFamily, type VariantCell, type VariantName } from '../bench/cells/embodied.js';
+import { CHOSEN, CORE_VARIANTS, LR_GRID, MEASURE_BLOCK, SETTING_VARIANTS, armOf, GRIDS, SETUP_MODULE, SIZES, START_BLOCK, SeedSetup, gridVariants, promptBlock, variantKeySpecs, variants, type CellOptions, type TunedFamily, type VariantCell, type VariantName } from '../bench/cells/embodied.js';
 import * as grpo from '../bench/cells/embodied/grpo.js';
 import { repeatability, splitView, type EvaluationSeen, type TrainerInputs, type TrainerOutcome } from '../bench/cells/embodied/setup.js';
 import type { Policy } from '../policies/types.js';
@@ -99,14 +99,15 @@ describe('bench embodied: splits and keys', () => {
     const families = Object.keys(GRIDS) as TunedFamily[];
     expect(t.variants).toEqual(['bc', ...CORE_VARIANTS, ...families.map((f) => CHOSEN[f])]);
     expect(v.variants).toEqual(['bc', ...CORE_VARIANTS, ...SETTING_VARIANTS, ...families.flatMap(gridVariants)]);
-    // Each KL point is its arm with β added, for full WMRL and calibrated standard GRPO alike; the arms themselves run without.
+    // Each step is its arm with the step added, for full WMRL and calibrated standard GRPO alike; the arms themselves run without.
     const all = variants(SIZES.full.prompts);
-    for (const b of KL_GRID) for (const arm of ['full', 'standard_cal']) {
-      const k = all[`${arm}_kl${b}`]!;
+    expect(SETTING_VARIANTS).toEqual(['full_lr1e-4', 'full_lr3e-4', 'standard_cal_lr1e-4', 'standard_cal_lr3e-4']);
+    for (const x of LR_GRID) for (const arm of ['full', 'standard_cal']) {
+      const k = all[`${arm}_lr${x.toExponential().replace('+', '')}`]!;
       expect(k.family).toBe(all[arm]!.family);
-      expect(k.options).toEqual({ ...all[arm]!.options, klCoef: b });
+      expect(k.options).toEqual({ ...all[arm]!.options, lr: x });
     }
-    expect('klCoef' in all.full!.options || 'klCoef' in all.standard_cal!.options).toBe(false);
+    expect('lr' in all.full!.options || 'lr' in all.standard_cal!.options).toBe(false);
     for (const f of families) expect(gridVariants(f)).toContain(CHOSEN[f]);
     expect(gridVariants('ppo')).toEqual(['ppo_lr3e-4', 'ppo_lr1e-3']);
   });

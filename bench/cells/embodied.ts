@@ -75,13 +75,15 @@ export const CHOSEN: Readonly<Record<TunedFamily, string>> = { ppo: point('ppo',
 export const CHOSEN_ON_VALIDATION = false;
 
 /**
- * β of GRPO's KL penalty to the calibrated clone, tried on validation for the arms that post-train one (full WMRL and
- * standard GRPO from the calibrated clone alike): `full_kl<β>`, `standard_cal_kl<β>`. Without it the update wears the
- * clone down on push (docs/decisions.md, 2026-12-06). The arms themselves run without until a β is chosen there.
+ * The policy step (Adam's learning rate) of the arms that post-train the calibrated clone, tried on validation for
+ * full WMRL and standard GRPO from the calibrated clone alike: `full_lr<x>`, `standard_cal_lr<x>`. At the arms' step
+ * (POST_TRAIN_PG's 1e-3) the update wears a good clone down on push (docs/decisions.md, 2026-12-06); the arms keep it
+ * until a step is chosen there.
  */
-export const KL_GRID = [0.3, 3] as const;
-/** The validation-only variants of WMRL's own settings: each KL point for full WMRL and for calibrated standard GRPO. */
-export const SETTING_VARIANTS: readonly string[] = (['full', 'standard_cal'] as const).flatMap((arm) => KL_GRID.map((b) => `${arm}_kl${b}`));
+export const LR_GRID = [1e-4, 3e-4] as const;
+const lrName = (x: number) => x.toExponential().replace('+', '');
+/** The validation-only variants of WMRL's own settings: each step for full WMRL and for calibrated standard GRPO. */
+export const SETTING_VARIANTS: readonly string[] = (['full', 'standard_cal'] as const).flatMap((arm) => LR_GRID.map((x) => `${arm}_lr${lrName(x)}`));
 
 /** Every variant the registry declares: WMRL's arms, the core baselines, WMRL's validation settings, every grid point. */
 export const VARIANT_NAMES: readonly string[] = [...CORE_VARIANTS, ...SETTING_VARIANTS, ...(Object.keys(GRIDS) as TunedFamily[]).flatMap(gridVariants)];
@@ -114,8 +116,8 @@ export function variants(B: number, scale: 'full' | 'quick' = 'full'): Record<st
   // WMRL's arms with a robot calibrate first (the product's recipe); the pure world model has no robot to calibrate on.
   const calibrate = { episodes: CALIBRATE_EPISODES, quick: scale === 'quick' };
   const g = (label: string, prompts: number): Variant => ({ label, prompts, family: 'grpo', options: { prompts } });
-  const w = (label: string, corrector: CorrectorConfig | false, klCoef?: number): Variant => ({ label, prompts: imagined, family: 'wmrl', options: { prompts: imagined, corrector, ...(corrector ? { calibrate } : {}), ...(klCoef === undefined ? {} : { klCoef }) } });
-  const standardCal = (label: string, klCoef?: number): Variant => ({ label, prompts: B, family: 'grpo_cal', options: { prompts: B, calibrate, ...(klCoef === undefined ? {} : { klCoef }) } });
+  const w = (label: string, corrector: CorrectorConfig | false, lr?: number): Variant => ({ label, prompts: imagined, family: 'wmrl', options: { prompts: imagined, corrector, ...(corrector ? { calibrate } : {}), ...(lr === undefined ? {} : { lr }) } });
+  const standardCal = (label: string, lr?: number): Variant => ({ label, prompts: B, family: 'grpo_cal', options: { prompts: B, calibrate, ...(lr === undefined ? {} : { lr }) } });
   return {
     standard: g('standard GRPO on the robot', B),
     standard_cal: standardCal('standard GRPO on the robot, from the calibrated clone'),
@@ -125,9 +127,9 @@ export function variants(B: number, scale: 'full' | 'quick' = 'full'): Record<st
     denoise: w('+ denoise', correctorConfig({ debias: false }, base)),
     full: w('full WMRL', base),
     full_active: w('full WMRL, active anchors', correctorConfig({ anchors: { mode: 'active' } }, base)),
-    ...Object.fromEntries(KL_GRID.flatMap((b): Array<[string, Variant]> => [
-      [`full_kl${b}`, w(`full WMRL, KL β ${b} to the calibrated clone`, base, b)],
-      [`standard_cal_kl${b}`, standardCal(`standard GRPO from the calibrated clone, KL β ${b} to it`, b)],
+    ...Object.fromEntries(LR_GRID.flatMap((x): Array<[string, Variant]> => [
+      [`full_lr${lrName(x)}`, w(`full WMRL, policy step ${lrName(x)}`, base, x)],
+      [`standard_cal_lr${lrName(x)}`, standardCal(`standard GRPO from the calibrated clone, policy step ${lrName(x)}`, x)],
     ])),
     ...Object.fromEntries(GRIDS.ppo.lr.map((lr): [string, Variant] => [point('ppo', lr), { label: `PPO, learned value baseline (lr ${lr.toExponential()})`, prompts: B, family: 'ppo', options: { prompts: B, lr } }])),
     ...Object.fromEntries(GRIDS.rlpd.lr.map((lr): [string, Variant] => [point('rlpd', lr), { label: `RLPD / HIL-SERL-style SAC (lr ${lr.toExponential()})`, prompts: B, family: 'rlpd', options: { prompts: B, lr, ...RLPD_BUDGET[scale] } }])),
