@@ -294,6 +294,20 @@ describe('bench embodied: report', () => {
     expect(doNoHarm(vcell(0.5, 1, { startSuccess: 0.5 }))).toEqual({ diff: 0, harmed: false });
   });
 
+  it("states each of WMRL's validation settings against its own arm, and full WMRL against calibrated GRPO at each step", () => {
+    // The settings' cells succeed on 7 of 20 states; full WMRL on 12 (6 on the second seed), calibrated GRPO on 10.
+    const v = 'full_lr1e-4', g = 'standard_cal_lr1e-4';
+    expect(r.result[`final_success_${v}`]).toBeCloseTo(0.35, 6);
+    expect(Number(r.result[`${v}_minus_arm`])).toBeCloseTo(0.35 - (0.6 * 4 + 0.3) / 5, 6);
+    expect(Number(r.result[`${g}_minus_arm`])).toBeCloseTo(0.35 - 0.5, 6);
+    expect(Number(r.result[`${v}_minus_arm_lo`])).toBeLessThanOrEqual(Number(r.result[`${v}_minus_arm`]));
+    expect(r.summary).toMatch(/Settings tried on validation .*full WMRL, policy step 1e-4 0\.35 \[[^\]]+\]; − full /);
+    expect(r.summary).toMatch(/Full WMRL − standard GRPO from the calibrated clone at the same step \(paired\): 1e-4 [^;]*\(no difference shown\); 3e-4 /);
+    // The test split runs no setting, so says none.
+    const t = plan(base);
+    expect(report(t, { compute: 'c', report: 'k' }, cells(t, t.seeds[1]!, t.seeds[2]!), { wallS: 1, computed: 0, throughput }).summary).not.toContain('Settings tried on validation');
+  });
+
   it('refuses a report with a cell missing, naming it', () => {
     const m = cells(p, second, third);
     m.delete(cellKey('reach', first, 'denoise' as VariantName));

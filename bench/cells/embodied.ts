@@ -82,8 +82,11 @@ export const CHOSEN_ON_VALIDATION = false;
  */
 export const LR_GRID = [1e-4, 3e-4] as const;
 const lrName = (x: number) => x.toExponential().replace('+', '');
-/** The validation-only variants of WMRL's own settings: each step for full WMRL and for calibrated standard GRPO. */
-export const SETTING_VARIANTS: readonly string[] = (['full', 'standard_cal'] as const).flatMap((arm) => LR_GRID.map((x) => `${arm}_lr${lrName(x)}`));
+/** The validation-only variants of WMRL's own settings, by name: each step for full WMRL and for calibrated standard GRPO, and the arm it is a setting of. */
+export const SETTING_OF: Readonly<Record<string, { arm: 'full' | 'standard_cal'; lr: number }>> = Object.fromEntries(
+  (['full', 'standard_cal'] as const).flatMap((arm) => LR_GRID.map((lr) => [`${arm}_lr${lrName(lr)}`, { arm, lr }])),
+);
+export const SETTING_VARIANTS: readonly string[] = Object.keys(SETTING_OF);
 
 /** Every variant the registry declares: WMRL's arms, the core baselines, WMRL's validation settings, every grid point. */
 export const VARIANT_NAMES: readonly string[] = [...CORE_VARIANTS, ...SETTING_VARIANTS, ...(Object.keys(GRIDS) as TunedFamily[]).flatMap(gridVariants)];
