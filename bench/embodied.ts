@@ -171,49 +171,94 @@ export interface RunInfo {
   throughput: Record<string, Throughput>;
 }
 
+/** Which of a plan's cells a run computes: every one (a full run), or `--seeds` / `--variants` of them. */
+export interface CellFilter {
+  seeds?: readonly number[];
+  variants?: readonly string[];
+}
+
+/** What is wrong with a filter for a plan (a seed or variant the plan does not run), or null. */
+export function filterProblem(p: Plan, f: CellFilter): string | null {
+  if (p.split === 'train') return 'bench embodied: --seeds and --variants cache cells for a full run; a quick run caches nothing';
+  const bad = (f.seeds ?? []).filter((s) => !p.seeds.includes(s));
+  if (bad.length) return `bench embodied: --seeds ${bad.join(', ')}: not among the ${p.split} split's seeds (${p.seeds.join(', ')})`;
+  const badV = (f.variants ?? []).filter((v) => !p.variants.includes(v));
+  if (badV.length) return `bench embodied: --variants ${badV.join(', ')}: not among the ${p.split} split's variants (${p.variants.join(', ')})`;
+  return null;
+}
+
+/** The plan's seeds and variants a filter keeps, refusing any the plan does not run. */
+export function filterPlan(p: Plan, f: CellFilter): { seeds: readonly number[]; variants: readonly CellVariant[] } {
+  const problem = f.seeds || f.variants ? filterProblem(p, f) : null;
+  if (problem) throw new Error(problem);
+  return { seeds: f.seeds ? p.seeds.filter((s) => f.seeds!.includes(s)) : p.seeds, variants: f.variants ? p.variants.filter((v) => f.variants!.includes(v)) : p.variants };
+}
+
+/** Computes (or reuses) the plan's cells the filter keeps, in order: task, seed, variant. */
+async function computeCells(o: BenchOptions, p: Plan, keys: ProtocolKeys, f: CellFilter, cacheRoot: string): Promise<{ cells: Map<string, EmbodiedCell>; computed: number }> {
+  const { seeds, variants: vs } = filterPlan(p, f);
+  const pr = protocolRun(SPLITS, keys, { cacheRoot, ...(o.relook ? { relook: true } : {}) });
+  const cells = new Map<string, EmbodiedCell>();
+  const total = p.tasks.length * seeds.length * vs.length;
+  let done = 0, computed = 0;
+  for (const task of p.tasks) {
+    for (const seed of seeds) {
+      // Pretrained only where one of the seed's cells is not cached.
+      let setup: SeedSetup | null = null;
+      const ready = async (): Promise<SeedSetup> => {
+        if (!setup) {
+          o.progress(done, total, `${task}, seed ${seed}: pretraining (behaviour cloning, world model)`);
+          setup = await SeedSetup.create(task, seed, p.cell);
+        }
+        return setup;
+      };
+      for (const variant of vs) {
+        o.progress(done, total, `${task}, seed ${seed}: ${variant}`);
+        const compute = async (): Promise<EmbodiedCell> => (variant === 'bc' ? (await ready()).start() : trainVariant(await ready(), variant, p.cell.prompts, p.scale));
+        const summary = (c: EmbodiedCell): Record<string, number> => (isVariantCell(c) ? { success: mean(c.outcomes), kept_update: c.keptUpdate, robot_h: c.robotHours, compute_s: c.computeSeconds } : { success: c.success });
+        const out = await evaluateCell(pr, { task, variant, seed, split: p.split, episodes: p.cell.evalEpisodes }, compute, summary);
+        if (!out.cached) computed++;
+        cells.set(cellKey(task, seed, variant), out.value);
+        o.progress(++done, total, `${task}, seed ${seed}: ${variant}${out.cached ? ' (cached)' : ''}`);
+      }
+    }
+  }
+  return { cells, computed };
+}
+
 export async function run(o: BenchOptions): Promise<BenchReport> {
   const p = plan(o);
   const keys = protocol.keys(o);
   // A quick run is a smoke test of this code: it caches nothing, so it always runs.
   const scratch = o.quick ? mkdtempSync(join(tmpdir(), 'bench-embodied-cache-')) : null;
-  const pr = protocolRun(SPLITS, keys, { cacheRoot: scratch ?? CACHE_ROOT, ...(o.relook ? { relook: true } : {}) });
-  const cells = new Map<string, EmbodiedCell>();
   const throughput: Record<string, Throughput> = {};
-  const total = p.tasks.length * (p.seeds.length * p.variants.length + 1);
-  let done = 0, computed = 0;
   const started = performance.now();
   try {
+    const { cells, computed } = await computeCells(o, p, keys, {}, scratch ?? CACHE_ROOT);
+    // Imagination's throughput is the task's, whatever the robot: measured once per task.
     for (const task of p.tasks) {
-      for (const seed of p.seeds) {
-        // Pretrained only where one of the seed's cells is not cached.
-        let setup: SeedSetup | null = null;
-        const ready = async (): Promise<SeedSetup> => {
-          if (!setup) {
-            o.progress(done, total, `${task}, seed ${seed}: pretraining (behaviour cloning, world model)`);
-            setup = await SeedSetup.create(task, seed, p.cell);
-          }
-          return setup;
-        };
-        for (const variant of p.variants) {
-          o.progress(done, total, `${task}, seed ${seed}: ${variant}`);
-          const compute = async (): Promise<EmbodiedCell> => (variant === 'bc' ? (await ready()).start() : trainVariant(await ready(), variant, p.cell.prompts, p.scale));
-          const summary = (c: EmbodiedCell): Record<string, number> => (isVariantCell(c) ? { success: mean(c.outcomes), kept_update: c.keptUpdate, robot_h: c.robotHours, compute_s: c.computeSeconds } : { success: c.success });
-          const out = await evaluateCell(pr, { task, variant, seed, split: p.split, episodes: p.cell.evalEpisodes }, compute, summary);
-          if (!out.cached) computed++;
-          cells.set(cellKey(task, seed, variant), out.value);
-          o.progress(++done, total, `${task}, seed ${seed}: ${variant}${out.cached ? ' (cached)' : ''}`);
-        }
-      }
-      // Imagination's throughput is the task's, whatever the robot: measured once per task.
       const t = armOf(task).task;
-      o.progress(done, total, `${task}: imagined transitions/s against raw MuJoCo`);
+      o.progress(1, 1, `${task}: imagined transitions/s against raw MuJoCo`);
       throughput[t] ??= await measureThroughput(t, p.cell, o.quick);
-      done++;
     }
+    return report(p, keys, cells, { wallS: (performance.now() - started) / 1000, computed, throughput });
   } finally {
     if (scratch) rmSync(scratch, { recursive: true, force: true });
   }
-  return report(p, keys, cells, { wallS: (performance.now() - started) / 1000, computed, throughput });
+}
+
+/** Why `--seeds` / `--variants` cannot run with these options, or null. */
+export const cellsProblem = (o: BenchOptions, f: CellFilter): string | null => filterProblem(plan(o), f);
+
+/**
+ * `--seeds` / `--variants`: those of the split's cells, computed and cached under their keys and no report (a later
+ * run without them reuses every one and writes it): to split a full run across processes, or to run first the cells a
+ * choice waits on. Not with --quick, which caches nothing.
+ */
+export async function cellsOnly(o: BenchOptions, f: CellFilter): Promise<{ computed: number; cells: number }> {
+  const p = plan(o);
+  const { cells, computed } = await computeCells(o, p, protocol.keys(o), f, CACHE_ROOT);
+  return { computed, cells: cells.size };
 }
 
 // ── The report ──────────────────────────────────────────────────────────────────────────────────

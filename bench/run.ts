@@ -1,4 +1,4 @@
-// Benchmark harness: `npm run bench -- <name> [--quick] [--all | --task NAME | --combine] [--seed N] [--split validation] [--relook] [--check]`.
+// Benchmark harness: `npm run bench -- <name> [--quick] [--all | --task NAME | --combine] [--seed N] [--split validation] [--relook] [--check] [--seeds A,B --variants X,Y]`.
 // Loads bench/<name>.ts, which exports `run(opts): Promise<BenchReport>`, prints its markdown table,
 // writes the full report under bench/results/ (not for --quick), and ends with the RESULT line.
 // A benchmark under the evidence protocol (its `protocol` export, bench/lib/protocol.ts) writes its keys into the
@@ -38,15 +38,41 @@ if (seedAt >= 0 && !(seed !== undefined && Number.isInteger(seed) && seed >= 0))
   console.error(`--seed needs a non-negative integer, got ${seedArg ?? 'nothing'}`);
   process.exit(2);
 }
-const name = args.find((a, i) => !a.startsWith('--') && !['--task', '--seed', '--split'].includes(args[i - 1]!));
+// --seeds / --variants: a comma list each.
+const listAt = (flag: string) => {
+  const at = args.indexOf(flag);
+  if (at < 0) return undefined;
+  const v = args[at + 1];
+  if (!v || v.startsWith('--')) {
+    console.error(`${flag} needs a comma-separated list`);
+    process.exit(2);
+  }
+  return v.split(',').filter((x) => x.length > 0);
+};
+const seedsList = listAt('--seeds');
+const variantsList = listAt('--variants');
+const seedsOnly = seedsList?.map(Number);
+if (seedsList && seedsOnly!.some((x) => !(Number.isInteger(x) && x >= 0))) {
+  console.error(`--seeds needs non-negative integers, got ${seedsList.join(',')}`);
+  process.exit(2);
+}
+const name = args.find((a, i) => !a.startsWith('--') && !['--task', '--seed', '--split', '--seeds', '--variants'].includes(args[i - 1]!));
 if (!name || !available.includes(name)) {
-  console.error(`usage: npm run bench -- <name> [--quick] [--all | --task NAME | --combine] [--seed N] [--split validation] [--relook] [--check]\nbenchmarks: ${available.join(', ')}`);
+  console.error(`usage: npm run bench -- <name> [--quick] [--all | --task NAME | --combine] [--seed N] [--split validation] [--relook] [--check] [--seeds A,B] [--variants X,Y]\nbenchmarks: ${available.join(', ')}`);
   process.exit(2);
 }
 
 const progress = progressBar();
 
-const mod = (await import(pathToFileURL(join(here, `${name}.ts`)).href)) as { run: (o: BenchOptions) => Promise<BenchReport>; tasks?: readonly string[]; seeded?: string; combines?: string; protocol?: BenchProtocol };
+const mod = (await import(pathToFileURL(join(here, `${name}.ts`)).href)) as {
+  run: (o: BenchOptions) => Promise<BenchReport>;
+  tasks?: readonly string[];
+  seeded?: string;
+  combines?: string;
+  protocol?: BenchProtocol;
+  cellsOnly?: (o: BenchOptions, f: { seeds?: number[]; variants?: string[] }) => Promise<{ computed: number; cells: number }>;
+  cellsProblem?: (o: BenchOptions, f: { seeds?: number[]; variants?: string[] }) => string | null;
+};
 // --split, --relook and --check only for a benchmark under the protocol.
 for (const [on, flag] of [[split !== undefined, '--split'], [relook, '--relook'], [check, '--check']] as const) {
   if (on && !mod.protocol) {
@@ -96,6 +122,26 @@ if (check) {
     process.exit(1);
   }
   console.log(c.resultLine);
+  process.exit(0);
+}
+// --seeds / --variants: some of the split's cells, cached for a full run, and no report.
+if (seedsOnly || variantsList) {
+  if (!mod.cellsOnly) {
+    console.error(`benchmark '${name}' computes no subset of its cells: --seeds and --variants are only for one that does (embodied)`);
+    process.exit(2);
+  }
+  if (quick || check || combine) {
+    console.error(`--seeds and --variants cache cells for a full run: not with ${quick ? '--quick' : check ? '--check' : '--combine'}`);
+    process.exit(2);
+  }
+  const filter = { ...(seedsOnly ? { seeds: seedsOnly } : {}), ...(variantsList ? { variants: variantsList } : {}) };
+  const problem = mod.cellsProblem?.(opts, filter) ?? null;
+  if (problem) {
+    console.error(problem);
+    process.exit(2);
+  }
+  const r = await mod.cellsOnly(opts, filter);
+  console.log(`\n${r.cells} cells ready (${r.computed} computed in this run, the rest cached); no report from a subset: \`${command}\` writes it from the cache once every cell is there.`);
   process.exit(0);
 }
 const report = await mod.run(opts);

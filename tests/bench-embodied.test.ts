@@ -5,7 +5,7 @@
 // a cell from training (a short run on the quick sizes): its outcomes are the handed-back policy's, and the trainer's
 // measurement runs on its own train block, never on the split's states.
 import { beforeAll, describe, expect, it } from 'vitest';
-import { EVAL_BLOCK, SPLITS, cellKey, corrections, doNoHarm, plan, protocol, report, type EmbodiedCell, type Plan } from '../bench/embodied.js';
+import { EVAL_BLOCK, SPLITS, cellKey, corrections, doNoHarm, filterPlan, filterProblem, plan, protocol, report, type EmbodiedCell, type Plan } from '../bench/embodied.js';
 import { protocolKeys, runKeySources, variantKey } from '../bench/lib/protocol.js';
 import { CHOSEN, CORE_VARIANTS, LR_GRID, MEASURE_BLOCK, SETTING_VARIANTS, armOf, GRIDS, SETUP_MODULE, SIZES, START_BLOCK, SeedSetup, gridVariants, promptBlock, variantKeySpecs, variants, type CellOptions, type TunedFamily, type VariantCell, type VariantName } from '../bench/cells/embodied.js';
 import * as grpo from '../bench/cells/embodied/grpo.js';
@@ -110,6 +110,15 @@ describe('bench embodied: splits and keys', () => {
     expect('lr' in all.full!.options || 'lr' in all.standard_cal!.options).toBe(false);
     for (const f of families) expect(gridVariants(f)).toContain(CHOSEN[f]);
     expect(gridVariants('ppo')).toEqual(['ppo_lr3e-4', 'ppo_lr1e-3']);
+  });
+
+  it('computes a subset of a split\'s cells in the plan\'s order, refusing seeds and variants it does not run', () => {
+    const v = plan({ ...base, split: 'validation' });
+    expect(filterPlan(v, { seeds: [3, 1], variants: ['full', 'bc'] })).toEqual({ seeds: [1, 3], variants: ['bc', 'full'] });
+    expect(filterPlan(v, {})).toEqual({ seeds: v.seeds, variants: v.variants });
+    expect(() => filterPlan(v, { seeds: [100] })).toThrow(/--seeds 100: not among the validation split's seeds/);
+    expect(filterProblem(plan(base), { variants: ['full_lr1e-4'] })).toMatch(/--variants full_lr1e-4: not among the test split's variants/);
+    expect(filterProblem(plan({ ...base, quick: true }), { seeds: [0] })).toMatch(/a quick run caches nothing/);
   });
 
   it('reports the worn robot beside gap on the test split alone, and refuses it where choices are made', () => {

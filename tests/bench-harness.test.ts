@@ -19,4 +19,20 @@ describe('bench harness', () => {
     expect(missing.status).toBe(2);
     expect(missing.stderr).toContain('--seed needs a non-negative integer, got nothing');
   }, 120_000);
+
+  it('computes a subset of cells only for a benchmark that can, of seeds and variants its split runs, never in a quick run', () => {
+    const other = bench('sim', '--seeds', '1');
+    expect(other.status).toBe(2);
+    expect(other.stderr).toContain("benchmark 'sim' computes no subset of its cells");
+    const seed = bench('embodied', '--split', 'validation', '--seeds', '1,99');
+    expect(seed.status).toBe(2);
+    expect(seed.stderr).toContain("--seeds 99: not among the validation split's seeds (1, 2, 3, 4, 5)");
+    const variant = bench('embodied', '--split', 'validation', '--variants', 'full,nope');
+    expect(variant.status).toBe(2);
+    expect(variant.stderr).toMatch(/--variants nope: not among the validation split's variants \(bc, standard, /);
+    const quick = bench('embodied', '--quick', '--seeds', '0');
+    expect(quick.status).toBe(2);
+    expect(quick.stderr).toContain('--seeds and --variants cache cells for a full run: not with --quick');
+    expect(bench('embodied', '--seeds', 'x').stderr).toContain('--seeds needs non-negative integers, got x');
+  }, 180_000);
 });
