@@ -10,8 +10,9 @@
 // context-conditioned model pretrained across randomized profiles (mass, friction, damping, actuator gain),
 // imagining under the context identified from the same few robot episodes, and under the robot's true one.
 import { Rng } from '../nn/index.js';
-import { CONTEXT_PARAMS, MjEnv, loadProfile, makeEnv, profileContext } from '../sim/index.js';
+import { CONTEXT_PARAMS, loadProfile, makeEnv, profileContext } from '../sim/index.js';
 import type { GaussianPolicy } from '../policies/gaussian.js';
+import { noisedRollout } from '../policies/demos.js';
 import { DEFAULT_PRETRAIN, pretrain, pretrainWorldModel } from '../wmrl/sim-setup.js';
 import { rankAgreement } from '../wmrl/gate.js';
 import { ModelEnv, identifyDelay, identifySystem, repeatRows, replayScore, type EnsembleModel } from '../worldmodel/index.js';
@@ -38,40 +39,20 @@ interface RealEpisode {
 /** Every rollout i = b·G + k from prompt b under the policy with noise row i, in the sim under `profile`. */
 async function simRollouts(policy: GaussianPolicy, profile: string, seeds: readonly number[], G: number, H: number, noise: Float32Array, o: { reseed?: number; keep?: RealEpisode[] } = {}): Promise<Outcomes> {
   const env = await makeEnv({ task: TASK, profile });
-  const A = policy.actDim;
+  const A = policy.actDim, D = policy.obsDim;
   const out: Outcomes = { ret: [], success: [], start: [], sent: [], applied: [] };
   try {
     for (let b = 0; b < seeds.length; b++) {
       for (let k = 0; k < G; k++) {
         const i = b * G + k;
-        let obs = env.reset(seeds[b]!);
-        if (o.reseed !== undefined) {
-          if (!(env instanceof MjEnv)) throw new Error('imagination bench: reseeding needs a MuJoCo env');
-          // From the first step on, other sensor noise and jitter (the start observation is the robot's).
-          env.reseedNoise(o.reseed + i);
-        }
-        let R = 0, success = false;
-        const states: number[] = [...obs.state], actions: number[] = [], applied: number[] = [], rewards: number[] = [], succ: number[] = [];
-        out.start!.push(obs.state.slice());
-        for (let t = 0; t < H; t++) {
-          const r = await policy.act(obs.state, noise.subarray((i * H + t) * A, (i * H + t + 1) * A));
-          const a = r.action.map((v) => Math.max(-1, Math.min(1, v)));
-          const s = env.step(a);
-          R += s.reward;
-          success = !!s.info.success;
-          obs = s.obs;
-          states.push(...obs.state);
-          actions.push(...a);
-          applied.push(...s.info.appliedAction);
-          rewards.push(s.reward);
-          succ.push(success ? 1 : 0);
-          if (s.terminated || s.truncated) break;
-        }
-        o.keep?.push({ states: Float32Array.from(states), actions: Float32Array.from(actions), rewards: Float32Array.from(rewards), success: Float32Array.from(succ) });
-        out.ret.push(R);
-        out.success.push(success ? 1 : 0);
-        out.sent!.push(Float32Array.from(actions));
-        out.applied!.push(Float32Array.from(applied));
+        // With reseed: from the first step on, other sensor noise and jitter (the start observation is the robot's).
+        const r = await noisedRollout(env, policy, seeds[b]!, noise.subarray(i * H * A, (i + 1) * H * A), H, o.reseed === undefined ? {} : { reseed: o.reseed + i });
+        o.keep?.push({ states: r.states, actions: r.actions, rewards: r.rewards, success: r.success });
+        out.start!.push(r.states.slice(0, D));
+        out.ret.push(r.return);
+        out.success.push(r.succeeded ? 1 : 0);
+        out.sent!.push(r.actions);
+        out.applied!.push(r.applied);
       }
     }
   } finally {

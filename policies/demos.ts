@@ -2,7 +2,7 @@
 // episodes with the env's camera images and instructions (behaviour cloning data), and the success rate
 // of a policy acting on the same observations.
 import { Rng } from '../nn/index.js';
-import type { Env, EvaluationSplit, Obs } from '../sim/index.js';
+import { MjEnv, type Env, type EvaluationSplit, type Obs } from '../sim/index.js';
 import type { Demonstrations } from './bc.js';
 import type { Policy, PolicyContext } from './types.js';
 
@@ -119,4 +119,53 @@ export function chanceOutcomes(own: EvalResult, shuffled: EvalResult): number[] 
   const m = shuffled.shuffled.matched;
   if (m.length !== own.outcomes.length) throw new Error(`chanceOutcomes: ${own.outcomes.length} episodes with their own instructions, ${m.length} shuffled: evaluate both on the same seeds`);
   return own.outcomes.map((x, i) => x * m[i]!);
+}
+
+/** One rollout of a policy under given noise (noisedRollout): per step what was sent, applied and scored. */
+export interface NoisedRollout {
+  /** The observations' states, the one after the last step included: (T+1) x D. */
+  states: Float32Array;
+  /** T x A: the commands sent (the policy's samples clipped to the action space). */
+  actions: Float32Array;
+  /** T x A: what the actuators applied (StepResult info.appliedAction). */
+  applied: Float32Array;
+  /** T: the reward of each step, and whether the task counted as solved after it (1 or 0). */
+  rewards: Float32Array;
+  success: Float32Array;
+  return: number;
+  /** Whether the last step left the task solved. */
+  succeeded: boolean;
+}
+
+/**
+ * One rollout of `policy` on `env` from start seed `seed`, at most H steps: at step t the policy's sample under row t
+ * of `noise` (H x A), clipped to the action space. `reseed`: the env's sensor noise and control jitter drawn from it
+ * from the first step on (the same start observation), which a MuJoCo env allows. `context`: what the policy reads
+ * beside the state (default: the observation's image and instruction).
+ */
+export async function noisedRollout(env: Env, policy: Policy, seed: number, noise: Float32Array, H: number, o: { reseed?: number; context?: (ob: Obs) => PolicyContext } = {}): Promise<NoisedRollout> {
+  const A = policy.actDim, lo = env.actionSpace.low, hi = env.actionSpace.high;
+  if (noise.length < H * A) throw new Error(`noisedRollout: ${noise.length} noise entries for ${H} steps of ${A} actions`);
+  let ob = env.reset(seed);
+  if (o.reseed !== undefined) {
+    if (!(env instanceof MjEnv)) throw new Error(`noisedRollout: reseeding the sensor noise needs a MuJoCo env; ${env.task}'s is not one`);
+    env.reseedNoise(o.reseed);
+  }
+  const states: number[] = [...ob.state], actions: number[] = [], applied: number[] = [], rewards: number[] = [], success: number[] = [];
+  let ret = 0, succeeded = false;
+  for (let t = 0; t < H; t++) {
+    const { action } = await policy.act(ob.state, noise.subarray(t * A, (t + 1) * A), (o.context ?? contextOf)(ob));
+    const a = action.map((v, j) => Math.max(lo[j]!, Math.min(hi[j]!, v)));
+    const s = env.step(a);
+    ret += s.reward;
+    succeeded = !!s.info.success;
+    ob = s.obs;
+    states.push(...ob.state);
+    actions.push(...a);
+    applied.push(...s.info.appliedAction);
+    rewards.push(s.reward);
+    success.push(succeeded ? 1 : 0);
+    if (s.terminated || s.truncated) break;
+  }
+  return { states: Float32Array.from(states), actions: Float32Array.from(actions), applied: Float32Array.from(applied), rewards: Float32Array.from(rewards), success: Float32Array.from(success), return: ret, succeeded };
 }

@@ -249,6 +249,10 @@ export class MjEnv implements Env {
     return this.bound.expert();
   }
 
+  get hasDemonstrator(): boolean {
+    return this.bound.demonstrator !== undefined;
+  }
+
   demonstrator(o: DemonstratorOptions): Demonstrator {
     if (!this.bound.demonstrator) throw new Error(`${this.task}: the task has no robust demonstrator (only its scripted expert); tasks with one: reach, push`);
     if (!(Number.isInteger(o.latencySteps) && o.latencySteps >= 0)) throw new Error(`${this.task}: demonstrator latencySteps must be a whole number >= 0, got ${o.latencySteps}`);

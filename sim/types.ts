@@ -110,6 +110,8 @@ export interface Env extends Disposable {
    * episode. Throws when the task has none.
    */
   demonstrator(o: DemonstratorOptions): Demonstrator;
+  /** Whether the task has a robust demonstrator (`demonstrator` throws where not). */
+  readonly hasDemonstrator: boolean;
   dispose(): void;
 }
 

@@ -18,6 +18,7 @@ import type { PgBatch } from '../policies/pg.js';
 import type { Policy, PolicyContext, PolicyInputs } from '../policies/types.js';
 import { VecEnv, makeEnv, type Env } from '../sim/index.js';
 import { RobotFleet, watchedRobot, type TargetRobot } from './fleet.js';
+import { MEASUREMENT_VERSION } from './reported-starts.js';
 
 /** A GRPO prompt: a start state the robot's seeded reset reproduces, with its instruction. */
 export interface Prompt {
@@ -447,7 +448,7 @@ export function robotEvaluation(target: RobotTarget, episodes: number, seed0 = E
   const rng = new Rng(0);
   let n = 0;
   return async (policy) => {
-    const version = `eval-${n++}`;
+    const version = `${MEASUREMENT_VERSION}${n++}`;
     const settled = await Promise.allSettled(Array.from({ length: episodes }, (_, i) => robotEpisode(target, policy, seed0 + i, rng, version, { meanAction: true })));
     const failed = settled.find((s) => s.status === 'rejected');
     if (failed) throw (failed as PromiseRejectedResult).reason;

@@ -83,8 +83,11 @@ export const DEFAULT_PRETRAIN: Omit<PretrainOptions, 'task'> = {
  */
 export const POST_TRAIN_PG: PgConfig = { ...DEFAULT_PG_CONFIG, optimizer: { lr: 1e-3, clipNorm: 0.5 }, epochs: 4, minibatch: 512 };
 
-/** POST_TRAIN_PG under GRPO's KL penalty to the pretrained policy, β = `klCoef` (0: none, POST_TRAIN_PG itself). */
-export const postTrainPg = (klCoef: number): PgConfig => (klCoef > 0 ? { ...POST_TRAIN_PG, klCoef } : POST_TRAIN_PG);
+/** POST_TRAIN_PG under GRPO's KL penalty to the pretrained policy, β = `klCoef` (0: none), and Adam's step `lr` (absent: POST_TRAIN_PG's). */
+export function postTrainPg(klCoef: number, lr?: number): PgConfig {
+  const c = klCoef > 0 ? { ...POST_TRAIN_PG, klCoef } : POST_TRAIN_PG;
+  return lr === undefined ? c : { ...c, optimizer: { ...c.optimizer, lr } };
+}
 
 /**
  * The demonstrations a pretrained clone learned from, every round's steps in order (M steps): the state, the expert's

@@ -3,12 +3,12 @@
 // and imagined returns (and its ceilings: the face on the robot, the robot's own repeatability), and the action gaps
 // imagination's stand-ins leave on the states the clone visits. Part of the cells' code (bench/cells/vla.ts), so
 // nothing here imports the report's.
-import { contextOf } from '../../policies/demos.js';
+import { contextOf, noisedRollout } from '../../policies/demos.js';
 import type { LatentVla } from '../../policies/latent-vla.js';
 import type { Policy } from '../../policies/types.js';
 import type { VlaPolicy } from '../../policies/vla.js';
 import { Rng } from '../../nn/index.js';
-import { MjEnv, makeEnv, type Env, type EvaluationSplit, type SceneTwin } from '../../sim/index.js';
+import { makeEnv, type Env, type EvaluationSplit, type SceneTwin } from '../../sim/index.js';
 import { ModelEnv, repeatRows, type EnsembleModel } from '../../worldmodel/index.js';
 import { rankAgreement } from '../../wmrl/gate.js';
 import { imaginePolicy } from '../../wmrl/imagine-policy.js';
@@ -73,22 +73,13 @@ export const AGREEMENT_STEPS = [25, 50, 100] as const;
  * step on (the same start observation), not the stream its start seed gives.
  */
 async function robotReturns(who: Policy, camera: boolean, robot: Env, seeds: readonly number[], G: number, H: number, noise: Float32Array, reseed?: number, steps?: Float32Array): Promise<number[]> {
-  const A = who.actDim, lo = robot.actionSpace.low, hi = robot.actionSpace.high;
-  if (reseed !== undefined && !(robot instanceof MjEnv)) throw new Error('vla bench: reseeding the robot\'s noise needs a MuJoCo env');
+  const A = who.actDim;
   if (steps && steps.length !== seeds.length * G * H) throw new Error(`vla bench: ${steps.length} per-step rewards for ${seeds.length * G} rollouts of ${H} steps`);
   const out: number[] = [];
   for (let i = 0; i < seeds.length * G; i++) {
-    let ob = robot.reset(seeds[Math.floor(i / G)]!), R = 0;
-    if (reseed !== undefined) (robot as MjEnv).reseedNoise(reseed + i);
-    for (let t = 0; t < H; t++) {
-      const r = await who.act(ob.state, noise.subarray((i * H + t) * A, (i * H + t + 1) * A), camera ? contextOf(ob) : { instructions: [ob.instruction] });
-      const s = robot.step(r.action.map((v, j) => Math.max(lo[j]!, Math.min(hi[j]!, v))));
-      R += s.reward;
-      if (steps) steps[i * H + t] = s.reward;
-      ob = s.obs;
-      if (s.terminated || s.truncated) break;
-    }
-    out.push(R);
+    const r = await noisedRollout(robot, who, seeds[Math.floor(i / G)]!, noise.subarray(i * H * A, (i + 1) * H * A), H, { ...(reseed === undefined ? {} : { reseed: reseed + i }), context: (ob) => (camera ? contextOf(ob) : { instructions: [ob.instruction] }) });
+    steps?.set(r.rewards, i * H);
+    out.push(r.return);
   }
   return out;
 }

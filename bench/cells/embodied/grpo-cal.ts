@@ -2,7 +2,7 @@
 // (wmrl/calibrate.ts, through the pretrained world model), then standard GRPO (wmrl/train_standard.ts) as embodied/grpo.ts
 // runs it. A module of its own, so calibration's code is in this variant's computation key and not in standard GRPO's
 // (and one variant's module imports no other's: bench/lib/protocol.ts).
-import { ClippedPolicyGradient, type PgConfig } from '../../../policies/pg.js';
+import { ClippedPolicyGradient } from '../../../policies/pg.js';
 import { calibrateMeasured, calibrationConfig } from '../../../wmrl/calibrate.js';
 import { postTrainPg } from '../../../wmrl/sim-setup.js';
 import { trainStandard } from '../../../wmrl/train_standard.js';
@@ -22,10 +22,8 @@ export interface GrpoCalOptions {
 export async function train(x: TrainerInputs, v: GrpoCalOptions): Promise<TrainerOutcome> {
   const { pre: p, target, prompts, evaluate } = x;
   const calibration = await calibrateMeasured({ task: x.task, commandHistory: x.o.commandHistory, policy: p.policy, model: p.model, target, prompts, memo: x.calibrationMemo }, calibrationConfig({ ...v.calibrate, task: x.task, seed: x.seed }), x.measure);
-  const pg = await ClippedPolicyGradient.create(p.policy, withLr(postTrainPg(v.klCoef ?? 0), v.lr));
+  const pg = await ClippedPolicyGradient.create(p.policy, postTrainPg(v.klCoef ?? 0, v.lr));
   const state = await trainStandard({ config: x.loop(v.prompts), policy: p.policy, pg, target, prompts, evaluate });
   await pg.release();
   return { rows: state.rows, groups: v.prompts, corrected: false, calibration };
 }
-
-const withLr = (c: PgConfig, lr: number | undefined): PgConfig => (lr === undefined ? c : { ...c, optimizer: { ...c.optimizer, lr } });

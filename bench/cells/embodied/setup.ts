@@ -12,9 +12,9 @@ import { evaluateSuccess, robotEvaluation, type ClosableTarget, type Evaluation 
 import type { Policy } from '../../../policies/types.js';
 import type { RunRow } from '../../../wmrl/run-state.js';
 import { loadProfile } from '../../../sim/profiles.js';
-import { MjEnv, makeEnv } from '../../../sim/index.js';
+import { makeEnv } from '../../../sim/index.js';
 import { Rng } from '../../../nn/index.js';
-import { contextOf } from '../../../policies/demos.js';
+import { noisedRollout } from '../../../policies/demos.js';
 import { groupAgreement } from '../../../wmrl/gate.js';
 import type { CalibrationMemo, CalibrationReport } from '../../../wmrl/calibration.js';
 import { DEFAULT_PRETRAIN, SimPrompts, pretrain, simRobotTarget, type Pretrained, type PretrainOptions } from '../../../wmrl/sim-setup.js';
@@ -59,26 +59,13 @@ export const REPEAT_BLOCK = 9;
 export async function repeatability(policy: Policy, task: string, profile: string, commandHistory: number, seeds: readonly number[], G: number, seed: number): Promise<number> {
   const env = await makeEnv({ task, profile, commandHistory });
   try {
-    if (!(env instanceof MjEnv)) throw new Error(`bench embodied: repeatability reseeds the sensor noise of a MuJoCo env; ${task} is not one`);
     const rng = new Rng(seed + 9_999), A = policy.actDim, H = env.horizon;
     const rhos: number[] = [];
     for (const [b, s] of seeds.entries()) {
       const noise = Float32Array.from({ length: G * H * A }, () => rng.normal());
       const returns = async (run: number) => {
         const out: number[] = [];
-        for (let k = 0; k < G; k++) {
-          let o = env.reset(s);
-          env.reseedNoise(run * 1_000_000 + b * G + k);
-          let ret = 0;
-          for (let t = 0; t < H; t++) {
-            const { action } = await policy.act(o.state, noise.subarray((k * H + t) * A, (k * H + t + 1) * A), contextOf(o));
-            const r = env.step(action.map((v) => Math.max(-1, Math.min(1, v))));
-            ret += r.reward;
-            o = r.obs;
-            if (r.terminated || r.truncated) break;
-          }
-          out.push(ret);
-        }
+        for (let k = 0; k < G; k++) out.push((await noisedRollout(env, policy, s, noise.subarray(k * H * A, (k + 1) * H * A), H, { reseed: run * 1_000_000 + b * G + k })).return);
         return out;
       };
       const rho = groupAgreement(await returns(1), await returns(2));

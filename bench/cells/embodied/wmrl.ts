@@ -1,7 +1,7 @@
 // WMRL and its ablations (wmrl/train_wmrl.ts), as variants of `bench embodied`: groups imagined in the pretrained world
 // model, anchor groups on the robot correcting their scores through the Corrector (or none: the pure world model). This
 // module and what it imports are the variants' own code in their computation keys.
-import { ClippedPolicyGradient, type PgConfig } from '../../../policies/pg.js';
+import { ClippedPolicyGradient } from '../../../policies/pg.js';
 import { calibrateMeasured, calibrationConfig } from '../../../wmrl/calibrate.js';
 import type { CorrectorConfig } from '../../../wmrl/corrector.js';
 import { postTrainPg } from '../../../wmrl/sim-setup.js';
@@ -24,12 +24,10 @@ export interface WmrlOptions {
 export async function train(x: TrainerInputs, v: WmrlOptions): Promise<TrainerOutcome> {
   const { pre: p, target, prompts, evaluate } = x;
   const calibration = v.calibrate ? await calibrateMeasured({ task: x.task, commandHistory: x.o.commandHistory, policy: p.policy, model: p.model, target, prompts, memo: x.calibrationMemo }, calibrationConfig({ ...v.calibrate, task: x.task, seed: x.seed }), x.measure) : undefined;
-  const pg = await ClippedPolicyGradient.create(p.policy, withLr(postTrainPg(v.klCoef ?? 0), v.lr));
+  const pg = await ClippedPolicyGradient.create(p.policy, postTrainPg(v.klCoef ?? 0, v.lr));
   // The alarm's warnings are counted from the rows (hackingAlarm), not printed over the progress bar.
   // A cell reads nothing of the world model after the run: no refit at the last update.
   const state = await trainWmrl({ config: { ...DEFAULT_WMRL, ...x.loop(v.prompts), corrector: v.corrector, horizon: target.maxSteps, refitAtEnd: false }, policy: p.policy, pg, model: p.model, simData: p.simData, target, prompts, evaluate, warn: () => {} });
   await pg.release();
   return { rows: state.rows, groups: v.prompts, corrected: v.corrector !== false, ...(calibration ? { calibration } : {}) };
 }
-
-const withLr = (c: PgConfig, lr: number | undefined): PgConfig => (lr === undefined ? c : { ...c, optimizer: { ...c.optimizer, lr } });
