@@ -286,14 +286,24 @@ export function corrections(c: VariantCell): Corrections {
 
 /**
  * Do no harm, on one seed: the handed-back policy's success on the split's states minus that of the policy its trainer
- * started from (after any calibration), and whether it is lower by more than the evaluation noise — a one-sided 2.5%
- * two-proportion test over the split's states that treats the two measurements as independent (conservative: both are
- * on the same states, and the start's per-state outcomes are not in the cell).
+ * started from (after any calibration), and whether it is lower by more than the evaluation noise: an exact one-sided
+ * sign test (McNemar's) at 2.5% on the states where the two disagree, both measured on the same states.
  */
 export function doNoHarm(c: VariantCell): { diff: number; harmed: boolean } {
-  const after = mean(c.outcomes), before = c.startSuccess, n = c.outcomes.length;
-  const pooled = (after + before) / 2;
-  return { diff: after - before, harmed: before - after > 1.96 * Math.sqrt((2 * pooled * (1 - pooled)) / n) };
+  if (c.startOutcomes.length !== c.outcomes.length) throw new Error(`bench embodied: ${c.startOutcomes.length} start outcomes against ${c.outcomes.length} handed-back ones`);
+  let lost = 0, gained = 0;
+  c.outcomes.forEach((o, i) => (c.startOutcomes[i]! > o ? lost++ : c.startOutcomes[i]! < o ? gained++ : 0));
+  return { diff: mean(c.outcomes) - mean(c.startOutcomes), harmed: lost > gained && binomialUpperTail(lost + gained, lost) < 0.025 };
+}
+
+/** P(X ≥ k) for X ~ Binomial(n, 1/2). */
+export function binomialUpperTail(n: number, k: number): number {
+  let logC = 0, sum = 0;
+  for (let x = 0; x <= n; x++) {
+    if (x > 0) logC += Math.log(n - x + 1) - Math.log(x);
+    if (x >= k) sum += Math.exp(logC - n * Math.LN2);
+  }
+  return Math.min(1, sum);
 }
 
 /** One task's figures from its cells. */
@@ -387,7 +397,7 @@ function summarize(p: Plan, a: Analysis, run: RunInfo, named: boolean) {
     ...(settings(p).length ? [`Settings tried on validation for the arms that post-train the calibrated clone, full WMRL and standard GRPO from it alike: the policy's Adam step ${LR_GRID.map((x) => x.toExponential()).join(' / ')} against the arms' ${POST_TRAIN_PG.optimizer.lr.toExponential()} (success [95% CI]; the setting − its arm at the arms' step, paired; robot hours at the end, median): ${settings(p).map((v) => `${label(v)} ${iv(v)}; − ${SETTING_OF[v]!.arm} ${formatInterval(a.settingMinusArm[v]!)} (${said(a.settingMinusArm[v]!, 'the setting')}); ${fmt(median(a.hours(v)), 3)} h`).join(' — ')}. Full WMRL − standard GRPO from the calibrated clone at the same step (paired): ${Object.entries(a.fullMinusCalAt).map(([lr, d]) => `${Number(lr).toExponential()} ${formatInterval(d)} (${said(d, 'full WMRL')})`).join('; ')}.`] : []),
     ...(tuned(p).length ? [`Robot-only baselines, each from the same start on the same robot with the same robot accounting (success [95% CI]; full WMRL − it, paired; robot hours at the end, median): ${tuned(p).map((v) => `${label(v)} ${iv(v)}; ${diff(v)}; ${fmt(median(a.hours(v)), 3)} h`).join(' — ')}.${rlpdBudget(p)}`] : []),
     `Every trained variant hands back the parameters of its best evaluation by its own measurement (keep-best: a later evaluation replaces the kept one where it measures higher; wmrl/keep-best.ts): ${c.measureEpisodes} episodes of the mean action on the robot from train-split start states (from ${MEASURE_BLOCK * START_BLOCK}, the same at every evaluation), at the start and at every evaluation, charged to the robot clock like every robot episode, so every robot-hour figure here includes them (full WMRL's measurement ${fmt(median(a.measureHours('full')), 3)} h of its ${fmt(median(a.hours('full')), 3)} h, standard GRPO's ${fmt(median(a.measureHours('standard')), 3)} h of ${fmt(median(a.hours('standard')), 3)} h, medians over seeds). The split's start states never choose: the success figures and curves are the handed-back policy's. The start was handed back on ${trained(p).map((v) => `${v} ${a.kept(v).filter((k) => k === 0).length}`).join(', ')} of ${seeds.length} seed${seeds.length === 1 ? '' : 's'}; the update handed back per seed is in the table.`,
-    `Do no harm (the handed-back policy against the policy its trainer started from — the calibrated clone where the variant calibrates — on the split's ${c.evalEpisodes} states; harmed: lower by more than the evaluation noise, a one-sided 2.5% two-proportion test that treats the two measurements as independent, conservative since both are on the same states): ${harmed.length ? `harmed on ${harmed.map(([v, ss]) => `${v} (seed${ss.length > 1 ? 's' : ''} ${ss.join(', ')})`).join(', ')}` : 'no variant harmed its start on any seed'}; the worst seed's difference per variant: ${trained(p).map((v) => `${v} ${fmt(Math.min(...a.harm(v).map((x) => x.diff)), 2)}`).join(', ')}. Where a run handed back its start the difference is 0 by keep-best; what the updates themselves did is the per-seed table's "last".`,
+    `Do no harm (the handed-back policy against the policy its trainer started from — the calibrated clone where the variant calibrates — on the split's ${c.evalEpisodes} states; harmed: lower by more than the evaluation noise, an exact one-sided sign test at 2.5% on the states where the two disagree): ${harmed.length ? `harmed on ${harmed.map(([v, ss]) => `${v} (seed${ss.length > 1 ? 's' : ''} ${ss.join(', ')})`).join(', ')}` : 'no variant harmed its start on any seed'}; the worst seed's difference per variant: ${trained(p).map((v) => `${v} ${fmt(Math.min(...a.harm(v).map((x) => x.diff)), 2)}`).join(', ')}. Where a run handed back its start the difference is 0 by keep-best; what the updates themselves did is the per-seed table's "last".`,
     `One WMRL update's imagination (${t.rollouts} rollouts × ${t.horizon} steps, policy + ensemble fused, unfitted weights of the run's sizes) ran at ${fmt(t.imagineTps, 4)} transitions/s against ${fmt(t.simSps, 4)} raw MuJoCo control steps/s, measured alternately in this run: ${fmt(t.imagineTps / t.simSps)}×.`,
   ];
 

@@ -5,7 +5,7 @@
 // a cell from training (a short run on the quick sizes): its outcomes are the handed-back policy's, and the trainer's
 // measurement runs on its own train block, never on the split's states.
 import { beforeAll, describe, expect, it } from 'vitest';
-import { EVAL_BLOCK, SPLITS, cellKey, corrections, doNoHarm, filterPlan, filterProblem, plan, protocol, report, type EmbodiedCell, type Plan } from '../bench/embodied.js';
+import { EVAL_BLOCK, SPLITS, binomialUpperTail, cellKey, corrections, doNoHarm, filterPlan, filterProblem, plan, protocol, report, type EmbodiedCell, type Plan } from '../bench/embodied.js';
 import { protocolKeys, runKeySources, variantKey } from '../bench/lib/protocol.js';
 import { CHOSEN, CORE_VARIANTS, LR_GRID, MEASURE_BLOCK, SETTING_VARIANTS, armOf, GRIDS, SETUP_MODULE, SIZES, START_BLOCK, SeedSetup, gridVariants, promptBlock, variantKeySpecs, variants, type CellOptions, type TunedFamily, type VariantCell, type VariantName } from '../bench/cells/embodied.js';
 import * as grpo from '../bench/cells/embodied/grpo.js';
@@ -17,14 +17,16 @@ import { DEFAULT_PRETRAIN } from '../wmrl/sim-setup.js';
 
 const base = { quick: false, all: false, progress: () => {} };
 const EPISODES = 20;
+/** The first k of EPISODES start states solved. */
+const wins = (k: number) => Array.from({ length: EPISODES }, (_, e) => (e < k ? 1 : 0));
 
 /** A variant's cell: success climbing to `final` over 5 evaluations, `hoursPerEval` robot hours apart, `wins` of EPISODES start states solved at the end. */
 function vcell(final: number, hoursPerEval: number, extra: Partial<VariantCell> = {}): VariantCell {
-  const wins = Math.round(final * EPISODES);
-  const points = [1, 2, 3, 4, 5].map((k): [number, number] => [k * hoursPerEval, k === 5 ? wins / EPISODES : (final * k) / 6]);
+  const solved = Math.round(final * EPISODES);
+  const points = [1, 2, 3, 4, 5].map((k): [number, number] => [k * hoursPerEval, k === 5 ? solved / EPISODES : (final * k) / 6]);
   return {
-    points, outcomes: Array.from({ length: EPISODES }, (_, e) => (e < wins ? 1 : 0)), keptUpdate: 20, updatedSuccess: points.map(([, y]) => y),
-    measure: { episodes: 10, start: 0.1, success: points.map(([, y]) => y), robotHours: 0.01 }, startSuccess: 0.1, startHours: 0.01, calibration: null, robotHours: 5 * hoursPerEval, robotEpisodes: 100, computeSeconds: 10,
+    points, outcomes: wins(solved), keptUpdate: 20, updatedSuccess: points.map(([, y]) => y),
+    measure: { episodes: 10, start: 0.1, success: points.map(([, y]) => y), robotHours: 0.01 }, startSuccess: 0.1, startOutcomes: wins(2), startHours: 0.01, calibration: null, robotHours: 5 * hoursPerEval, robotEpisodes: 100, computeSeconds: 10,
     groups: 8, realGroups: Array(20).fill(0), anchorWeight: null, calibrated: null, biasReduction: null, agreements: null, alarms: 0, imaginedTransitions: 0, imagineSeconds: 0, ...extra,
   };
 }
@@ -51,7 +53,7 @@ function cells(p: Plan, neverSeed: number, flatSeed: number, task = p.tasks[0]!)
     m.set(cellKey(task, s, 'pure_wm'), vcell(0.1, 0));
     // The calibrating arms: identified delay 3 on every seed, the calibrated clone at 0.35 on the split; put back on the last seed.
     const cal = { delay: 3, scales: { mass_scale: 1.8, friction_scale: 0.6, damping_scale: 0.4, actuator_gain_scale: 0.7 }, robotEpisodes: 16, demoSuccess: 1, cloneLoss: 0.02, roundSuccess: [0.9, 0.95], round: 1, before: 0.1, after: i === 4 ? 0 : 0.9, kept: i !== 4 };
-    const calibrated = { calibration: cal, startSuccess: 0.35, startHours: 0.04 };
+    const calibrated = { calibration: cal, startSuccess: 0.35, startOutcomes: wins(7), startHours: 0.04 };
     m.set(cellKey(task, s, 'standard_cal'), vcell(0.5, 1, calibrated));
     const fullLike = (final: number) => vcell(s === neverSeed ? 0.3 : final, 0.05, { ...corrected(false, i === 0 ? null : 12), ...calibrated });
     m.set(cellKey(task, s, 'full'), fullLike(0.6));
@@ -241,7 +243,7 @@ describe('bench embodied: report', () => {
     expect(r.summary).toMatch(/The calibrated clone on the split's states, before any update: 0\.35 \(mean over seeds; the uncalibrated start 0\.1\)/);
     // A calibrated clone already at the level reaches it where the trainer starts, after the calibration's robot hours.
     const m = cells(p, second, third);
-    for (const s of p.seeds) m.set(cellKey('reach', s, 'full'), { ...(m.get(cellKey('reach', s, 'full')) as VariantCell), startSuccess: 0.9, startHours: 0.04 });
+    for (const s of p.seeds) m.set(cellKey('reach', s, 'full'), { ...(m.get(cellKey('reach', s, 'full')) as VariantCell), startSuccess: 0.9, startOutcomes: wins(18), startHours: 0.04 });
     const early = report(p, { compute: 'c', report: 'k' }, m, { wallS: 60, computed: 3, throughput });
     expect(early.result.robot_time_speedup).toBeCloseTo(5 / 0.04, 6);
     expect(early.result.robot_time_speedup_never).toBe(0);
@@ -286,21 +288,27 @@ describe('bench embodied: report', () => {
   });
 
   it('says which runs handed back a policy worse than their start by more than the evaluation noise', () => {
-    // Nowhere in the base cells: full WMRL's worst seed is the one left at 0.3 against its calibrated clone's 0.35, inside the noise of 20 states.
+    // Nowhere in the base cells: full WMRL's worst seed is the one left at 0.3 against its calibrated clone's 0.35, one state lost.
     expect(r.result.harmed_runs).toBe(0);
     expect(r.result.harm_worst_wmrl).toBeCloseTo(0.3 - 0.35, 6);
     expect(r.summary).toContain('no variant harmed its start on any seed');
-    // Full WMRL handing back 0.3 from a calibrated clone at 0.9: harmed; at 0.85 it is within the noise.
+    // Full WMRL handing back 0.6 from a calibrated clone at 0.9 (6 states lost, none gained): harmed; 0.85 (one lost) is within the noise.
     const m = cells(p, second, third);
-    m.set(cellKey('reach', first, 'full'), { ...(m.get(cellKey('reach', first, 'full')) as VariantCell), startSuccess: 0.9 });
-    m.set(cellKey('reach', third, 'full'), vcell(0.85, 0.05, { ...corrected(false, 12), startSuccess: 0.9 }));
+    m.set(cellKey('reach', first, 'full'), { ...(m.get(cellKey('reach', first, 'full')) as VariantCell), startSuccess: 0.9, startOutcomes: wins(18) });
+    m.set(cellKey('reach', third, 'full'), vcell(0.85, 0.05, { ...corrected(false, 12), startSuccess: 0.9, startOutcomes: wins(18) }));
     const h = report(p, { compute: 'c', report: 'k' }, m, { wallS: 60, computed: 3, throughput });
     expect(h.result.harmed_runs_wmrl).toBe(1);
     expect(h.result.harmed_runs).toBe(1);
     expect(h.result.harm_worst_wmrl).toBeCloseTo(0.6 - 0.9, 6);
     expect(h.summary).toContain(`harmed on full (seed ${first})`);
     expect(h.notes).toMatch(/do no harm/);
-    expect(doNoHarm(vcell(0.5, 1, { startSuccess: 0.5 }))).toEqual({ diff: 0, harmed: false });
+    expect(doNoHarm(vcell(0.5, 1, { startSuccess: 0.5, startOutcomes: wins(10) }))).toEqual({ diff: 0, harmed: false });
+    // Paired: 5 states lost and none gained is within the noise (1/32 > 2.5%), 6 lost is a drop (1/64).
+    expect(doNoHarm(vcell(0.5, 1, { startOutcomes: wins(15) })).harmed).toBe(false);
+    expect(doNoHarm(vcell(0.5, 1, { startOutcomes: wins(16) })).harmed).toBe(true);
+    expect(binomialUpperTail(6, 6)).toBeCloseTo(1 / 64, 12);
+    expect(binomialUpperTail(10, 0)).toBeCloseTo(1, 12);
+    expect(() => doNoHarm(vcell(0.5, 1, { startOutcomes: [1] }))).toThrow(/1 start outcomes against 20/);
   });
 
   it("states each of WMRL's validation settings against its own arm, and full WMRL against calibrated GRPO at each step", () => {

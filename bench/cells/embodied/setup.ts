@@ -129,6 +129,8 @@ export interface VariantCell {
   measure: { episodes: number; start: number; success: number[]; robotHours: number };
   /** The split's success of the policy the trainer started from (after a calibration, the calibrated clone, or the clone put back). */
   startSuccess: number;
+  /** That policy per start state, in the order of `outcomes`: 1 success, 0 not. */
+  startOutcomes: number[];
   /** The robot hours when the trainer's start was measured: any calibration and that measurement included. */
   startHours: number;
   /** What the variant's calibration identified, and the clone's measured success before and after it; null without one. */
@@ -318,6 +320,7 @@ export class SeedSetup {
           ...splitView(what, rows, seen, returned),
           measure: { episodes: o.measureEpisodes, start: seen[0]!.measured, success: seen.slice(1).map((x) => x.measured), robotHours: measureSeconds / 3600 },
           startSuccess: seen[0]!.split.success,
+          startOutcomes: seen[0]!.split.outcomes,
           startHours,
           calibration,
           robotHours: end.robotSeconds / 3600,
