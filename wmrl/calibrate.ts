@@ -40,7 +40,7 @@ export interface CalibrateConfig {
 }
 
 export const DEFAULT_CALIBRATE: Omit<CalibrateConfig, 'promptSeed0' | 'seed'> = { episodes: 16, maxDelay: 5, demos: 3300, daggerRounds: 3, daggerEpisodes: 100, epochs: 40, selectEpisodes: 100 };
-/** A task's own cloning sizes where its clone keeps gaining from more demonstrations (docs/decisions.md, 2026-12-06: push). */
+/** A task's own cloning sizes: push's clone keeps gaining from more demonstrations, at half the epochs (docs/decisions.md, 2026-12-06: push). */
 export const TASK_CALIBRATE: Readonly<Record<string, Partial<typeof DEFAULT_CALIBRATE>>> = { push: { demos: 6600, epochs: 20 } };
 /** A smoke run's cloning sizes. */
 export const QUICK_CALIBRATE = { demos: 12, daggerRounds: 1, daggerEpisodes: 4, epochs: 5, selectEpisodes: 4 };
