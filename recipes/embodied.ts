@@ -24,7 +24,7 @@ import { DEFAULT_PRETRAIN, SimPrompts, heldOutEvaluation, postTrainPg, pretrain,
 import type { PromptSource, RobotTarget } from '../wmrl/embodied.js';
 import { trainStandard } from '../wmrl/train_standard.js';
 import { DEFAULT_WMRL, trainWmrl } from '../wmrl/train_wmrl.js';
-import { CALIBRATE_EPISODES, EmbodiedOptions, SIM_COMMAND_HISTORY } from './options.js';
+import { CALIBRATE_EPISODES, EmbodiedOptions, POST_TRAIN_LR, SIM_COMMAND_HISTORY } from './options.js';
 
 export { EmbodiedOptions };
 
@@ -43,6 +43,9 @@ export function calibrateEpisodes(o: { pureWm: boolean; calibrate?: number | und
   if ((o.calibrate ?? 0) > 0 && !can.demonstrator) throw new Error(`calibration (--calibrate, calibrate) ${o.calibrate}: task ${o.task} has no robust demonstrator to learn again from in the sim as identified (tasks with one: reach, push); set it to 0`);
   return o.calibrate ?? (o.pureWm || !can.evaluates || !can.demonstrator ? 0 : CALIBRATE_EPISODES);
 }
+
+/** The policy's Adam step a run takes: `lr` where given, else the product's default for a start that was calibrated or not. */
+export const postTrainLr = (lr: number | undefined, calibrate: number): number => lr ?? (calibrate > 0 ? POST_TRAIN_LR.calibrated : POST_TRAIN_LR.uncalibrated);
 
 /** Why `calibrate` cannot go with the other options, or null: a pure world-model run spends no robot episode. */
 export function calibrateProblem(o: { pureWm: boolean; calibrate?: number | undefined }): string | null {
@@ -136,6 +139,8 @@ export interface EmbodiedRunConfig {
   evalEpisodes?: number;
   /** Robot episodes of the calibration before the trainer (0: none); left out of a new run's options, runEmbodied resolves it (calibrateEpisodes). Absent in runs from before it: 0. */
   calibrate?: number;
+  /** The policy's Adam step (resolved by postTrainLr when the run starts). Absent in runs from before it: POST_TRAIN_PG's 1e-3. */
+  lr?: number;
 }
 
 /** The evaluation episodes a run takes when its options leave them out: a sim robot's held out in its sim, none on a robot YAML's robot (they cost robot time). */
@@ -173,10 +178,10 @@ export function embodiedConfig(o: EmbodiedOptions): EmbodiedRunConfig {
   const commandHistory = sim ? (o.commandHistory ?? SIM_COMMAND_HISTORY) : histories[0]!;
   const problemCal = calibrateProblem(o);
   if (problemCal) throw new Error(problemCal);
-  const { calibrate } = o;
+  const { calibrate, lr } = o;
   const { algo, robots, debias, denoise, pureWm, anchors, updates, prompts, group, imagine, anchorGroups, klCoef, resetSeconds, seed, quick } = o;
   const evalEpisodes = o.evalEpisodes ?? defaultEvalEpisodes(sim, quick);
-  return { algo, robot, ...(fleet.length > 1 ? { fleet } : {}), task, profile, robots, debias, denoise, pureWm, anchors, updates, prompts, group, imagine, anchorGroups, klCoef, resetSeconds, seed, quick, commandHistory, evalEpisodes, calibrate };
+  return { algo, robot, ...(fleet.length > 1 ? { fleet } : {}), task, profile, robots, debias, denoise, pureWm, anchors, updates, prompts, group, imagine, anchorGroups, klCoef, resetSeconds, seed, quick, commandHistory, evalEpisodes, calibrate, ...(lr === undefined ? {} : { lr }) };
 }
 
 export interface EmbodiedIo {
@@ -224,7 +229,7 @@ export async function runEmbodied(given: EmbodiedRunConfig | null, io: EmbodiedI
     // The calibration resolved before anything runs: a task that cannot calibrate fails here, not after pretraining.
     const calibrate = calibrateEpisodes(given, { evaluates: (given.evalEpisodes ?? 0) > 0, demonstrator: await hasRobustDemonstrator(given.task) });
     mkdirSync(out, { recursive: true });
-    a = { ...given, calibrate };
+    a = { ...given, calibrate, lr: postTrainLr(given.lr, calibrate) };
   }
   writeFileAtomic(cfgFile, [JSON.stringify(a, null, 1)]);
   const commandHistory = a.commandHistory ?? 0;
@@ -241,7 +246,6 @@ export async function runEmbodied(given: EmbodiedRunConfig | null, io: EmbodiedI
     ? await simRobotTarget({ task: a.task, profile: a.profile, store, robots: a.robots, resetSeconds: a.resetSeconds, seed: a.seed, commandHistory, ...(a.fleet ? { fleet: a.fleet.length, onLost } : {}) })
     : await yamlRobotTarget({ config: a.fleet ?? a.robot, maxSteps: horizon, store, robots: a.robots, resetSeconds: a.resetSeconds, task: a.task, log, onLost });
   using prompts = await SimPrompts.create(a.task, 'nominal', { commandHistory });
-  const pg = await ClippedPolicyGradient.create(pre.policy, postTrainPg(a.klCoef));
   // Success is measured held out in the sim twin of a sim robot, not costing robot time; on a robot YAML's robot itself.
   const sim = a.robot.startsWith('sim:');
   const evalEpisodes = a.evalEpisodes ?? defaultEvalEpisodes(sim, a.quick);
@@ -253,6 +257,7 @@ export async function runEmbodied(given: EmbodiedRunConfig | null, io: EmbodiedI
   const calFile = join(out, 'calibration.json');
   let calibration: CalibrationReport | undefined = existsSync(calFile) ? (JSON.parse(readFileSync(calFile, 'utf8')) as CalibrationReport) : undefined;
   let st: RunState;
+  let pg: ClippedPolicyGradient | undefined;
   try {
     // ── calibration (once: a resumed run's trainer loads the policy it left) ──
     if ((a.calibrate ?? 0) > 0 && !resume) {
@@ -260,6 +265,8 @@ export async function runEmbodied(given: EmbodiedRunConfig | null, io: EmbodiedI
       writeFileAtomic(calFile, [JSON.stringify(calibration, null, 1)]);
       io.onCalibrated?.(calibration);
     }
+    // After calibration: the KL penalty's reference is the policy post-training starts from.
+    pg = await ClippedPolicyGradient.create(pre.policy, postTrainPg(a.klCoef, a.lr));
     if (a.algo === 'standard') {
       st = await trainStandard({ config: common, policy: pre.policy, pg, target, prompts, evaluate, outDir: out, resume, hooks });
     } else {
@@ -269,7 +276,7 @@ export async function runEmbodied(given: EmbodiedRunConfig | null, io: EmbodiedI
       });
     }
   } finally {
-    await pg.release();
+    await pg?.release();
     await target.close();
   }
 

@@ -6,6 +6,12 @@ import { Type, type Static } from '@sinclair/typebox';
 // ── The product's defaults, which bench embodied measures (tests/product-defaults.test.ts holds them to its) ──
 /** Robot episodes of the calibration before post-training (wmrl/calibrate.ts; docs/decisions.md, 2026-12-06). */
 export const CALIBRATE_EPISODES = 16;
+/**
+ * The policy's Adam step in post-training, by where it starts: a calibrated clone (a good start the update must not
+ * wear down; chosen on bench embodied's validation split, docs/decisions.md) or the pretrained clone (a weak start it
+ * must move; wmrl/sim-setup.ts POST_TRAIN_PG's).
+ */
+export const POST_TRAIN_LR = { calibrated: 1e-3, uncalibrated: 1e-3 } as const;
 /** The sim robot reports its last this many commands (sim/env.ts commandHistory) unless --command-history says otherwise: those in flight under actuation latency. */
 export const SIM_COMMAND_HISTORY = 4;
 
@@ -26,6 +32,7 @@ export const TrainerOptions = {
   anchors: Type.Union([Type.Literal('random'), Type.Literal('active')], { default: 'random', description: 'anchor selection: random, or active (where the ensemble disagrees most)' }),
   calibrate: Type.Optional(Type.Integer({ minimum: 0, maximum: 10000, description: `calibration before post-training: this many robot episodes of the clone identify the robot through the pretrained world model (its actuation delay, and its mass, friction, damping and actuator gain), and the clone learns the task again from the task's robust demonstrator in the sim set to what was identified (wmrl/calibrate.ts); charged to robot time. Left out: ${CALIBRATE_EPISODES} where the run evaluates its policy (a sim robot; a robot YAML with evalEpisodes) and the task has a robust demonstrator, else none (pureWm, which runs nothing on the robot: never); 0: none` })),
   klCoef: Type.Number({ minimum: 0, maximum: 100, default: 0, description: "β of GRPO's KL penalty to the policy as post-training found it (policies/pg.ts klCoef; the k3 estimate per step): it pulls back a policy that noisy advantages drift from its clone. 0: none" }),
+  lr: Type.Optional(Type.Number({ minimum: 1e-6, maximum: 1, description: `the policy's Adam step in post-training. Left out: ${POST_TRAIN_LR.calibrated} where the run calibrates (a good clone the update must hold), else ${POST_TRAIN_LR.uncalibrated}` })),
   resetSeconds: Type.Number({ minimum: 0, maximum: 3600, default: 5, description: 'robot time charged per episode for its reset, s (robot-hours accounting)' }),
   seed: Type.Integer({ minimum: 0, maximum: 2 ** 31 - 1, default: 0 }),
   quick: Type.Boolean({ default: false, description: 'small pretraining, for a smoke run (recipes/embodied.ts QUICK_PRETRAIN)' }),

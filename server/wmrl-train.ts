@@ -16,7 +16,7 @@ import type { RunRow } from '../wmrl/run-state.js';
 import { SimPrompts, postTrainPg, heldOutEvaluation, type Pretrained } from '../wmrl/sim-setup.js';
 import { DEFAULT_WMRL, trainWmrl } from '../wmrl/train_wmrl.js';
 import { ModelEnv, repeatRows, type EnsembleModel } from '../worldmodel/index.js';
-import { anchorGroupsProblem, calibrateClone, calibrateEpisodes, calibrateProblem, hasRobustDemonstrator, embodiedPretrain, exportEmbodiedPolicy, trainerCorrector } from '../recipes/embodied.js';
+import { anchorGroupsProblem, calibrateClone, calibrateEpisodes, calibrateProblem, hasRobustDemonstrator, embodiedPretrain, exportEmbodiedPolicy, postTrainLr, trainerCorrector } from '../recipes/embodied.js';
 import { AnchorEpisodes, round, successInterval, updateMetrics, type ImaginedRollouts, type ImaginedStep, type RobotRunCheckpoint } from './robot-training.js';
 import type { RobotHost } from './robot-host.js';
 import { ApiError } from './errors.js';
@@ -242,7 +242,7 @@ export const wmrlTrain: JobDefinition<typeof WmrlTrainOptions> = {
         writeFileAtomic(join(ctx.dir, 'calibration.json'), [JSON.stringify(c, null, 1)]);
       }
       // After calibration: the KL penalty's reference is the policy post-training starts from.
-      pg = await ClippedPolicyGradient.create(pre.policy, postTrainPg(o.klCoef));
+      pg = await ClippedPolicyGradient.create(pre.policy, postTrainPg(o.klCoef, postTrainLr(o.lr, calibrate)));
       a.progress(0, o.updates, 'updates');
       await trainWmrl({
         config, policy: pre.policy, pg, model: pre.model, simData: pre.simData, target, prompts, evaluate, outDir: ctx.dir,

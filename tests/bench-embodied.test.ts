@@ -7,7 +7,8 @@
 import { beforeAll, describe, expect, it } from 'vitest';
 import { EVAL_BLOCK, SPLITS, binomialUpperTail, cellKey, corrections, doNoHarm, filterPlan, filterProblem, plan, protocol, report, type EmbodiedCell, type Plan } from '../bench/embodied.js';
 import { protocolKeys, runKeySources, variantKey } from '../bench/lib/protocol.js';
-import { CHOSEN, CORE_VARIANTS, LR_GRID, MEASURE_BLOCK, SETTING_VARIANTS, armOf, GRIDS, SETUP_MODULE, SIZES, START_BLOCK, SeedSetup, gridVariants, promptBlock, variantKeySpecs, variants, type CellOptions, type TunedFamily, type VariantCell, type VariantName } from '../bench/cells/embodied.js';
+import { POST_TRAIN_LR } from '../recipes/options.js';
+import { CHOSEN, CORE_VARIANTS, LR_GRID, LR_STEPS, MEASURE_BLOCK, SETTING_VARIANTS, armOf, GRIDS, SETUP_MODULE, SIZES, START_BLOCK, SeedSetup, gridVariants, promptBlock, variantKeySpecs, variants, type CellOptions, type TunedFamily, type VariantCell, type VariantName } from '../bench/cells/embodied.js';
 import * as grpo from '../bench/cells/embodied/grpo.js';
 import { repeatability, splitView, type EvaluationSeen, type TrainerInputs, type TrainerOutcome } from '../bench/cells/embodied/setup.js';
 import type { Policy } from '../policies/types.js';
@@ -101,15 +102,18 @@ describe('bench embodied: splits and keys', () => {
     const families = Object.keys(GRIDS) as TunedFamily[];
     expect(t.variants).toEqual(['bc', ...CORE_VARIANTS, ...families.map((f) => CHOSEN[f])]);
     expect(v.variants).toEqual(['bc', ...CORE_VARIANTS, ...SETTING_VARIANTS, ...families.flatMap(gridVariants)]);
-    // Each step is its arm with the step added, for full WMRL and calibrated standard GRPO alike; the arms themselves run without.
+    // Each step is its arm at another step, for full WMRL and calibrated standard GRPO alike; the arms take the product's.
     const all = variants(SIZES.full.prompts);
-    expect(SETTING_VARIANTS).toEqual(['full_lr1e-4', 'full_lr3e-4', 'standard_cal_lr1e-4', 'standard_cal_lr3e-4']);
+    expect([...LR_GRID, POST_TRAIN_LR.calibrated].sort()).toEqual([...LR_STEPS].sort());
+    const name = (x: number) => x.toExponential().replace('+', '');
+    expect(SETTING_VARIANTS).toEqual([...LR_GRID.map((x) => `full_lr${name(x)}`), ...LR_GRID.map((x) => `standard_cal_lr${name(x)}`)]);
     for (const x of LR_GRID) for (const arm of ['full', 'standard_cal']) {
-      const k = all[`${arm}_lr${x.toExponential().replace('+', '')}`]!;
+      const k = all[`${arm}_lr${name(x)}`]!;
       expect(k.family).toBe(all[arm]!.family);
       expect(k.options).toEqual({ ...all[arm]!.options, lr: x });
     }
-    expect('lr' in all.full!.options || 'lr' in all.standard_cal!.options).toBe(false);
+    for (const arm of ['full', 'debias', 'denoise', 'full_active', 'standard_cal']) expect(all[arm]!.options).toMatchObject({ lr: POST_TRAIN_LR.calibrated });
+    expect('lr' in all.pure_wm!.options).toBe(false);
     for (const f of families) expect(gridVariants(f)).toContain(CHOSEN[f]);
     expect(gridVariants('ppo')).toEqual(['ppo_lr3e-4', 'ppo_lr1e-3']);
   });

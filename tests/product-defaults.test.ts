@@ -4,8 +4,9 @@ import { Value } from '@sinclair/typebox/value';
 import { expect, it } from 'vitest';
 import { CALIBRATE_EPISODES as BENCH_CALIBRATE_EPISODES } from '../bench/cells/embodied.js';
 import { COMMAND_HISTORY as BENCH_COMMAND_HISTORY } from '../bench/cells/embodied/setup.js';
-import { calibrateEpisodes, embodiedConfig, hasRobustDemonstrator } from '../recipes/embodied.js';
-import { CALIBRATE_EPISODES, EmbodiedOptions, SIM_COMMAND_HISTORY } from '../recipes/options.js';
+import { calibrateEpisodes, embodiedConfig, hasRobustDemonstrator, postTrainLr } from '../recipes/embodied.js';
+import { CALIBRATE_EPISODES, EmbodiedOptions, POST_TRAIN_LR, SIM_COMMAND_HISTORY } from '../recipes/options.js';
+import { POST_TRAIN_PG } from '../wmrl/sim-setup.js';
 import { DEFAULT_CALIBRATE, QUICK_CALIBRATE, TASK_CALIBRATE, calibrationConfig } from '../wmrl/calibrate.js';
 
 const config = (o: Record<string, unknown>) => embodiedConfig(Value.Default(EmbodiedOptions, structuredClone(o)) as EmbodiedOptions);
@@ -13,6 +14,17 @@ const config = (o: Record<string, unknown>) => embodiedConfig(Value.Default(Embo
 it('are the settings bench embodied measures', () => {
   expect(CALIBRATE_EPISODES).toBe(BENCH_CALIBRATE_EPISODES);
   expect(SIM_COMMAND_HISTORY).toBe(BENCH_COMMAND_HISTORY);
+});
+
+it("post-trains a calibrated clone at its own step, an uncalibrated one at POST_TRAIN_PG's, unless told", () => {
+  expect(POST_TRAIN_LR.uncalibrated).toBe(POST_TRAIN_PG.optimizer.lr);
+  expect(postTrainLr(undefined, CALIBRATE_EPISODES)).toBe(POST_TRAIN_LR.calibrated);
+  expect(postTrainLr(undefined, 0)).toBe(POST_TRAIN_LR.uncalibrated);
+  expect(postTrainLr(5e-4, CALIBRATE_EPISODES)).toBe(5e-4);
+  expect(postTrainLr(5e-4, 0)).toBe(5e-4);
+  expect(config({ robot: 'sim:reach:gap', lr: 2e-4 })).toMatchObject({ lr: 2e-4 });
+  expect('lr' in config({ robot: 'sim:reach:gap' })).toBe(false);
+  expect(() => config({ robot: 'sim:reach:gap', lr: 0 })).toThrow(/^lr: /);
 });
 
 it('a run left to its defaults calibrates where it can check the clone and the task has a demonstrator; a pure world-model run never', async () => {

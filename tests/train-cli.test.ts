@@ -5,7 +5,7 @@ import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { CALIBRATE_EPISODES, SIM_COMMAND_HISTORY } from '../recipes/options.js';
+import { CALIBRATE_EPISODES, POST_TRAIN_LR, SIM_COMMAND_HISTORY } from '../recipes/options.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'wmrl-train-cli-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
@@ -20,6 +20,7 @@ describe('wmrl train', () => {
       [['--anchor-groups=-1'], /--anchor-groups: expected number to be greater or equal to 0, got '-1'/],
       [['--anchor-groups', 'half'], /--anchor-groups: expected number, got 'half'/],
       [['--kl-coef=-0.1'], /--kl-coef: expected number to be greater or equal to 0, got '-0.1'/],
+      [['--lr', '0'], /--lr: expected number to be greater or equal to 0.000001, got '0'/],
     ];
     for (const [args, msg] of cases) {
       const r = wmrl('train', ...args, '--out', join(dir, 'never'));
@@ -50,7 +51,8 @@ describe('wmrl train', () => {
     const rows = JSON.parse(readFileSync(join(out, 'history.json'), 'utf8')) as Array<{ robotEpisodes: number; robotSeconds: number; robotWallSeconds: number }>;
     expect(rows[0]!.robotEpisodes).toBe(4);
     expect(rows[0]!.robotWallSeconds).toBeLessThan(rows[0]!.robotSeconds);
-    expect(JSON.parse(readFileSync(join(out, 'config.json'), 'utf8'))).toMatchObject({ robot: 'sim:reach:gap', fleet: ['sim:reach:gap', 'sim:reach:gap'], robots: 1 });
+    // No calibration and no --lr: the run records the uncalibrated clone's step it took.
+    expect(JSON.parse(readFileSync(join(out, 'config.json'), 'utf8'))).toMatchObject({ robot: 'sim:reach:gap', fleet: ['sim:reach:gap', 'sim:reach:gap'], robots: 1, lr: POST_TRAIN_LR.uncalibrated });
     expect(r.stdout).toMatch(/\| robot hours \| robots' wall-clock hours \|/);
     const d = wmrl('episodes', 'list', '--store', join(out, 'episodes.db'), '--json');
     expect(d.status, d.stderr).toBe(0);
@@ -89,7 +91,7 @@ describe('wmrl train', () => {
 
   it('imagines --imagine x --prompts groups per update, runs --anchor-groups on the robot, penalizes the KL to the clone by --kl-coef, and exports a policy drive runs', () => {
     const out = join(dir, 'run');
-    const r = wmrl('train', '--quick', '--robot', 'sim:reach:gap', '--updates', '4', '--prompts', '2', '--group', '2', '--imagine', '3', '--anchor-groups', '0.5', '--kl-coef', '0.5', '--seed', '1', '--calibrate', '0', '--out', out, '--json');
+    const r = wmrl('train', '--quick', '--robot', 'sim:reach:gap', '--updates', '4', '--prompts', '2', '--group', '2', '--imagine', '3', '--anchor-groups', '0.5', '--kl-coef', '0.5', '--lr', '2e-4', '--seed', '1', '--calibrate', '0', '--out', out, '--json');
     expect(r.status, r.stderr).toBe(0);
     const rows = JSON.parse(readFileSync(join(out, 'history.json'), 'utf8')) as Array<{ groups: number; realGroups: number; robotEpisodes: number; imaginedTransitions: number; refKl: number | null }>;
     expect(rows).toHaveLength(4);
@@ -106,7 +108,7 @@ describe('wmrl train', () => {
     }
     // The policy drifts from the clone as it updates, and the penalty measures it.
     expect(rows.at(-1)!.refKl!).toBeGreaterThan(0);
-    expect((JSON.parse(readFileSync(join(out, 'config.json'), 'utf8')) as { klCoef: number }).klCoef).toBe(0.5);
+    expect(JSON.parse(readFileSync(join(out, 'config.json'), 'utf8'))).toMatchObject({ klCoef: 0.5, lr: 2e-4 });
     // 0.5 anchor groups per update on average, none forced: over 4 updates between 0 and 4 groups of 2 episodes.
     expect(rows.at(-1)!.robotEpisodes).toBe(2 * rows.reduce((a, x) => a + x.realGroups, 0));
     expect(rows.at(-1)!.robotEpisodes).toBeLessThan(2 * 4);

@@ -7,6 +7,7 @@
 // protocolKeys) covers the shared setup and its variant's module and options alone: everything this file gives a cell
 // is in those options, so this file itself is in no cell's key, and adding a variant keeps every other cell. Nothing
 // here imports the report's code (bench/embodied.ts, stats, report).
+import { POST_TRAIN_LR } from '../../recipes/options.js';
 import { correctorConfig, type CorrectorConfig } from '../../wmrl/corrector.js';
 import { DEFAULT_WMRL } from '../../wmrl/train_wmrl.js';
 import * as bc from './embodied/bc.js';
@@ -74,13 +75,13 @@ export const gridVariants = (family: TunedFamily): string[] => (Object.values(GR
 export const CHOSEN: Readonly<Record<TunedFamily, string>> = { ppo: point('ppo', 1e-3), rlpd: point('rlpd', 3e-4), bc_more: point('bc_more', 10) };
 export const CHOSEN_ON_VALIDATION = false;
 
+/** The policy steps (Adam's learning rate) tried on validation for the arms that post-train the calibrated clone. */
+export const LR_STEPS = [1e-4, 3e-4, 1e-3] as const;
 /**
- * The policy step (Adam's learning rate) of the arms that post-train the calibrated clone, tried on validation for
- * full WMRL and standard GRPO from the calibrated clone alike: `full_lr<x>`, `standard_cal_lr<x>`. At the arms' step
- * (POST_TRAIN_PG's 1e-3) the update wears a good clone down on push (docs/decisions.md, 2026-12-06); the arms keep it
- * until a step is chosen there.
+ * The steps other than the arms' own (the product's, recipes/options.ts POST_TRAIN_LR.calibrated), tried on validation
+ * for full WMRL and standard GRPO from the calibrated clone alike: `full_lr<x>`, `standard_cal_lr<x>`.
  */
-export const LR_GRID = [1e-4, 3e-4] as const;
+export const LR_GRID: readonly number[] = LR_STEPS.filter((x) => x !== POST_TRAIN_LR.calibrated);
 const lrName = (x: number) => x.toExponential().replace('+', '');
 /** The validation-only variants of WMRL's own settings, by name: each step for full WMRL and for calibrated standard GRPO, and the arm it is a setting of. */
 export const SETTING_OF: Readonly<Record<string, { arm: 'full' | 'standard_cal'; lr: number }>> = Object.fromEntries(
@@ -119,8 +120,8 @@ export function variants(B: number, scale: 'full' | 'quick' = 'full'): Record<st
   // WMRL's arms with a robot calibrate first (the product's recipe); the pure world model has no robot to calibrate on.
   const calibrate = { episodes: CALIBRATE_EPISODES, quick: scale === 'quick' };
   const g = (label: string, prompts: number): Variant => ({ label, prompts, family: 'grpo', options: { prompts } });
-  const w = (label: string, corrector: CorrectorConfig | false, lr?: number): Variant => ({ label, prompts: imagined, family: 'wmrl', options: { prompts: imagined, corrector, ...(corrector ? { calibrate } : {}), ...(lr === undefined ? {} : { lr }) } });
-  const standardCal = (label: string, lr?: number): Variant => ({ label, prompts: B, family: 'grpo_cal', options: { prompts: B, calibrate, ...(lr === undefined ? {} : { lr }) } });
+  const w = (label: string, corrector: CorrectorConfig | false, lr: number = POST_TRAIN_LR.calibrated): Variant => ({ label, prompts: imagined, family: 'wmrl', options: { prompts: imagined, corrector, ...(corrector ? { calibrate, lr } : {}) } });
+  const standardCal = (label: string, lr: number = POST_TRAIN_LR.calibrated): Variant => ({ label, prompts: B, family: 'grpo_cal', options: { prompts: B, calibrate, lr } });
   return {
     standard: g('standard GRPO on the robot', B),
     standard_cal: standardCal('standard GRPO on the robot, from the calibrated clone'),
