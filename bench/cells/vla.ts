@@ -7,7 +7,7 @@
 // options make the bench's computation key (bench/lib/protocol.ts protocolKeys), so nothing here imports the report's
 // code (bench/vla.ts, stats, report).
 import { createHash } from 'node:crypto';
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -28,6 +28,7 @@ import {
   AGREEMENT_STEPS, agreementGroups, expertOn, faceOnRobotAgreement, imaginationGaps, imaginedAgreement, repeatability, restoreGroups, saveGroups,
   type AgreementGroups, type ImaginationGaps, type SavedGroups,
 } from './vla-measure.js';
+import { hashSources, setupCache, toJson as cacheJson } from '../lib/setup-cache.js';
 
 export const TASKS = VLA_TASKS;
 export type Task = VlaTask;
@@ -204,13 +205,6 @@ export type ArmCell = BcCell | RlCell;
  */
 export const setupCacheRoot = () => process.env.VLA_SETUP_CACHE || fileURLToPath(new URL('../.cache/vla-setup', import.meta.url));
 
-/** Hashes every file under the repository's folders `dirs` and the files `files`, in sorted order, each by its path and bytes. */
-function hashSources(h: ReturnType<typeof createHash>, dirs: readonly string[], files: readonly string[]): void {
-  const root = fileURLToPath(new URL('../..', import.meta.url));
-  const all = [...dirs.flatMap((d) => (readdirSync(join(root, d), { recursive: true }) as string[]).map((f) => join(d, f))), ...files].filter((f) => statSync(join(root, f)).isFile()).sort();
-  for (const f of all) h.update(`${f}\0`).update(readFileSync(join(root, f))).update('\0');
-}
-
 /** The combinations a run's training seeds leave out (held out or withheld), sorted: what the setup's training seeds depend on. */
 const excluded = (o: CellOptions) => [...o.heldOut, ...o.withheld].map((c) => `${c.goal}/${c.region}`).sort();
 
@@ -235,9 +229,9 @@ export function setupKey(task: Task, o: CellOptions): string {
 }
 const setupKeys = new Map<string, string>();
 
-/** JSON that keeps NaN and ±Infinity (a measurement that could not be made stays NaN). */
-const toJson = (x: unknown) => JSON.stringify(x, (_k, v: unknown) => (typeof v === 'number' && !Number.isFinite(v) ? { nonFinite: String(v) } : v));
-const fromJson = <T>(text: string): T => JSON.parse(text, (_k, v: unknown) => (v !== null && typeof v === 'object' && 'nonFinite' in v ? Number((v as { nonFinite: string }).nonFinite) : v)) as T;
+// Imported last and bound to local names: setupKey hashes the compiled source of the functions that call them, which must not move.
+const { writeCached, readJson, loadCached } = setupCache('vla bench');
+const toJson = cacheJson;
 
 /** The two parts of a task's setup that depend on nothing of each other: the clone and the fitted world model. */
 export const SETUP_PARTS = ['clone', 'model'] as const;
@@ -250,46 +244,6 @@ export const setupDir = (task: Task, o: CellOptions, part?: SetupPart) => join(s
 
 /** Whether a task's whole setup is cached (a cell then builds none of it). */
 export const setupCached = (task: Task, o: CellOptions) => existsSync(join(setupDir(task, o), MARKER.whole));
-
-/**
- * Writes `write`'s files into a folder of their own, then renames it to `dir` (whose `marker` file says it is whole): a
- * reader never sees half of it, and of two processes caching the same thing the second finds it there and leaves it.
- * Caching is a saving, not a result: a write that fails (a full disk, a read-only folder) is reported on stderr, naming
- * the folder and why, and the run goes on with what it built.
- */
-function writeCached(dir: string, marker: string, write: (part: string) => void): void {
-  let part: string | null = null;
-  try {
-    mkdirSync(dirname(dir), { recursive: true });
-    part = mkdtempSync(`${dir}.part-`);
-    write(part);
-    renameSync(part, dir);
-    part = null;
-  } catch (e) {
-    if (!existsSync(join(dir, marker))) console.error(`vla bench: the setup was not cached in ${dir} (${e instanceof Error ? e.message : String(e)})${existsSync(dir) ? `: the folder is there without its ${marker}; delete it` : ''}`);
-  } finally {
-    if (part) rmSync(part, { recursive: true, force: true });
-  }
-}
-
-/** A cached JSON file, or null where there is none; a file that does not parse is refused, naming it. */
-function readJson<T>(path: string): T | null {
-  if (!existsSync(path)) return null;
-  try {
-    return fromJson<T>(readFileSync(path, 'utf8'));
-  } catch (e) {
-    throw new Error(`vla bench: the cached ${path} does not parse (${e instanceof Error ? e.message : String(e)}); delete ${dirname(path)} to build it afresh`);
-  }
-}
-
-/** Loads a cached parameter file with `load`, naming the folder to delete where it does not fit. */
-function loadCached<T>(path: string, load: (path: string) => T): T {
-  try {
-    return load(path);
-  } catch (e) {
-    throw new Error(`vla bench: the cached ${path} does not fit this run: ${e instanceof Error ? e.message : String(e)}; delete ${dirname(path)} to build it afresh`);
-  }
-}
 
 /** A cached world model, checked against the one this run builds (`like`, unfitted): the same config, else refused naming both. */
 async function readModel(path: string, like: EnsembleModel): Promise<EnsembleModel> {
