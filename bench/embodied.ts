@@ -208,8 +208,7 @@ async function computeCells(o: BenchOptions, p: Plan, keys: ProtocolKeys, f: Cel
       let setup: SeedSetup | null = null;
       const ready = async (): Promise<SeedSetup> => {
         if (!setup) {
-          o.progress(done, total, `${task}, seed ${seed}: pretraining (behaviour cloning, world model)`);
-          setup = await SeedSetup.create(task, seed, p.cell);
+          setup = await SeedSetup.create(task, seed, p.cell, (label) => o.progress(done, total, `${task}, seed ${seed}: ${label}`));
         }
         return setup;
       };
@@ -230,7 +229,7 @@ async function computeCells(o: BenchOptions, p: Plan, keys: ProtocolKeys, f: Cel
 export async function run(o: BenchOptions): Promise<BenchReport> {
   const p = plan(o);
   const keys = protocol.keys(o);
-  // A quick run is a smoke test of this code: it caches nothing, so it always runs.
+  // A quick run is a smoke test of this code: it caches no cell, so it always runs (a pretraining is cached under its own code's key).
   const scratch = o.quick ? mkdtempSync(join(tmpdir(), 'bench-embodied-cache-')) : null;
   const throughput: Record<string, Throughput> = {};
   const started = performance.now();

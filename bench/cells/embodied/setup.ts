@@ -17,7 +17,8 @@ import { Rng } from '../../../nn/index.js';
 import { noisedRollout } from '../../../policies/demos.js';
 import { groupAgreement } from '../../../wmrl/gate.js';
 import type { CalibrationMemo, CalibrationReport } from '../../../wmrl/calibration.js';
-import { DEFAULT_PRETRAIN, SimPrompts, pretrain, simRobotTarget, type Pretrained, type PretrainOptions } from '../../../wmrl/sim-setup.js';
+import { DEFAULT_PRETRAIN, SimPrompts, simRobotTarget, type Pretrained, type PretrainOptions } from '../../../wmrl/sim-setup.js';
+import { cachedPretrain } from './pretrain-cache.js';
 
 /** The robot: the sim under this hardware profile (the reality gap) unless an arm names another, its reset charged this many robot seconds. */
 export const PROFILE = 'gap';
@@ -248,12 +249,15 @@ export class SeedSetup {
     private readonly model0: Float32Array[],
   ) {}
 
-  /** `arm`: a task, or task@profile (armOf); pretraining is the task's whatever the robot. */
-  static async create(arm: string, seed: number, o: CellOptions): Promise<SeedSetup> {
+  /**
+   * `arm`: a task, or task@profile (armOf); pretraining is the task's whatever the robot, read from the pretraining
+   * cache where it is there (embodied/pretrain-cache.ts); `progress` hears which.
+   */
+  static async create(arm: string, seed: number, o: CellOptions, progress: (label: string) => void = () => {}): Promise<SeedSetup> {
     const { task, profile } = armOf(arm);
     // An unknown profile fails here, not after minutes of pretraining.
     loadProfile(profile);
-    const pre = await pretrain({ ...DEFAULT_PRETRAIN, ...o.pretrain, task, seed, commandHistory: o.commandHistory });
+    const pre = await cachedPretrain({ ...DEFAULT_PRETRAIN, ...o.pretrain, task, seed, commandHistory: o.commandHistory }, o.quick, progress);
     return new SeedSetup(task, profile, seed, o, pre, copyOf(pre.policy.paramNames().map((n) => pre.policy.store.get(n))), copyOf(pre.model.store.names().map((n) => pre.model.store.get(n))));
   }
 
