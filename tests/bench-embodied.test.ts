@@ -4,7 +4,10 @@
 // level), the updates the trainers handed back and its account of corrections that never acted follow the cells. Then
 // a cell from training (a short run on the quick sizes): its outcomes are the handed-back policy's, and the trainer's
 // measurement runs on its own train block, never on the split's states.
-import { beforeAll, describe, expect, it } from 'vitest';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { EVAL_BLOCK, SPLITS, binomialUpperTail, cellKey, corrections, doNoHarm, filterPlan, filterProblem, plan, protocol, report, type EmbodiedCell, type Plan } from '../bench/embodied.js';
 import { protocolKeys, runKeySources, variantKey } from '../bench/lib/protocol.js';
 import { POST_TRAIN_LR } from '../recipes/options.js';
@@ -372,9 +375,18 @@ describe("bench embodied: the split's view of a run", () => {
 describe('bench embodied: a cell from training (reach, RL seed 0, the quick pretraining, 2 updates)', () => {
   const o: CellOptions = { ...plan({ ...base, quick: true }).cell, updates: 2, prompts: 1, groupSize: 2, evalEvery: 1 };
   let setup: SeedSetup;
+  // The pretraining is cached in a folder of the test's own, never in the bench's.
+  const cache = mkdtempSync(join(tmpdir(), 'bench-embodied-pretrain-'));
+  const before = process.env.EMBODIED_SETUP_CACHE;
   beforeAll(async () => {
+    process.env.EMBODIED_SETUP_CACHE = cache;
     setup = await SeedSetup.create('reach', 0, o);
   }, 300_000);
+  afterAll(() => {
+    if (before === undefined) delete process.env.EMBODIED_SETUP_CACHE;
+    else process.env.EMBODIED_SETUP_CACHE = before;
+    rmSync(cache, { recursive: true, force: true });
+  });
   const paramsOf = (p: Policy) => p.paramNames().map((n) => Float32Array.from(p.store.get(n).data));
 
   /**
