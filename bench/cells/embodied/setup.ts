@@ -19,6 +19,7 @@ import { groupAgreement } from '../../../wmrl/gate.js';
 import type { CalibrationMemo, CalibrationReport } from '../../../wmrl/calibration.js';
 import { DEFAULT_PRETRAIN, SimPrompts, simRobotTarget, type Pretrained, type PretrainOptions } from '../../../wmrl/sim-setup.js';
 import { cachedPretrain } from './pretrain-cache.js';
+import { DiskCalibrationMemo } from './calibration-cache.js';
 
 /** The robot: the sim under this hardware profile (the reality gap) unless an arm names another, its reset charged this many robot seconds. */
 export const PROFILE = 'gap';
@@ -237,7 +238,7 @@ export function splitView(what: string, rows: readonly RunRow[], seen: readonly 
 
 /** An arm at one RL seed: pretrained once (behaviour cloning, world model); each variant starts from the same parameters. */
 export class SeedSetup {
-  private readonly calibrationMemo: CalibrationMemo = new Map();
+  private readonly calibrationMemo: CalibrationMemo = new DiskCalibrationMemo();
 
   private constructor(
     readonly task: string,
