@@ -34,12 +34,14 @@ export interface CalibrateConfig {
   epochs: number;
   /** Sim episodes (start states apart from the demonstrations') that score each round's clone in the identified sim; the best round is kept. */
   selectEpisodes: number;
+  /** The identification's pull toward the nominal sim (worldmodel/context.ts ContextSearch.prior; 0: none). */
+  prior: number;
   /** The first prompt the robot episodes start from. */
   promptSeed0: number;
   seed: number;
 }
 
-export const DEFAULT_CALIBRATE: Omit<CalibrateConfig, 'promptSeed0' | 'seed'> = { episodes: 16, maxDelay: 5, demos: 3300, daggerRounds: 3, daggerEpisodes: 100, epochs: 40, selectEpisodes: 100 };
+export const DEFAULT_CALIBRATE: Omit<CalibrateConfig, 'promptSeed0' | 'seed'> = { episodes: 16, maxDelay: 5, prior: 0, demos: 3300, daggerRounds: 3, daggerEpisodes: 100, epochs: 40, selectEpisodes: 100 };
 /** A task's own cloning sizes: push's clone keeps gaining from more demonstrations, at half the epochs (docs/decisions.md, 2026-12-06: push). */
 export const TASK_CALIBRATE: Readonly<Record<string, Partial<typeof DEFAULT_CALIBRATE>>> = { push: { demos: 6600, epochs: 20 } };
 /** A smoke run's cloning sizes. */
@@ -57,13 +59,13 @@ export const calibrationConfig = (o: { task: string; episodes: number; quick: bo
  * actuator looks like a late one), and a one-step likelihood can favour the wrong delay where contact makes some
  * entries hard to predict. A model without a context: the delay of the best one-step likelihood (identifyDelay).
  */
-export async function identifyRobot(model: EnsembleModel, episodes: readonly DelayEpisode[], maxDelay: number, seed: number): Promise<{ delay: number; loss: number[] }> {
+export async function identifyRobot(model: EnsembleModel, episodes: readonly DelayEpisode[], maxDelay: number, seed: number, prior = 0): Promise<{ delay: number; loss: number[] }> {
   if (model.contextDim === 0) {
     const d = await identifyDelay(model, episodes, maxDelay);
     return { delay: d.delay, loss: d.nll };
   }
   const found: Array<{ context: Float32Array; loss: number }> = [];
-  for (let d = 0; d <= maxDelay; d++) found.push(await identifyContext(model, episodes, { delay: d, seed }));
+  for (let d = 0; d <= maxDelay; d++) found.push(await identifyContext(model, episodes, { delay: d, seed, prior }));
   const loss = found.map((f) => f.loss);
   const delay = loss.indexOf(Math.min(...loss));
   model.setContext(found[delay]!.context);
@@ -144,7 +146,7 @@ export async function calibrate(run: CalibrateRun, c: CalibrateConfig, onProgres
     if (model.contextDim > 0) model.setContext(kept.context);
     return kept.calibration;
   }
-  const { delay } = await identifyRobot(model, acted, c.maxDelay, c.seed);
+  const { delay } = await identifyRobot(model, acted, c.maxDelay, c.seed, c.prior);
   const { profile, scales } = identifiedProfile(delay, model);
   const env = await makeEnv({ task, profile, commandHistory: run.commandHistory });
   try {

@@ -30,14 +30,22 @@ export interface ContextSearch {
   objective?: 'rollout' | 'mse' | 'nll';
   /** Steps per open-loop segment of the 'rollout' objective (default 10). */
   segment?: number;
+  /**
+   * Weight of a pull toward the context the search starts from (default 0: none): the objective gains
+   * prior × its value at the start × the mean squared distance from the start in half-ranges, so an entry the
+   * episodes barely inform (friction, where the robot seldom touches anything) stays near the start instead of
+   * drifting wherever the search wandered.
+   */
+  prior?: number;
   seed?: number;
 }
 
 export interface ContextEstimate {
   /** The identified context (the model's context units; c values). */
   context: Float32Array;
-  /** The objective on the episodes under it, and under the context the search started from. */
+  /** The objective on the episodes under it (with the prior's pull), the fit alone there, and the fit at the start. */
   loss: number;
+  fit: number;
   startLoss: number;
   /** Candidates scored. */
   evaluations: number;
@@ -55,6 +63,8 @@ export async function identifyContext(model: EnsembleModel, episodes: readonly D
   if (usable.length === 0) throw new Error('identifyContext: no episode with a step');
   const delay = opts.delay ?? 0;
   const iterations = opts.iterations ?? 6, population = opts.population ?? 24, elite = opts.elite ?? 6;
+  const prior = opts.prior ?? 0;
+  if (!(Number.isFinite(prior) && prior >= 0)) throw new Error(`identifyContext: prior must be a finite number ≥ 0, got ${prior}`);
   if (!(Number.isInteger(iterations) && iterations >= 1 && Number.isInteger(population) && population >= 2 && Number.isInteger(elite) && elite >= 1 && elite <= population)) {
     throw new Error(`identifyContext: need iterations ≥ 1, population ≥ 2 and 1 ≤ elite ≤ population (got ${iterations}, ${population}, ${elite})`);
   }
@@ -84,16 +94,22 @@ export async function identifyContext(model: EnsembleModel, episodes: readonly D
 
   const start = Float32Array.from(model.context, (v, j) => clamp(v, j));
   const startNll = await nllAt(start);
-  let best: { ctx: Float32Array; nll: number } = { ctx: start, nll: startNll };
+  const half = Float64Array.from({ length: c }, (_, j) => Math.max((hi[j]! - lo[j]!) / 2, 1e-12));
+  const pull = (ctx: Float32Array) => (prior === 0 ? 0 : (prior * startNll * ctx.reduce((a, v, j) => a + ((v - start[j]!) / half[j]!) ** 2, 0)) / c);
+  const score = async (ctx: Float32Array) => {
+    const fit = await nllAt(ctx);
+    return { ctx, fit, nll: fit + pull(ctx) };
+  };
+  let best: { ctx: Float32Array; fit: number; nll: number } = { ctx: start, fit: startNll, nll: startNll };
   const mean = Float64Array.from(start);
   const sd = Float64Array.from({ length: c }, (_, j) => (hi[j]! - lo[j]!) / 4);
   const rng = new Rng(opts.seed ?? 0);
   let evaluations = 1;
   for (let it = 0; it < iterations; it++) {
-    const scored: Array<{ ctx: Float32Array; nll: number }> = [best];
+    const scored: Array<{ ctx: Float32Array; fit: number; nll: number }> = [best];
     for (let k = 0; k < population; k++) {
       const ctx = Float32Array.from({ length: c }, (_, j) => clamp(mean[j]! + sd[j]! * rng.normal(), j));
-      scored.push({ ctx, nll: await nllAt(ctx) });
+      scored.push(await score(ctx));
       evaluations++;
     }
     scored.sort((a, b) => a.nll - b.nll);
@@ -107,7 +123,7 @@ export async function identifyContext(model: EnsembleModel, episodes: readonly D
       sd[j] = Math.max(Math.sqrt(v), (hi[j]! - lo[j]!) / 100);
     }
   }
-  return { context: best.ctx, loss: best.nll, startLoss: startNll, evaluations };
+  return { context: best.ctx, loss: best.nll, fit: best.fit, startLoss: startNll, evaluations };
 }
 
 /**
