@@ -24,7 +24,7 @@ import { DEFAULT_PRETRAIN } from '../wmrl/sim-setup.js';
 import { DEFAULT_WMRL } from '../wmrl/train_wmrl.js';
 import type { CorrectorConfig } from '../wmrl/corrector.js';
 import { ModelEnv } from '../worldmodel/index.js';
-import { ANCHORS_PER_UPDATE, CHOSEN_ON_VALIDATION, CORE_VARIANTS, GRIDS, IMAGINED, LR_GRID, SETTING_OF, SETTING_VARIANTS, MEASURE_BLOCK, PROFILE, SETUP_MODULE, SIZES, armOf, START_BLOCK, SeedSetup, cellOptions, planVariants, promptBlock, trainVariant, variantKeySpecs, variants, type StartCell, type VariantCell, type VariantName } from './cells/embodied.js';
+import { ANCHORS_PER_UPDATE, CHOSEN_ON_VALIDATION, CORE_VARIANTS, GRIDS, IMAGINED, MEASURE_BLOCK, PROFILE, SETUP_MODULE, SIZES, armOf, START_BLOCK, SeedSetup, cellOptions, planVariants, promptBlock, trainVariant, variantKeySpecs, variants, type StartCell, type VariantCell, type VariantName } from './cells/embodied.js';
 import { CACHE_ROOT, defineSplits, evaluateCell, protocolKeys, protocolRun, type BenchProtocol, type ProtocolKeys, type SplitName } from './lib/protocol.js';
 import { fmt, median, type BenchOptions, type BenchReport, type Series } from './lib/report.js';
 import { formatInterval, formatSpeedup, hierarchicalBootstrap, pairedDifference, perSeedTable, speedups, verdict, type Interval, type SpeedupSummary } from './lib/stats.js';
@@ -82,9 +82,7 @@ const label = (v: CellVariant) => (v === 'bc' ? 'behaviour-cloned start' : varia
 const BASELINES = ['standard', 'anchors_only', 'pure_wm'] as const;
 /** The plan's variants trained from the start (every cell but 'bc'), and those of them beyond WMRL's arms and the core baselines. */
 const trained = (p: Plan) => p.variants.filter((v) => v !== 'bc');
-const tuned = (p: Plan) => trained(p).filter((v) => !(CORE_VARIANTS as readonly string[]).includes(v) && !SETTING_VARIANTS.includes(v));
-/** WMRL's own settings tried on validation (the policy steps of the calibrated arms). */
-const settings = (p: Plan) => trained(p).filter((v) => SETTING_VARIANTS.includes(v));
+const tuned = (p: Plan) => trained(p).filter((v) => !(CORE_VARIANTS as readonly string[]).includes(v));
 /** Variants with the Corrector, whose corrections the report follows. */
 const CORRECTED = ['full', 'full_active', 'debias', 'denoise'] as const;
 /** A robot-only variant: trained on the robot alone, the world model neither imagining nor calibrating for it. */
@@ -344,14 +342,7 @@ export function analyse(p: Plan, task: string, cells: ReadonlyMap<string, Embodi
   const kept = (v: VariantName) => seeds.map((s) => cell(s, v).keptUpdate);
   const measureHours = (v: VariantName) => seeds.map((s) => cell(s, v).measure.robotHours);
   const harm = (v: VariantName) => seeds.map((s) => doNoHarm(cell(s, v)));
-  // WMRL's settings on validation: each against its own arm at the arms' step, and full WMRL against calibrated GRPO at the same step (paired).
-  const present = (p.variants as readonly string[]).filter((v) => SETTING_OF[v]);
-  const settingMinusArm = Object.fromEntries(present.map((v) => [v, pairedDifference(outcomes(v), outcomes(SETTING_OF[v]!.arm))])) as Record<string, Interval>;
-  const fullMinusCalAt = Object.fromEntries(LR_GRID.flatMap((lr) => {
-    const [f, g] = (['full', 'standard_cal'] as const).map((arm) => present.find((v) => SETTING_OF[v]!.arm === arm && SETTING_OF[v]!.lr === lr));
-    return f && g ? [[lr, pairedDifference(outcomes(f), outcomes(g))]] : [];
-  })) as Record<number, Interval>;
-  return { task, seeds, start, cell, outcomes, success, score, minusFull, activeMinusFull, standardGain, level, hasLevel, curve, hoursTo, speed, noLevel, corr, hours, kept, measureHours, harm, settingMinusArm, fullMinusCalAt, best, hasBestLevel, speedBest };
+  return { task, seeds, start, cell, outcomes, success, score, minusFull, activeMinusFull, standardGain, level, hasLevel, curve, hoursTo, speed, noLevel, corr, hours, kept, measureHours, harm, best, hasBestLevel, speedBest };
 }
 type Analysis = ReturnType<typeof analyse>;
 
@@ -394,10 +385,10 @@ function summarize(p: Plan, a: Analysis, run: RunInfo, named: boolean) {
     `Corrections in full WMRL, the headline arm (from its run rows): anchor groups per update ${fmt(median(fullCorr.map((x) => x.anchorsPerUpdate)), 2)} (share of the update's groups ${fmt(median(fullCorr.map((x) => x.anchorShare)), 2)}, median over seeds); the denoiser's anchor weight at the last update, per seed, ${fullCorr.map((x) => fmt(x.weightEnd, 2)).join(' / ')} (1 = anchors not up-weighted); the first update whose world-model scores a debias map calibrated, per seed, ${fullCorr.map((x) => (x.mapFrom === null ? 'never' : x.mapFrom)).join(' / ')} (the map is fitted at ${minPairs} anchor pairs, and with the map on the denoiser measures the world model's disagreement only once the map is fitted). ` +
       `${acted(seeds, neverDenoised, 'The denoiser', 'full WMRL ran without Inverse-Variance Denoising')}; ${acted(seeds, neverMapped, 'the debias map', 'full WMRL ran without a calibrated world model')}. ` +
       `Closed-loop agreement of imagined with real returns in full WMRL's anchor groups (each group imagined again from its episodes' own first observations under the noise they acted with; the mean within-group Spearman over the run's anchor groups), per seed: ${agreeWmrl.map((x) => fmt(x, 2)).join(' / ')}; the robot's own repeatability (the clone's groups run twice on the robot's sim under other sensor noise and jitter, the same policy noise), per seed: ${repeat.map((x) => fmt(x, 2)).join(' / ')} — the most an agreement can reach.`,
-    ...(settings(p).length ? [`Settings tried on validation for the arms that post-train the calibrated clone, full WMRL and standard GRPO from it alike: the policy's Adam step ${LR_GRID.map((x) => x.toExponential()).join(' / ')} against the arms' ${POST_TRAIN_LR.calibrated.toExponential()} (success [95% CI]; the setting − its arm at the arms' step, paired; robot hours at the end, median): ${settings(p).map((v) => `${label(v)} ${iv(v)}; − ${SETTING_OF[v]!.arm} ${formatInterval(a.settingMinusArm[v]!)} (${said(a.settingMinusArm[v]!, 'the setting')}); ${fmt(median(a.hours(v)), 3)} h`).join(' — ')}. Full WMRL − standard GRPO from the calibrated clone at the same step (paired): ${Object.entries(a.fullMinusCalAt).map(([lr, d]) => `${Number(lr).toExponential()} ${formatInterval(d)} (${said(d, 'full WMRL')})`).join('; ')}.`] : []),
     ...(tuned(p).length ? [`Robot-only baselines, each from the same start on the same robot with the same robot accounting (success [95% CI]; full WMRL − it, paired; robot hours at the end, median): ${tuned(p).map((v) => `${label(v)} ${iv(v)}; ${diff(v)}; ${fmt(median(a.hours(v)), 3)} h`).join(' — ')}.${rlpdBudget(p)}`] : []),
     `Every trained variant hands back the parameters of its best evaluation by its own measurement (keep-best: a later evaluation replaces the kept one where it measures higher; wmrl/keep-best.ts): ${c.measureEpisodes} episodes of the mean action on the robot from train-split start states (from ${MEASURE_BLOCK * START_BLOCK}, the same at every evaluation), at the start and at every evaluation, charged to the robot clock like every robot episode, so every robot-hour figure here includes them (full WMRL's measurement ${fmt(median(a.measureHours('full')), 3)} h of its ${fmt(median(a.hours('full')), 3)} h, standard GRPO's ${fmt(median(a.measureHours('standard')), 3)} h of ${fmt(median(a.hours('standard')), 3)} h, medians over seeds). The split's start states never choose: the success figures and curves are the handed-back policy's. The start was handed back on ${trained(p).map((v) => `${v} ${a.kept(v).filter((k) => k === 0).length}`).join(', ')} of ${seeds.length} seed${seeds.length === 1 ? '' : 's'}; the update handed back per seed is in the table.`,
-    `Do no harm (the handed-back policy against the policy its trainer started from — the calibrated clone where the variant calibrates — on the split's ${c.evalEpisodes} states; harmed: lower by more than the evaluation noise, an exact one-sided sign test at 2.5% on the states where the two disagree): ${harmed.length ? `harmed on ${harmed.map(([v, ss]) => `${v} (seed${ss.length > 1 ? 's' : ''} ${ss.join(', ')})`).join(', ')}` : 'no variant harmed its start on any seed'}; the worst seed's difference per variant: ${trained(p).map((v) => `${v} ${fmt(Math.min(...a.harm(v).map((x) => x.diff)), 2)}`).join(', ')}. Where a run handed back its start the difference is 0 by keep-best; what the updates themselves did is the per-seed table's "last".`,
+    `The arms that post-train the calibrated clone (WMRL's and standard GRPO from it) take the product's policy step ${POST_TRAIN_LR.calibrated.toExponential()} (recipes/options.ts POST_TRAIN_LR, chosen on validation: docs/decisions.md). ` +
+      `Do no harm (the handed-back policy against the policy its trainer started from — the calibrated clone where the variant calibrates — on the split's ${c.evalEpisodes} states; harmed: lower by more than the evaluation noise, an exact one-sided sign test at 2.5% on the states where the two disagree): ${harmed.length ? `harmed on ${harmed.map(([v, ss]) => `${v} (seed${ss.length > 1 ? 's' : ''} ${ss.join(', ')})`).join(', ')}` : 'no variant harmed its start on any seed'}; the worst seed's difference per variant: ${trained(p).map((v) => `${v} ${fmt(Math.min(...a.harm(v).map((x) => x.diff)), 2)}`).join(', ')}. Where a run handed back its start the difference is 0 by keep-best; what the updates themselves did is the per-seed table's "last".`,
     `One WMRL update's imagination (${t.rollouts} rollouts × ${t.horizon} steps, policy + ensemble fused, unfitted weights of the run's sizes) ran at ${fmt(t.imagineTps, 4)} transitions/s against ${fmt(t.simSps, 4)} raw MuJoCo control steps/s, measured alternately in this run: ${fmt(t.imagineTps / t.simSps)}×.`,
   ];
 
@@ -509,7 +500,6 @@ function summarize(p: Plan, a: Analysis, run: RunInfo, named: boolean) {
     robot_time_speedup_no_level: a.noLevel.length,
     robot_hours_ratio: median(a.hours('full').map((h, i) => h / a.hours('standard')[i]!)),
     start_kept_wmrl: a.kept('full').filter((k) => k === 0).length,
-    ...Object.fromEntries(settings(p).flatMap((v) => [[`final_success_${v}`, score[v]!.estimate], [`${v}_minus_arm`, a.settingMinusArm[v]!.estimate], [`${v}_minus_arm_lo`, a.settingMinusArm[v]!.lo], [`${v}_minus_arm_hi`, a.settingMinusArm[v]!.hi]])),
     harmed_runs: harmed.reduce((n, [, ss]) => n + ss.length, 0),
     harmed_runs_wmrl: a.harm('full').filter((x) => x.harmed).length,
     harm_worst_wmrl: Math.min(...a.harm('full').map((x) => x.diff)),
@@ -542,7 +532,7 @@ export function report(p: Plan, keys: ProtocolKeys, cells: ReadonlyMap<string, E
   parts.slice(1).forEach((part, i) => Object.entries(part.result).forEach(([k, v]) => { result[`${p.tasks[i + 1]!.replace('@', '_')}_${k}`] = v; }));
   result.imagine_tps_training = imagineS > 0 ? imagined / imagineS : 0;
   result.wall_min = run.wallS / 60;
-  const runLine = `${run.computed} of ${n} cells computed in this run, ${fmt(run.wallS / 60, 3)} min wall-clock; the rest reused from bench/.cache under their computation keys. The training runs' compute over all cells: ${fmt(cpu / 60, 3)} min (imagination during them: ${fmt(result.imagine_tps_training as number, 4)} transitions/s, under their load).`;
+  const runLine = `${run.computed} of ${n} cells computed in this run, ${fmt(run.wallS / 60, 3)} min wall-clock; the rest reused from bench/results/cells under their computation keys. The training runs' compute over all cells: ${fmt(cpu / 60, 3)} min (imagination during them: ${fmt(result.imagine_tps_training as number, 4)} transitions/s, under their load).`;
   const first = p.tasks[0]!;
   return {
     title: `Embodied WMRL: post-training on the ${[...new Set(p.tasks.map((a) => armOf(a).profile))].join(' and ')} robot${new Set(p.tasks.map((a) => armOf(a).profile)).size > 1 ? 's' : ''} (${[...new Set(p.tasks.map((a) => armOf(a).task))].join(' and ')}, ${p.split} split)`,

@@ -491,7 +491,7 @@ export function report(p: Plan, keys: ProtocolKeys, cells: VlaCells, run: RunInf
   }
   result.vla_p99_ms = Math.max(...p.tasks.map((t) => quantile(run.latency[t]!, 0.99)));
   result.wall_min = run.wallS / 60;
-  summary.push(`${run.computed} of ${n + p.tasks.length} cells computed in this run, ${fmt(run.wallS / 60, 3)} min wall-clock, ${SLOTS} worker processes; the rest reused from bench/.cache under the computation key. The cells' own wall-clock over all arms: ${fmt(wall / 60, 3)} min, their processes' CPU time ${fmt(cpu / 60, 3)} min.`);
+  summary.push(`${run.computed} of ${n + p.tasks.length} cells computed in this run, ${fmt(run.wallS / 60, 3)} min wall-clock, ${SLOTS} worker processes; the rest reused from bench/results/cells under the computation key. The cells' own wall-clock over all arms: ${fmt(wall / 60, 3)} min, their processes' CPU time ${fmt(cpu / 60, 3)} min.`);
   const first = analyses[0]!;
   return {
     title: `VLA post-training on the gap robot: behaviour cloning, sparse-only RL, dense-only RL, WMRL (${p.tasks.join(' and ')}, ${p.split} split)`,

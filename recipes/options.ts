@@ -11,7 +11,7 @@ export const CALIBRATE_EPISODES = 16;
  * wear down; chosen on bench embodied's validation split, docs/decisions.md) or the pretrained clone (a weak start it
  * must move; wmrl/sim-setup.ts POST_TRAIN_PG's).
  */
-export const POST_TRAIN_LR = { calibrated: 1e-3, uncalibrated: 1e-3 } as const;
+export const POST_TRAIN_LR = { calibrated: 1e-4, uncalibrated: 1e-3 } as const;
 /** The sim robot reports its last this many commands (sim/env.ts commandHistory) unless --command-history says otherwise: those in flight under actuation latency. */
 export const SIM_COMMAND_HISTORY = 4;
 

@@ -11,7 +11,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { EVAL_BLOCK, SPLITS, binomialUpperTail, cellKey, corrections, doNoHarm, filterPlan, filterProblem, plan, protocol, report, type EmbodiedCell, type Plan } from '../bench/embodied.js';
 import { protocolKeys, runKeySources, variantKey } from '../bench/lib/protocol.js';
 import { POST_TRAIN_LR } from '../recipes/options.js';
-import { CHOSEN, CORE_VARIANTS, LR_GRID, LR_STEPS, MEASURE_BLOCK, SETTING_VARIANTS, armOf, GRIDS, SETUP_MODULE, SIZES, START_BLOCK, SeedSetup, gridVariants, promptBlock, variantKeySpecs, variants, type CellOptions, type TunedFamily, type VariantCell, type VariantName } from '../bench/cells/embodied.js';
+import { CHOSEN, CORE_VARIANTS, MEASURE_BLOCK, armOf, GRIDS, SETUP_MODULE, SIZES, START_BLOCK, SeedSetup, gridVariants, promptBlock, variantKeySpecs, variants, type CellOptions, type TunedFamily, type VariantCell, type VariantName } from '../bench/cells/embodied.js';
 import * as grpo from '../bench/cells/embodied/grpo.js';
 import { repeatability, splitView, type EvaluationSeen, type TrainerInputs, type TrainerOutcome } from '../bench/cells/embodied/setup.js';
 import type { Policy } from '../policies/types.js';
@@ -101,20 +101,12 @@ describe('bench embodied: splits and keys', () => {
     for (const s of [...SPLITS.sets.seeds.train, ...v.seeds, ...t.seeds]) expect(promptBlock(s)).not.toBe(MEASURE_BLOCK);
     const pretrainTop = DEFAULT_PRETRAIN.daggerRounds * 100_000 + Math.max(...t.seeds, ...v.seeds) * 1000 + DEFAULT_PRETRAIN.bcEpisodes;
     expect(pretrainTop).toBeLessThan(measure[0]);
-    // The test split runs each tuned baseline's chosen grid point; validation every point, and WMRL's own settings.
+    // The test split runs each tuned baseline's chosen grid point; validation every point.
     const families = Object.keys(GRIDS) as TunedFamily[];
     expect(t.variants).toEqual(['bc', ...CORE_VARIANTS, ...families.map((f) => CHOSEN[f])]);
-    expect(v.variants).toEqual(['bc', ...CORE_VARIANTS, ...SETTING_VARIANTS, ...families.flatMap(gridVariants)]);
-    // Each step is its arm at another step, for full WMRL and calibrated standard GRPO alike; the arms take the product's.
+    expect(v.variants).toEqual(['bc', ...CORE_VARIANTS, ...families.flatMap(gridVariants)]);
+    // The arms that post-train the calibrated clone take the product's step.
     const all = variants(SIZES.full.prompts);
-    expect([...LR_GRID, POST_TRAIN_LR.calibrated].sort()).toEqual([...LR_STEPS].sort());
-    const name = (x: number) => x.toExponential().replace('+', '');
-    expect(SETTING_VARIANTS).toEqual([...LR_GRID.map((x) => `full_lr${name(x)}`), ...LR_GRID.map((x) => `standard_cal_lr${name(x)}`)]);
-    for (const x of LR_GRID) for (const arm of ['full', 'standard_cal']) {
-      const k = all[`${arm}_lr${name(x)}`]!;
-      expect(k.family).toBe(all[arm]!.family);
-      expect(k.options).toEqual({ ...all[arm]!.options, lr: x });
-    }
     for (const arm of ['full', 'debias', 'denoise', 'full_active', 'standard_cal']) expect(all[arm]!.options).toMatchObject({ lr: POST_TRAIN_LR.calibrated });
     expect('lr' in all.pure_wm!.options).toBe(false);
     for (const f of families) expect(gridVariants(f)).toContain(CHOSEN[f]);
@@ -126,7 +118,7 @@ describe('bench embodied: splits and keys', () => {
     expect(filterPlan(v, { seeds: [3, 1], variants: ['full', 'bc'] })).toEqual({ seeds: [1, 3], variants: ['bc', 'full'] });
     expect(filterPlan(v, {})).toEqual({ seeds: v.seeds, variants: v.variants });
     expect(() => filterPlan(v, { seeds: [100] })).toThrow(/--seeds 100: not among the validation split's seeds/);
-    expect(filterProblem(plan(base), { variants: ['full_lr1e-4'] })).toMatch(/--variants full_lr1e-4: not among the test split's variants/);
+    expect(filterProblem(plan(base), { variants: ['ppo_lr3e-4'] })).toMatch(/--variants ppo_lr3e-4: not among the test split's variants/);
     expect(filterProblem(plan({ ...base, quick: true }), { seeds: [0] })).toMatch(/a quick run caches nothing/);
   });
 
@@ -316,20 +308,6 @@ describe('bench embodied: report', () => {
     expect(binomialUpperTail(6, 6)).toBeCloseTo(1 / 64, 12);
     expect(binomialUpperTail(10, 0)).toBeCloseTo(1, 12);
     expect(() => doNoHarm(vcell(0.5, 1, { startOutcomes: [1] }))).toThrow(/1 start outcomes against 20/);
-  });
-
-  it("states each of WMRL's validation settings against its own arm, and full WMRL against calibrated GRPO at each step", () => {
-    // The settings' cells succeed on 7 of 20 states; full WMRL on 12 (6 on the second seed), calibrated GRPO on 10.
-    const v = 'full_lr1e-4', g = 'standard_cal_lr1e-4';
-    expect(r.result[`final_success_${v}`]).toBeCloseTo(0.35, 6);
-    expect(Number(r.result[`${v}_minus_arm`])).toBeCloseTo(0.35 - (0.6 * 4 + 0.3) / 5, 6);
-    expect(Number(r.result[`${g}_minus_arm`])).toBeCloseTo(0.35 - 0.5, 6);
-    expect(Number(r.result[`${v}_minus_arm_lo`])).toBeLessThanOrEqual(Number(r.result[`${v}_minus_arm`]));
-    expect(r.summary).toMatch(/Settings tried on validation .*full WMRL, policy step 1e-4 0\.35 \[[^\]]+\]; − full /);
-    expect(r.summary).toMatch(/Full WMRL − standard GRPO from the calibrated clone at the same step \(paired\): 1e-4 [^;]*\(no difference shown\); 3e-4 /);
-    // The test split runs no setting, so says none.
-    const t = plan(base);
-    expect(report(t, { compute: 'c', report: 'k' }, cells(t, t.seeds[1]!, t.seeds[2]!), { wallS: 1, computed: 0, throughput }).summary).not.toContain('Settings tried on validation');
   });
 
   it('refuses a report with a cell missing, naming it', () => {

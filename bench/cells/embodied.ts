@@ -75,22 +75,8 @@ export const gridVariants = (family: TunedFamily): string[] => (Object.values(GR
 export const CHOSEN: Readonly<Record<TunedFamily, string>> = { ppo: point('ppo', 1e-3), rlpd: point('rlpd', 3e-4), bc_more: point('bc_more', 10) };
 export const CHOSEN_ON_VALIDATION = false;
 
-/** The policy steps (Adam's learning rate) tried on validation for the arms that post-train the calibrated clone. */
-export const LR_STEPS = [1e-4, 3e-4, 1e-3] as const;
-/**
- * The steps other than the arms' own (the product's, recipes/options.ts POST_TRAIN_LR.calibrated), tried on validation
- * for full WMRL and standard GRPO from the calibrated clone alike: `full_lr<x>`, `standard_cal_lr<x>`.
- */
-export const LR_GRID: readonly number[] = LR_STEPS.filter((x) => x !== POST_TRAIN_LR.calibrated);
-const lrName = (x: number) => x.toExponential().replace('+', '');
-/** The validation-only variants of WMRL's own settings, by name: each step for full WMRL and for calibrated standard GRPO, and the arm it is a setting of. */
-export const SETTING_OF: Readonly<Record<string, { arm: 'full' | 'standard_cal'; lr: number }>> = Object.fromEntries(
-  (['full', 'standard_cal'] as const).flatMap((arm) => LR_GRID.map((lr) => [`${arm}_lr${lrName(lr)}`, { arm, lr }])),
-);
-export const SETTING_VARIANTS: readonly string[] = Object.keys(SETTING_OF);
-
-/** Every variant the registry declares: WMRL's arms, the core baselines, WMRL's validation settings, every grid point. */
-export const VARIANT_NAMES: readonly string[] = [...CORE_VARIANTS, ...SETTING_VARIANTS, ...(Object.keys(GRIDS) as TunedFamily[]).flatMap(gridVariants)];
+/** Every variant the registry declares: WMRL's arms, the core baselines, every grid point. */
+export const VARIANT_NAMES: readonly string[] = [...CORE_VARIANTS, ...(Object.keys(GRIDS) as TunedFamily[]).flatMap(gridVariants)];
 export type VariantName = string;
 
 /**
@@ -120,8 +106,9 @@ export function variants(B: number, scale: 'full' | 'quick' = 'full'): Record<st
   // WMRL's arms with a robot calibrate first (the product's recipe); the pure world model has no robot to calibrate on.
   const calibrate = { episodes: CALIBRATE_EPISODES, quick: scale === 'quick' };
   const g = (label: string, prompts: number): Variant => ({ label, prompts, family: 'grpo', options: { prompts } });
-  const w = (label: string, corrector: CorrectorConfig | false, lr: number = POST_TRAIN_LR.calibrated): Variant => ({ label, prompts: imagined, family: 'wmrl', options: { prompts: imagined, corrector, ...(corrector ? { calibrate, lr } : {}) } });
-  const standardCal = (label: string, lr: number = POST_TRAIN_LR.calibrated): Variant => ({ label, prompts: B, family: 'grpo_cal', options: { prompts: B, calibrate, lr } });
+  const lr = POST_TRAIN_LR.calibrated;
+  const w = (label: string, corrector: CorrectorConfig | false): Variant => ({ label, prompts: imagined, family: 'wmrl', options: { prompts: imagined, corrector, ...(corrector ? { calibrate, lr } : {}) } });
+  const standardCal = (label: string): Variant => ({ label, prompts: B, family: 'grpo_cal', options: { prompts: B, calibrate, lr } });
   return {
     standard: g('standard GRPO on the robot', B),
     standard_cal: standardCal('standard GRPO on the robot, from the calibrated clone'),
@@ -131,10 +118,6 @@ export function variants(B: number, scale: 'full' | 'quick' = 'full'): Record<st
     denoise: w('+ denoise', correctorConfig({ debias: false }, base)),
     full: w('full WMRL', base),
     full_active: w('full WMRL, active anchors', correctorConfig({ anchors: { mode: 'active' } }, base)),
-    ...Object.fromEntries(LR_GRID.flatMap((x): Array<[string, Variant]> => [
-      [`full_lr${lrName(x)}`, w(`full WMRL, policy step ${lrName(x)}`, base, x)],
-      [`standard_cal_lr${lrName(x)}`, standardCal(`standard GRPO from the calibrated clone, policy step ${lrName(x)}`, x)],
-    ])),
     ...Object.fromEntries(GRIDS.ppo.lr.map((lr): [string, Variant] => [point('ppo', lr), { label: `PPO, learned value baseline (lr ${lr.toExponential()})`, prompts: B, family: 'ppo', options: { prompts: B, lr } }])),
     ...Object.fromEntries(GRIDS.rlpd.lr.map((lr): [string, Variant] => [point('rlpd', lr), { label: `RLPD / HIL-SERL-style SAC (lr ${lr.toExponential()})`, prompts: B, family: 'rlpd', options: { prompts: B, lr, ...RLPD_BUDGET[scale] } }])),
     ...Object.fromEntries(GRIDS.bc_more.ep.map((epochs): [string, Variant] => [point('bc_more', epochs), { label: `BC, more demonstrations at the same robot time (${epochs} epochs)`, prompts: B, family: 'bc_more', options: { prompts: B, epochs } }])),
@@ -144,7 +127,7 @@ export function variants(B: number, scale: 'full' | 'quick' = 'full'): Record<st
 /** The variants a split runs, in report order. */
 export function planVariants(split: 'train' | 'validation' | 'test'): string[] {
   const families = Object.keys(GRIDS) as TunedFamily[];
-  return [...CORE_VARIANTS, ...(split === 'validation' ? SETTING_VARIANTS : []), ...families.flatMap((f) => (split === 'validation' ? gridVariants(f) : [CHOSEN[f]]))];
+  return [...CORE_VARIANTS, ...families.flatMap((f) => (split === 'validation' ? gridVariants(f) : [CHOSEN[f]]))];
 }
 
 /** What every cell of a run depends on besides its code (sharedOptions), checked against the variants' prompts. */

@@ -14,8 +14,8 @@ import { RESULTS_DIR, type BenchOptions } from './report.js';
 
 /** The repository's root folder. */
 export const REPO_ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..');
-/** Cached cells (git-ignored): bench/.cache/<bench>/<computation key>/… */
-export const CACHE_ROOT = join(REPO_ROOT, 'bench', '.cache');
+/** Cached cells, committed so a full run spans checkouts: bench/results/cells/<bench>/<computation key>/… */
+export const CACHE_ROOT = join(REPO_ROOT, 'bench', 'results', 'cells');
 
 export class ProtocolError extends Error {
   override name = 'ProtocolError';
@@ -296,7 +296,7 @@ export interface ProtocolRun<S extends Record<string, SplitSets>> {
 
 /**
  * A protocol run of a benchmark at its computation keys (one key for every cell, or ProtocolKeys with per-variant
- * keys), with the default cache (bench/.cache) and ledger (bench/results/ledger.jsonl).
+ * keys), with the default cache (bench/results/cells) and ledger (bench/results/ledger.jsonl).
  */
 export function protocolRun<S extends Record<string, SplitSets>>(splits: Splits<S>, keys: string | Pick<ProtocolKeys, 'compute' | 'variants'>, opts: { relook?: boolean; seedKind?: keyof S & string; cacheRoot?: string; ledger?: Ledger } = {}): ProtocolRun<S> {
   const k = typeof keys === 'string' ? { compute: keys } : keys;
