@@ -219,7 +219,8 @@ describe('bench embodied: report', () => {
       expect(Number(r.result[`wmrl_minus_${name}`])).toBeCloseTo(0.54 - 0.35, 6);
     }
     expect(r.summary).toContain('Robot-only baselines, each from the same start');
-    expect(r.summary).toContain("RLPD ran 0.5 critic updates per robot step with 2 critics of 128×128: the compute this machine affords, far below RLPD's 20");
+    const rlpd = variants(8)['rlpd_lr3e-4']!.options as { utd: number };
+    expect(r.summary).toContain(`RLPD ran ${rlpd.utd} critic updates per robot step with 2 critics of 128×128: the compute this machine affords, far below RLPD's 20`);
     expect(r.rows.map((row) => row[0])).toContain(variants(8)['ppo_lr1e-3']?.label ?? 'missing');
   });
 

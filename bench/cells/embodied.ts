@@ -81,11 +81,11 @@ export type VariantName = string;
 
 /**
  * RLPD's learner budget on this machine: critic updates per robot step, the critic ensemble (HIL-SERL's two), their
- * width, warm-up updates on the demonstrations; a cell then costs about two of standard GRPO's (docs/decisions.md).
- * A quick run's is a smoke test.
+ * width, warm-up updates on the demonstrations: what the validation and test runs' 2 cores afford (docs/decisions.md,
+ * 2026-12-07: at 0.5 a reach cell took 35 minutes). A quick run's is a smoke test.
  */
 const RLPD_BUDGET = {
-  full: { utd: 0.5, critics: 2, criticHidden: [128, 128], warmupSteps: 1000 },
+  full: { utd: 0.1, critics: 2, criticHidden: [128, 128], warmupSteps: 1000 },
   quick: { utd: 0.02, critics: 2, criticHidden: [32, 32], warmupSteps: 20 },
 };
 
