@@ -24,7 +24,7 @@ import { DEFAULT_PRETRAIN } from '../wmrl/sim-setup.js';
 import { DEFAULT_WMRL } from '../wmrl/train_wmrl.js';
 import type { CorrectorConfig } from '../wmrl/corrector.js';
 import { ModelEnv } from '../worldmodel/index.js';
-import { ANCHORS_PER_UPDATE, CHOSEN_ON_VALIDATION, CORE_VARIANTS, GRIDS, IMAGINED, MEASURE_BLOCK, PROFILE, SETUP_MODULE, SIZES, armOf, START_BLOCK, SeedSetup, cellOptions, planVariants, promptBlock, trainVariant, variantKeySpecs, variants, type StartCell, type VariantCell, type VariantName } from './cells/embodied.js';
+import { ANCHORS_PER_UPDATE, CHOSEN, CHOSEN_ON_VALIDATION, CORE_VARIANTS, GRIDS, IMAGINED, MEASURE_BLOCK, PROFILE, SETUP_MODULE, SIZES, armOf, START_BLOCK, SeedSetup, cellOptions, gridVariants, planVariants, promptBlock, trainVariant, variantKeySpecs, variants, type StartCell, type TunedFamily, type VariantCell, type VariantName } from './cells/embodied.js';
 import { CACHE_ROOT, defineSplits, evaluateCell, protocolKeys, protocolRun, type BenchProtocol, type ProtocolKeys, type SplitName } from './lib/protocol.js';
 import { fmt, median, type BenchOptions, type BenchReport, type Series } from './lib/report.js';
 import { formatInterval, formatSpeedup, hierarchicalBootstrap, pairedDifference, perSeedTable, speedups, verdict, type Interval, type SpeedupSummary } from './lib/stats.js';
@@ -354,6 +354,18 @@ function rlpdBudget(p: Plan): string {
   return ` RLPD ran ${o.utd} critic updates per robot step with ${o.critics} critics of ${o.criticHidden.join('×')}: the compute this machine affords, far below RLPD's 20 updates per step (docs/decisions.md).`;
 }
 
+/** On validation, each tuned family's grid point of the highest mean success on this task: what `CHOSEN` is to name, read beside the other task's. */
+function bestPoints(p: Plan, score: Readonly<Record<string, Interval>>): string {
+  if (p.split !== 'validation') return '';
+  const best = (Object.keys(GRIDS) as TunedFamily[]).flatMap((f) => {
+    const points = gridVariants(f).filter((v) => score[v]);
+    if (!points.length) return [];
+    const top = points.reduce((a, b) => (score[b]!.estimate > score[a]!.estimate ? b : a));
+    return [`${f} ${top} (${fmt(score[top]!.estimate, 3)}; ${points.filter((v) => v !== top).map((v) => `${v} ${fmt(score[v]!.estimate, 3)}`).join(', ')})`];
+  });
+  return best.length ? ` Each family's grid point of the highest mean success on this task (what \`CHOSEN\` is to name, read beside the other task's; ties keep the first): ${best.join('; ')}; \`CHOSEN\` now: ${Object.values(CHOSEN).join(', ')}${CHOSEN_ON_VALIDATION ? ' (chosen on validation)' : ' (not yet chosen on validation)'}.` : '';
+}
+
 /** One task's summary sentences, table rows, per-seed tables, plot lines and RESULT figures. */
 function summarize(p: Plan, a: Analysis, run: RunInfo, named: boolean) {
   const { task, seeds, score, minusFull, speed, corr } = a;
@@ -385,7 +397,7 @@ function summarize(p: Plan, a: Analysis, run: RunInfo, named: boolean) {
     `Corrections in full WMRL, the headline arm (from its run rows): anchor groups per update ${fmt(median(fullCorr.map((x) => x.anchorsPerUpdate)), 2)} (share of the update's groups ${fmt(median(fullCorr.map((x) => x.anchorShare)), 2)}, median over seeds); the denoiser's anchor weight at the last update, per seed, ${fullCorr.map((x) => fmt(x.weightEnd, 2)).join(' / ')} (1 = anchors not up-weighted); the first update whose world-model scores a debias map calibrated, per seed, ${fullCorr.map((x) => (x.mapFrom === null ? 'never' : x.mapFrom)).join(' / ')} (the map is fitted at ${minPairs} anchor pairs, and with the map on the denoiser measures the world model's disagreement only once the map is fitted). ` +
       `${acted(seeds, neverDenoised, 'The denoiser', 'full WMRL ran without Inverse-Variance Denoising')}; ${acted(seeds, neverMapped, 'the debias map', 'full WMRL ran without a calibrated world model')}. ` +
       `Closed-loop agreement of imagined with real returns in full WMRL's anchor groups (each group imagined again from its episodes' own first observations under the noise they acted with; the mean within-group Spearman over the run's anchor groups), per seed: ${agreeWmrl.map((x) => fmt(x, 2)).join(' / ')}; the robot's own repeatability (the clone's groups run twice on the robot's sim under other sensor noise and jitter, the same policy noise), per seed: ${repeat.map((x) => fmt(x, 2)).join(' / ')} — the most an agreement can reach.`,
-    ...(tuned(p).length ? [`Robot-only baselines, each from the same start on the same robot with the same robot accounting (success [95% CI]; full WMRL − it, paired; robot hours at the end, median): ${tuned(p).map((v) => `${label(v)} ${iv(v)}; ${diff(v)}; ${fmt(median(a.hours(v)), 3)} h`).join(' — ')}.${rlpdBudget(p)}`] : []),
+    ...(tuned(p).length ? [`Robot-only baselines, each from the same start on the same robot with the same robot accounting (success [95% CI]; full WMRL − it, paired; robot hours at the end, median): ${tuned(p).map((v) => `${label(v)} ${iv(v)}; ${diff(v)}; ${fmt(median(a.hours(v)), 3)} h`).join(' — ')}.${rlpdBudget(p)}${bestPoints(p, score)}`] : []),
     `Every trained variant hands back the parameters of its best evaluation by its own measurement (keep-best: a later evaluation replaces the kept one where it measures higher; wmrl/keep-best.ts): ${c.measureEpisodes} episodes of the mean action on the robot from train-split start states (from ${MEASURE_BLOCK * START_BLOCK}, the same at every evaluation), at the start and at every evaluation, charged to the robot clock like every robot episode, so every robot-hour figure here includes them (full WMRL's measurement ${fmt(median(a.measureHours('full')), 3)} h of its ${fmt(median(a.hours('full')), 3)} h, standard GRPO's ${fmt(median(a.measureHours('standard')), 3)} h of ${fmt(median(a.hours('standard')), 3)} h, medians over seeds). The split's start states never choose: the success figures and curves are the handed-back policy's. The start was handed back on ${trained(p).map((v) => `${v} ${a.kept(v).filter((k) => k === 0).length}`).join(', ')} of ${seeds.length} seed${seeds.length === 1 ? '' : 's'}; the update handed back per seed is in the table.`,
     `The arms that post-train the calibrated clone (WMRL's and standard GRPO from it) take the product's policy step ${POST_TRAIN_LR.calibrated.toExponential()} (recipes/options.ts POST_TRAIN_LR, chosen on validation: docs/decisions.md). ` +
       `Do no harm (the handed-back policy against the policy its trainer started from — the calibrated clone where the variant calibrates — on the split's ${c.evalEpisodes} states; harmed: lower by more than the evaluation noise, an exact one-sided sign test at 2.5% on the states where the two disagree): ${harmed.length ? `harmed on ${harmed.map(([v, ss]) => `${v} (seed${ss.length > 1 ? 's' : ''} ${ss.join(', ')})`).join(', ')}` : 'no variant harmed its start on any seed'}; the worst seed's difference per variant: ${trained(p).map((v) => `${v} ${fmt(Math.min(...a.harm(v).map((x) => x.diff)), 2)}`).join(', ')}. Where a run handed back its start the difference is 0 by keep-best; what the updates themselves did is the per-seed table's "last".`,

@@ -222,6 +222,14 @@ describe('bench embodied: report', () => {
     const rlpd = variants(8)['rlpd_lr3e-4']!.options as { utd: number };
     expect(r.summary).toContain(`RLPD ran ${rlpd.utd} critic updates per robot step with 2 critics of 128×128: the compute this machine affords, far below RLPD's 20`);
     expect(r.rows.map((row) => row[0])).toContain(variants(8)['ppo_lr1e-3']?.label ?? 'missing');
+    // Each family's best grid point on this validation run: tied points keep the first; a higher one is named.
+    expect(r.summary).toContain("grid point of the highest mean success on this task (what `CHOSEN` is to name, read beside the other task's; ties keep the first): ppo ppo_lr3e-4 (0.35; ppo_lr1e-3 0.35)");
+    const m = cells(p, second, third);
+    for (const s of p.seeds) m.set(cellKey(p.tasks[0]!, s, 'rlpd_lr3e-4'), vcell(0.45, 1));
+    expect(report(p, { compute: 'c', report: 'k' }, m, { wallS: 60, computed: 3, throughput }).summary).toContain('rlpd rlpd_lr3e-4 (0.45; rlpd_lr1e-4 0.35)');
+    // The test split runs the chosen points alone and names no best.
+    const t = plan(base);
+    expect(report(t, { compute: 'c', report: 'k' }, cells(t, t.seeds[1]!, t.seeds[2]!), { wallS: 1, computed: 0, throughput }).summary).not.toContain('grid point of the highest');
   });
 
   it("states the calibration, and the issue's headline figures against the best robot-only baseline", () => {
