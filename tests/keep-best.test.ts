@@ -1,6 +1,6 @@
 // Do no harm (wmrl/keep-best.ts): every embodied trainer with an evaluation measures its starting policy before update
-// 1 and hands back the parameters of its best evaluation, the start's included, ties to the earlier — also across a
-// resume; an evaluation on the robot itself is charged to the robot clock and recorded; the reward-hacking alarm, once
+// 1 and hands back the parameters of its latest evaluation unless its best (the start's included) measured higher by
+// more than one standard error, or under prefer 'best' its best, ties to the earlier — also across a resume; an evaluation on the robot itself is charged to the robot clock and recorded; the reward-hacking alarm, once
 // raised, keeps WMRL's imagined groups out of the updates after it until it clears.
 import { mkdirSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -85,23 +85,31 @@ describe('the trainers keep the best evaluation (reach on the gap robot, a rando
       }
     });
 
-  it('standard GRPO: the start is measured before update 1; updates measured worse leave the start\'s parameters', async () => {
+  it('standard GRPO: the start is measured before update 1; an update within the noise of the best is kept, one below it is not', async () => {
     const p = policy();
     const { evaluate, seen } = scripted(p, [0.75, 0.5, 0.25]);
     const st = await standard('worse', p, evaluate);
     expect(st.start).toEqual({ update: 0, success: 0.75, meanReturn: -0.75, episodes: 4, se: successSe(0.75, 4) });
     expect(same(seen[0]!, start)).toBe(true);
-    expect(st.rows.map((r) => [r.evalSuccess, r.keptUpdate])).toEqual([[0.5, 0], [0.25, 0]]);
+    // 0.5 is within one standard error (≈ 0.33) of the start's 0.75 and kept; 0.25 is not (≈ 0.31), so the start is.
+    expect(st.rows.map((r) => [r.evalSuccess, r.keptUpdate])).toEqual([[0.5, 1], [0.25, 0]]);
     expect(st.kept).toEqual(st.start);
+    expect(st.best).toEqual(st.start);
     // The updates moved the policy, and the run handed back the one it started from.
     expect(same(seen[2]!, start)).toBe(false);
     expect(same(params(p), start)).toBe(true);
   }, 30_000);
 
-  it('standard GRPO: a better update is kept, a later tie is not; keepBest false hands back the last update\'s', async () => {
+  it('standard GRPO: a later tie is kept by default; prefer best keeps the better update, not a later tie; keepBest false hands back the last update\'s', async () => {
+    const latest = policy();
+    const l = scripted(latest, [0.25, 0.5, 0.5]);
+    const sl = await standard('latest', latest, l.evaluate);
+    expect(sl.rows.map((r) => r.keptUpdate)).toEqual([1, 2]);
+    expect(same(params(latest), l.seen[2]!)).toBe(true);
+
     const p = policy();
     const { evaluate, seen } = scripted(p, [0.25, 0.5, 0.5]);
-    const st = await standard('better', p, evaluate);
+    const st = await standard('better', p, evaluate, { keepBest: { prefer: 'best', margin: 0 } });
     expect(st.rows.map((r) => r.keptUpdate)).toEqual([1, 1]);
     expect(st.kept).toMatchObject({ update: 1, success: 0.5 });
     expect(same(seen[1]!, seen[2]!)).toBe(false);
@@ -115,20 +123,34 @@ describe('the trainers keep the best evaluation (reach on the gap robot, a rando
     expect(same(params(off), start)).toBe(false);
   }, 30_000);
 
-  it('a resumed run keeps what it kept before the interruption, from its folder', async () => {
+  it('a resumed run keeps what it kept before the interruption, and falls back to the best it measured then, from its folder', async () => {
     const out = join(dir, 'resume');
     mkdirSync(out);
     const first = policy();
-    await standard('resume-a', first, scripted(first, [0.75, 0.5]).evaluate, { updates: 1 }, { outDir: out });
-    expect(readdirSync(out).filter((f) => f.startsWith('kept-'))).toEqual(['kept-0.safetensors']);
-    // A fresh process: the policy from the checkpoint (the update's), the kept parameters from their file.
+    const a = scripted(first, [0.75, 0.5]);
+    await standard('resume-a', first, a.evaluate, { updates: 1 }, { outDir: out });
+    // Update 1 is kept (within the noise of the start), the start is the best: both on disk.
+    expect(readdirSync(out).filter((f) => f.startsWith('kept-')).sort()).toEqual(['kept-0.safetensors', 'kept-1.safetensors']);
+    // A fresh process: the policy from the checkpoint (the update's), the kept and best parameters from their files.
     const again = policy();
     const { evaluate, seen } = scripted(again, [0.25]);
     const st = await standard('resume-b', again, evaluate, { updates: 2 }, { outDir: out, resume: true });
     expect(seen).toHaveLength(1);
-    expect(st.rows.map((r) => r.keptUpdate)).toEqual([0, 0]);
+    expect(st.rows.map((r) => r.keptUpdate)).toEqual([1, 0]);
     expect(same(params(again), start)).toBe(true);
-    expect(readdirSync(out).filter((f) => f.startsWith('kept-'))).toEqual(['kept-0.safetensors']);
+    expect(readdirSync(out)).toContain('kept-0.safetensors');
+
+    // prefer best: only the best evaluation's file.
+    const out2 = join(dir, 'resume-best');
+    mkdirSync(out2);
+    const third = policy();
+    await standard('resume-c', third, scripted(third, [0.75, 0.5]).evaluate, { updates: 1, keepBest: { prefer: 'best', margin: 0 } }, { outDir: out2 });
+    expect(readdirSync(out2).filter((f) => f.startsWith('kept-'))).toEqual(['kept-0.safetensors']);
+  }, 30_000);
+
+  it('refuses a keep rule it does not know, naming it', async () => {
+    const p = policy();
+    await expect(standard('bad-rule', p, scripted(p, [0.5]).evaluate, { keepBest: { prefer: 'first' as 'best', margin: 0 } })).rejects.toThrow(/prefer must be 'latest' or 'best', got first/);
   }, 30_000);
 
   it('PPO, RLPD and BC hand back the start where their updates measure worse', async () => {

@@ -88,6 +88,8 @@ export interface RunState {
   start?: EvalPoint;
   /** The evaluation whose parameters the run keeps and hands back as its final policy (wmrl/keep-best.ts). */
   kept?: EvalPoint;
+  /** The best evaluation so far (the latest of equals), which a run preferring its latest evaluation falls back to (wmrl/keep-best.ts). */
+  best?: EvalPoint;
   /** Trainer-specific state (the Corrector's, the world model's refit schedule). */
   extra?: unknown;
 }

@@ -26,7 +26,7 @@ export interface StandardConfig {
   /** First seed of the training prompts; update u uses seeds seed0 + u·B + b. */
   promptSeed0: number;
   seed: number;
-  /** Keep the parameters of the best evaluation, the start's included, as the run's final policy (default { margin: 0 }); false: the last update's. */
+  /** Which evaluation's parameters, the start's included, the run hands back as its final policy (wmrl/keep-best.ts DEFAULT_KEEP_BEST: the latest within one standard error of the best); false: the last update's. */
   keepBest?: KeepBestConfig | false;
 }
 
