@@ -23,10 +23,12 @@ export interface BcOptions {
   batchSize: number;
   optimizer: AdamConfig;
   seed: number;
+  /** The step's schedule: constant, or decayed from optimizer.lr to 0 along a half cosine over the fit's steps. */
+  schedule: 'constant' | 'cosine';
   onEpoch?: (epoch: number, loss: number) => void;
 }
 
-export const DEFAULT_BC: BcOptions = { epochs: 30, batchSize: 256, optimizer: { lr: 1e-3, clipNorm: 1 }, seed: 0 };
+export const DEFAULT_BC: BcOptions = { epochs: 30, batchSize: 256, optimizer: { lr: 1e-3, clipNorm: 1 }, seed: 0, schedule: 'constant' };
 
 /** Fits the policy's mean to the demonstrations; returns the last epoch's mean loss. */
 export async function behaviourClone(policy: Policy, demos: Demonstrations, opts: Partial<BcOptions> = {}): Promise<number> {
@@ -50,7 +52,9 @@ export async function behaviourClone(policy: Policy, demos: Demonstrations, opts
   const rng = new Rng(o.seed);
   const order = Array.from({ length: M }, (_, i) => i);
   const bs = Math.min(o.batchSize, M);
-  let last = NaN;
+  if (o.schedule !== 'constant' && o.schedule !== 'cosine') throw new Error(`bc: schedule must be 'constant' or 'cosine', got ${String(o.schedule)}`);
+  const steps = o.epochs * Math.floor(M / bs);
+  let last = NaN, step = 0;
   try {
     for (let e = 0; e < o.epochs; e++) {
       rng.shuffle(order);
@@ -70,6 +74,7 @@ export async function behaviourClone(policy: Policy, demos: Demonstrations, opts
           if (features) features.set(demos.features!.subarray(k * F, (k + 1) * F), r * F);
         }
         const feeds = policy.contextFeeds(spec.image || spec.instruction || F ? { images, instructions, features } : undefined, bs);
+        if (o.schedule === 'cosine') trainer.setLearningRate(o.optimizer.lr * 0.5 * (1 + Math.cos((Math.PI * step++) / steps)));
         total += (await trainer.step({ obs: tensor(x, [bs, D]), target: tensor(y, [bs, A]), ...feeds })).loss;
         n++;
       }

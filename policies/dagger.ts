@@ -2,7 +2,7 @@
 // instruction): demonstrations recorded on the robot itself, as teleoperated demonstrations are.
 import { Rng } from '../nn/index.js';
 import type { Env } from '../sim/index.js';
-import { behaviourClone } from './bc.js';
+import { behaviourClone, type BcOptions } from './bc.js';
 import { contextOf } from './demos.js';
 import type { Policy } from './types.js';
 
@@ -13,10 +13,12 @@ import type { Policy } from './types.js';
  * so its latency prediction follows the robot), bounded to the action range the policy's mean lives in, with the
  * camera image and instruction it was taken on (an env made without a camera records none: for a policy over the
  * state alone). `make` builds the policy from the first demonstrations' observation normalization. Also counts how
- * many round-0 demonstrations succeeded. With `score` (higher is better), every round's clone is scored and the best
- * round's weights are the ones returned (ties go to the earlier round): a DAgger round can make a clone worse.
+ * many round-0 demonstrations succeeded. With `score` (higher is better), every round's clone is scored, and with
+ * `keep: 'best'` the best round's weights are the ones returned (ties go to the earlier round); `keep: 'last'` returns
+ * the last round's whatever the scores. `schedule`: each fit's step schedule (bc.ts BcOptions).
  */
-export async function cloneWithDagger<P extends Policy>(make: (obsMean: number[], obsStd: number[]) => P, env: Env, latencySteps: number, seeds: readonly number[], rounds: number, episodesPerRound: number, epochs: number, onRound: (round: number) => void, score?: (policy: P) => Promise<number>): Promise<{ policy: P; loss: number; steps: number; demoSuccess: number; scores: number[]; chosen: number }> {
+export async function cloneWithDagger<P extends Policy>(make: (obsMean: number[], obsStd: number[]) => P, env: Env, latencySteps: number, seeds: readonly number[], rounds: number, episodesPerRound: number, epochs: number, onRound: (round: number) => void, score?: (policy: P) => Promise<number>, opts: { keep?: 'best' | 'last'; schedule?: BcOptions['schedule'] } = {}): Promise<{ policy: P; loss: number; steps: number; demoSuccess: number; scores: number[]; chosen: number }> {
+  const keep = opts.keep ?? 'best';
   if (seeds.length <= rounds * episodesPerRound) throw new Error(`cloneWithDagger: ${seeds.length} seeds leave no demonstrations before ${rounds} DAgger rounds of ${episodesPerRound} episodes`);
   const rng = new Rng(17);
   const bound = (v: number) => Math.max(-1, Math.min(1, v));
@@ -59,10 +61,10 @@ export async function cloneWithDagger<P extends Policy>(make: (obsMean: number[]
     }
     const px = camera ? images[0]!.length : 0, all = camera ? new Uint8Array(images.length * px) : undefined;
     images.forEach((im, i) => all!.set(im, i * px));
-    const roundLoss = await behaviourClone(vla, { obs: Float32Array.from(obs), action: Float32Array.from(action), ...(all ? { images: all } : {}), instructions }, { epochs: round === 0 ? epochs : Math.ceil(epochs / 2), batchSize: 128, seed: round });
+    const roundLoss = await behaviourClone(vla, { obs: Float32Array.from(obs), action: Float32Array.from(action), ...(all ? { images: all } : {}), instructions }, { epochs: round === 0 ? epochs : Math.ceil(epochs / 2), batchSize: 128, seed: round, ...(opts.schedule ? { schedule: opts.schedule } : {}) });
     if (score) {
       scores.push(await score(vla));
-      if (round === 0 || scores[round]! > scores[chosen]!) {
+      if (keep === 'last' ? round === rounds : round === 0 || scores[round]! > scores[chosen]!) {
         chosen = round;
         loss = roundLoss;
         best = vla.paramNames().map((n) => Float32Array.from(vla!.store.get(n).data));

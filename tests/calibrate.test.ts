@@ -34,7 +34,7 @@ describe('calibration', () => {
     expect(() => identifiedProfile(0, other)).toThrow(/context \(log gain\) is not the sim profiles'/);
   });
 
-  it('clones with DAgger keeping the round that scores best, the later round only where it scores higher', async () => {
+  it("clones with DAgger keeping the round that scores best, the later round only where it scores higher; keep 'last' the last", async () => {
     const { cloneWithDagger } = await import('../policies/dagger.js');
     const { GaussianPolicy } = await import('../policies/gaussian.js');
     const { makeEnv } = await import('../sim/index.js');
@@ -52,6 +52,14 @@ describe('calibration', () => {
         expect(snapshot()).toEqual(weights[chosen]);
         expect(weights[0]).not.toEqual(weights[1]);
       }
+      // keep 'last': the last round's weights whatever the scores, which are still recorded.
+      const policy = new GaussianPolicy({ obsDim: env.observationSpace.state.shape[0], actDim: env.actionSpace.shape[0], hidden: [8], seed: 3 });
+      const weights: Float32Array[][] = [];
+      const snapshot = () => policy.paramNames().map((n) => Float32Array.from(policy.store.get(n).data));
+      let scored = 0;
+      const out = await cloneWithDagger(() => policy, env, 0, Array.from({ length: 6 }, (_, i) => 700_000 + i), 1, 2, 2, () => weights.push(snapshot()), async () => [0.9, 0.1][scored++]!, { keep: 'last' });
+      expect(out).toMatchObject({ scores: [0.9, 0.1], chosen: 1 });
+      expect(snapshot()).toEqual(weights[1]);
     } finally {
       env.dispose();
     }
