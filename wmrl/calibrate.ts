@@ -1,7 +1,8 @@
 // Calibration, the step between pretraining and post-training: a few robot episodes of the clone identify the robot
 // through the pretrained world model (its actuation delay, and for a context-conditioned model its mass, friction,
-// damping and actuator gain: identifyRobot below), and the clone then learns the task again from
-// the task's robust demonstrator in the sim set to what was identified, with DAgger there (policies/dagger.ts).
+// damping and actuator gain: identifyRobot below), and a clone of the same shape, its weights drawn afresh, then learns
+// the task again from the task's robust demonstrator in the sim set to what was identified, with DAgger there
+// (policies/dagger.ts), and replaces the pretrained one's weights.
 // System identification then sim-to-real: the robot pays for the identification's episodes, the sim for the rest.
 // A policy reading the robot's last commands (sim/env.ts commandHistory) can follow the identified latency; one
 // without them clones the identified sim all the same.
@@ -9,7 +10,7 @@ import { createHash } from 'node:crypto';
 import { Rng } from '../nn/index.js';
 import { cloneWithDagger } from '../policies/dagger.js';
 import { evaluateOn } from '../policies/demos.js';
-import type { GaussianPolicy } from '../policies/gaussian.js';
+import { GaussianPolicy } from '../policies/gaussian.js';
 import { makeEnv } from '../sim/index.js';
 import { CONTEXT_NAMES, CONTEXT_PARAMS, NOMINAL, type HardwareProfile } from '../sim/profiles.js';
 import { identifyContext } from '../worldmodel/context.js';
@@ -32,8 +33,10 @@ export interface CalibrateConfig {
   daggerEpisodes: number;
   /** Behaviour-cloning epochs of the first fit (a DAgger round's: half). */
   epochs: number;
-  /** Sim episodes (start states apart from the demonstrations') that score each round's clone in the identified sim; the best round is kept. */
+  /** Sim episodes (start states apart from the demonstrations') that score each round's clone in the identified sim, for the record: the last round is kept. */
   selectEpisodes: number;
+  /** Each cloning fit's step schedule (policies/bc.ts BcOptions.schedule). */
+  schedule: 'constant' | 'cosine';
   /** The identification's pull toward the nominal sim (worldmodel/context.ts ContextSearch.prior; 0: none). */
   prior: number;
   /** The first prompt the robot episodes start from. */
@@ -41,7 +44,7 @@ export interface CalibrateConfig {
   seed: number;
 }
 
-export const DEFAULT_CALIBRATE: Omit<CalibrateConfig, 'promptSeed0' | 'seed'> = { episodes: 16, maxDelay: 5, prior: 0, demos: 3300, daggerRounds: 3, daggerEpisodes: 100, epochs: 40, selectEpisodes: 100 };
+export const DEFAULT_CALIBRATE: Omit<CalibrateConfig, 'promptSeed0' | 'seed'> = { episodes: 16, maxDelay: 5, prior: 0, demos: 3300, daggerRounds: 3, daggerEpisodes: 100, epochs: 40, selectEpisodes: 100, schedule: 'constant' };
 /** A task's own cloning sizes: push's clone keeps gaining from more demonstrations, at half the epochs (docs/decisions.md, 2026-12-06: push). */
 export const TASK_CALIBRATE: Readonly<Record<string, Partial<typeof DEFAULT_CALIBRATE>>> = { push: { demos: 6600, epochs: 20 } };
 /** A smoke run's cloning sizes. */
@@ -115,7 +118,8 @@ function memoKey(run: CalibrateRun, c: CalibrateConfig, acted: readonly DelayEpi
 
 /**
  * Identifies the robot from `episodes` episodes of the policy on the target (prompts promptSeed0 on), sets the
- * model's context to what was identified, and clones the policy again, in place, on the identified sim of the task.
+ * model's context to what was identified, and clones the task again on the identified sim into a policy of the same
+ * config with fresh weights, whose weights then replace the policy's (in place).
  */
 export async function calibrate(run: CalibrateRun, c: CalibrateConfig, onProgress?: (what: string, done: number, total: number) => void): Promise<Calibration> {
   const { task, policy, model, target, prompts } = run;
@@ -155,7 +159,11 @@ export async function calibrate(run: CalibrateRun, c: CalibrateConfig, onProgres
     const seeds = Array.from({ length: c.demos }, (_, i) => block7(i));
     const scoring = Array.from({ length: c.selectEpisodes }, (_, i) => block7(c.demos + i));
     const score = async (p: GaussianPolicy) => (await evaluateOn(env, p, scoring)).success;
-    const cloned = await cloneWithDagger(() => policy, env, delay, seeds, c.daggerRounds, c.daggerEpisodes, c.epochs, (round) => onProgress?.('calibration: cloning', round + 1, c.daggerRounds + 1), score);
+    // Fresh weights, as the probes that chose this cloning drew them (docs/decisions.md, 2026-12-07).
+    const fresh = new GaussianPolicy({ ...policy.config, seed: c.seed + 5_151 });
+    // The last round: the identified sim's round scores did not foretell which round does best on the robot (docs/decisions.md, 2026-12-07).
+    const cloned = await cloneWithDagger(() => fresh, env, delay, seeds, c.daggerRounds, c.daggerEpisodes, c.epochs, (round) => onProgress?.('calibration: cloning', round + 1, c.daggerRounds + 1), score, { keep: 'last', schedule: c.schedule }).finally(() => fresh.release());
+    policy.copyFrom(cloned.policy);
     const calibration: Calibration = { delay, scales, profile, robotEpisodes: c.episodes, demoSuccess: cloned.demoSuccess, cloneLoss: cloned.loss, roundSuccess: cloned.scores, round: cloned.chosen };
     run.memo?.set(key, { calibration, policy: policy.paramNames().map((n) => Float32Array.from(policy.store.get(n).data)), context: Float32Array.from(model.context) });
     return calibration;

@@ -72,7 +72,7 @@ export const DEFAULT_PRETRAIN: Omit<PretrainOptions, 'task'> = {
   wmActionHistory: 4,
   wmRolloutEpochs: 4,
   wmRolloutSteps: 16,
-  policyHidden: [128, 128],
+  policyHidden: [256, 256],
   initLogStd: -1,
   seed: 0,
 };
