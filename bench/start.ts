@@ -64,7 +64,7 @@ export async function run(o: BenchOptions): Promise<BenchReport> {
       ['pretrained clone (before calibration)', pct(cal.before), '—', fmt(at('calibration'), 1)],
       [`calibrated clone (delay ${cal.delay}, ${cal.robotEpisodes} robot episodes${cal.kept ? '' : '; put back: the pretrained clone measured better'})`, pct(cal.after), fmt(start.robotSeconds / 3600, 3), fmt(updatesAt, 1)],
       [`after each of the ${updates.length} updates (lowest – highest)`, `${pct(lo)} – ${pct(hi)}`, fmt(last.robotSeconds / 3600, 3), fmt(minutes(wall), 1)],
-      [keptUpdate === 0 ? 'exported policy: the one post-training started from (no update measured better)' : `exported policy: update ${keptUpdate}'s, the run's best evaluation`, pct(kept.trueSuccess), fmt(kept.robotSeconds / 3600, 3), fmt(minutes(wall), 1)],
+      [keptUpdate === 0 ? 'exported policy: the one post-training started from (the evaluation kept)' : `exported policy: update ${keptUpdate}'s, the evaluation kept`, pct(kept.trueSuccess), fmt(kept.robotSeconds / 3600, 3), fmt(minutes(wall), 1)],
     ];
     const cores = cpus().length;
     return {
@@ -72,7 +72,7 @@ export async function run(o: BenchOptions): Promise<BenchReport> {
       summary: [
         `The service as \`npm start\` starts it (the built-in sim robot: reach under the gap profile, reporting its last ${robot.commandHistory} commands) and its default job (${o.quick ? 'a smoke run: quick sizes, 1 update, the sim as fast as it goes' : `${options.updates} updates, anchors on the robot in real time`}), on a ${cores}-core machine whose 1-minute load was ${load0.toFixed(1)} when it began.`,
         `From the service's start to the exported policy: ${fmt(minutes(wall), 1)} minutes (pretraining until ${fmt(at('calibration'), 1)}, calibration until ${fmt(updatesAt, 1)}).`,
-        `True success on ${episodes} held-out start states of the robot's sim twin: the pretrained clone ${pct(cal.before)}, the calibrated clone ${pct(cal.after)}${cal.kept ? '' : ' (put back: the pretrained clone measured better)'}, ${pct(lo)} to ${pct(hi)} after the ${updates.length} updates; the run exported ${keptUpdate === 0 ? 'the policy post-training started from, since no update measured better' : `update ${keptUpdate}'s policy, its best evaluation`} (${pct(kept.trueSuccess)}, ${fmt(kept.robotSeconds / 3600, 3)} robot-hours in), after ${fmt(last.robotSeconds / 3600, 3)} robot-hours in all.`,
+        `True success on ${episodes} held-out start states of the robot's sim twin: the pretrained clone ${pct(cal.before)}, the calibrated clone ${pct(cal.after)}${cal.kept ? '' : ' (put back: the pretrained clone measured better)'}, ${pct(lo)} to ${pct(hi)} after the ${updates.length} updates; the run exported ${keptUpdate === 0 ? 'the policy post-training started from' : `update ${keptUpdate}'s policy`}, the evaluation it kept (${pct(kept.trueSuccess)}, ${fmt(kept.robotSeconds / 3600, 3)} robot-hours in; the latest, unless the best measured higher by more than one standard error), after ${fmt(last.robotSeconds / 3600, 3)} robot-hours in all.`,
       ].join(' '),
       header: ['policy', 'true success', 'robot-hours (the run\'s, calibration included)', 'minutes from start'],
       rows,

@@ -280,7 +280,7 @@ export async function runEmbodied(given: EmbodiedRunConfig | null, io: EmbodiedI
     await target.close();
   }
 
-  // ── the artifact: the trainer left the policy of its best evaluation in pre.policy ──
+  // ── the artifact: the trainer left the policy of the evaluation it keeps in pre.policy ──
   const { rows, start, kept } = st;
   const policyPath = join(out, 'policy.onnx');
   exportEmbodiedPolicy(pre.policy, target.robot.spec, policyPath, { policyVersion: `${a.algo}-${kept?.update ?? rows.length}`, runId: out, ...(kept ? { extra: { keptUpdate: String(kept.update), keptSuccess: String(kept.success) } } : {}) });

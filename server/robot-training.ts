@@ -55,7 +55,7 @@ export interface RobotRunCheckpoint {
   lostRobots?: Array<{ robot: string; message: string }>;
   /**
    * The policy left in the library (null when the run stopped before pretraining ended): the run's updates, and the
-   * update whose policy it is, that of the run's best evaluation (0: the starting policy; absent without an evaluation).
+   * update whose policy it is, that of the evaluation the run keeps (wmrl/keep-best.ts) (0: the starting policy; absent without an evaluation).
    */
   policy: { id: string; updates: number; keptUpdate?: number } | null;
   metrics: MetricsPoint[];

@@ -276,7 +276,7 @@ export const wmrlTrain: JobDefinition<typeof WmrlTrainOptions> = {
     }
 
     // 3. The policy, deployable on this robot (its observation layout inside): the trainer, however it ended, left in
-    // pre.policy that of its best evaluation (the latest row's keptUpdate, or the start's before any), else the last update's.
+    // pre.policy that of the evaluation it keeps (the latest row's keptUpdate, or the start's before any), else the last update's.
     const id = ctx.runId;
     const updates = rows.at(-1)?.update ?? 0;
     const keptUpdate = rows.findLast((r) => r.keptUpdate !== undefined)?.keptUpdate ?? (started ? 0 : undefined);

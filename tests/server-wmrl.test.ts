@@ -13,6 +13,7 @@ import { CALIBRATE_EPISODES } from '../recipes/options.js';
 import { startService, type Service } from '../server/service.js';
 import type { MetricsPoint, RunStatus, StreamEvent } from '../server/schemas.js';
 import type { WmrlCheckpoint } from '../server/wmrl-train.js';
+import { keptUpdates } from './helpers/keep-rule.js';
 import { until } from './helpers/until.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'wmrl-job-'));
@@ -145,10 +146,10 @@ describe('wmrl-train job: a tiny run', () => {
       expect(m.ppi![1]).toBeGreaterThanOrEqual(m.trueSuccess!);
     }
     expect(metrics[2]!.robotSeconds).toBeGreaterThan(metrics[1]!.robotSeconds);
-    // The policy left in the library is that of the best evaluation, the start's (step 0) included, ties to the earlier.
-    const best = metrics.reduce((k, m) => (m.trueSuccess! > k.trueSuccess! ? m : k));
-    expect(cp.policy!.keptUpdate).toBe(best.step);
-    expect(policy.metadata.keptUpdate).toBe(String(best.step));
+    // The policy left in the library is that of the evaluation kept (the start's, step 0, included): the latest unless the best beats it by more than one standard error.
+    const kept = keptUpdates(metrics.map((m) => ({ update: m.step, success: m.trueSuccess! })), TINY.evalEpisodes).at(-1)!;
+    expect(cp.policy!.keptUpdate).toBe(kept);
+    expect(policy.metadata.keptUpdate).toBe(String(kept));
     const ppi = metrics[2]!.trueScore!;
     expect(ppi[0]).toBeLessThanOrEqual(ppi[1]);
 

@@ -6,6 +6,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { CALIBRATE_EPISODES, POST_TRAIN_LR, SIM_COMMAND_HISTORY } from '../recipes/options.js';
+import { keptUpdates } from './helpers/keep-rule.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'wmrl-train-cli-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
@@ -60,7 +61,7 @@ describe('wmrl train', () => {
     expect(new Set(robots)).toEqual(new Set(['sim-reach-gap-1', 'sim-reach-gap-2']));
   });
 
-  it('evaluates the starting policy first and exports the policy of the best evaluation, across a resume', () => {
+  it('evaluates the starting policy first and exports the policy of the evaluation it keeps, across a resume', () => {
     const out = join(dir, 'keep');
     const r = wmrl('train', '--quick', '--algo', 'standard', '--robot', 'sim:reach:gap', '--updates', '2', '--prompts', '1', '--group', '2', '--eval-episodes', '4', '--out', out, '--json');
     expect(r.status, r.stderr).toBe(0);
@@ -73,20 +74,21 @@ describe('wmrl train', () => {
     expect(doc.start).toMatchObject({ update: 0, episodes: 4 });
     expect(doc.start.se).toBeCloseTo(Math.sqrt((doc.start.success * (1 - doc.start.success)) / 4), 12);
     expect(r.stderr).toMatch(/0\/2 start · success \d+% ± \d+/);
-    // Every update is evaluated (updates/5 rounds down to 1); the kept one is the best so far, ties to the earlier.
+    // Every update is evaluated (updates/5 rounds down to 1); the kept one is the latest unless the best beats it by more than one standard error.
     const measured = [doc.start, ...doc.updates.map((u) => ({ update: u.update, success: u.evalSuccess! }))];
-    const best = measured.reduce((k, m) => (m.success > k.success ? m : k));
+    const keptAt = keptUpdates(measured, 4);
+    const best = measured.find((m) => m.update === keptAt.at(-1))!;
     expect(doc.kept).toMatchObject({ update: best.update, success: best.success });
-    expect(doc.updates.at(-1)!.keptUpdate).toBe(best.update);
+    expect(doc.updates.map((u) => u.keptUpdate)).toEqual(keptAt.slice(1));
     // Extended by a resume: the kept evaluation comes back from the folder, nothing is measured twice, and the summary says what was exported.
     const again = wmrl('train', '--resume', '--updates', '3', '--out', out);
     expect(again.status, again.stderr).toBe(0);
     expect(again.stderr).not.toMatch(/start · success/);
     const rows = JSON.parse(readFileSync(join(out, 'history.json'), 'utf8')) as Array<{ evalSuccess: number; keptUpdate: number }>;
     const last = rows.at(-1)!;
-    const kept = last.evalSuccess > best.success ? 3 : best.update;
+    const kept = keptUpdates([...measured, { update: 3, success: last.evalSuccess }], 4).at(-1)!;
     expect(last.keptUpdate).toBe(kept);
-    expect(again.stdout).toMatch(kept === 0 ? /exported: the policy the run started from, its best evaluation: success \d+% ± \d+ \(start \d+% ± \d+; ± one standard error over 4 episodes\)/ : new RegExp(`exported: the policy after update ${kept}`));
+    expect(again.stdout).toMatch(kept === 0 ? /exported: the policy the run started from, the evaluation kept: success \d+% ± \d+ \(start \d+% ± \d+; ± one standard error over 4 episodes\)/ : new RegExp(`exported: the policy after update ${kept}`));
   });
 
   it('imagines --imagine x --prompts groups per update, runs --anchor-groups on the robot, penalizes the KL to the clone by --kl-coef, and exports a policy drive runs', () => {

@@ -9,7 +9,7 @@
 // (a teleoperator's stand-in, told the robot's latency) labels every step, the robot runs its action with noise injected
 // as pretraining's demonstrations did → every evalEvery updates and after the last, the clone refitted on the
 // demonstrations it was cloned from and the robot's → evaluate. With an evaluation, the starting policy is evaluated
-// before update 1 and the run hands back the parameters of its best evaluation (wmrl/keep-best.ts).
+// before update 1 and the run hands back the parameters of the evaluation it keeps (wmrl/keep-best.ts).
 import { join } from 'node:path';
 import { Rng, writeFileAtomic } from '../nn/index.js';
 import { buildObservation, layoutOf } from '../common/layout.js';

@@ -7,7 +7,7 @@
 // recorded in the store, charged to the robot clock), in the order standard GRPO runs them → the critic's V(s) of
 // every step (policies/critic.ts) → GAE advantages per step, standardized over the batch → clipped policy-gradient
 // update → the critic fitted to the λ-returns → evaluate every few updates. With an evaluation, the starting policy is
-// evaluated before update 1 and the run hands back the parameters of its best evaluation (wmrl/keep-best.ts).
+// evaluated before update 1 and the run hands back the parameters of the evaluation it keeps (wmrl/keep-best.ts).
 import { join } from 'node:path';
 import { Rng, writeFileAtomic } from '../nn/index.js';
 import { ValueCritic, gae, type EpisodeSpan } from '../policies/critic.js';

@@ -10,7 +10,7 @@
 // demonstrations, half robot steps (targets: the minimum of a random subset of the target critics at the policy's next
 // action, minus the entropy term), the target critics following by Polyak averaging, and an actor and temperature
 // update every `actorEvery` critic updates → evaluate every few updates. With an evaluation, the starting policy is
-// evaluated before update 1 and the run hands back the parameters of its best evaluation (wmrl/keep-best.ts).
+// evaluated before update 1 and the run hands back the parameters of the evaluation it keeps (wmrl/keep-best.ts).
 import { join } from 'node:path';
 import {
   Graph, ParamStore, Rng, Trainer, add, exp, gaussianLogProb, max, maximum, mean, minimum, mul, neg, square, stopGradient, sub, tensor, writeFileAtomic,

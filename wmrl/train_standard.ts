@@ -4,8 +4,8 @@
 // Per update: B prompts (seeded start states) → StandardGrpo.step (wmrl/grpo.ts): every group's G policy
 // episodes run on the robot (safety layer, recorded in the store, charged to the robot clock), scored by
 // their real returns → group-standardized advantages → clipped policy-gradient update → evaluate every few updates.
-// With an evaluation, the starting policy is evaluated before update 1 and the run hands back the parameters of its
-// best evaluation (wmrl/keep-best.ts).
+// With an evaluation, the starting policy is evaluated before update 1 and the run hands back the parameters of the
+// evaluation it keeps (wmrl/keep-best.ts).
 import { join } from 'node:path';
 import { Rng, writeFileAtomic } from '../nn/index.js';
 import type { Policy } from '../policies/types.js';

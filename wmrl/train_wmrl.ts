@@ -8,7 +8,7 @@
 // policy-gradient update on real steps for anchor groups and imagined steps for the rest → the world model
 // refits from the store every few updates → reward-hacking alarm (wmrl/alarm.ts), which keeps the imagined groups out
 // of the updates after it is raised until it clears → evaluate every few updates. With an evaluation, the starting
-// policy is evaluated before update 1 and the run hands back the parameters of its best evaluation (wmrl/keep-best.ts).
+// policy is evaluated before update 1 and the run hands back the parameters of the evaluation it keeps (wmrl/keep-best.ts).
 import { join } from 'node:path';
 import { Rng, writeFileAtomic } from '../nn/index.js';
 import { layoutOf } from '../common/layout.js';

@@ -55,7 +55,7 @@ export async function train(flags: TrainFlags, keys: readonly string[], given: r
 calibrated on ${calibration.robotEpisodes} robot episodes: delay ${calibration.delay} steps${scales ? `, ${scales}` : ''}; the clone learned again in that sim (${evals})`);
   }
   // The evaluation noise beside each figure: the binomial standard error of its success rate.
-  if (kept && start) console.log(`\nexported: the policy ${kept.update === 0 ? 'the run started from' : `after update ${kept.update}`}, its best evaluation: success ${pct(kept)} (start ${pct(start)}; ± one standard error over ${kept.episodes} episodes)`);
+  if (kept && start) console.log(`\nexported: the policy ${kept.update === 0 ? 'the run started from' : `after update ${kept.update}`}, the evaluation kept: success ${pct(kept)} (start ${pct(start)}; ± one standard error over ${kept.episodes} episodes)`);
   else console.log(`\nexported: the last update's policy (no evaluation: ${a.robot.startsWith('sim:') ? '--eval-episodes 0' : 'a robot YAML measures on the robot only with --eval-episodes K, charged to robot time'})`);
   console.log(`\npolicy: ${files.policy}   episodes: ${files.episodes}   history: ${files.history}`);
 }
