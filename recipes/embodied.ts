@@ -29,8 +29,8 @@ import { CALIBRATE_EPISODES, EmbodiedOptions, POST_TRAIN_LR, SIM_COMMAND_HISTORY
 export { EmbodiedOptions };
 
 // ── Pieces the service's job shares ─────────────────────────────────────────────────────────────
-/** `quick`: pretraining sizes of a smoke run. */
-export const QUICK_PRETRAIN: Partial<PretrainOptions> = { bcEpisodes: 10, bcEpochs: 20, daggerRounds: 1, daggerEpisodes: 5, daggerEpochs: 10, wmEpisodes: 12, wmEpochs: 3, wmRolloutEpochs: 1, wmHidden: [64, 64], wmMembers: 3 };
+/** `quick`: pretraining sizes of a smoke run (its clone 128 x 128, half the full run's width: smoke runs are the test suite's). */
+export const QUICK_PRETRAIN: Partial<PretrainOptions> = { bcEpisodes: 10, bcEpochs: 20, daggerRounds: 1, daggerEpisodes: 5, daggerEpochs: 10, wmEpisodes: 12, wmEpochs: 3, wmRolloutEpochs: 1, wmHidden: [64, 64], wmMembers: 3, policyHidden: [128, 128] };
 
 /**
  * The calibration a new run makes: `calibrate` where given, else CALIBRATE_EPISODES where the run can check what it
