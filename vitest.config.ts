@@ -1,3 +1,4 @@
+import { availableParallelism } from 'node:os';
 import { defineConfig } from 'vitest/config';
 
 export default defineConfig({
@@ -6,6 +7,8 @@ export default defineConfig({
     testTimeout: 120_000,
     hookTimeout: 120_000,
     pool: 'forks',
-    reporters: ['default'],
+    // Every core: most files wait on child processes and sockets, so two files share two cores well.
+    maxWorkers: availableParallelism(),
+    reporters: ['default', './tests/helpers/unfinished-reporter.ts'],
   },
 });
