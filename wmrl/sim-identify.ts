@@ -6,10 +6,10 @@
 // error win. What the observation does not show (an object's turn and spin) starts each segment at the keyframe.
 import { layoutDim } from '../common/layout.js';
 import { Rng } from '../nn/index.js';
-import { MjEnv, loadTaskModel } from './env.js';
-import { CONTEXT_PARAMS, NOMINAL, type HardwareProfile } from './profiles.js';
-import { taskDef } from './registry.js';
-import type { TaskDef } from './task.js';
+import { MjEnv, loadTaskModel } from '../sim/env.js';
+import { CONTEXT_PARAMS, NOMINAL, type HardwareProfile } from '../sim/profiles.js';
+import { taskDef } from '../sim/registry.js';
+import type { TaskDef } from '../sim/task.js';
 
 /** One robot episode: `states` (T + 1) x D as the robot reported them, `actions` T x A the commands it was sent (-1..1). */
 export interface RecordedEpisode {
