@@ -2,8 +2,9 @@
 // makes the sim repeat what a robot recorded. Each candidate replays the robot's commands in short segments, each
 // started from the state the robot reported there, and is scored by how far the sim's next states land from the
 // recorded ones over the task's dynamics entries (not the pads or goals it holds, not what it computes from others,
-// not the command tail). Per delay a cross-entropy search over the log scales; the delay and scales of the lowest
-// error win. What the observation does not show (an object's turn and spin) starts each segment at the keyframe.
+// not the command tail). Per delay a cross-entropy search over the log scales, the two best delays searched on; the
+// delay and scales of the lowest error win. What the observation does not show (an object's turn and spin) starts
+// each segment at the keyframe.
 import { layoutDim } from '../common/layout.js';
 import { Rng } from '../nn/index.js';
 import { MjEnv, loadTaskModel } from '../sim/env.js';
@@ -26,6 +27,8 @@ export interface ProfileSearch {
   iterations?: number;
   population?: number;
   elite?: number;
+  /** Further iterations for the two delays of the lowest error after the first pass (default: iterations). */
+  refine?: number;
   /** Each scale is searched within [1/spread, spread] of the nominal sim (default 3). */
   spread?: number;
   /** The robot's observation ends with its last this many commands (sim/env.ts EnvOptions.commandHistory). */
@@ -124,8 +127,9 @@ export async function replayError(task: string | TaskDef, episodes: readonly Rec
 
 /** The profile under which the sim best repeats `episodes` (module comment): each delay's best scales, then the best delay. */
 export async function identifyProfile(task: string | TaskDef, episodes: readonly RecordedEpisode[], s: ProfileSearch): Promise<IdentifiedProfile> {
-  const iterations = s.iterations ?? 6, population = s.population ?? 24, elite = s.elite ?? 6, spread = s.spread ?? 3;
+  const iterations = s.iterations ?? 6, population = s.population ?? 24, elite = s.elite ?? 6, spread = s.spread ?? 3, refine = s.refine ?? iterations;
   if (!(Number.isInteger(s.maxDelay) && s.maxDelay >= 0)) throw new Error(`identify: maxDelay must be a whole number of steps, got ${s.maxDelay}`);
+  if (!(Number.isInteger(refine) && refine >= 0)) throw new Error(`identify: refine must be a whole number of iterations, got ${refine}`);
   if (!(Number.isInteger(iterations) && iterations >= 1 && Number.isInteger(population) && population >= 2 && Number.isInteger(elite) && elite >= 1 && elite <= population)) {
     throw new Error(`identify: need iterations ≥ 1, population ≥ 2 and 1 ≤ elite ≤ population (got ${iterations}, ${population}, ${elite})`);
   }
@@ -135,31 +139,38 @@ export async function identifyProfile(task: string | TaskDef, episodes: readonly
   const clamp = (v: number) => Math.min(hi, Math.max(lo, v));
   const rng = new Rng(s.seed ?? 0);
   let evaluations = 0;
-  const found: Array<{ x: number[]; loss: number }> = [];
-  for (let d = 0; d <= s.maxDelay; d++) {
-    const nominal = new Array<number>(c).fill(0);
-    let best = { x: nominal, loss: await error(d, nominal) };
-    evaluations++;
-    const mean = nominal.slice(), sd = new Array<number>(c).fill((hi - lo) / 4);
-    for (let it = 0; it < iterations; it++) {
-      const scored = [best];
+  // Each delay's search: its best candidate and the distribution it samples from.
+  const searches = Array.from({ length: s.maxDelay + 1 }, () => ({ best: { x: new Array<number>(c).fill(0), loss: Infinity }, mean: new Array<number>(c).fill(0), sd: new Array<number>(c).fill((hi - lo) / 4) }));
+  const run = async (d: number, iters: number) => {
+    const q = searches[d]!;
+    if (q.best.loss === Infinity) {
+      q.best = { x: q.best.x, loss: await error(d, q.best.x) };
+      evaluations++;
+    }
+    for (let it = 0; it < iters; it++) {
+      const scored = [q.best];
       for (let k = 0; k < population; k++) {
-        const x = mean.map((m, j) => clamp(m + sd[j]! * rng.normal()));
+        const x = q.mean.map((m, j) => clamp(m + q.sd[j]! * rng.normal()));
         scored.push({ x, loss: await error(d, x) });
         evaluations++;
       }
       scored.sort((a, b) => a.loss - b.loss);
-      best = scored[0]!;
+      q.best = scored[0]!;
       const top = scored.slice(0, elite);
       for (let j = 0; j < c; j++) {
         const m = top.reduce((a, p) => a + p.x[j]!, 0) / top.length;
-        mean[j] = m;
+        q.mean[j] = m;
         // A floor keeps the search from collapsing before the last iteration.
-        sd[j] = Math.max(Math.sqrt(top.reduce((a, p) => a + (p.x[j]! - m) ** 2, 0) / top.length), (hi - lo) / 100);
+        q.sd[j] = Math.max(Math.sqrt(top.reduce((a, p) => a + (p.x[j]! - m) ** 2, 0) / top.length), (hi - lo) / 100);
       }
     }
-    found.push(best);
-  }
+  };
+  for (let d = 0; d <= s.maxDelay; d++) await run(d, iterations);
+  // The two delays that explain the episodes best search on: mass, damping and gain trade off, and a search of a
+  // few iterations can stop short of its delay's minimum (and so of the right delay).
+  const order = searches.map((q, d) => [q.best.loss, d] as const).sort((a, b) => a[0] - b[0]);
+  for (const [, d] of order.slice(0, 2)) await run(d, refine);
+  const found = searches.map((q) => q.best);
   const loss = found.map((f) => f.loss);
   const delay = loss.indexOf(Math.min(...loss));
   const x = found[delay]!.x;
