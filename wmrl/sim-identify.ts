@@ -91,6 +91,8 @@ export async function replayError(task: string | TaskDef, episodes: readonly Rec
     const env = new MjEnv(def, await loadTaskModel(def, profile), profile, { commandHistory: history });
     const task = def.bind(env.model);
     try {
+      // Once, for the env's own state (its command tail); each segment then sets the sim's data alone.
+      env.reset(0);
       const m = env.model.raw;
       const joints = env.layout.joints.map((j) => env.model.id('mjOBJ_JOINT', j.name));
       const qAdr = joints.map((j) => (m.jnt_qposadr as Int32Array)[j]!), vAdr = joints.map((j) => (m.jnt_dofadr as Int32Array)[j]!);
@@ -99,7 +101,6 @@ export async function replayError(task: string | TaskDef, episodes: readonly Rec
       for (const e of usable) {
         for (let t0 = first; t0 + K <= e.T; t0 += K) {
           const s0 = e.states.subarray(t0 * D, (t0 + 1) * D);
-          env.reset(0);
           const q = env.data.raw.qpos as Float64Array, qd = env.data.raw.qvel as Float64Array;
           env.data.reset(task.keyframe);
           for (let j = 0; j < nj; j++) {
