@@ -112,6 +112,28 @@ describe('calibration', () => {
     expect(memo.size).toBe(2);
   }, 120_000);
 
+  it("identify 'sim': the sim replaying the robot's episodes finds gap's delay, and the model's context is set to its scales", async () => {
+    const { calibrate, calibrationConfig } = await import('../wmrl/calibrate.js');
+    const { DEFAULT_PRETRAIN, SimPrompts, pretrain, simRobotTarget } = await import('../wmrl/sim-setup.js');
+    const { QUICK_PRETRAIN } = await import('../recipes/embodied.js');
+    const { loadProfile, profileContext } = await import('../sim/profiles.js');
+    const pre = await pretrain({ ...DEFAULT_PRETRAIN, ...QUICK_PRETRAIN, task: 'reach', seed: 0, commandHistory: 2 });
+    using prompts = await SimPrompts.create('reach', 'nominal', { commandHistory: 2 });
+    const target = await simRobotTarget({ task: 'reach', profile: 'gap', robots: 1, resetSeconds: 5, seed: 0, commandHistory: 2, store: join(dir, 'sim-id.db') });
+    try {
+      const c = { ...calibrationConfig({ task: 'reach', episodes: 6, quick: true, seed: 0 }), identify: 'sim' as const };
+      const cal = await calibrate({ task: 'reach', commandHistory: 2, policy: pre.policy, model: pre.model, target, prompts }, c);
+      const gap = loadProfile('gap');
+      expect(cal.delay).toBe(gap.action_latency_steps);
+      expect(cal.profile.action_latency_steps).toBe(gap.action_latency_steps);
+      // every scale is identified, within the search's range (how close: tests/wmrl-sim-identify.test.ts)
+      for (const k of CONTEXT_PARAMS) expect(Math.abs(Math.log(cal.scales[k]!))).toBeLessThanOrEqual(Math.log(3) + 1e-9);
+      expect(Array.from(pre.model.context)).toEqual(Array.from(profileContext(cal.profile)));
+    } finally {
+      await target.close();
+    }
+  }, 120_000);
+
   it('refuses before any robot episode a policy that does not read the robot, or a task without a robust demonstrator', async () => {
     const { calibrate, calibrationConfig } = await import('../wmrl/calibrate.js');
     const { GaussianPolicy } = await import('../policies/gaussian.js');

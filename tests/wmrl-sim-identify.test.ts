@@ -1,8 +1,8 @@
-// wmrl/sim-identify.ts: the sim, replaying a robot's commands from its reported states, finds the robot's delay and
+// wmrl/calibrate.ts identifyProfile: the sim, replaying a robot's commands from its reported states, finds the robot's delay and
 // physical scales; episodes that do not fit the task are refused, naming what is wrong.
 import { describe, expect, it } from 'vitest';
 import { Rng } from '../nn/index.js';
-import { identifyProfile, replayError, type RecordedEpisode } from '../wmrl/sim-identify.js';
+import { identifyProfile, replayError, type RecordedEpisode } from '../wmrl/calibrate.js';
 import { NOMINAL, type HardwareProfile } from '../sim/profiles.js';
 import { makeEnv } from '../sim/index.js';
 
