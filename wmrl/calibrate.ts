@@ -213,9 +213,11 @@ export async function calibrateMeasured(run: CalibrateRun, c: CalibrateConfig, e
 // makes the sim repeat what a robot recorded. Each candidate replays the robot's commands in short segments, each
 // started from the state the robot reported there, and is scored by how far the sim's next states land from the
 // recorded ones over the task's dynamics entries (not the pads or goals it holds, not what it computes from others,
-// not the command tail). Per delay a cross-entropy search over the log scales, the two best delays searched on; the
-// delay and scales of the lowest error win. What the observation does not show (an object's turn and spin) starts
-// each segment at the keyframe. It lives in this file because the calibration cache hashes this file's code.
+// not the command tail). Per delay a cross-entropy search over the log scales, the two best delays then searched on
+// locally (Nelder–Mead); the delay and scales of the lowest error win. What the observation does not show (an
+// object's turn and spin) starts each segment at the keyframe. It lives in this file because the calibration cache
+// hashes this file's code.
+
 /** One robot episode: `states` (T + 1) x D as the robot reported them, `actions` T x A the commands it was sent (-1..1). */
 export interface RecordedEpisode {
   states: Float32Array;
@@ -231,7 +233,7 @@ export interface ProfileSearch {
   iterations?: number;
   population?: number;
   elite?: number;
-  /** Further iterations for the two delays of the lowest error after the first pass (default: iterations). */
+  /** Replays of a local (Nelder–Mead) search from each of the two best delays' best candidates after the cross-entropy pass (default 150). */
   refine?: number;
   /** Each scale is searched within [1/spread, spread] of the nominal sim (default 3). */
   spread?: number;
@@ -332,9 +334,9 @@ export async function replayError(task: string | TaskDef, episodes: readonly Rec
 
 /** The profile under which the sim best repeats `episodes` (module comment): each delay's best scales, then the best delay. */
 export async function identifyProfile(task: string | TaskDef, episodes: readonly RecordedEpisode[], s: ProfileSearch): Promise<IdentifiedProfile> {
-  const iterations = s.iterations ?? 6, population = s.population ?? 24, elite = s.elite ?? 6, spread = s.spread ?? 3, refine = s.refine ?? iterations;
+  const iterations = s.iterations ?? 6, population = s.population ?? 24, elite = s.elite ?? 6, spread = s.spread ?? 3, refine = s.refine ?? 150;
   if (!(Number.isInteger(s.maxDelay) && s.maxDelay >= 0)) throw new Error(`identify: maxDelay must be a whole number of steps, got ${s.maxDelay}`);
-  if (!(Number.isInteger(refine) && refine >= 0)) throw new Error(`identify: refine must be a whole number of iterations, got ${refine}`);
+  if (!(Number.isInteger(refine) && refine >= 0)) throw new Error(`identify: refine must be a whole number of replays, got ${refine}`);
   if (!(Number.isInteger(iterations) && iterations >= 1 && Number.isInteger(population) && population >= 2 && Number.isInteger(elite) && elite >= 1 && elite <= population)) {
     throw new Error(`identify: need iterations ≥ 1, population ≥ 2 and 1 ≤ elite ≤ population (got ${iterations}, ${population}, ${elite})`);
   }
@@ -344,8 +346,10 @@ export async function identifyProfile(task: string | TaskDef, episodes: readonly
   const clamp = (v: number) => Math.min(hi, Math.max(lo, v));
   const rng = new Rng(s.seed ?? 0);
   let evaluations = 0;
-  // Each delay's search: its best candidate and the distribution it samples from.
-  const searches = Array.from({ length: s.maxDelay + 1 }, () => ({ best: { x: new Array<number>(c).fill(0), loss: Infinity }, mean: new Array<number>(c).fill(0), sd: new Array<number>(c).fill((hi - lo) / 4) }));
+  // Each delay's search: its best candidate and the Gaussian it samples from, with a full covariance: mass, damping
+  // and gain trade off along a valley no axis follows.
+  const floor = ((hi - lo) / 100) ** 2;
+  const searches = Array.from({ length: s.maxDelay + 1 }, () => ({ best: { x: new Array<number>(c).fill(0), loss: Infinity }, mean: new Array<number>(c).fill(0), cov: diagonal(c, ((hi - lo) / 4) ** 2) }));
   const run = async (d: number, iters: number) => {
     const q = searches[d]!;
     if (q.best.loss === Infinity) {
@@ -353,32 +357,91 @@ export async function identifyProfile(task: string | TaskDef, episodes: readonly
       evaluations++;
     }
     for (let it = 0; it < iters; it++) {
+      const L = cholesky(q.cov);
       const scored = [q.best];
       for (let k = 0; k < population; k++) {
-        const x = q.mean.map((m, j) => clamp(m + q.sd[j]! * rng.normal()));
+        const z = Array.from({ length: c }, () => rng.normal());
+        const x = q.mean.map((m, i) => clamp(m + L[i]!.reduce((a, l, j) => a + l * z[j]!, 0)));
         scored.push({ x, loss: await error(d, x) });
         evaluations++;
       }
       scored.sort((a, b) => a.loss - b.loss);
       q.best = scored[0]!;
       const top = scored.slice(0, elite);
-      for (let j = 0; j < c; j++) {
-        const m = top.reduce((a, p) => a + p.x[j]!, 0) / top.length;
-        q.mean[j] = m;
-        // A floor keeps the search from collapsing before the last iteration.
-        q.sd[j] = Math.max(Math.sqrt(top.reduce((a, p) => a + (p.x[j]! - m) ** 2, 0) / top.length), (hi - lo) / 100);
-      }
+      q.mean = Array.from({ length: c }, (_, i) => top.reduce((a, p) => a + p.x[i]!, 0) / top.length);
+      // The elites' spread about their mean; a floor on the diagonal keeps the search from collapsing before its last iteration.
+      q.cov = Array.from({ length: c }, (_, i) => Array.from({ length: c }, (_, j) => top.reduce((a, p) => a + (p.x[i]! - q.mean[i]!) * (p.x[j]! - q.mean[j]!), 0) / top.length + (i === j ? floor : 0)));
     }
   };
   for (let d = 0; d <= s.maxDelay; d++) await run(d, iterations);
-  // The two delays that explain the episodes best search on: mass, damping and gain trade off, and a search of a
-  // few iterations can stop short of its delay's minimum (and so of the right delay).
+  // The two delays that explain the episodes best search on locally: the cross-entropy search narrows before it
+  // reaches its delay's minimum (and so can miss the right delay), while the error is smooth in the scales near it.
   const order = searches.map((q, d) => [q.best.loss, d] as const).sort((a, b) => a[0] - b[0]);
-  for (const [, d] of order.slice(0, 2)) await run(d, refine);
+  for (const [, d] of order.slice(0, 2)) {
+    const q = searches[d]!;
+    const local = await nelderMead((x) => error(d, x.map(clamp)), q.best, 0.1, refine);
+    evaluations += local.evaluations;
+    q.best = { x: local.x.map(clamp), loss: local.loss };
+  }
   const found = searches.map((q) => q.best);
   const loss = found.map((f) => f.loss);
   const delay = loss.indexOf(Math.min(...loss));
   const x = found[delay]!.x;
   const scales = Object.fromEntries(CONTEXT_PARAMS.map((k, i) => [k, Math.exp(x[i]!)])) as IdentifiedProfile['scales'];
   return { delay, scales, loss, evaluations };
+}
+
+const diagonal = (n: number, v: number) => Array.from({ length: n }, (_, i) => Array.from({ length: n }, (_, j) => (i === j ? v : 0)));
+
+/** The lower-triangular L with L Lᵀ = a, for a symmetric positive-definite a. */
+function cholesky(a: readonly (readonly number[])[]): number[][] {
+  const n = a.length, L = diagonal(n, 0);
+  for (let i = 0; i < n; i++) {
+    for (let j = 0; j <= i; j++) {
+      let sum = a[i]![j]!;
+      for (let k = 0; k < j; k++) sum -= L[i]![k]! * L[j]![k]!;
+      if (i === j) {
+        if (!(sum > 0)) throw new Error(`identify: the search's covariance is not positive definite (pivot ${sum} at ${i})`);
+        L[i]![i] = Math.sqrt(sum);
+      } else L[i]![j] = sum / L[j]![j]!;
+    }
+  }
+  return L;
+}
+
+/**
+ * Nelder–Mead from `start` (its error already known), the first simplex `step` away along each axis, until `budget`
+ * evaluations are spent or the simplex's errors agree to 1e-6 of the best; the best point found.
+ */
+async function nelderMead(f: (x: number[]) => Promise<number>, start: { x: readonly number[]; loss: number }, step: number, budget: number): Promise<{ x: number[]; loss: number; evaluations: number }> {
+  const n = start.x.length;
+  let evaluations = 0;
+  const at = async (x: number[]) => {
+    evaluations++;
+    return { x, loss: await f(x) };
+  };
+  const simplex = [{ x: [...start.x], loss: start.loss }];
+  for (let i = 0; i < n && evaluations < budget; i++) simplex.push(await at(start.x.map((v, j) => (j === i ? v + step : v))));
+  const toward = (from: readonly number[], to: readonly number[], t: number) => from.map((v, j) => v + t * (to[j]! - v));
+  while (simplex.length === n + 1 && evaluations < budget) {
+    simplex.sort((a, b) => a.loss - b.loss);
+    const best = simplex[0]!, worst = simplex[n]!, second = simplex[n - 1]!;
+    if (worst.loss - best.loss <= 1e-6 * Math.max(best.loss, 1e-12)) break;
+    const centroid = Array.from({ length: n }, (_, j) => simplex.slice(0, n).reduce((a, p) => a + p.x[j]!, 0) / n);
+    const reflected = await at(toward(centroid, worst.x, -1));
+    if (reflected.loss < best.loss) {
+      const expanded = evaluations < budget ? await at(toward(centroid, worst.x, -2)) : reflected;
+      simplex[n] = expanded.loss < reflected.loss ? expanded : reflected;
+    } else if (reflected.loss < second.loss) {
+      simplex[n] = reflected;
+    } else {
+      const contracted = evaluations < budget ? await at(toward(centroid, reflected.loss < worst.loss ? reflected.x : worst.x, 0.5)) : reflected;
+      if (contracted.loss < Math.min(worst.loss, reflected.loss)) simplex[n] = contracted;
+      else {
+        for (let i = 1; i <= n && evaluations < budget; i++) simplex[i] = await at(toward(best.x, simplex[i]!.x, 0.5));
+      }
+    }
+  }
+  const best = simplex.reduce((a, p) => (p.loss < a.loss ? p : a));
+  return { x: best.x, loss: best.loss, evaluations };
 }
