@@ -329,7 +329,8 @@ function showFrames(realFrames: RealFrame[], imaginedFrames: ImaginedFrame[], up
   const lastReal = r.at(-1);
   // The ghost keeps pace with the real robot: a world model's rollout arrives whole, before the episode's real steps.
   const lastIm = (lastReal && im.find((f) => f.t === lastReal.t)) || im.at(-1);
-  state.shown = lastReal ?? null;
+  // The real frame the scene shows: a new episode's imagined rollout arrives before its first real step, and the robot stays where it was drawn last.
+  if (lastReal) state.shown = lastReal;
   if (lastReal) real?.setPoses(lastReal.poses);
   if (lastIm?.poses[0]) ghost?.setPoses(lastIm.poses[0]);
   for (const g of ghost?.groups ?? []) g.visible = !!lastIm;
