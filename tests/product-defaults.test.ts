@@ -49,7 +49,7 @@ it('a run left to its defaults calibrates where it can check the clone and the t
   expect(() => config({ robot: 'sim:reach:gap', pureWm: true, calibrate: 4 })).toThrow(/a pure world-model run/);
 });
 
-it("calibration clones from the task's own number of demonstrations where the task needs more, a smoke run's few everywhere", () => {
+it("calibration clones from the task's own number of demonstrations where the task needs more, a smoke run's few everywhere; push identifies in the sim", () => {
   const cfg = (task: string, quick = false) => calibrationConfig({ task, episodes: 16, quick, seed: 0 });
   const demos = (task: string, quick = false) => cfg(task, quick).demos;
   expect(demos('reach')).toBe(DEFAULT_CALIBRATE.demos);
@@ -60,4 +60,8 @@ it("calibration clones from the task's own number of demonstrations where the ta
   expect(cfg('push').epochs).toBe(TASK_CALIBRATE.push!.epochs);
   expect(cfg('reach').epochs).toBe(DEFAULT_CALIBRATE.epochs);
   expect(cfg('push', true).epochs).toBe(QUICK_CALIBRATE.epochs);
+  // Push's robot identified in the sim; reach's, and a smoke run's (minutes faster), through the world model.
+  expect(cfg('push').identify).toBe('sim');
+  expect(cfg('reach').identify).toBe('world-model');
+  expect(cfg('push', true).identify).toBe('world-model');
 });
