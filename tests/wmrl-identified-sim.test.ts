@@ -1,0 +1,93 @@
+// wmrl/identified-sim.ts: a start written into the identified sim from its observation alone continues as the robot
+// it was observed on does (same profile, no noise), for every rollout of a batch; bad starts are refused by name.
+import { describe, expect, it } from 'vitest';
+import { Rng } from '../nn/index.js';
+import { makeEnv } from '../sim/index.js';
+import { NOMINAL, type HardwareProfile } from '../sim/profiles.js';
+import { IdentifiedSim } from '../wmrl/identified-sim.js';
+
+const ROBOT: HardwareProfile = { ...NOMINAL, name: 'robot', description: 'a test robot', mass_scale: 1.7, friction_scale: 0.6, damping_scale: 0.5, actuator_gain_scale: 0.7, action_latency_steps: 2, obs_noise_std: 0, control_jitter_substeps: 0 };
+const HISTORY = 3;
+
+/** Episodes on the robot from `seeds`: the start, its instruction, smooth random commands and every observation after them. */
+async function record(task: string, seeds: number[], steps: number) {
+  const env = await makeEnv({ task, profile: ROBOT, commandHistory: HISTORY });
+  const rng = new Rng(11);
+  const D = env.observationSpace.state.shape[0]!, A = env.actionSpace.shape[0]!;
+  try {
+    return seeds.map((seed) => {
+      const o = env.reset(seed);
+      const actions = new Float32Array(steps * A), obs = new Float32Array(steps * D), a = new Float32Array(A);
+      for (let t = 0; t < steps; t++) {
+        for (let j = 0; j < A; j++) a[j] = Math.max(-1, Math.min(1, 0.8 * a[j]! + 0.6 * rng.normal()));
+        actions.set(a, t * A);
+        obs.set(env.step(a).obs.state, t * D);
+      }
+      return { start: o.state, instruction: o.instruction!, actions, obs };
+    });
+  } finally {
+    env.dispose();
+  }
+}
+
+const maxAbs = (a: Float32Array, b: Float32Array) => a.reduce((m, x, i) => Math.max(m, Math.abs(x - b[i]!)), 0);
+
+describe('IdentifiedSim', () => {
+  for (const task of ['reach', 'push']) {
+    it(`${task}: restores each start from its observation and steps a batch as the robot stepped`, async () => {
+      const steps = 60, eps = await record(task, [3, 8, 21], steps);
+      const sim = await IdentifiedSim.create(task, ROBOT, { commandHistory: HISTORY });
+      try {
+        const D = sim.dObs, A = sim.dAct, n = eps.length;
+        expect(D).toBe(eps[0]!.start.length);
+        const starts = new Float32Array(n * D);
+        eps.forEach((e, i) => starts.set(e.start, i * D));
+        const restored = await sim.reset(starts, eps.map((e) => e.instruction));
+        expect(maxAbs(restored, starts)).toBeLessThan(1e-5);
+        let worst = 0, moved = 0;
+        for (let t = 0; t < steps; t++) {
+          const act = new Float32Array(n * A);
+          eps.forEach((e, i) => act.set(e.actions.subarray(t * A, (t + 1) * A), i * A));
+          const s = sim.step(act);
+          eps.forEach((e, i) => {
+            const want = e.obs.subarray(t * D, (t + 1) * D);
+            worst = Math.max(worst, maxAbs(s.obs.subarray(i * D, (i + 1) * D), want));
+            moved = Math.max(moved, maxAbs(want, e.start));
+          });
+        }
+        expect(moved).toBeGreaterThan(0.1); // the commands moved the arm: the match is not of a robot at rest
+        expect(worst).toBeLessThan(1e-3);
+      } finally {
+        sim.dispose();
+      }
+    });
+  }
+
+  it('runs the dynamics it was given: another profile from the same start diverges', async () => {
+    const [e] = await record('reach', [5], 40);
+    const sim = await IdentifiedSim.create('reach', { ...ROBOT, mass_scale: 0.5, action_latency_steps: 0 }, { commandHistory: HISTORY });
+    try {
+      await sim.reset(e!.start, [e!.instruction]);
+      let last: Float32Array = new Float32Array(0);
+      for (let t = 0; t < 40; t++) last = sim.step(e!.actions.subarray(t * sim.dAct, (t + 1) * sim.dAct)).obs;
+      expect(maxAbs(last, e!.obs.subarray(39 * sim.dObs))).toBeGreaterThan(0.05);
+    } finally {
+      sim.dispose();
+    }
+  });
+
+  it('refuses a start it cannot write: wrong length, an instruction of another task, a non-finite entry', async () => {
+    const [e] = await record('reach', [1], 1);
+    const sim = await IdentifiedSim.create('reach', ROBOT, { commandHistory: HISTORY });
+    try {
+      await expect(sim.reset(e!.start.subarray(1), [e!.instruction])).rejects.toThrow(/not a positive multiple of the layout's/);
+      await expect(sim.reset(e!.start, ['push the cube onto the red pad'])).rejects.toThrow(/'push the cube onto the red pad' is not an instruction of reach/);
+      const bad = e!.start.slice();
+      bad[2] = Number.NaN;
+      await expect(sim.reset(bad, [e!.instruction])).rejects.toThrow(/start 0 entry 2 is NaN/);
+      expect(() => sim.step(new Float32Array(sim.dAct))).toThrow(/step before reset/);
+    } finally {
+      sim.dispose();
+    }
+  });
+});

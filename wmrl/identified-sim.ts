@@ -1,0 +1,130 @@
+// Imagination in the sim a calibration identified (wmrl/calibrate.ts): the task's MuJoCo scene under the identified
+// profile — a physics world model whose few parameters were fitted to the robot's own episodes — without sensor noise
+// or control jitter, stepped as the learned ensemble's ModelEnv is (reset from observation vectors, then a batch of
+// actions a step), so a trainer can imagine its groups in it from start states the robot reported.
+//
+// A start is written into the scene from its observation alone: the layout's joint positions and velocities into
+// qpos and qvel, the task's `pose` for the objects and targets it declares, the goal from the rollout's instruction.
+// What the layout does not hold (an object's height, orientation and spin) stays as the task's reset leaves it, so a
+// start at rest is restored exactly and one in motion only as far as its observation says.
+import { layoutDim } from '../common/layout.js';
+import { MjEnv } from '../sim/env.js';
+import type { HardwareProfile } from '../sim/profiles.js';
+import { makeEnv } from '../sim/registry.js';
+import type { BoundTask } from '../sim/task.js';
+
+export interface IdentifiedSimStep {
+  /** Shape N x D. */
+  obs: Float32Array;
+  /** Shape N. */
+  reward: Float32Array;
+  /** Shape N: 1 at a step where the task succeeds, else 0. */
+  success: Float32Array;
+}
+
+export class IdentifiedSim {
+  private readonly envs: MjEnv[] = [];
+  private bound: BoundTask | null = null;
+  private qposAdr: Int32Array | null = null;
+  private dofAdr: Int32Array | null = null;
+  private live = 0;
+  /** Entries of the task's own layout, before the command history. */
+  private sceneDim = 0;
+
+  private constructor(readonly task: string, readonly profile: HardwareProfile, readonly commandHistory: number, readonly dObs: number, readonly dAct: number) {}
+
+  /** The task's sim under `profile` (its sensor noise and control jitter set to none), reporting `commandHistory` commands. */
+  static async create(task: string, profile: HardwareProfile, opts: { commandHistory?: number } = {}): Promise<IdentifiedSim> {
+    const quiet: HardwareProfile = { ...profile, obs_noise_std: 0, control_jitter_substeps: 0 };
+    const probe = await makeEnv({ task, profile: quiet, commandHistory: opts.commandHistory ?? 0 });
+    if (!(probe instanceof MjEnv)) {
+      probe.dispose();
+      throw new Error(`identified sim: task '${task}' is not a MuJoCo scene the sim can restore a state in`);
+    }
+    const sim = new IdentifiedSim(task, quiet, opts.commandHistory ?? 0, layoutDim(probe.layout), probe.actionSpace.shape[0]!);
+    sim.adopt(probe);
+    return sim;
+  }
+
+  private adopt(env: MjEnv): void {
+    if (!this.bound) {
+      this.bound = env.taskDef.bind(env.model);
+      if (this.bound.layout.features.length > 0 && !this.bound.pose) throw new Error(`identified sim: task '${this.task}' declares features but no pose(): a start cannot be written into its scene`);
+      const qa = env.model.raw.jnt_qposadr as Int32Array, da = env.model.raw.jnt_dofadr as Int32Array;
+      const ids = env.layout.joints.map((j) => env.model.id('mjOBJ_JOINT', j.name));
+      this.qposAdr = Int32Array.from(ids, (id) => qa[id]!);
+      this.dofAdr = Int32Array.from(ids, (id) => da[id]!);
+      this.sceneDim = layoutDim(this.bound.layout);
+    }
+    this.envs.push(env);
+  }
+
+  /** Rollouts started by the last reset. */
+  get size(): number {
+    return this.live;
+  }
+
+  /**
+   * Starts N rollouts (`obs` Shape N x D, one instruction each, the task's own): each env reset, then the start written
+   * into its scene. Returns the starts as the sim observes them (equal to `obs` where the layout holds the whole state).
+   */
+  async reset(obs: Float32Array, instructions: readonly string[]): Promise<Float32Array> {
+    const D = this.dObs, n = obs.length / D;
+    if (!(Number.isInteger(n) && n >= 1)) throw new Error(`identified sim: ${obs.length} start values are not a positive multiple of the layout's ${D}`);
+    if (instructions.length !== n) throw new Error(`identified sim: ${instructions.length} instructions for ${n} starts`);
+    while (this.envs.length < n) {
+      const env = await makeEnv({ task: this.task, profile: this.profile, commandHistory: this.commandHistory });
+      this.adopt(env as MjEnv);
+    }
+    const bound = this.bound!, J = this.qposAdr!.length, A = this.dAct, out = new Float32Array(n * D);
+    for (let i = 0; i < n; i++) {
+      const s = obs.subarray(i * D, (i + 1) * D);
+      const bad = s.findIndex((v) => !Number.isFinite(v));
+      if (bad >= 0) throw new Error(`identified sim: start ${i} entry ${bad} is ${s[bad]}`);
+      const goal = bound.instructions.indexOf(instructions[i]!);
+      if (goal < 0) throw new Error(`identified sim: '${instructions[i]}' is not an instruction of ${this.task} (${bound.instructions.map((x) => `'${x}'`).join(', ')})`);
+      const env = this.envs[i]!;
+      env.reset(0);
+      env.setState({ ...env.getState(), goal });
+      const q = env.data.raw.qpos as Float64Array, qd = env.data.raw.qvel as Float64Array;
+      for (let j = 0; j < J; j++) {
+        q[this.qposAdr![j]!] = s[j]!;
+        qd[this.dofAdr![j]!] = s[J + j]!;
+      }
+      bound.pose!(env.data, s);
+      env.data.forward();
+      // The start as the sim's sensors would read it, then the commands the reset holds (the env reports them newest first).
+      const o = out.subarray(i * D, (i + 1) * D);
+      bound.observe(env.data, goal, o.subarray(0, this.sceneDim));
+      (env.getState().commands ?? []).forEach((c, k) => o.set(c, this.sceneDim + k * A));
+    }
+    this.live = n;
+    return out;
+  }
+
+  /** One step of every live rollout (`actions` Shape N x A, clipped to the actuators' range as the robot clips them). */
+  step(actions: Float32Array): IdentifiedSimStep {
+    const n = this.live, D = this.dObs, A = this.dAct;
+    if (n === 0) throw new Error('identified sim: step before reset');
+    if (actions.length !== n * A) throw new Error(`identified sim: ${actions.length} action values for ${n} rollouts of ${A}`);
+    const r: IdentifiedSimStep = { obs: new Float32Array(n * D), reward: new Float32Array(n), success: new Float32Array(n) };
+    for (let i = 0; i < n; i++) {
+      const s = this.envs[i]!.step(actions.subarray(i * A, (i + 1) * A));
+      r.obs.set(s.obs.state, i * D);
+      r.reward[i] = s.reward;
+      r.success[i] = s.info.success ? 1 : 0;
+    }
+    return r;
+  }
+
+  dispose(): void {
+    this.bound?.dispose?.();
+    for (const e of this.envs) e.dispose();
+    this.envs.length = 0;
+    this.live = 0;
+  }
+
+  [Symbol.dispose](): void {
+    this.dispose();
+  }
+}
