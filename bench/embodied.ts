@@ -84,7 +84,7 @@ const BASELINES = ['standard', 'anchors_only', 'pure_wm'] as const;
 const trained = (p: Plan) => p.variants.filter((v) => v !== 'bc');
 const tuned = (p: Plan) => trained(p).filter((v) => !(CORE_VARIANTS as readonly string[]).includes(v));
 /** Variants with the Corrector, whose corrections the report follows. */
-const CORRECTED = ['full', 'full_active', 'debias', 'denoise'] as const;
+const CORRECTED = ['full', 'full_active', 'full_sim', 'debias', 'denoise'] as const;
 /** A robot-only variant: trained on the robot alone, the world model neither imagining nor calibrating for it. */
 const ROBOT_ONLY = (v: { family: string; options: object }) => v.family !== 'wmrl' && !('calibrate' in v.options);
 

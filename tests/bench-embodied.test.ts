@@ -62,6 +62,7 @@ function cells(p: Plan, neverSeed: number, flatSeed: number, task = p.tasks[0]!)
     const fullLike = (final: number) => vcell(s === neverSeed ? 0.3 : final, 0.05, { ...corrected(false, i === 0 ? null : 12), ...calibrated });
     m.set(cellKey(task, s, 'full'), fullLike(0.6));
     m.set(cellKey(task, s, 'full_active'), fullLike(0.6));
+    m.set(cellKey(task, s, 'full_sim'), fullLike(0.7));
     m.set(cellKey(task, s, 'debias'), vcell(0.6, 0.05, corrected(false, 12)));
     m.set(cellKey(task, s, 'denoise'), vcell(0.5, 0.05, corrected(true, null)));
     // The tuned robot-only baselines: standard GRPO's robot time, below full WMRL's success.
@@ -107,7 +108,7 @@ describe('bench embodied: splits and keys', () => {
     expect(v.variants).toEqual(['bc', ...CORE_VARIANTS, ...families.flatMap(gridVariants)]);
     // The arms that post-train the calibrated clone take the product's step.
     const all = variants(SIZES.full.prompts);
-    for (const arm of ['full', 'debias', 'denoise', 'full_active', 'standard_cal']) expect(all[arm]!.options).toMatchObject({ lr: POST_TRAIN_LR.calibrated });
+    for (const arm of ['full', 'debias', 'denoise', 'full_active', 'full_sim', 'standard_cal']) expect(all[arm]!.options).toMatchObject({ lr: POST_TRAIN_LR.calibrated });
     expect('lr' in all.pure_wm!.options).toBe(false);
     for (const f of families) expect(gridVariants(f)).toContain(CHOSEN[f]);
     expect(gridVariants('ppo')).toEqual(['ppo_lr3e-4', 'ppo_lr1e-3']);

@@ -2,7 +2,7 @@
 // under the gap profile, record every robot episode in the store, charge the robot clock, anchor WMRL
 // on the robot and refit its world model; a resumed run continues exactly; pure world model touches no robot;
 // standard GRPO scores its groups through StandardGrpo, one group after another.
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -14,6 +14,8 @@ import { RobotClock, actedEpisode, pgBatch, type RobotEpisode } from '../wmrl/em
 import { DEFAULT_PRETRAIN, SimPrompts, heldOutEvaluation, pretrain, simRobotTarget, type Pretrained } from '../wmrl/sim-setup.js';
 import { trainStandard } from '../wmrl/train_standard.js';
 import { trainWmrl, type WmrlConfig } from '../wmrl/train_wmrl.js';
+import { IdentifiedSim } from '../wmrl/identified-sim.js';
+import { loadProfile } from '../sim/profiles.js';
 import { relabelScore, replayScore } from '../worldmodel/index.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'train-'));
@@ -148,6 +150,36 @@ describe('embodied trainers (tiny budget, reach on the gap robot)', () => {
     target.outcome = outcome;
     await pg.release();
     await target.close();
+  }, 120_000);
+
+  it('WMRL imagining in the identified sim pairs each anchor with the sim\'s replay of it, and leaves the world model alone', async () => {
+    fresh();
+    // A robot whose dynamics the sim knows exactly (gap without its sensor noise and jitter): every pair must agree.
+    const quiet = { ...loadProfile('gap'), name: 'quiet-gap', obs_noise_std: 0, control_jitter_substeps: 0 };
+    const yaml = join(dir, 'quiet-gap.yaml');
+    writeFileSync(yaml, Object.entries(quiet).map(([k, v]) => `${k}: ${typeof v === 'string' ? JSON.stringify(v) : v}`).join('\n') + '\n');
+    const target = await simRobotTarget({ task: 'reach', profile: yaml, robots: 1, resetSeconds: 5, seed: 0, store: join(dir, 'wmrl-sim.db') });
+    using prompts = await SimPrompts.create('reach');
+    using sim = await IdentifiedSim.create('reach', quiet);
+    const pg = await ClippedPolicyGradient.create(pre.policy, pgConfig);
+    const before = pre.model.store.names().map((n) => Float32Array.from(pre.model.store.get(n).data));
+    const contextBefore = Float32Array.from(pre.model.context);
+    try {
+      const st = await trainWmrl({ config: wmrlConfig({ horizon: target.maxSteps }), policy: pre.policy, pg, model: pre.model, simData: pre.simData, target, prompts, sim });
+      const pairs = (st.extra as { corrector: { debiaser: { buffer: Array<{ wm: number; real: number }> } } }).corrector.debiaser.buffer;
+      expect(pairs.length).toBeGreaterThan(0);
+      expect(new Set(pairs.map((p) => p.real.toFixed(3))).size).toBeGreaterThan(1);
+      for (const p of pairs) expect(p.wm).toBeCloseTo(p.real, 3);
+      // The sim's groups were scored: the update learned from them, and the rows say the sim's delay.
+      expect(st.rows.every((r) => r.actionDelay === quiet.action_latency_steps && !r.refit)).toBe(true);
+      expect(st.rows.reduce((a, r) => a + r.realGroups, 0)).toBeLessThan(st.rows.reduce((a, r) => a + r.groups, 0));
+      // refitEvery 1 and an identified context asked for: with the sim imagining, the model is neither refitted nor re-identified.
+      pre.model.store.names().forEach((n, i) => expect(pre.model.store.get(n).data).toEqual(before[i]));
+      expect(pre.model.context).toEqual(contextBefore);
+    } finally {
+      await pg.release();
+      await target.close();
+    }
   }, 120_000);
 
   it('WMRL executes only anchor groups on the robot, pairs them with replays and refits the world model from the store', async () => {

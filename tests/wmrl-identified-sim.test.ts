@@ -5,6 +5,7 @@ import { Rng } from '../nn/index.js';
 import { makeEnv } from '../sim/index.js';
 import { NOMINAL, type HardwareProfile } from '../sim/profiles.js';
 import { IdentifiedSim } from '../wmrl/identified-sim.js';
+import { GaussianPolicy } from '../policies/gaussian.js';
 
 const ROBOT: HardwareProfile = { ...NOMINAL, name: 'robot', description: 'a test robot', mass_scale: 1.7, friction_scale: 0.6, damping_scale: 0.5, actuator_gain_scale: 0.7, action_latency_steps: 2, obs_noise_std: 0, control_jitter_substeps: 0 };
 const HISTORY = 3;
@@ -62,6 +63,47 @@ describe('IdentifiedSim', () => {
       }
     });
   }
+
+  it('imagines a policy\'s rollouts as the robot would run them, and scores a replay as the robot scored the episode', async () => {
+    const H = 40, seeds = [4, 9];
+    const env = await makeEnv({ task: 'push', profile: ROBOT, commandHistory: HISTORY });
+    const D = env.observationSpace.state.shape[0]!, A = env.actionSpace.shape[0]!;
+    const policy = new GaussianPolicy({ obsDim: D, actDim: A, hidden: [16], initLogStd: -1, obsMean: new Array<number>(D).fill(0), obsStd: new Array<number>(D).fill(0.3), seed: 2 });
+    const sim = await IdentifiedSim.create('push', ROBOT, { commandHistory: HISTORY });
+    try {
+      // The robot runs the policy's mean action (zero noise) from each start; the sim imagines the same from the starts' observations.
+      const want: Float32Array[] = [], starts = new Float32Array(seeds.length * D), instructions: string[] = [], returns: number[] = [], sent: Float32Array[] = [];
+      for (const [i, seed] of seeds.entries()) {
+        const o = env.reset(seed);
+        starts.set(o.state, i * D);
+        instructions.push(o.instruction!);
+        let obs = o.state, ret = 0;
+        const rows = new Float32Array(H * D), acts = new Float32Array(H * A);
+        for (let t = 0; t < H; t++) {
+          const a = (await policy.act(obs, new Float32Array(A))).action.map((v) => Math.max(-1, Math.min(1, v)));
+          acts.set(a, t * A);
+          const s = env.step(a);
+          ret += s.reward;
+          obs = s.obs.state;
+          rows.set(obs, t * D);
+        }
+        want.push(rows);
+        returns.push(ret);
+        sent.push(acts);
+      }
+      const im = await sim.imagine(policy, { obs: starts, instructions }, H, { noise: new Float32Array(seeds.length * H * A), actLow: [-1, -1], actHigh: [1, 1] });
+      seeds.forEach((_, i) => {
+        expect(maxAbs(im.obs.subarray((i * (H + 1) + 1) * D, (i + 1) * (H + 1) * D), want[i]!)).toBeLessThan(1e-3);
+        expect(im.reward.subarray(i * H, (i + 1) * H).reduce((a, r) => a + r, 0)).toBeCloseTo(returns[i]!, 3);
+      });
+      expect(im.logProb.every(Number.isFinite)).toBe(true);
+      expect(im.successProb.every((p) => p === 0 || p === 1)).toBe(true);
+      expect(await sim.replayScore(starts.subarray(0, D), instructions[0]!, sent[0]!, { mode: 'return', k: 5 })).toBeCloseTo(returns[0]!, 3);
+    } finally {
+      sim.dispose();
+      env.dispose();
+    }
+  });
 
   it('runs the dynamics it was given: another profile from the same start diverges', async () => {
     const [e] = await record('reach', [5], 40);

@@ -12,6 +12,9 @@ import { MjEnv } from '../sim/env.js';
 import type { HardwareProfile } from '../sim/profiles.js';
 import { makeEnv } from '../sim/registry.js';
 import type { BoundTask } from '../sim/task.js';
+import type { Policy } from '../policies/types.js';
+import { collapse } from '../worldmodel/index.js';
+import type { ImaginedArrays } from './imagine-policy.js';
 
 export interface IdentifiedSimStep {
   /** Shape N x D. */
@@ -115,6 +118,69 @@ export class IdentifiedSim {
       r.success[i] = s.info.success ? 1 : 0;
     }
     return r;
+  }
+
+  /** Another sim of the same task, profile and command history, with envs of its own (for work that interleaves with this one's). */
+  fork(): Promise<IdentifiedSim> {
+    return IdentifiedSim.create(this.task, this.profile, { commandHistory: this.commandHistory });
+  }
+
+  /**
+   * N rollouts of `horizon` steps of `policy` from `start` (Shape N x D, an instruction each) under the standard-normal
+   * `noise` (Shape N x H x A), each sample clipped to the action bounds before the sim steps with it: the arrays a
+   * trainer takes from imagineRollouts, the sim's reward and success (0 or 1) in place of the model's predictions, one
+   * member. A policy that reads camera images is refused: this sim does not render.
+   */
+  async imagine(policy: Policy, start: { obs: Float32Array; instructions: readonly string[] }, horizon: number, opts: { noise: Float32Array; actLow: ArrayLike<number>; actHigh: ArrayLike<number> }): Promise<ImaginedArrays> {
+    const reads = policy.inputs(), D = this.dObs, A = this.dAct, H = horizon;
+    if (reads.image || reads.features) throw new Error(`identified sim: the ${policy.kind} policy reads camera images, which the identified sim does not render`);
+    if (policy.obsDim !== D || policy.actDim !== A) throw new Error(`identified sim: the policy reads ${policy.obsDim} entries and acts with ${policy.actDim}; the sim observes ${D} and takes ${A}`);
+    if (!(Number.isInteger(H) && H > 0)) throw new Error(`identified sim: horizon must be a positive integer, got ${H}`);
+    let obs = await this.reset(start.obs, start.instructions);
+    const n = this.live;
+    if (opts.noise.length !== n * H * A) throw new Error(`identified sim: noise has ${opts.noise.length} values, expected N x H x A = ${n} x ${H} x ${A}`);
+    const res = { obs: new Float32Array(n * (H + 1) * D), actionRaw: new Float32Array(n * H * A), logProb: new Float32Array(n * H), reward: new Float32Array(n * H), successProb: new Float32Array(n * H) };
+    const stepNoise = new Float32Array(n * A), sent = new Float32Array(n * A), instructions = [...start.instructions];
+    for (let t = 0; t < H; t++) {
+      for (let i = 0; i < n; i++) {
+        res.obs.set(obs.subarray(i * D, (i + 1) * D), (i * (H + 1) + t) * D);
+        stepNoise.set(opts.noise.subarray((i * H + t) * A, (i * H + t + 1) * A), i * A);
+      }
+      const a = await policy.act(obs, stepNoise, { instructions });
+      for (let j = 0; j < n * A; j++) sent[j] = Math.min(opts.actHigh[j % A]!, Math.max(opts.actLow[j % A]!, a.action[j]!));
+      const s = this.step(sent);
+      for (let i = 0; i < n; i++) {
+        res.actionRaw.set(a.action.subarray(i * A, (i + 1) * A), (i * H + t) * A);
+        res.logProb[i * H + t] = a.logProb[i]!;
+        res.reward[i * H + t] = s.reward[i]!;
+        res.successProb[i * H + t] = s.success[i]!;
+      }
+      obs = s.obs;
+    }
+    for (let i = 0; i < n; i++) res.obs.set(obs.subarray(i * D, (i + 1) * D), (i * (H + 1) + H) * D);
+    return { ...res, memberReward: res.reward, images: null, imageBytes: 0, instructions };
+  }
+
+  /**
+   * The sim's score of a recorded episode as imagination scores a rollout: its commands (Shape T x A, as the policy
+   * sent them; the sim applies its own delay) replayed open loop from its start, ended at the first step the task
+   * succeeds, collapsed as `collapse`.
+   */
+  async replayScore(startObs: Float32Array, instruction: string, actions: Float32Array, o: { mode: 'return' | 'last-minus-first'; k: number }): Promise<number> {
+    const A = this.dAct, T = actions.length / A;
+    if (!(Number.isInteger(T) && T >= 1)) throw new Error(`identified sim: ${actions.length} action values are not a positive multiple of ${A}`);
+    await this.reset(startObs, [instruction]);
+    const reward = new Float32Array(T);
+    let end = T;
+    for (let t = 0; t < T; t++) {
+      const s = this.step(actions.subarray(t * A, (t + 1) * A));
+      reward[t] = s.reward[0]!;
+      if (s.success[0]) {
+        end = t + 1;
+        break;
+      }
+    }
+    return collapse(reward, end, o.mode, o.k);
   }
 
   dispose(): void {

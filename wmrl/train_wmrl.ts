@@ -19,7 +19,8 @@ import { groupAdvantages, DEFAULT_ADVANTAGE_CONFIG } from './advantages.js';
 import { HackingAlarm } from './alarm.js';
 import { Corrector, correctorConfig, type CorrectorConfig, type CorrectorState } from './corrector.js';
 import { ImaginedGate, NoiseReplay, groupAgreement, type GateConfig } from './gate.js';
-import { imaginedRollouts, imagineRollouts, policyFace, type ImaginedRollouts } from './imagine-policy.js';
+import { imaginedRollouts, imagineRollouts, policyFace, type ImaginedArrays, type ImaginedRollouts } from './imagine-policy.js';
+import type { IdentifiedSim } from './identified-sim.js';
 import { actedEpisode, episodeTransitions, groupEpisodes, pgBatch, type RobotEpisode, type Prompt, type Trajectory } from './embodied.js';
 import { KeepBest } from './keep-best.js';
 import { ReportedStarts } from './reported-starts.js';
@@ -127,6 +128,12 @@ export interface WmrlRun extends Omit<StandardRun, 'config'> {
   face?: Policy;
   /** Warnings (reward-hacking alarm); default: stderr. */
   warn?: (message: string) => void;
+  /**
+   * Imagine in the sim a calibration identified (wmrl/identified-sim.ts) instead of `model`: its groups, the anchors'
+   * paired scores and their closed-loop agreements come from the sim's physics, which carries the identified delay
+   * and context, so the model is neither refitted nor re-identified. The caller owns (disposes) it.
+   */
+  sim?: IdentifiedSim;
 }
 
 /** A rollout a scorer sees: group b, member k of this update. */
@@ -177,6 +184,10 @@ export async function trainWmrl(run: WmrlRun): Promise<RunState> {
   // The latest anchor episodes as the policy acted in them, what the delay is identified from: checkpointed with the run.
   const recentAnchors: DelayEpisode[] = (extra.recentAnchors ?? []).map((e) => ({ states: Float32Array.from(e.states), actions: Float32Array.from(e.actions), rewards: Float32Array.from(e.rewards), success: Float32Array.from(e.success) }));
   const lo = target.robot.spec.action.low, hi = target.robot.spec.action.high;
+  // The anchors' scoring may still run while the next update imagines: it replays in a sim of its own.
+  const anchorSim = run.sim ? await run.sim.fork() : null;
+  const imagine = (sim: IdentifiedSim | null, start: { obs: Float32Array; instructions: readonly string[] }, o: { members: ArrayLike<number>; noise: Float32Array }): Promise<ImaginedArrays> =>
+    sim ? sim.imagine(face, start, H, { noise: o.noise, actLow: lo, actHigh: hi }) : imagineRollouts(env, run.twin ?? null, face, graphPolicy, start, H, { ...o, actLow: lo, actHigh: hi });
   const reported = (c.imagineFrom ?? 'robot') === 'robot' && target.store ? new ReportedStarts(target.store, layoutOf(target.robot.spec), target.meta.task) : null;
 
   // This update's robot episodes, group b's at b.
@@ -219,8 +230,12 @@ export async function trainWmrl(run: WmrlRun): Promise<RunState> {
       real.set(b, eps);
       // The pair: the world model's score of the episode's first H steps as imagination scores a rollout (the policy's
       // commands as it acted them, as late as imagination feeds them), and its real score.
-      const worldModel = await Promise.all(eps.map((ep, k) => ep.steps === 0 ? null
-        : replayToSuccess(model, ep.obs.subarray(0, D), acted[k]!.actions.subarray(0, Math.min(ep.steps, H) * A), { mode: c.scoreMode, k: c.scoreK, actionDelay: env.actionDelay, successThreshold: c.successThreshold })));
+      const worldModel: Array<number | null> = [];
+      for (const [k, ep] of eps.entries()) {
+        const start = ep.obs.subarray(0, D), actions = acted[k]!.actions.subarray(0, Math.min(ep.steps, H) * A);
+        worldModel.push(ep.steps === 0 ? null : anchorSim ? await anchorSim.replayScore(start, prompt.instruction, actions, { mode: c.scoreMode, k: c.scoreK })
+          : await replayToSuccess(model, start, actions, { mode: c.scoreMode, k: c.scoreK, actionDelay: env.actionDelay, successThreshold: c.successThreshold }));
+      }
       const realScores = await Promise.all(eps.map(async (ep, k) => {
         if (ep.status !== 'complete') return null;
         return c.anchorScore === 'relabel' ? relabelScore(model, acted[k]!, { steps: Math.min(ep.steps, H), actionDelay: env.actionDelay }) : ep.return;
@@ -233,7 +248,7 @@ export async function trainWmrl(run: WmrlRun): Promise<RunState> {
         const i = (b * G + group[k]!.k) * H * A;
         noise.set(drawn.subarray(i, i + H * A), k * H * A);
       });
-      const twin = await imagineRollouts(env, run.twin ?? null, face, graphPolicy, { obs: from, instructions: eps.map(() => prompt.instruction) }, H, { members: new Int32Array(n).fill(member), noise, actLow: lo, actHigh: hi });
+      const twin = await imagine(anchorSim, { obs: from, instructions: eps.map(() => prompt.instruction) }, { members: new Int32Array(n).fill(member), noise });
       const twinScores = imaginedRollouts(twin, H, reads, { successThreshold: c.successThreshold, mode: c.scoreMode, k: c.scoreK }).score;
       const rho = groupAgreement(twinScores, realScores);
       if (!Number.isNaN(rho)) agreements.push(rho);
@@ -273,7 +288,7 @@ export async function trainWmrl(run: WmrlRun): Promise<RunState> {
       const ti = performance.now();
       const policyNoise = Float32Array.from({ length: N * H * A }, () => rng.normal());
       const instructions = Array.from({ length: N }, (_, i) => startInstructions[Math.floor(i / G)]!);
-      const im = await imagineRollouts(env, run.twin ?? null, face, graphPolicy, { obs: repeatRows(starts, D, G), instructions }, H, { members, noise: policyNoise, actLow: lo, actHigh: hi });
+      const im = await imagine(run.sim ?? null, { obs: repeatRows(starts, D, G), instructions }, { members, noise: policyNoise });
       const imagineSeconds = (performance.now() - ti) / 1000;
       imagined = { ...imaginedRollouts(im, H, reads, { successThreshold: c.successThreshold, mode: c.scoreMode, k: c.scoreK }), noise: policyNoise };
 
@@ -310,7 +325,7 @@ export async function trainWmrl(run: WmrlRun): Promise<RunState> {
 
       // Refit the world model from the store: every real episode so far, plus the sim data it started from at `simWeight`.
       let refit = false;
-      const due = c.refitEvery > 0 && (u + 1) % c.refitEvery === 0 && (u + 1 < c.updates || c.refitAtEnd !== false);
+      const due = !run.sim && c.refitEvery > 0 && (u + 1) % c.refitEvery === 0 && (u + 1 < c.updates || c.refitAtEnd !== false);
       if (due && state.episodeIds.length > 0 && target.store) {
         const eps = state.episodeIds.map((id) => episodeTransitions(target.store!.get(id), layoutOf(target.robot.spec), Float32Array.from(state.finalObs[id] ?? []))).filter((e) => e !== null);
         const data = refitTransitions(eps, model, { robotRewards: c.robotRewards, simData: run.simData, simWeight: c.simWeight, actionDelay: env.actionDelay });
@@ -320,7 +335,7 @@ export async function trainWmrl(run: WmrlRun): Promise<RunState> {
       // The robot's actuation delay and (for a context-conditioned model) its context, from the latest anchors: first
       // once they exist, then after each refit.
       const idDelay = c.actionDelay === 'identify', idContext = model.contextDim > 0 && c.context === 'identify';
-      if ((idDelay || idContext) && recentAnchors.length > 0 && (!extra.identified || refit)) {
+      if (!run.sim && (idDelay || idContext) && recentAnchors.length > 0 && (!extra.identified || refit)) {
         const { delay } = await identifySystem(model, recentAnchors, { maxDelay: idDelay ? c.maxActionDelay : null, delay: env.actionDelay, context: idContext, seed: c.seed + u });
         if (delay !== env.actionDelay) {
           await env.release();
@@ -363,7 +378,7 @@ export async function trainWmrl(run: WmrlRun): Promise<RunState> {
         hackingAlarm: alarmed,
         flaggedContexts: log?.flaggedContexts ?? 0,
         refit,
-        actionDelay: env.actionDelay,
+        actionDelay: run.sim ? run.sim.profile.action_latency_steps : env.actionDelay,
         ...(model.contextDim > 0 ? { context: Array.from(model.context) } : {}),
         imaginedTransitions: N * H,
         ...(reported ? { reportedStarts: reported.size, imaginedFromReported: reportedStartsUsed } : {}),
@@ -392,6 +407,7 @@ export async function trainWmrl(run: WmrlRun): Promise<RunState> {
     }
   } finally {
     keep.restore();
+    anchorSim?.dispose();
   }
   await env.release();
   if (run.outDir) writeFileAtomic(join(run.outDir, 'history.json'), [JSON.stringify(state.rows, null, 1)]);

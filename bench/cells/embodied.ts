@@ -24,6 +24,8 @@ export { MEASURE_BLOCK, PROFILE, SIZES, START_BLOCK, SeedSetup, armOf, promptBlo
 export const IMAGINED = 4;
 /** Anchor groups per update on average, with no per-update floor: the imagined updates between anchors are where WMRL saves robot time. */
 export const ANCHORS_PER_UPDATE = 0.5;
+/** Imagining in the identified sim, WMRL imagines SIM_IMAGINED times standard GRPO's groups per update: the sim's rollouts cost compute alone, and fewer let the update drift (docs/decisions.md, the twin probes). */
+export const SIM_IMAGINED = 16;
 
 /** The module each family of variants trains through: its import closure and the variant's options are the variant's computation key. */
 const FAMILY_MODULES = {
@@ -49,7 +51,7 @@ export type Variant = { label: string; prompts: number } & (
 );
 
 /** WMRL's arms and the baselines every run has (no grid). */
-export const CORE_VARIANTS = ['standard', 'standard_cal', 'anchors_only', 'pure_wm', 'debias', 'denoise', 'full', 'full_active'] as const;
+export const CORE_VARIANTS = ['standard', 'standard_cal', 'anchors_only', 'pure_wm', 'debias', 'denoise', 'full', 'full_active', 'full_sim'] as const;
 
 /**
  * The robot-only baselines tuned as WMRL is tuned: each family's grid, one variant per point, named `<family>_<point>`
@@ -118,6 +120,10 @@ export function variants(B: number, scale: 'full' | 'quick' = 'full'): Record<st
     denoise: w('+ denoise', correctorConfig({ debias: false }, base)),
     full: w('full WMRL', base),
     full_active: w('full WMRL, active anchors', correctorConfig({ anchors: { mode: 'active' } }, base)),
+    full_sim: {
+      label: 'full WMRL, imagining in the identified sim', prompts: SIM_IMAGINED * B, family: 'wmrl',
+      options: { prompts: SIM_IMAGINED * B, corrector: correctorConfig({ anchors: { fraction: ANCHORS_PER_UPDATE / (SIM_IMAGINED * B), floor: 0 } }, DEFAULT_WMRL.corrector as CorrectorConfig), calibrate, lr, imagine: 'identified-sim' },
+    },
     ...Object.fromEntries(GRIDS.ppo.lr.map((lr): [string, Variant] => [point('ppo', lr), { label: `PPO, learned value baseline (lr ${lr.toExponential()})`, prompts: B, family: 'ppo', options: { prompts: B, lr } }])),
     ...Object.fromEntries(GRIDS.rlpd.lr.map((lr): [string, Variant] => [point('rlpd', lr), { label: `RLPD / HIL-SERL-style SAC (lr ${lr.toExponential()})`, prompts: B, family: 'rlpd', options: { prompts: B, lr, ...RLPD_BUDGET[scale] } }])),
     ...Object.fromEntries(GRIDS.bc_more.ep.map((epochs): [string, Variant] => [point('bc_more', epochs), { label: `BC, more demonstrations at the same robot time (${epochs} epochs)`, prompts: B, family: 'bc_more', options: { prompts: B, epochs } }])),
