@@ -99,6 +99,15 @@ describe('IdentifiedSim', () => {
       expect(im.logProb.every(Number.isFinite)).toBe(true);
       expect(im.successProb.every((p) => p === 0 || p === 1)).toBe(true);
       expect(await sim.replayScore(starts.subarray(0, D), instructions[0]!, sent[0]!, { mode: 'return', k: 5 })).toBeCloseTo(returns[0]!, 3);
+      // Replays and rollouts started together (a trainer's anchor groups finish as they will) each run whole, one after another.
+      const [r1, r0, again] = await Promise.all([
+        sim.replayScore(starts.subarray(D, 2 * D), instructions[1]!, sent[1]!, { mode: 'return', k: 5 }),
+        sim.replayScore(starts.subarray(0, D), instructions[0]!, sent[0]!, { mode: 'return', k: 5 }),
+        sim.imagine(policy, { obs: starts, instructions }, H, { noise: new Float32Array(seeds.length * H * A), actLow: [-1, -1], actHigh: [1, 1] }),
+      ]);
+      expect(r1).toBeCloseTo(returns[1]!, 3);
+      expect(r0).toBeCloseTo(returns[0]!, 3);
+      expect(maxAbs(again.obs, im.obs)).toBe(0);
     } finally {
       sim.dispose();
       env.dispose();

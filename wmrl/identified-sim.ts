@@ -31,6 +31,8 @@ export class IdentifiedSim {
   private qposAdr: Int32Array | null = null;
   private dofAdr: Int32Array | null = null;
   private live = 0;
+  /** The end of the latest rollout or replay: each waits for the one before, as they share the envs. */
+  private busy: Promise<unknown> = Promise.resolve();
   /** Entries of the task's own layout, before the command history. */
   private sceneDim = 0;
 
@@ -131,7 +133,18 @@ export class IdentifiedSim {
    * trainer takes from imagineRollouts, the sim's reward and success (0 or 1) in place of the model's predictions, one
    * member. A policy that reads camera images is refused: this sim does not render.
    */
-  async imagine(policy: Policy, start: { obs: Float32Array; instructions: readonly string[] }, horizon: number, opts: { noise: Float32Array; actLow: ArrayLike<number>; actHigh: ArrayLike<number> }): Promise<ImaginedArrays> {
+  imagine(policy: Policy, start: { obs: Float32Array; instructions: readonly string[] }, horizon: number, opts: { noise: Float32Array; actLow: ArrayLike<number>; actHigh: ArrayLike<number> }): Promise<ImaginedArrays> {
+    return this.exclusive(() => this.imagineNow(policy, start, horizon, opts));
+  }
+
+  /** Runs `f` once every rollout or replay started before it has ended. */
+  private exclusive<T>(f: () => Promise<T>): Promise<T> {
+    const r = this.busy.then(f, f);
+    this.busy = r.catch(() => undefined);
+    return r;
+  }
+
+  private async imagineNow(policy: Policy, start: { obs: Float32Array; instructions: readonly string[] }, horizon: number, opts: { noise: Float32Array; actLow: ArrayLike<number>; actHigh: ArrayLike<number> }): Promise<ImaginedArrays> {
     const reads = policy.inputs(), D = this.dObs, A = this.dAct, H = horizon;
     if (reads.image || reads.features) throw new Error(`identified sim: the ${policy.kind} policy reads camera images, which the identified sim does not render`);
     if (policy.obsDim !== D || policy.actDim !== A) throw new Error(`identified sim: the policy reads ${policy.obsDim} entries and acts with ${policy.actDim}; the sim observes ${D} and takes ${A}`);
@@ -166,7 +179,11 @@ export class IdentifiedSim {
    * sent them; the sim applies its own delay) replayed open loop from its start, ended at the first step the task
    * succeeds, collapsed as `collapse`.
    */
-  async replayScore(startObs: Float32Array, instruction: string, actions: Float32Array, o: { mode: 'return' | 'last-minus-first'; k: number }): Promise<number> {
+  replayScore(startObs: Float32Array, instruction: string, actions: Float32Array, o: { mode: 'return' | 'last-minus-first'; k: number }): Promise<number> {
+    return this.exclusive(() => this.replayNow(startObs, instruction, actions, o));
+  }
+
+  private async replayNow(startObs: Float32Array, instruction: string, actions: Float32Array, o: { mode: 'return' | 'last-minus-first'; k: number }): Promise<number> {
     const A = this.dAct, T = actions.length / A;
     if (!(Number.isInteger(T) && T >= 1)) throw new Error(`identified sim: ${actions.length} action values are not a positive multiple of ${A}`);
     await this.reset(startObs, [instruction]);
