@@ -127,6 +127,24 @@ describe('IdentifiedSim', () => {
     }
   });
 
+  it('built from a calibration (its delay and scales) steps as the robot those describe, and only that one', async () => {
+    const [e] = await record('push', [4], 40);
+    const { mass_scale, friction_scale, damping_scale, actuator_gain_scale } = ROBOT;
+    const run = async (delay: number) => {
+      const sim = await IdentifiedSim.fromCalibration('push', { delay, scales: { mass_scale, friction_scale, damping_scale, actuator_gain_scale } }, { commandHistory: HISTORY });
+      try {
+        await sim.reset(e!.start, [e!.instruction]);
+        let last: Float32Array = new Float32Array(0);
+        for (let t = 0; t < 40; t++) last = sim.step(e!.actions.subarray(t * sim.dAct, (t + 1) * sim.dAct)).obs;
+        return maxAbs(last, e!.obs.subarray(39 * sim.dObs));
+      } finally {
+        sim.dispose();
+      }
+    };
+    expect(await run(ROBOT.action_latency_steps)).toBeLessThan(1e-3);
+    expect(await run(0)).toBeGreaterThan(1e-2);
+  });
+
   it('refuses a start it cannot write: wrong length, an instruction of another task, a non-finite entry', async () => {
     const [e] = await record('reach', [1], 1);
     const sim = await IdentifiedSim.create('reach', ROBOT, { commandHistory: HISTORY });

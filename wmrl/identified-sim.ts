@@ -8,10 +8,11 @@
 // What the layout does not hold (an object's height, orientation and spin) stays as the task's reset leaves it, so a
 // start at rest is restored exactly and one in motion only as far as its observation says.
 import { layoutDim } from '../common/layout.js';
-import { MjEnv } from '../sim/env.js';
-import type { HardwareProfile } from '../sim/profiles.js';
-import { makeEnv } from '../sim/registry.js';
-import type { BoundTask } from '../sim/task.js';
+import { MjEnv, loadTaskModel } from '../sim/env.js';
+import type { SimModel } from '../sim/mujoco.js';
+import { NOMINAL, type HardwareProfile } from '../sim/profiles.js';
+import { taskDef } from '../sim/registry.js';
+import type { BoundTask, TaskDef } from '../sim/task.js';
 import type { Policy } from '../policies/types.js';
 import { collapse } from '../worldmodel/index.js';
 import type { ImaginedArrays } from './imagine-policy.js';
@@ -27,41 +28,57 @@ export interface IdentifiedSimStep {
 
 export class IdentifiedSim {
   private readonly envs: MjEnv[] = [];
-  private bound: BoundTask | null = null;
-  private qposAdr: Int32Array | null = null;
-  private dofAdr: Int32Array | null = null;
+  private readonly bound: BoundTask;
+  private readonly qposAdr: Int32Array;
+  private readonly dofAdr: Int32Array;
   private live = 0;
+  private disposed = false;
   /** The end of the latest rollout or replay: each waits for the one before, as they share the envs. */
   private busy: Promise<unknown> = Promise.resolve();
   /** Entries of the task's own layout, before the command history. */
-  private sceneDim = 0;
+  private readonly sceneDim: number;
+  readonly dObs: number;
+  readonly dAct: number;
 
-  private constructor(readonly task: string, readonly profile: HardwareProfile, readonly commandHistory: number, readonly dObs: number, readonly dAct: number) {}
-
-  /** The task's sim under `profile` (its sensor noise and control jitter set to none), reporting `commandHistory` commands. */
-  static async create(task: string, profile: HardwareProfile, opts: { commandHistory?: number } = {}): Promise<IdentifiedSim> {
-    const quiet: HardwareProfile = { ...profile, obs_noise_std: 0, control_jitter_substeps: 0 };
-    const probe = await makeEnv({ task, profile: quiet, commandHistory: opts.commandHistory ?? 0 });
-    if (!(probe instanceof MjEnv)) {
-      probe.dispose();
-      throw new Error(`identified sim: task '${task}' is not a MuJoCo scene the sim can restore a state in`);
+  /** Takes `model` (freed by dispose) and `first`, an env on it. */
+  private constructor(readonly task: string, readonly profile: HardwareProfile, readonly commandHistory: number, private readonly def: TaskDef, private readonly model: SimModel, first: MjEnv) {
+    this.bound = def.bind(model);
+    try {
+      if (this.bound.layout.features.length > 0 && !this.bound.pose) throw new Error(`identified sim: task '${task}' declares features but no pose(): a start cannot be written into its scene`);
+    } catch (e) {
+      this.bound.dispose?.();
+      throw e;
     }
-    const sim = new IdentifiedSim(task, quiet, opts.commandHistory ?? 0, layoutDim(probe.layout), probe.actionSpace.shape[0]!);
-    sim.adopt(probe);
-    return sim;
+    const qa = model.raw.jnt_qposadr as Int32Array, da = model.raw.jnt_dofadr as Int32Array;
+    const ids = first.layout.joints.map((j) => model.id('mjOBJ_JOINT', j.name));
+    this.qposAdr = Int32Array.from(ids, (id) => qa[id]!);
+    this.dofAdr = Int32Array.from(ids, (id) => da[id]!);
+    this.sceneDim = layoutDim(this.bound.layout);
+    this.dObs = layoutDim(first.layout);
+    this.dAct = first.actionSpace.shape[0]!;
+    this.envs.push(first);
   }
 
-  private adopt(env: MjEnv): void {
-    if (!this.bound) {
-      this.bound = env.taskDef.bind(env.model);
-      if (this.bound.layout.features.length > 0 && !this.bound.pose) throw new Error(`identified sim: task '${this.task}' declares features but no pose(): a start cannot be written into its scene`);
-      const qa = env.model.raw.jnt_qposadr as Int32Array, da = env.model.raw.jnt_dofadr as Int32Array;
-      const ids = env.layout.joints.map((j) => env.model.id('mjOBJ_JOINT', j.name));
-      this.qposAdr = Int32Array.from(ids, (id) => qa[id]!);
-      this.dofAdr = Int32Array.from(ids, (id) => da[id]!);
-      this.sceneDim = layoutDim(this.bound.layout);
+  /** The task's sim under `profile` (its sensor noise and control jitter set to none), reporting `commandHistory` commands; its envs share one model. */
+  static async create(task: string, profile: HardwareProfile, opts: { commandHistory?: number } = {}): Promise<IdentifiedSim> {
+    const quiet: HardwareProfile = { ...profile, obs_noise_std: 0, control_jitter_substeps: 0 };
+    const def = taskDef(task);
+    const model = await loadTaskModel(def, quiet);
+    const history = opts.commandHistory ?? 0;
+    let first: MjEnv | null = null;
+    try {
+      first = new MjEnv(def, model, quiet, { commandHistory: history }, false);
+      return new IdentifiedSim(task, quiet, history, def, model, first);
+    } catch (e) {
+      first?.dispose();
+      model.dispose();
+      throw e;
     }
-    this.envs.push(env);
+  }
+
+  /** The sim a calibration identified (wmrl/calibrate.ts): the nominal profile with its actuation delay and scales. */
+  static fromCalibration(task: string, cal: { delay: number; scales: Partial<HardwareProfile> }, opts: { commandHistory?: number } = {}): Promise<IdentifiedSim> {
+    return IdentifiedSim.create(task, { ...NOMINAL, ...cal.scales, name: 'identified', description: 'the sim as the calibration identified it', action_latency_steps: cal.delay }, opts);
   }
 
   /** Rollouts started by the last reset. */
@@ -77,11 +94,8 @@ export class IdentifiedSim {
     const D = this.dObs, n = obs.length / D;
     if (!(Number.isInteger(n) && n >= 1)) throw new Error(`identified sim: ${obs.length} start values are not a positive multiple of the layout's ${D}`);
     if (instructions.length !== n) throw new Error(`identified sim: ${instructions.length} instructions for ${n} starts`);
-    while (this.envs.length < n) {
-      const env = await makeEnv({ task: this.task, profile: this.profile, commandHistory: this.commandHistory });
-      this.adopt(env as MjEnv);
-    }
-    const bound = this.bound!, J = this.qposAdr!.length, A = this.dAct, out = new Float32Array(n * D);
+    while (this.envs.length < n) this.envs.push(new MjEnv(this.def, this.model, this.profile, { commandHistory: this.commandHistory }, false));
+    const bound = this.bound, J = this.qposAdr.length, A = this.dAct, out = new Float32Array(n * D);
     for (let i = 0; i < n; i++) {
       const s = obs.subarray(i * D, (i + 1) * D);
       const bad = s.findIndex((v) => !Number.isFinite(v));
@@ -93,10 +107,10 @@ export class IdentifiedSim {
       env.setState({ ...env.getState(), goal });
       const q = env.data.raw.qpos as Float64Array, qd = env.data.raw.qvel as Float64Array;
       for (let j = 0; j < J; j++) {
-        q[this.qposAdr![j]!] = s[j]!;
-        qd[this.dofAdr![j]!] = s[J + j]!;
+        q[this.qposAdr[j]!] = s[j]!;
+        qd[this.dofAdr[j]!] = s[J + j]!;
       }
-      bound.pose!(env.data, s);
+      bound.pose?.(env.data, s);
       env.data.forward();
       // The start as the sim's sensors would read it, then the commands the reset holds (the env reports them newest first).
       const o = out.subarray(i * D, (i + 1) * D);
@@ -201,10 +215,13 @@ export class IdentifiedSim {
   }
 
   dispose(): void {
-    this.bound?.dispose?.();
+    if (this.disposed) return;
+    this.disposed = true;
+    this.bound.dispose?.();
     for (const e of this.envs) e.dispose();
     this.envs.length = 0;
     this.live = 0;
+    this.model.dispose();
   }
 
   [Symbol.dispose](): void {

@@ -2,7 +2,6 @@
 // model, anchor groups on the robot correcting their scores through the Corrector (or none: the pure world model). This
 // module and what it imports are the variants' own code in their computation keys.
 import { ClippedPolicyGradient } from '../../../policies/pg.js';
-import { NOMINAL } from '../../../sim/profiles.js';
 import { calibrateMeasured, calibrationConfig } from '../../../wmrl/calibrate.js';
 import { IdentifiedSim } from '../../../wmrl/identified-sim.js';
 import type { CorrectorConfig } from '../../../wmrl/corrector.js';
@@ -30,7 +29,7 @@ export async function train(x: TrainerInputs, v: WmrlOptions): Promise<TrainerOu
   const calibration = v.calibrate ? await calibrateMeasured({ task: x.task, commandHistory: x.o.commandHistory, policy: p.policy, model: p.model, target, prompts, memo: x.calibrationMemo }, calibrationConfig({ ...v.calibrate, task: x.task, seed: x.seed }), x.measure) : undefined;
   if (v.imagine === 'identified-sim' && !calibration) throw new Error('bench embodied: imagining in the identified sim needs a calibration');
   using sim = calibration && v.imagine === 'identified-sim'
-    ? await IdentifiedSim.create(x.task, { ...NOMINAL, ...calibration.scales, name: 'identified', description: 'the sim as the calibration identified it', action_latency_steps: calibration.delay }, { commandHistory: x.o.commandHistory })
+    ? await IdentifiedSim.fromCalibration(x.task, calibration, { commandHistory: x.o.commandHistory })
     : null;
   const pg = await ClippedPolicyGradient.create(p.policy, postTrainPg(v.klCoef ?? 0, v.lr));
   // The alarm's warnings are counted from the rows (hackingAlarm), not printed over the progress bar.
