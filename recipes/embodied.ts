@@ -24,7 +24,8 @@ import { DEFAULT_PRETRAIN, SimPrompts, heldOutEvaluation, postTrainPg, pretrain,
 import type { PromptSource, RobotTarget } from '../wmrl/embodied.js';
 import { trainStandard } from '../wmrl/train_standard.js';
 import { DEFAULT_WMRL, trainWmrl } from '../wmrl/train_wmrl.js';
-import { CALIBRATE_EPISODES, EmbodiedOptions, POST_TRAIN_LR, SIM_COMMAND_HISTORY } from './options.js';
+import { IdentifiedSim } from '../wmrl/identified-sim.js';
+import { CALIBRATED_WORLD_MODEL, CALIBRATE_EPISODES, EmbodiedOptions, POST_TRAIN_LR, SIM_COMMAND_HISTORY } from './options.js';
 
 export { EmbodiedOptions };
 
@@ -46,6 +47,28 @@ export function calibrateEpisodes(o: { pureWm: boolean; calibrate?: number | und
 
 /** The policy's Adam step a run takes: `lr` where given, else the product's default for a start that was calibrated or not. */
 export const postTrainLr = (lr: number | undefined, calibrate: number): number => lr ?? (calibrate > 0 ? POST_TRAIN_LR.calibrated : POST_TRAIN_LR.uncalibrated);
+
+export type WorldModelKind = 'learned' | 'identified-sim';
+
+/** Why `worldModel` cannot go with the other options, or null: the identified sim needs a calibration, which a pure world-model run never makes. */
+export function worldModelProblem(o: { worldModel?: WorldModelKind | undefined; pureWm: boolean; calibrate?: number | undefined }): string | null {
+  if (o.worldModel !== 'identified-sim') return null;
+  if (o.pureWm) return 'world model (--world-model, worldModel) identified-sim: a pure world-model run (--pure-wm, pureWm) makes no calibration to identify a sim from; imagine in the learned model';
+  return o.calibrate === 0 ? "world model (--world-model, worldModel) identified-sim: calibration (--calibrate, calibrate) 0 identifies no sim to imagine in; calibrate, or imagine in the learned model" : null;
+}
+
+/** Where a run of `calibrate` robot episodes imagines: `worldModel` where given (the identified sim only after a calibration), else the product's default. */
+export function imaginationIn(o: { worldModel?: WorldModelKind | undefined }, calibrate: number): WorldModelKind {
+  if (o.worldModel === 'identified-sim' && calibrate === 0) throw new Error("world model (--world-model, worldModel) identified-sim: the run does not calibrate, so no sim is identified to imagine in; give --calibrate N > 0 (calibrate), or imagine in the learned model");
+  return o.worldModel ?? (calibrate > 0 ? CALIBRATED_WORLD_MODEL : 'learned');
+}
+
+/** The sim a run imagines in, or null where it imagines in the learned model. */
+export async function imaginedSim(worldModel: WorldModelKind | undefined, task: string, calibration: CalibrationReport | undefined, commandHistory: number): Promise<IdentifiedSim | null> {
+  if (worldModel !== 'identified-sim') return null;
+  if (!calibration) throw new Error('world model identified-sim: the run has no calibration (calibration.json) to build its sim from');
+  return IdentifiedSim.fromCalibration(task, calibration, { commandHistory });
+}
 
 /** Why `calibrate` cannot go with the other options, or null: a pure world-model run spends no robot episode. */
 export function calibrateProblem(o: { pureWm: boolean; calibrate?: number | undefined }): string | null {
@@ -141,6 +164,8 @@ export interface EmbodiedRunConfig {
   calibrate?: number;
   /** The policy's Adam step (resolved by postTrainLr when the run starts). Absent in runs from before it: POST_TRAIN_PG's 1e-3. */
   lr?: number;
+  /** Where WMRL imagines (resolved by imaginationIn when the run starts). Absent in runs from before it: learned. */
+  worldModel?: WorldModelKind;
 }
 
 /** The evaluation episodes a run takes when its options leave them out: a sim robot's held out in its sim, none on a robot YAML's robot (they cost robot time). */
@@ -176,12 +201,12 @@ export function embodiedConfig(o: EmbodiedOptions): EmbodiedRunConfig {
   const problem = o.algo === 'wmrl' ? anchorGroupsProblem(o) : null;
   if (problem) throw new Error(problem);
   const commandHistory = sim ? (o.commandHistory ?? SIM_COMMAND_HISTORY) : histories[0]!;
-  const problemCal = calibrateProblem(o);
+  const problemCal = calibrateProblem(o) ?? (o.algo === 'wmrl' ? worldModelProblem(o) : null);
   if (problemCal) throw new Error(problemCal);
-  const { calibrate, lr } = o;
+  const { calibrate, lr, worldModel } = o;
   const { algo, robots, debias, denoise, pureWm, anchors, updates, prompts, group, imagine, anchorGroups, klCoef, resetSeconds, seed, quick } = o;
   const evalEpisodes = o.evalEpisodes ?? defaultEvalEpisodes(sim, quick);
-  return { algo, robot, ...(fleet.length > 1 ? { fleet } : {}), task, profile, robots, debias, denoise, pureWm, anchors, updates, prompts, group, imagine, anchorGroups, klCoef, resetSeconds, seed, quick, commandHistory, evalEpisodes, calibrate, ...(lr === undefined ? {} : { lr }) };
+  return { algo, robot, ...(fleet.length > 1 ? { fleet } : {}), task, profile, robots, debias, denoise, pureWm, anchors, updates, prompts, group, imagine, anchorGroups, klCoef, resetSeconds, seed, quick, commandHistory, evalEpisodes, calibrate, ...(lr === undefined ? {} : { lr }), ...(worldModel === undefined ? {} : { worldModel }) };
 }
 
 export interface EmbodiedIo {
@@ -229,7 +254,7 @@ export async function runEmbodied(given: EmbodiedRunConfig | null, io: EmbodiedI
     // The calibration resolved before anything runs: a task that cannot calibrate fails here, not after pretraining.
     const calibrate = calibrateEpisodes(given, { evaluates: (given.evalEpisodes ?? 0) > 0, demonstrator: await hasRobustDemonstrator(given.task) });
     mkdirSync(out, { recursive: true });
-    a = { ...given, calibrate, lr: postTrainLr(given.lr, calibrate) };
+    a = { ...given, calibrate, lr: postTrainLr(given.lr, calibrate), ...(given.algo === 'wmrl' ? { worldModel: imaginationIn(given, calibrate) } : {}) };
   }
   writeFileAtomic(cfgFile, [JSON.stringify(a, null, 1)]);
   const commandHistory = a.commandHistory ?? 0;
@@ -270,9 +295,10 @@ export async function runEmbodied(given: EmbodiedRunConfig | null, io: EmbodiedI
     if (a.algo === 'standard') {
       st = await trainStandard({ config: common, policy: pre.policy, pg, target, prompts, evaluate, outDir: out, resume, hooks });
     } else {
+      using sim = await imaginedSim(a.worldModel, a.task, calibration, commandHistory);
       st = await trainWmrl({
         config: { ...DEFAULT_WMRL, ...common, prompts: a.prompts * a.imagine, corrector: trainerCorrector(a), horizon: target.maxSteps },
-        policy: pre.policy, pg, model: pre.model, simData: pre.simData, target, prompts, evaluate, outDir: out, resume, hooks,
+        policy: pre.policy, pg, model: pre.model, simData: pre.simData, target, prompts, evaluate, outDir: out, resume, hooks, ...(sim ? { sim } : {}),
       });
     }
   } finally {

@@ -12,6 +12,12 @@ export const CALIBRATE_EPISODES = 16;
  * must move; wmrl/sim-setup.ts POST_TRAIN_PG's).
  */
 export const POST_TRAIN_LR = { calibrated: 1e-4, uncalibrated: 1e-3 } as const;
+/**
+ * Where a calibrated WMRL run imagines its groups when its options leave it out: 'learned', the pretrained world
+ * model's ensemble; 'identified-sim', the task's sim set to what the calibration identified (wmrl/identified-sim.ts).
+ * An uncalibrated run has no identified sim and imagines in the learned model.
+ */
+export const CALIBRATED_WORLD_MODEL: 'learned' | 'identified-sim' = 'learned';
 /** The sim robot reports its last this many commands (sim/env.ts commandHistory) unless --command-history says otherwise: those in flight under actuation latency. */
 export const SIM_COMMAND_HISTORY = 4;
 
@@ -31,6 +37,7 @@ export const TrainerOptions = {
   pureWm: Type.Boolean({ default: false, description: 'pure world model: no anchors, nothing runs on the robot (the ablation)' }),
   anchors: Type.Union([Type.Literal('random'), Type.Literal('active')], { default: 'random', description: 'anchor selection: random, or active (where the ensemble disagrees most)' }),
   calibrate: Type.Optional(Type.Integer({ minimum: 0, maximum: 10000, description: `calibration before post-training: this many robot episodes of the clone identify the robot through the pretrained world model (its actuation delay, and its mass, friction, damping and actuator gain), and the clone learns the task again from the task's robust demonstrator in the sim set to what was identified (wmrl/calibrate.ts); charged to robot time. Left out: ${CALIBRATE_EPISODES} where the run evaluates its policy (a sim robot; a robot YAML with evalEpisodes) and the task has a robust demonstrator, else none (pureWm, which runs nothing on the robot: never); 0: none` })),
+  worldModel: Type.Optional(Type.Union([Type.Literal('learned'), Type.Literal('identified-sim')], { description: `WMRL: where the groups are imagined: learned, the world model's ensemble pretrained on the nominal sim and conditioned on the robot's identified context; identified-sim, the task's MuJoCo scene set to the delay and scales the calibration identified (needs calibration), each start written in from the robot's reported state. Left out: ${CALIBRATED_WORLD_MODEL} where the run calibrates, else learned` })),
   klCoef: Type.Number({ minimum: 0, maximum: 100, default: 0, description: "β of GRPO's KL penalty to the policy as post-training found it (policies/pg.ts klCoef; the k3 estimate per step): it pulls back a policy that noisy advantages drift from its clone. 0: none" }),
   lr: Type.Optional(Type.Number({ minimum: 1e-6, maximum: 1, description: `the policy's Adam step in post-training. Left out: ${POST_TRAIN_LR.calibrated} where the run calibrates (a good clone the update must hold), else ${POST_TRAIN_LR.uncalibrated}` })),
   resetSeconds: Type.Number({ minimum: 0, maximum: 3600, default: 5, description: 'robot time charged per episode for its reset, s (robot-hours accounting)' }),

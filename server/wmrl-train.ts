@@ -16,7 +16,7 @@ import type { RunRow } from '../wmrl/run-state.js';
 import { SimPrompts, postTrainPg, heldOutEvaluation, type Pretrained } from '../wmrl/sim-setup.js';
 import { DEFAULT_WMRL, trainWmrl } from '../wmrl/train_wmrl.js';
 import { ModelEnv, repeatRows, type EnsembleModel } from '../worldmodel/index.js';
-import { anchorGroupsProblem, calibrateClone, calibrateEpisodes, calibrateProblem, hasRobustDemonstrator, embodiedPretrain, exportEmbodiedPolicy, postTrainLr, trainerCorrector } from '../recipes/embodied.js';
+import { anchorGroupsProblem, calibrateClone, calibrateEpisodes, calibrateProblem, hasRobustDemonstrator, embodiedPretrain, exportEmbodiedPolicy, imaginationIn, imaginedSim, postTrainLr, trainerCorrector, worldModelProblem, type CalibrationReport } from '../recipes/embodied.js';
 import { AnchorEpisodes, round, successInterval, updateMetrics, type ImaginedRollouts, type ImaginedStep, type RobotRunCheckpoint } from './robot-training.js';
 import type { RobotHost } from './robot-host.js';
 import { ApiError } from './errors.js';
@@ -153,7 +153,7 @@ export const wmrlTrain: JobDefinition<typeof WmrlTrainOptions> = {
   description:
     "WMRL post-training on the robot's task: behaviour cloning and a world model pretrained on the nominal sim, then updates on groups imagined in the world model, corrected by anchor episodes on this robot, or on a fleet of robots at once (recorded, streamed with the world model's imagined rollouts); the policy goes into the policies as the run's id",
   options: WmrlTrainOptions,
-  check: (o) => anchorGroupsProblem(o) ?? calibrateProblem(o),
+  check: (o) => anchorGroupsProblem(o) ?? calibrateProblem(o) ?? worldModelProblem(o),
   checkRobot: (o, host) => wmrlRobotProblem(o.task, host),
   fleet: (o, lead, robots) => fleetOf(o, lead, robots),
   async run(o, ctx) {
@@ -174,6 +174,7 @@ export const wmrlTrain: JobDefinition<typeof WmrlTrainOptions> = {
     const layout = layoutOf(spec);
     // Resolved before pretraining: a task that cannot calibrate fails now.
     const calibrate = await jobCalibration(o, host, task);
+    const worldModel = imaginationIn(o, calibrate);
     const metrics: MetricsPoint[] = [];
     const rows: RunRow[] = [];
     const checkpoint = (c: Omit<WmrlCheckpoint, 'run' | 'task' | 'profile' | 'metrics' | 'stoppedEarly' | 'updates' | 'robotSeconds' | 'robotWallSeconds' | 'fleet'>) => {
@@ -221,6 +222,8 @@ export const wmrlTrain: JobDefinition<typeof WmrlTrainOptions> = {
     let failure: { message: string; error: Error } | null = null;
     let started = false;
     let calibrating = false;
+    let calibration: CalibrationReport | undefined;
+    let sim: Awaited<ReturnType<typeof imaginedSim>> = null;
     try {
       imaginer = o.imagined ? await Imaginer.create(pre.model, pre.policy, task, layout, config.successThreshold, host.commandHistory) : null;
       anchors = new AnchorEpisodes(ctx, hosts, imaginer, H);
@@ -240,12 +243,14 @@ export const wmrlTrain: JobDefinition<typeof WmrlTrainOptions> = {
         });
         calibrating = false;
         writeFileAtomic(join(ctx.dir, 'calibration.json'), [JSON.stringify(c, null, 1)]);
+        calibration = c;
       }
+      sim = await imaginedSim(worldModel, task, calibration, host.commandHistory);
       // After calibration: the KL penalty's reference is the policy post-training starts from.
       pg = await ClippedPolicyGradient.create(pre.policy, postTrainPg(o.klCoef, postTrainLr(o.lr, calibrate)));
       a.progress(0, o.updates, 'updates');
       await trainWmrl({
-        config, policy: pre.policy, pg, model: pre.model, simData: pre.simData, target, prompts, evaluate, outDir: ctx.dir,
+        config, policy: pre.policy, pg, model: pre.model, simData: pre.simData, target, prompts, evaluate, outDir: ctx.dir, ...(sim ? { sim } : {}),
         hooks: {
           signal: ctx.signal,
           // Where post-training starts: the pretrained (or calibrated) policy's true success, which the trainer measures
@@ -273,6 +278,7 @@ export const wmrlTrain: JobDefinition<typeof WmrlTrainOptions> = {
     } finally {
       await pg?.release();
       await imaginer?.release();
+      sim?.dispose();
     }
 
     // 3. The policy, deployable on this robot (its observation layout inside): the trainer, however it ended, left in

@@ -4,8 +4,8 @@ import { Value } from '@sinclair/typebox/value';
 import { expect, it } from 'vitest';
 import { CALIBRATE_EPISODES as BENCH_CALIBRATE_EPISODES } from '../bench/cells/embodied.js';
 import { COMMAND_HISTORY as BENCH_COMMAND_HISTORY } from '../bench/cells/embodied/setup.js';
-import { calibrateEpisodes, embodiedConfig, hasRobustDemonstrator, postTrainLr } from '../recipes/embodied.js';
-import { CALIBRATE_EPISODES, EmbodiedOptions, POST_TRAIN_LR, SIM_COMMAND_HISTORY } from '../recipes/options.js';
+import { calibrateEpisodes, embodiedConfig, hasRobustDemonstrator, imaginationIn, postTrainLr } from '../recipes/embodied.js';
+import { CALIBRATED_WORLD_MODEL, CALIBRATE_EPISODES, EmbodiedOptions, POST_TRAIN_LR, SIM_COMMAND_HISTORY } from '../recipes/options.js';
 import { POST_TRAIN_PG } from '../wmrl/sim-setup.js';
 import { DEFAULT_CALIBRATE, QUICK_CALIBRATE, TASK_CALIBRATE, calibrationConfig } from '../wmrl/calibrate.js';
 
@@ -64,4 +64,13 @@ it("calibration clones from the task's own number of demonstrations where the ta
   expect(cfg('push').identify).toBe('sim');
   expect(cfg('reach').identify).toBe('world-model');
   expect(cfg('push', true).identify).toBe('world-model');
+});
+
+it('a calibrated run imagines where the product says unless told; an uncalibrated one in the learned model, never the identified sim', () => {
+  expect(imaginationIn({}, CALIBRATE_EPISODES)).toBe(CALIBRATED_WORLD_MODEL);
+  expect(imaginationIn({}, 0)).toBe('learned');
+  expect(imaginationIn({ worldModel: 'learned' }, CALIBRATE_EPISODES)).toBe('learned');
+  expect(imaginationIn({ worldModel: 'identified-sim' }, 4)).toBe('identified-sim');
+  // A run whose calibration resolves to none (a robot without an evaluation) cannot imagine in a sim it never identified.
+  expect(() => imaginationIn({ worldModel: 'identified-sim' }, 0)).toThrow(/^world model \(--world-model, worldModel\) identified-sim: the run does not calibrate/);
 });

@@ -66,6 +66,8 @@ describe('wmrl-train job: options on the route', () => {
       [{ robot: 'sim', prompts: 2, imagine: 1, anchorGroups: 3 }, 'anchor groups per update (--anchor-groups, anchorGroups) 3: more than the 2 groups an update imagines (prompts 2 x imagine 1)'],
       // a pure world-model run spends no robot episode, so it cannot calibrate (left out, calibrate is 0 for it)
       [{ robot: 'sim', pureWm: true, calibrate: 4 }, 'calibration (--calibrate, calibrate) 4: a pure world-model run (--pure-wm, pureWm) runs nothing on the robot; leave calibrate out or set it to 0'],
+      // the identified sim needs a calibration to identify it
+      [{ robot: 'sim', worldModel: 'identified-sim', calibrate: 0 }, 'world model (--world-model, worldModel) identified-sim: calibration (--calibrate, calibrate) 0 identifies no sim to imagine in; calibrate, or imagine in the learned model'],
     ];
     for (const [payload, message] of bad) {
       const r = await inject({ method: 'POST', url: '/api/runs/wmrl-train', payload });
@@ -160,9 +162,9 @@ describe('wmrl-train job: a tiny run', () => {
     expect(svc.ctx.store.list().at(-1)!.meta.policyVersion).toBe(id);
   });
 
-  it('calibrate: robot episodes identify the robot before the trainer, charged to its clock, and the run folder keeps what was identified', async () => {
+  it('calibrate: robot episodes identify the robot before the trainer, charged to its clock, and the run folder keeps what was identified; the trainer imagines in that sim when told', async () => {
     const rec = record();
-    const started = await inject({ method: 'POST', url: '/api/runs/wmrl-train', payload: { robot: 'sim', ...TINY, quick: true, calibrate: 2, updates: 1, realTime: false } });
+    const started = await inject({ method: 'POST', url: '/api/runs/wmrl-train', payload: { robot: 'sim', ...TINY, quick: true, calibrate: 2, updates: 1, realTime: false, worldModel: 'identified-sim' } });
     expect(started.statusCode).toBe(201);
     const id = started.json<RunStatus>().id;
     expect(await ended(id)).toMatchObject({ state: 'finished', error: null });
@@ -178,6 +180,9 @@ describe('wmrl-train job: a tiny run', () => {
     expect(metrics[0]!.trueSuccess).toBe(Math.max(cal.before, cal.after));
     expect(metrics[0]!.robotSeconds).toBeGreaterThanOrEqual(2 * 5);
     expect(metrics[1]!.robotSeconds).toBeGreaterThan(metrics[0]!.robotSeconds);
+    // Imagined in the identified sim: its delay is the calibration's, and no learned model was refitted.
+    const rows = JSON.parse(readFileSync(join(dir, 'runs', id, 'history.json'), 'utf8')) as Array<{ actionDelay: number; refit: boolean }>;
+    expect(rows).toEqual([expect.objectContaining({ actionDelay: cal.delay, refit: false })]);
   });
 
   it('calibrates by default on the sim robot; a stop mid-calibration leaves the clone as pretrained, not half cloned again', async () => {

@@ -22,6 +22,10 @@ describe('wmrl train', () => {
       [['--anchor-groups', 'half'], /--anchor-groups: expected number, got 'half'/],
       [['--kl-coef=-0.1'], /--kl-coef: expected number to be greater or equal to 0, got '-0.1'/],
       [['--lr', '0'], /--lr: expected number to be greater or equal to 0.000001, got '0'/],
+      [['--world-model', 'identified-sim', '--calibrate', '0'], /world model \(--world-model, worldModel\) identified-sim: calibration \(--calibrate, calibrate\) 0 identifies no sim to imagine in/],
+      [['--world-model', 'identified-sim', '--pure-wm'], /world model \(--world-model, worldModel\) identified-sim: a pure world-model run \(--pure-wm, pureWm\) makes no calibration/],
+      [['--algo', 'standard', '--world-model', 'learned'], /--world-model: WMRL options; --algo standard has no world model/],
+      [['--world-model', 'physics'], /--world-model/],
     ];
     for (const [args, msg] of cases) {
       const r = wmrl('train', ...args, '--out', join(dir, 'never'));
@@ -43,6 +47,22 @@ describe('wmrl train', () => {
       expect(r.status, args.join(' ')).toBe(1);
       expect(r.stderr).toMatch(msg);
     }
+  });
+
+  it('--world-model identified-sim: imagines in the sim its calibration identified, across a resume', () => {
+    const out = join(dir, 'sim-imagined');
+    const r = wmrl('train', '--quick', '--robot', 'sim:reach:gap', '--world-model', 'identified-sim', '--updates', '2', '--prompts', '2', '--group', '2', '--eval-episodes', '2', '--out', out, '--json');
+    expect(r.status, r.stderr).toBe(0);
+    type Row = { actionDelay: number; refit: boolean; imaginedTransitions: number };
+    const doc = JSON.parse(r.stdout) as { config: { worldModel: string; calibrate: number }; calibration: { delay: number }; updates: Row[] };
+    expect(doc.config).toMatchObject({ worldModel: 'identified-sim', calibrate: CALIBRATE_EPISODES });
+    // The sim carries the calibration's delay, and no update refits a learned model it does not use.
+    for (const row of doc.updates) expect(row).toMatchObject({ actionDelay: doc.calibration.delay, refit: false, imaginedTransitions: 2 * 4 * 2 * 100 });
+    const again = wmrl('train', '--resume', '--updates', '3', '--out', out, '--json');
+    expect(again.status, again.stderr).toBe(0);
+    const rows = JSON.parse(readFileSync(join(out, 'history.json'), 'utf8')) as Row[];
+    expect(rows).toHaveLength(3);
+    expect(rows[2]).toMatchObject({ actionDelay: doc.calibration.delay, refit: false });
   });
 
   it('a fleet of two sim robots: every group on both at once, robot time and wall-clock apart, each episode recorded by its robot', () => {

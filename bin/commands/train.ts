@@ -8,7 +8,7 @@ import { progressBar } from '../progress.js';
 import { flagOf, schemaValues } from '../schema-flags.js';
 
 /** Flags only WMRL has: refused with --algo standard. */
-const WMRL_ONLY = ['debias', 'denoise', 'pureWm', 'imagine', 'anchorGroups'];
+const WMRL_ONLY = ['debias', 'denoise', 'pureWm', 'imagine', 'anchorGroups', 'worldModel'];
 const asFlag = (key: string) => (key === 'debias' || key === 'denoise' ? `--no-${key}` : flagOf(key));
 
 export interface TrainFlags extends Record<string, unknown> {
