@@ -127,6 +127,40 @@ describe('IdentifiedSim', () => {
     }
   });
 
+  it('leaves a rollout marked ended where it was (reward 0, success 1) and steps the others as without the mark', async () => {
+    const eps = await record('reach', [2, 6], 12);
+    const D = eps[0]!.start.length;
+    const run = async (endAt: number | null) => {
+      const sim = await IdentifiedSim.create('reach', ROBOT, { commandHistory: HISTORY });
+      try {
+        const A = sim.dAct, starts = new Float32Array(2 * D);
+        eps.forEach((e, i) => starts.set(e.start, i * D));
+        await sim.reset(starts, eps.map((e) => e.instruction));
+        const ended = new Uint8Array(2), out: Array<{ obs: Float32Array; reward: Float32Array; success: Float32Array }> = [];
+        for (let t = 0; t < 12; t++) {
+          if (t === endAt) ended[0] = 1;
+          const act = new Float32Array(2 * A);
+          eps.forEach((e, i) => act.set(e.actions.subarray(t * A, (t + 1) * A), i * A));
+          out.push(sim.step(act, ended));
+        }
+        return out;
+      } finally {
+        sim.dispose();
+      }
+    };
+    const free = await run(null), cut = await run(5);
+    for (let t = 0; t < 12; t++) {
+      // The unmarked rollout is untouched by its neighbour's mark.
+      expect(maxAbs(cut[t]!.obs.subarray(D), free[t]!.obs.subarray(D))).toBe(0);
+      if (t < 5) expect(maxAbs(cut[t]!.obs, free[t]!.obs)).toBe(0);
+      else {
+        expect(maxAbs(cut[t]!.obs.subarray(0, D), free[4]!.obs.subarray(0, D))).toBe(0);
+        expect([cut[t]!.reward[0], cut[t]!.success[0]]).toEqual([0, 1]);
+      }
+    }
+    expect(maxAbs(free[11]!.obs.subarray(0, D), free[4]!.obs.subarray(0, D))).toBeGreaterThan(1e-3); // unmarked, it moved on
+  });
+
   it('built from a calibration (its delay and scales) steps as the robot those describe, and only that one', async () => {
     const [e] = await record('push', [4], 40);
     const { mass_scale, friction_scale, damping_scale, actuator_gain_scale } = ROBOT;

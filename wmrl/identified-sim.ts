@@ -32,6 +32,8 @@ export class IdentifiedSim {
   private readonly qposAdr: Int32Array;
   private readonly dofAdr: Int32Array;
   private live = 0;
+  /** The live rollouts' latest observations (Shape N x D). */
+  private last: Float32Array = new Float32Array(0);
   private disposed = false;
   /** The end of the latest rollout or replay: each waits for the one before, as they share the envs. */
   private busy: Promise<unknown> = Promise.resolve();
@@ -118,21 +120,31 @@ export class IdentifiedSim {
       (env.getState().commands ?? []).forEach((c, k) => o.set(c, this.sceneDim + k * A));
     }
     this.live = n;
+    this.last = out;
     return out;
   }
 
-  /** One step of every live rollout (`actions` Shape N x A, clipped to the actuators' range as the robot clips them). */
-  step(actions: Float32Array): IdentifiedSimStep {
+  /**
+   * One step of every live rollout (`actions` Shape N x A, clipped to the actuators' range as the robot clips them);
+   * where `ended` is 1 the rollout stays as it was (its last observation again, reward 0, success 1).
+   */
+  step(actions: Float32Array, ended?: Uint8Array): IdentifiedSimStep {
     const n = this.live, D = this.dObs, A = this.dAct;
     if (n === 0) throw new Error('identified sim: step before reset');
     if (actions.length !== n * A) throw new Error(`identified sim: ${actions.length} action values for ${n} rollouts of ${A}`);
     const r: IdentifiedSimStep = { obs: new Float32Array(n * D), reward: new Float32Array(n), success: new Float32Array(n) };
     for (let i = 0; i < n; i++) {
+      if (ended?.[i]) {
+        r.obs.set(this.last.subarray(i * D, (i + 1) * D), i * D);
+        r.success[i] = 1;
+        continue;
+      }
       const s = this.envs[i]!.step(actions.subarray(i * A, (i + 1) * A));
       r.obs.set(s.obs.state, i * D);
       r.reward[i] = s.reward;
       r.success[i] = s.info.success ? 1 : 0;
     }
+    this.last = r.obs;
     return r;
   }
 
@@ -145,7 +157,9 @@ export class IdentifiedSim {
    * N rollouts of `horizon` steps of `policy` from `start` (Shape N x D, an instruction each) under the standard-normal
    * `noise` (Shape N x H x A), each sample clipped to the action bounds before the sim steps with it: the arrays a
    * trainer takes from imagineRollouts, the sim's reward and success (0 or 1) in place of the model's predictions, one
-   * member. A policy that reads camera images is refused: this sim does not render.
+   * member. A rollout ends at its first success, as the robot's episode does and as imaginedRollouts reads it: the
+   * steps after it are not simulated (its last observation, reward 0, success 1). A policy that reads camera images is
+   * refused: this sim does not render.
    */
   imagine(policy: Policy, start: { obs: Float32Array; instructions: readonly string[] }, horizon: number, opts: { noise: Float32Array; actLow: ArrayLike<number>; actHigh: ArrayLike<number> }): Promise<ImaginedArrays> {
     return this.exclusive(() => this.imagineNow(policy, start, horizon, opts));
@@ -168,6 +182,7 @@ export class IdentifiedSim {
     if (opts.noise.length !== n * H * A) throw new Error(`identified sim: noise has ${opts.noise.length} values, expected N x H x A = ${n} x ${H} x ${A}`);
     const res = { obs: new Float32Array(n * (H + 1) * D), actionRaw: new Float32Array(n * H * A), logProb: new Float32Array(n * H), reward: new Float32Array(n * H), successProb: new Float32Array(n * H) };
     const stepNoise = new Float32Array(n * A), sent = new Float32Array(n * A), instructions = [...start.instructions];
+    const ended = new Uint8Array(n);
     for (let t = 0; t < H; t++) {
       for (let i = 0; i < n; i++) {
         res.obs.set(obs.subarray(i * D, (i + 1) * D), (i * (H + 1) + t) * D);
@@ -175,14 +190,23 @@ export class IdentifiedSim {
       }
       const a = await policy.act(obs, stepNoise, { instructions });
       for (let j = 0; j < n * A; j++) sent[j] = Math.min(opts.actHigh[j % A]!, Math.max(opts.actLow[j % A]!, a.action[j]!));
-      const s = this.step(sent);
+      const s = this.step(sent, ended);
       for (let i = 0; i < n; i++) {
         res.actionRaw.set(a.action.subarray(i * A, (i + 1) * A), (i * H + t) * A);
         res.logProb[i * H + t] = a.logProb[i]!;
         res.reward[i * H + t] = s.reward[i]!;
         res.successProb[i * H + t] = s.success[i]!;
+        ended[i] = s.success[i]!;
       }
       obs = s.obs;
+      if (ended.every((e) => e === 1)) {
+        // Every rollout has ended: the steps left hold each one's last observation and success, as step() would.
+        for (let i = 0; i < n; i++) {
+          for (let u = t + 1; u < H; u++) res.obs.set(obs.subarray(i * D, (i + 1) * D), (i * (H + 1) + u) * D);
+          res.successProb.fill(1, i * H + t + 1, (i + 1) * H);
+        }
+        break;
+      }
     }
     for (let i = 0; i < n; i++) res.obs.set(obs.subarray(i * D, (i + 1) * D), (i * (H + 1) + H) * D);
     return { ...res, memberReward: res.reward, images: null, imageBytes: 0, instructions };
