@@ -31,10 +31,13 @@ export interface ImaginedStep {
   poses: number[][];
 }
 
+/** Where an imagined rollout comes from: the learned world model, or the sim a calibration identified. */
+export type ImaginedSource = 'world-model' | 'identified-sim';
+
 /** The world model's rollouts of the policy from an episode's start, streamed before the episode's real frames. */
 export interface ImaginedRollouts {
   /** `start`: the observation the robot starts from; `physics`: the robot's sim state then; `H`: steps. */
-  rollout(start: Float32Array, physics: EnvState, H: number): Promise<ImaginedStep[]>;
+  rollout(start: Float32Array, physics: EnvState, H: number): Promise<{ source: ImaginedSource; steps: ImaginedStep[] }>;
 }
 
 /** What a training job's checkpoint.json holds beside the trainer's own files (state.json, pg.safetensors, world_model.safetensors, history.json). */
@@ -83,7 +86,7 @@ export function updateMetrics(r: RunRow, evalEpisodes: number): MetricsPoint {
 interface AnchorRun {
   ctx: JobContext;
   /** The world model's rollouts from a start state, one at a time (robots of a fleet reset at once); null: none imagined. */
-  imagine: ((start: Float32Array, physics: EnvState) => Promise<ImaginedStep[]>) | null;
+  imagine: ((start: Float32Array, physics: EnvState) => Promise<{ source: ImaginedSource; steps: ImaginedStep[] }>) | null;
   /** Ids of the episodes recorded, in order. */
   ids: string[];
 }
@@ -98,7 +101,7 @@ class RobotEpisodes {
   /** The episode being recorded on this robot, if any. */
   episode: string | null = null;
   private t = 0;
-  private pending: ImaginedStep[] = [];
+  private pending: { source: ImaginedSource; steps: ImaginedStep[] } | null = null;
   /** Why this robot's part of the run failed (fail(), or a robot call): episodes queued on it must not start. */
   dead: Error | null = null;
 
@@ -170,7 +173,7 @@ class RobotEpisodes {
         if (!(e instanceof SafetyStop && e.reason === 'estop')) throw e;
       }
     }
-    this.pending = [];
+    this.pending = null;
     const physics = imagine && o?.seed !== undefined ? host.physicsState() : null;
     if (imagine && physics) {
       this.pending = await imagine(buildObservation(layoutOf(host.spec), obs), physics);
@@ -186,8 +189,9 @@ class RobotEpisodes {
     this.episode = id;
     this.t = 0;
     ctx.emit({ type: 'episode', episode: id, phase: 'start', steps: 0, success: null, status: 'recording' });
-    this.pending.forEach((s, t) => ctx.emit({ type: 'imagined', robot: host.id, episode: id, source: 'world-model', t, members: s.members, poses: s.poses }));
-    this.pending = [];
+    const source = this.pending?.source;
+    this.pending?.steps.forEach((s, t) => ctx.emit({ type: 'imagined', robot: host.id, episode: id, source: source!, t, members: s.members, poses: s.poses }));
+    this.pending = null;
   }
 
   /**

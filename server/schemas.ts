@@ -196,7 +196,7 @@ export const ImaginedFrame = Type.Object({
   ...RunRef,
   robot: Id,
   episode: Type.String(),
-  source: Type.Union([Type.Literal('sim-replay'), Type.Literal('world-model')], { description: "sim-replay: the real episode's actions replayed open-loop in a nominal sim; world-model: the learned model" }),
+  source: Type.Union([Type.Literal('sim-replay'), Type.Literal('world-model'), Type.Literal('identified-sim')], { description: "sim-replay: the real episode's actions replayed open-loop in a nominal sim; world-model: the learned model's rollout of the policy, one per ensemble member; identified-sim: the policy's rollout in the sim the calibration identified, where the trainer imagines" }),
   t: Type.Integer(),
   members: Type.Array(Type.Array(Type.Number()), { description: 'joint positions per member' }),
   poses: Type.Array(Type.Array(Type.Number()), { description: 'body poses per member, when the source has them' }),

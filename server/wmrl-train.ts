@@ -3,7 +3,8 @@
 // (wmrl/train_wmrl.ts) whose anchor episodes run on the service's own robot, through its safety layer (so the
 // viewer's e-stop stops them), recorded in the service's store. Each anchor episode streams as real frames and,
 // from the same start state, the world model's imagined rollout of the policy under every ensemble member as
-// imagined frames (their spread is the model's uncertainty); metrics after every update; the trainer checkpoints
+// imagined frames (their spread is the model's uncertainty), or the identified sim's one rollout where the trainer
+// imagines there (worldModel 'identified-sim'); metrics after every update; the trainer checkpoints
 // into the run folder every update; the policy goes into the policy library, ready to deploy.
 import { join } from 'node:path';
 import { writeFileAtomic } from '../nn/index.js';
@@ -14,10 +15,11 @@ import { MjEnv, makeEnv, type EnvState } from '../sim/index.js';
 import { fleetMismatch } from '../wmrl/fleet.js';
 import type { RunRow } from '../wmrl/run-state.js';
 import { SimPrompts, postTrainPg, heldOutEvaluation, type Pretrained } from '../wmrl/sim-setup.js';
+import type { IdentifiedSim } from '../wmrl/identified-sim.js';
 import { DEFAULT_WMRL, trainWmrl } from '../wmrl/train_wmrl.js';
 import { ModelEnv, repeatRows, type EnsembleModel } from '../worldmodel/index.js';
 import { anchorGroupsProblem, calibrateClone, calibrateEpisodes, calibrateProblem, hasRobustDemonstrator, embodiedPretrain, exportEmbodiedPolicy, imaginationIn, imaginedSim, postTrainLr, trainerCorrector, worldModelProblem, type CalibrationReport } from '../recipes/embodied.js';
-import { AnchorEpisodes, round, successInterval, updateMetrics, type ImaginedRollouts, type ImaginedStep, type RobotRunCheckpoint } from './robot-training.js';
+import { AnchorEpisodes, round, successInterval, updateMetrics, type ImaginedRollouts, type ImaginedSource, type ImaginedStep, type RobotRunCheckpoint } from './robot-training.js';
 import type { RobotHost } from './robot-host.js';
 import { ApiError } from './errors.js';
 import { RunFailure, type JobDefinition } from './runs.js';
@@ -30,9 +32,15 @@ import { WmrlTrainOptions, type MetricsPoint } from './schemas.js';
  * rollout e for the whole rollout), the policy taking its mean action, so the members' spread is the model's
  * own uncertainty. Joint positions come out of the predicted observations through the layout; body poses by
  * setting those joint positions in a nominal copy of the task's sim (the start state's goal and objects) and
- * running MuJoCo's kinematics.
+ * running MuJoCo's kinematics. Once the trainer imagines in the identified sim (`useSim`), the rollout drawn is that
+ * sim's, one path: what the trainer imagines.
  */
 class Imaginer implements ImaginedRollouts {
+  private identified: IdentifiedSim | null = null;
+  /** The robot's action bounds, which the sim's commands are clipped to as the trainer clips them. */
+  private bounds: { low: readonly number[]; high: readonly number[] } = { low: [], high: [] };
+  private readonly instructions: readonly string[];
+
   private constructor(
     private readonly env: ModelEnv,
     private readonly policy: ReturnType<GaussianPolicy['graphPolicy']>,
@@ -42,7 +50,19 @@ class Imaginer implements ImaginedRollouts {
     private readonly qposAdr: number[],
     private readonly layout: ObservationLayout,
     private readonly successThreshold: number,
-  ) {}
+    private readonly gaussian: GaussianPolicy,
+  ) {
+    const bound = sim.taskDef.bind(sim.model);
+    this.instructions = [...bound.instructions];
+    bound.dispose?.();
+  }
+
+  /** Draw the rollouts of the trainer's identified sim from now on, in a copy of its own (the trainer's is busy imagining). */
+  async useSim(sim: IdentifiedSim, bounds: { low: readonly number[]; high: readonly number[] }): Promise<void> {
+    this.identified?.dispose();
+    this.identified = await sim.fork();
+    this.bounds = bounds;
+  }
 
   static async create(model: EnsembleModel, policy: GaussianPolicy, task: string, layout: ObservationLayout, successThreshold: number, commandHistory: number): Promise<Imaginer> {
     const sim = await makeEnv({ task, profile: 'nominal', commandHistory });
@@ -52,11 +72,12 @@ class Imaginer implements ImaginedRollouts {
     }
     const adr = sim.model.raw.jnt_qposadr as Int32Array;
     const qposAdr = layout.joints.map((j) => adr[sim.model.id('mjOBJ_JOINT', j.name)]!);
-    return new Imaginer(new ModelEnv(model, { members: 'fixed' }), policy.graphPolicy(), model, sim, qposAdr, layout, successThreshold);
+    return new Imaginer(new ModelEnv(model, { members: 'fixed' }), policy.graphPolicy(), model, sim, qposAdr, layout, successThreshold, policy);
   }
 
   /** `start`: the observation (Shape D) the robot starts from; `physics`: the robot's sim state then. */
-  async rollout(start: Float32Array, physics: EnvState, H: number): Promise<ImaginedStep[]> {
+  async rollout(start: Float32Array, physics: EnvState, H: number): Promise<{ source: ImaginedSource; steps: ImaginedStep[] }> {
+    if (this.identified) return { source: 'identified-sim', steps: await this.simRollout(this.identified, start, physics, H) };
     const E = this.model.members, D = this.model.dObs;
     const im = await this.env.imagine(repeatRows(start, D, E), this.policy, H, {
       members: Int32Array.from({ length: E }, (_, e) => e),
@@ -80,7 +101,21 @@ class Imaginer implements ImaginedRollouts {
       }
       steps.push(s);
     }
-    return steps;
+    return { source: 'world-model', steps };
+  }
+
+  /** The identified sim's rollout of the policy's mean action from the start, to its first success. */
+  private async simRollout(sim: IdentifiedSim, start: Float32Array, physics: EnvState, H: number): Promise<ImaginedStep[]> {
+    const D = sim.dObs, A = sim.dAct;
+    const instruction = this.instructions[physics.goal];
+    if (instruction === undefined) throw new Error(`wmrl-train: the robot's goal ${physics.goal} is not one of the task's ${this.instructions.length} instructions`);
+    const im = await sim.imagine(this.gaussian, { obs: start, instructions: [instruction] }, H, { noise: new Float32Array(H * A), actLow: this.bounds.low, actHigh: this.bounds.high });
+    const hit = im.successProb.findIndex((p) => p > this.successThreshold);
+    this.sim.setState(physics);
+    return Array.from({ length: hit < 0 ? H : hit + 1 }, (_, t) => {
+      const q = splitObservation(this.layout, im.obs.subarray((t + 1) * D, (t + 2) * D), 'identified sim').position;
+      return { members: [Array.from(q, round)], poses: [this.posesAt(q)] };
+    });
   }
 
   private posesAt(q: ArrayLike<number>): number[] {
@@ -92,6 +127,7 @@ class Imaginer implements ImaginedRollouts {
   }
 
   async release(): Promise<void> {
+    this.identified?.dispose();
     this.sim.dispose();
     await this.env.release();
   }
@@ -246,6 +282,7 @@ export const wmrlTrain: JobDefinition<typeof WmrlTrainOptions> = {
         calibration = c;
       }
       sim = await imaginedSim(worldModel, task, calibration, host.commandHistory);
+      if (sim) await imaginer?.useSim(sim, spec.action);
       // After calibration: the KL penalty's reference is the policy post-training starts from.
       pg = await ClippedPolicyGradient.create(pre.policy, postTrainPg(o.klCoef, postTrainLr(o.lr, calibrate)));
       a.progress(0, o.updates, 'updates');

@@ -183,6 +183,12 @@ describe('wmrl-train job: a tiny run', () => {
     // Imagined in the identified sim: its delay is the calibration's, and no learned model was refitted.
     const rows = JSON.parse(readFileSync(join(dir, 'runs', id, 'history.json'), 'utf8')) as Array<{ actionDelay: number; refit: boolean }>;
     expect(rows).toEqual([expect.objectContaining({ actionDelay: cal.delay, refit: false })]);
+    // The viewer draws what the trainer imagines: an anchor episode's imagined rollout is the sim's one path, which moves.
+    const cp = JSON.parse(readFileSync(join(dir, 'runs', id, 'checkpoint.json'), 'utf8')) as WmrlCheckpoint;
+    const ro = svc.ctx.runs.rollout(id, cp.episodes.at(-1)!)!;
+    expect(ro.imagined.length).toBeGreaterThan(1);
+    expect(ro.imagined.every((f) => f.members.length === 1)).toBe(true);
+    expect(Math.abs(ro.imagined.at(-1)!.members[0]![0]! - ro.imagined[0]!.members[0]![0]!)).toBeGreaterThan(1e-3);
   });
 
   it('calibrates by default on the sim robot; a stop mid-calibration leaves the clone as pretrained, not half cloned again', async () => {
