@@ -24,7 +24,7 @@ import { DEFAULT_PRETRAIN } from '../wmrl/sim-setup.js';
 import { DEFAULT_WMRL } from '../wmrl/train_wmrl.js';
 import type { CorrectorConfig } from '../wmrl/corrector.js';
 import { ModelEnv } from '../worldmodel/index.js';
-import { ANCHORS_PER_UPDATE, CHOSEN, CHOSEN_ON_VALIDATION, CORE_VARIANTS, GRIDS, IMAGINED, MEASURE_BLOCK, PROFILE, SETUP_MODULE, SIZES, armOf, START_BLOCK, SeedSetup, cellOptions, gridVariants, planVariants, promptBlock, trainVariant, variantKeySpecs, variants, type StartCell, type TunedFamily, type VariantCell, type VariantName } from './cells/embodied.js';
+import { ANCHORS_PER_UPDATE, CHOSEN, HEADLINE, CHOSEN_ON_VALIDATION, CORE_VARIANTS, GRIDS, IMAGINED, MEASURE_BLOCK, PROFILE, SETUP_MODULE, SIZES, armOf, START_BLOCK, SeedSetup, cellOptions, gridVariants, planVariants, promptBlock, trainVariant, variantKeySpecs, variants, type StartCell, type TunedFamily, type VariantCell, type VariantName } from './cells/embodied.js';
 import { CACHE_ROOT, defineSplits, evaluateCell, protocolKeys, protocolRun, type BenchProtocol, type ProtocolKeys, type SplitName } from './lib/protocol.js';
 import { fmt, median, type BenchOptions, type BenchReport, type Series } from './lib/report.js';
 import { formatInterval, formatSpeedup, hierarchicalBootstrap, pairedDifference, perSeedTable, speedups, verdict, type Interval, type SpeedupSummary } from './lib/stats.js';
@@ -318,7 +318,9 @@ export function analyse(p: Plan, task: string, cells: ReadonlyMap<string, Embodi
   const success = (v: CellVariant) => outcomes(v).map(mean);
   const score = Object.fromEntries(p.variants.map((v) => [v, hierarchicalBootstrap(outcomes(v))])) as Record<CellVariant, Interval>;
   // Paired: every variant of a seed is measured on the same start states.
-  const minusFull = Object.fromEntries(p.variants.filter((v) => v !== 'full').map((v) => [v, pairedDifference(outcomes('full'), outcomes(v))])) as Record<CellVariant, Interval>;
+  const minusFull = Object.fromEntries(p.variants.filter((v) => v !== HEADLINE).map((v) => [v, pairedDifference(outcomes(HEADLINE), outcomes(v))])) as Record<CellVariant, Interval>;
+  // The corrections' ablations are of full WMRL imagining in the learned model; pure_sim is full_sim's.
+  const ablation = (v: CellVariant, of: VariantName = 'full') => pairedDifference(outcomes(of), outcomes(v));
   const activeMinusFull = pairedDifference(outcomes('full_active'), outcomes('full'));
   const standardGain = pairedDifference(outcomes('standard'), outcomes('bc'));
   // The level per seed: standard GRPO's final success, where it improved on the start; without that there is no level.
@@ -335,14 +337,14 @@ export function analyse(p: Plan, task: string, cells: ReadonlyMap<string, Embodi
   const bestLevel = success(best);
   const hasBestLevel = seeds.map((s, i) => bestLevel[i]! > start(s).success);
   const hoursToBest = (v: VariantName) => seeds.map((s, i) => (hasBestLevel[i] ? firstReach(curve(s, v), bestLevel[i]!) : Number.POSITIVE_INFINITY));
-  const speedBest = speedups(seeds, hoursToBest(best), hoursToBest('full'));
+  const speedBest = speedups(seeds, hoursToBest(best), hoursToBest(HEADLINE));
   const corr = Object.fromEntries(CORRECTED.map((v) => [v, seeds.map((s) => corrections(cell(s, v)))])) as Record<(typeof CORRECTED)[number], Corrections[]>;
   const hours = (v: VariantName) => seeds.map((s) => cell(s, v).robotHours);
   /** The update each seed's run handed back (0: the start), and the robot hours its own measurement cost. */
   const kept = (v: VariantName) => seeds.map((s) => cell(s, v).keptUpdate);
   const measureHours = (v: VariantName) => seeds.map((s) => cell(s, v).measure.robotHours);
   const harm = (v: VariantName) => seeds.map((s) => doNoHarm(cell(s, v)));
-  return { task, seeds, start, cell, outcomes, success, score, minusFull, activeMinusFull, standardGain, level, hasLevel, curve, hoursTo, speed, noLevel, corr, hours, kept, measureHours, harm, best, hasBestLevel, speedBest };
+  return { task, seeds, start, cell, outcomes, success, score, minusFull, ablation, activeMinusFull, standardGain, level, hasLevel, curve, hoursTo, speed, noLevel, corr, hours, kept, measureHours, harm, best, hasBestLevel, speedBest };
 }
 type Analysis = ReturnType<typeof analyse>;
 
@@ -371,12 +373,14 @@ function summarize(p: Plan, a: Analysis, run: RunInfo, named: boolean) {
   const { task, seeds, score, minusFull, speed, corr } = a;
   const c = p.cell;
   const V = variants(c.prompts);
-  const full = speed.full;
+  const full = speed[HEADLINE]!;
+  /** The headline arm's name in the sentences. */
+  const W = V[HEADLINE]!.label, Wcap = W[0]!.toUpperCase() + W.slice(1);
   const corrector = DEFAULT_WMRL.corrector as CorrectorConfig;
   const minPairs = corrector.debias ? corrector.debias.minPairs : 0;
-  const fullCorr = corr.full;
+  const fullCorr = corr[HEADLINE];
   // Closed-loop agreement per seed (NaN where no anchor group had 3 completed episodes), and the robot's repeatability.
-  const agreeWmrl = seeds.map((sd) => { const xs = a.cell(sd, 'full').agreements ?? []; return xs.length ? mean(xs) : NaN; });
+  const agreeWmrl = seeds.map((sd) => { const xs = a.cell(sd, HEADLINE).agreements ?? []; return xs.length ? mean(xs) : NaN; });
   const repeat = seeds.map((sd) => a.start(sd).repeatability);
   const neverDenoised = seeds.filter((_, i) => !fullCorr[i]!.denoised);
   const neverMapped = seeds.filter((_, i) => fullCorr[i]!.mapFrom === null);
@@ -384,21 +388,22 @@ function summarize(p: Plan, a: Analysis, run: RunInfo, named: boolean) {
   const t = run.throughput[taskName]!;
   const iv = (v: CellVariant) => formatInterval(score[v], false);
   const harmed = trained(p).map((v): [string, number[]] => [v, seeds.filter((_, i) => a.harm(v)[i]!.harmed)]).filter(([, ss]) => ss.length > 0);
-  const diff = (v: CellVariant) => `${formatInterval(minusFull[v]!)} (${said(minusFull[v]!, 'full WMRL')})`;
+  const diff = (v: CellVariant) => `${formatInterval(minusFull[v]!)} (${said(minusFull[v]!, W)})`;
+  const abl = (v: CellVariant, of: VariantName = 'full') => { const d = a.ablation(v, of); return `${formatInterval(d)} (${said(d, V[of]!.label)})`; };
 
   const summary = [
-    `**${task}**, ${p.split} split: RL ${seedList(seeds)}; the robot is the sim under the ${profile} profile${profile === PROFILE ? '' : ` (a second reality gap, reported on the test split alone: no choice was made on it)`}; the world model pretrained on ${DEFAULT_PRETRAIN.wmRandomize > 0 ? `sim data under randomized profiles (context parameters in [1/${DEFAULT_PRETRAIN.wmRandomize}, ${DEFAULT_PRETRAIN.wmRandomize}]), the robot's context identified from the anchors` : 'nominal sim data'}; ${c.updates} updates; standard GRPO runs ${c.prompts} prompts × ${c.groupSize} rollouts on the robot per update, the WMRL variants imagine ${V.full.prompts} prompts × ${c.groupSize} and run ${ANCHORS_PER_UPDATE} anchor group(s) per update on average on the robot. Training prompts are start states of the seed's own block (from ${promptBlock(0) * START_BLOCK} + seed × ${START_BLOCK}); true success is the mean action's on ${c.evalEpisodes} evaluation start states from ${c.evalSeed0}, the same for every variant of a seed. Intervals: 95% bootstrap over seeds and, within them, start states, paired where two variants are compared; "better"/"worse" only where the interval excludes 0.`,
-    `Success of the policy each run handed back after ${c.updates} updates (mean over seeds [95% CI]): full WMRL ${iv('full')}, standard GRPO ${iv('standard')}, standard GRPO on one group per update ${iv('anchors_only')}, pure world model ${iv('pure_wm')}; behaviour-cloned start ${iv('bc')}.`,
-    `Full WMRL − each baseline (paired): − standard GRPO ${diff('standard')}; − standard GRPO on one group per update ${diff('anchors_only')} (what the imagined groups add beyond the anchors, at ${fmt(median(a.hours('anchors_only').map((h, i) => h / a.hours('full')[i]!)), 2)}× full WMRL's robot-hours); − pure world model ${diff('pure_wm')}; − the behaviour-cloned start ${diff('bc')}.`,
-    `Full WMRL − each ablation (paired): − debias only (${V.debias.label}) ${diff('debias')}; − denoise only (${V.denoise.label}) ${diff('denoise')}; full WMRL with active anchors − full WMRL ${formatInterval(a.activeMinusFull)} (${said(a.activeMinusFull, 'active anchors')}).`,
-    `Robot-hours to standard GRPO's final success (each variant read at its first evaluation there), full WMRL's speedup over standard GRPO: ${Number.isNaN(full.median.estimate) ? 'not defined on any seed' : formatSpeedup(full)}.` +
+    `**${task}**, ${p.split} split: RL ${seedList(seeds)}; the robot is the sim under the ${profile} profile${profile === PROFILE ? '' : ` (a second reality gap, reported on the test split alone: no choice was made on it)`}; the world model pretrained on ${DEFAULT_PRETRAIN.wmRandomize > 0 ? `sim data under randomized profiles (context parameters in [1/${DEFAULT_PRETRAIN.wmRandomize}, ${DEFAULT_PRETRAIN.wmRandomize}]), the robot's context identified from the anchors` : 'nominal sim data'}; ${c.updates} updates; standard GRPO runs ${c.prompts} prompts × ${c.groupSize} rollouts on the robot per update, the WMRL variants imagine ${V.full.prompts} prompts × ${c.groupSize} in the learned world model (${V.full_sim.prompts} in the identified sim) and run ${ANCHORS_PER_UPDATE} anchor group(s) per update on average on the robot. Training prompts are start states of the seed's own block (from ${promptBlock(0) * START_BLOCK} + seed × ${START_BLOCK}); true success is the mean action's on ${c.evalEpisodes} evaluation start states from ${c.evalSeed0}, the same for every variant of a seed. Intervals: 95% bootstrap over seeds and, within them, start states, paired where two variants are compared; "better"/"worse" only where the interval excludes 0.`,
+    `Success of the policy each run handed back after ${c.updates} updates (mean over seeds [95% CI]): ${W} ${iv(HEADLINE)}${HEADLINE === 'full' ? '' : `, full WMRL imagining in the learned world model ${iv('full')}`}, standard GRPO ${iv('standard')}, standard GRPO on one group per update ${iv('anchors_only')}, pure world model ${iv('pure_wm')}; behaviour-cloned start ${iv('bc')}.`,
+    `${Wcap} − each baseline (paired): − standard GRPO ${diff('standard')}; − standard GRPO on one group per update ${diff('anchors_only')} (what the imagined groups add beyond the anchors, at ${fmt(median(a.hours('anchors_only').map((h, i) => h / a.hours(HEADLINE)[i]!)), 2)}× its robot-hours); − pure world model ${diff('pure_wm')}; − the behaviour-cloned start ${diff('bc')}.`,
+    `Full WMRL imagining in the learned world model − each ablation (paired): − debias only (${V.debias.label}) ${abl('debias')}; − denoise only (${V.denoise.label}) ${abl('denoise')}; full WMRL with active anchors − full WMRL ${formatInterval(a.activeMinusFull)} (${said(a.activeMinusFull, 'active anchors')}). Imagining in the identified sim, what the anchors and their corrections add: ${V.full_sim.label} − ${V.pure_sim.label} ${abl('pure_sim', 'full_sim')}.`,
+    `Robot-hours to standard GRPO's final success (each variant read at its first evaluation there), ${W}'s speedup over standard GRPO: ${Number.isNaN(full.median.estimate) ? 'not defined on any seed' : formatSpeedup(full)}.` +
       (a.noLevel.length ? ` On ${seedList(a.noLevel)} standard GRPO did not improve on the behaviour-cloned start, so there is no level to reach: left out.` : '') +
-      ` Standard GRPO's own gain over the start (paired): ${formatInterval(a.standardGain)} (${said(a.standardGain, 'standard GRPO')}). Full WMRL spent ${fmt(median(a.hours('full').map((h, i) => h / a.hours('standard')[i]!)), 2)} of standard GRPO's robot-hours (median over seeds).`,
-    `Corrections in full WMRL, the headline arm (from its run rows): anchor groups per update ${fmt(median(fullCorr.map((x) => x.anchorsPerUpdate)), 2)} (share of the update's groups ${fmt(median(fullCorr.map((x) => x.anchorShare)), 2)}, median over seeds); the denoiser's anchor weight at the last update, per seed, ${fullCorr.map((x) => fmt(x.weightEnd, 2)).join(' / ')} (1 = anchors not up-weighted); the first update whose world-model scores a debias map calibrated, per seed, ${fullCorr.map((x) => (x.mapFrom === null ? 'never' : x.mapFrom)).join(' / ')} (the map is fitted at ${minPairs} anchor pairs, and with the map on the denoiser measures the world model's disagreement only once the map is fitted). ` +
-      `${acted(seeds, neverDenoised, 'The denoiser', 'full WMRL ran without Inverse-Variance Denoising')}; ${acted(seeds, neverMapped, 'the debias map', 'full WMRL ran without a calibrated world model')}. ` +
-      `Closed-loop agreement of imagined with real returns in full WMRL's anchor groups (each group imagined again from its episodes' own first observations under the noise they acted with; the mean within-group Spearman over the run's anchor groups), per seed: ${agreeWmrl.map((x) => fmt(x, 2)).join(' / ')}; the robot's own repeatability (the clone's groups run twice on the robot's sim under other sensor noise and jitter, the same policy noise), per seed: ${repeat.map((x) => fmt(x, 2)).join(' / ')} — the most an agreement can reach.`,
-    ...(tuned(p).length ? [`Robot-only baselines, each from the same start on the same robot with the same robot accounting (success [95% CI]; full WMRL − it, paired; robot hours at the end, median): ${tuned(p).map((v) => `${label(v)} ${iv(v)}; ${diff(v)}; ${fmt(median(a.hours(v)), 3)} h`).join(' — ')}.${rlpdBudget(p)}${bestPoints(p, score)}`] : []),
-    `Every trained variant hands back the parameters of the evaluation it keeps by its own measurement (its latest, unless its best measured higher by more than one standard error of the difference, then the best; wmrl/keep-best.ts): ${c.measureEpisodes} episodes of the mean action on the robot from train-split start states (from ${MEASURE_BLOCK * START_BLOCK}, the same at every evaluation), at the start and at every evaluation, charged to the robot clock like every robot episode, so every robot-hour figure here includes them (full WMRL's measurement ${fmt(median(a.measureHours('full')), 3)} h of its ${fmt(median(a.hours('full')), 3)} h, standard GRPO's ${fmt(median(a.measureHours('standard')), 3)} h of ${fmt(median(a.hours('standard')), 3)} h, medians over seeds). The split's start states never choose: the success figures and curves are the handed-back policy's. The start was handed back on ${trained(p).map((v) => `${v} ${a.kept(v).filter((k) => k === 0).length}`).join(', ')} of ${seeds.length} seed${seeds.length === 1 ? '' : 's'}; the update handed back per seed is in the table.`,
+      ` Standard GRPO's own gain over the start (paired): ${formatInterval(a.standardGain)} (${said(a.standardGain, 'standard GRPO')}). ${Wcap} spent ${fmt(median(a.hours(HEADLINE).map((h, i) => h / a.hours('standard')[i]!)), 2)} of standard GRPO's robot-hours (median over seeds).`,
+    `Corrections in ${W}, the headline arm (from its run rows): anchor groups per update ${fmt(median(fullCorr.map((x) => x.anchorsPerUpdate)), 2)} (share of the update's groups ${fmt(median(fullCorr.map((x) => x.anchorShare)), 2)}, median over seeds); the denoiser's anchor weight at the last update, per seed, ${fullCorr.map((x) => fmt(x.weightEnd, 2)).join(' / ')} (1 = anchors not up-weighted); the first update whose world-model scores a debias map calibrated, per seed, ${fullCorr.map((x) => (x.mapFrom === null ? 'never' : x.mapFrom)).join(' / ')} (the map is fitted at ${minPairs} anchor pairs, and with the map on the denoiser measures the world model's disagreement only once the map is fitted). ` +
+      `${acted(seeds, neverDenoised, 'The denoiser', `${W} ran without Inverse-Variance Denoising`)}; ${acted(seeds, neverMapped, 'the debias map', `${W} ran without a calibrated world model`)}. ` +
+      `Closed-loop agreement of imagined with real returns in ${W}'s anchor groups (each group imagined again from its episodes' own first observations under the noise they acted with; the mean within-group Spearman over the run's anchor groups), per seed: ${agreeWmrl.map((x) => fmt(x, 2)).join(' / ')}; the robot's own repeatability (the clone's groups run twice on the robot's sim under other sensor noise and jitter, the same policy noise), per seed: ${repeat.map((x) => fmt(x, 2)).join(' / ')} — the most an agreement can reach.`,
+    ...(tuned(p).length ? [`Robot-only baselines, each from the same start on the same robot with the same robot accounting (success [95% CI]; ${W} − it, paired; robot hours at the end, median): ${tuned(p).map((v) => `${label(v)} ${iv(v)}; ${diff(v)}; ${fmt(median(a.hours(v)), 3)} h`).join(' — ')}.${rlpdBudget(p)}${bestPoints(p, score)}`] : []),
+    `Every trained variant hands back the parameters of the evaluation it keeps by its own measurement (its latest, unless its best measured higher by more than one standard error of the difference, then the best; wmrl/keep-best.ts): ${c.measureEpisodes} episodes of the mean action on the robot from train-split start states (from ${MEASURE_BLOCK * START_BLOCK}, the same at every evaluation), at the start and at every evaluation, charged to the robot clock like every robot episode, so every robot-hour figure here includes them (${W}'s measurement ${fmt(median(a.measureHours(HEADLINE)), 3)} h of its ${fmt(median(a.hours(HEADLINE)), 3)} h, standard GRPO's ${fmt(median(a.measureHours('standard')), 3)} h of ${fmt(median(a.hours('standard')), 3)} h, medians over seeds). The split's start states never choose: the success figures and curves are the handed-back policy's. The start was handed back on ${trained(p).map((v) => `${v} ${a.kept(v).filter((k) => k === 0).length}`).join(', ')} of ${seeds.length} seed${seeds.length === 1 ? '' : 's'}; the update handed back per seed is in the table.`,
     `The arms that post-train the calibrated clone (WMRL's and standard GRPO from it) take the product's policy step ${POST_TRAIN_LR.calibrated.toExponential()} (recipes/options.ts POST_TRAIN_LR, chosen on validation: docs/decisions.md). ` +
       `Do no harm (the handed-back policy against the policy its trainer started from — the calibrated clone where the variant calibrates — on the split's ${c.evalEpisodes} states; harmed: lower by more than the evaluation noise, an exact one-sided sign test at 2.5% on the states where the two disagree): ${harmed.length ? `harmed on ${harmed.map(([v, ss]) => `${v} (seed${ss.length > 1 ? 's' : ''} ${ss.join(', ')})`).join(', ')}` : 'no variant harmed its start on any seed'}; the worst seed's difference per variant: ${trained(p).map((v) => `${v} ${fmt(Math.min(...a.harm(v).map((x) => x.diff)), 2)}`).join(', ')}. Where a run handed back its start the difference is 0 by keep-best; what the updates themselves did is the per-seed table's "last".`,
     `One WMRL update's imagination (${t.rollouts} rollouts × ${t.horizon} steps, policy + ensemble fused, unfitted weights of the run's sizes) ran at ${fmt(t.imagineTps, 4)} transitions/s against ${fmt(t.simSps, 4)} raw MuJoCo control steps/s, measured alternately in this run: ${fmt(t.imagineTps / t.simSps)}×.`,
@@ -412,7 +417,7 @@ function summarize(p: Plan, a: Analysis, run: RunInfo, named: boolean) {
       (named ? `${task}: ` : '') + label(v),
       v === 'bc' ? dash : String(V[v].prompts),
       formatInterval(score[v], false),
-      v === 'full' ? dash : diff(v),
+      v === HEADLINE ? dash : diff(v),
       v === 'bc' ? dash : v === 'standard' ? '1x (the level)' : shortSpeedup(speed[v]),
       cs ? fmt(median(cs.map((x) => x.robotHours)), 3) : '0',
       cs ? `${cs.map((x) => x.keptUpdate).join(' / ')} (the start on ${cs.filter((x) => x.keptUpdate === 0).length})` : dash,
@@ -450,12 +455,12 @@ function summarize(p: Plan, a: Analysis, run: RunInfo, named: boolean) {
     `### ${task}: per seed, the corrections (anchor groups per update; the denoiser's anchor weight at the end / its largest, 1 = not up-weighted; the first update whose scores a debias map calibrated; the map's latest held-out bias reduction)`,
     '',
     perSeedTable(seeds, [
-      { name: 'full anchors/update', values: corr.full.map((x) => fmt(x.anchorsPerUpdate, 2)) },
+      { name: 'full anchors/update', values: corr[HEADLINE].map((x) => fmt(x.anchorsPerUpdate, 2)) },
       ...CORRECTED.flatMap((v) => [
         { name: `${v} weight`, values: corr[v].map((x) => `${fmt(x.weightEnd, 2)} / ${fmt(x.weightMax, 2)}`) },
         { name: `${v} map from`, values: corr[v].map((x) => (x.mapFrom === null ? 'never' : x.mapFrom)) },
       ]),
-      { name: 'full bias reduction', values: corr.full.map((x) => (x.biasReduction === null ? dash : fmt(x.biasReduction, 2))) },
+      { name: 'full bias reduction', values: corr[HEADLINE].map((x) => (x.biasReduction === null ? dash : fmt(x.biasReduction, 2))) },
     ]),
     '',
   ].join('\n');
@@ -466,37 +471,41 @@ function summarize(p: Plan, a: Analysis, run: RunInfo, named: boolean) {
     return { label: V[v]!.label, points: curves[0]!.map((_, k): [number, number] => [mean(curves.map((cv) => cv[k]![0])), mean(curves.map((cv) => cv[k]![1]))]) };
   });
 
-  // Calibration: what the calibrating arms' identification found and what the clone did with it (full WMRL's runs).
-  const cals = seeds.map((s) => a.cell(s, 'full').calibration);
+  // Calibration: what the calibrating arms' identification found and what the clone did with it (the headline arm's runs).
+  const cals = seeds.map((s) => a.cell(s, HEADLINE).calibration);
   if (cals.every((x) => x !== null)) {
     const scale = (k: string) => cals.map((x) => fmt(x!.scales[k as keyof typeof x.scales] ?? 1, 2)).join(' / ');
     const putBack = seeds.filter((_, i) => !cals[i]!.kept);
     summary.push(
-      `Calibration before the trainer (every WMRL arm with a robot, and standard GRPO from the calibrated clone): ${cals[0]!.robotEpisodes} robot episodes of the clone identify the robot through the pretrained world model, and a policy of the clone's shape, its weights drawn afresh, learns again from the task's robust demonstrator in the sim set to what was identified, keeping its last cloning round (wmrl/calibrate.ts). In full WMRL's runs, per seed: delay ${cals.map((x) => x!.delay).join(' / ')} steps, the round kept ${cals.map((x) => x!.round).join(' / ')} (0: the demonstrations alone, then DAgger's), mass ×${scale('mass_scale')}, friction ×${scale('friction_scale')}, damping ×${scale('damping_scale')}, actuator gain ×${scale('actuator_gain_scale')}; the clone's measured success before → after ${cals.map((x) => `${fmt(x!.before ?? NaN, 2)} → ${fmt(x!.after ?? NaN, 2)}`).join(', ')}${putBack.length ? `; put back (measured worse after) on seed${putBack.length > 1 ? 's' : ''} ${putBack.join(', ')}` : ''}. ` +
-        `The calibrated clone on the split's states, before any update: ${fmt(mean(seeds.map((s) => a.cell(s, 'full').startSuccess)), 3)} (mean over seeds; the uncalibrated start ${fmt(mean(a.success('bc')), 3)}). Standard GRPO from the calibrated clone ${iv('standard_cal')}; full WMRL − it ${diff('standard_cal')}.`,
+      `Calibration before the trainer (every WMRL arm with a robot, and standard GRPO from the calibrated clone): ${cals[0]!.robotEpisodes} robot episodes of the clone identify the robot through the pretrained world model, and a policy of the clone's shape, its weights drawn afresh, learns again from the task's robust demonstrator in the sim set to what was identified, keeping its last cloning round (wmrl/calibrate.ts). In ${W}'s runs, per seed: delay ${cals.map((x) => x!.delay).join(' / ')} steps, the round kept ${cals.map((x) => x!.round).join(' / ')} (0: the demonstrations alone, then DAgger's), mass ×${scale('mass_scale')}, friction ×${scale('friction_scale')}, damping ×${scale('damping_scale')}, actuator gain ×${scale('actuator_gain_scale')}; the clone's measured success before → after ${cals.map((x) => `${fmt(x!.before ?? NaN, 2)} → ${fmt(x!.after ?? NaN, 2)}`).join(', ')}${putBack.length ? `; put back (measured worse after) on seed${putBack.length > 1 ? 's' : ''} ${putBack.join(', ')}` : ''}. ` +
+        `The calibrated clone on the split's states, before any update: ${fmt(mean(seeds.map((s) => a.cell(s, HEADLINE).startSuccess)), 3)} (mean over seeds; the uncalibrated start ${fmt(mean(a.success('bc')), 3)}). Standard GRPO from the calibrated clone ${iv('standard_cal')}; ${W} − it ${diff('standard_cal')}.`,
     );
   }
   const alarms = trained(p).flatMap((v) => seeds.map((s) => a.cell(s, v).alarms)).reduce((x, y) => x + y, 0);
   if (alarms) summary.push(`The reward-hacking alarm was raised on ${alarms} update(s) over the WMRL variants' runs.`);
   const nan = (x: number) => (Number.isNaN(x) ? 'n/a' : x);
   const { best, speedBest } = a;
-  summary.push(`The best robot-only baseline (the highest mean success among the trainers that use no world model): ${V[best]!.label} ${iv(best)}. Robot-hours to its final success, full WMRL's speedup over it: ${Number.isNaN(speedBest.median.estimate) ? 'not defined on any seed' : formatSpeedup(speedBest)}${a.hasBestLevel.every((x) => x) ? '' : `; on ${seedList(seeds.filter((_, i) => !a.hasBestLevel[i]))} it did not improve on the start: no level there`}.`);
+  summary.push(`The best robot-only baseline (the highest mean success among the trainers that use no world model): ${V[best]!.label} ${iv(best)}. Robot-hours to its final success, ${W}'s speedup over it: ${Number.isNaN(speedBest.median.estimate) ? 'not defined on any seed' : formatSpeedup(speedBest)}${a.hasBestLevel.every((x) => x) ? '' : `; on ${seedList(seeds.filter((_, i) => !a.hasBestLevel[i]))} it did not improve on the start: no level there`}.`);
   const result: Record<string, number | string> = {
-    success_wmrl: score.full.estimate,
-    success_wmrl_lo: score.full.lo,
-    success_wmrl_hi: score.full.hi,
+    wmrl_arm: HEADLINE,
+    success_wmrl: score[HEADLINE].estimate,
+    success_wmrl_lo: score[HEADLINE].lo,
+    success_wmrl_hi: score[HEADLINE].hi,
     success_best_baseline: score[best]!.estimate,
     best_baseline: best,
-    robot_hours_wmrl: median(a.hours('full')),
-    calibrated_success: mean(seeds.map((s) => a.cell(s, 'full').startSuccess)),
+    robot_hours_wmrl: median(a.hours(HEADLINE)),
+    calibrated_success: mean(seeds.map((s) => a.cell(s, HEADLINE).startSuccess)),
     final_success_standard_cal: score.standard_cal.estimate,
-    final_success_wmrl: score.full.estimate,
+    final_success_wmrl: score[HEADLINE].estimate,
     final_success_standard: score.standard.estimate,
     final_success_anchors_only: score.anchors_only.estimate,
     final_success_pure_wm: score.pure_wm.estimate,
     final_success_debias_only: score.debias.estimate,
     final_success_denoise_only: score.denoise.estimate,
     final_success_active: score.full_active.estimate,
+    final_success_full_learned: score.full.estimate,
+    final_success_full_sim: score.full_sim.estimate,
+    final_success_pure_sim: score.pure_sim.estimate,
     final_success_bc: score.bc.estimate,
     ...Object.fromEntries(BASELINES.flatMap((b) => [
       [`wmrl_minus_${b}`, minusFull[b].estimate], [`wmrl_minus_${b}_lo`, minusFull[b].lo], [`wmrl_minus_${b}_hi`, minusFull[b].hi], [`wmrl_vs_${b}`, verdict(minusFull[b]).replace(/ /g, '_')],
@@ -510,11 +519,11 @@ function summarize(p: Plan, a: Analysis, run: RunInfo, named: boolean) {
     robot_time_speedup_hi: nan(full.median.hi),
     robot_time_speedup_never: full.never.length,
     robot_time_speedup_no_level: a.noLevel.length,
-    robot_hours_ratio: median(a.hours('full').map((h, i) => h / a.hours('standard')[i]!)),
-    start_kept_wmrl: a.kept('full').filter((k) => k === 0).length,
+    robot_hours_ratio: median(a.hours(HEADLINE).map((h, i) => h / a.hours('standard')[i]!)),
+    start_kept_wmrl: a.kept(HEADLINE).filter((k) => k === 0).length,
     harmed_runs: harmed.reduce((n, [, ss]) => n + ss.length, 0),
-    harmed_runs_wmrl: a.harm('full').filter((x) => x.harmed).length,
-    harm_worst_wmrl: Math.min(...a.harm('full').map((x) => x.diff)),
+    harmed_runs_wmrl: a.harm(HEADLINE).filter((x) => x.harmed).length,
+    harm_worst_wmrl: Math.min(...a.harm(HEADLINE).map((x) => x.diff)),
     start_kept_standard: a.kept('standard').filter((k) => k === 0).length,
     anchor_share_wmrl: median(fullCorr.map((x) => x.anchorShare)),
     anchor_weight_wmrl: median(fullCorr.map((x) => x.weightEnd)),
@@ -549,7 +558,7 @@ export function report(p: Plan, keys: ProtocolKeys, cells: ReadonlyMap<string, E
   return {
     title: `Embodied WMRL: post-training on the ${[...new Set(p.tasks.map((a) => armOf(a).profile))].join(' and ')} robot${new Set(p.tasks.map((a) => armOf(a).profile)).size > 1 ? 's' : ''} (${[...new Set(p.tasks.map((a) => armOf(a).task))].join(' and ')}, ${p.split} split)`,
     summary: [...parts.map((part) => part.summary.join('\n')), runLine].join('\n\n'),
-    header: ['variant', 'groups per update', `success after ${p.cell.updates} updates (mean [95% CI])`, 'full WMRL − variant (paired, 95% CI)', "robot-hours speedup to standard's final (median [95% CI])", `robot hours at ${p.cell.updates} updates, the trainer's measurement included (median)`, 'update handed back per seed (0: the start)', 'compute s (median)', 'robot groups per update (median)', 'anchor weight at the end (median)'],
+    header: ['variant', 'groups per update', `success after ${p.cell.updates} updates (mean [95% CI])`, `${variants(p.cell.prompts)[HEADLINE]!.label} − variant (paired, 95% CI)`, "robot-hours speedup to standard's final (median [95% CI])", `robot hours at ${p.cell.updates} updates, the trainer's measurement included (median)`, 'update handed back per seed (0: the start)', 'compute s (median)', 'robot groups per update (median)', 'anchor weight at the end (median)'],
     rows: parts.flatMap((part) => part.rows),
     notes: [
       `Report key \`${keys.report}\`; computation key of the shared setup (pretraining, evaluation, the cell options; the behaviour-cloned start's cells) \`${keys.compute}\`${keys.variants ? `, each variant's (the setup, its trainer's code, its options): ${Object.entries(keys.variants).map(([v, k]) => `${v} \`${k}\``).join(', ')}` : ''}; test-split cells are recorded in bench/results/ledger.jsonl under their computation key. IMAGINED, the anchors per update and the update count were chosen before the protocol on the bench's own seeds; they are to be re-made on validation (docs/decisions.md). ${p.split === 'validation' ? `The robot-only baselines run every point of their grids (${Object.entries(GRIDS).map(([f, g]) => `${f}: ${Object.entries(g).map(([k, xs]) => `${k} ${xs.join(' / ')}`).join(', ')}`).join('; ')}), for the choice of each one's test point.` : `The robot-only baselines run their ${CHOSEN_ON_VALIDATION ? 'grid points chosen on validation' : 'usual settings, not yet chosen on validation'}: ${tuned(p).join(', ')}.`}`,

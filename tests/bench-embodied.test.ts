@@ -11,7 +11,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { EVAL_BLOCK, SPLITS, binomialUpperTail, cellKey, corrections, doNoHarm, filterPlan, filterProblem, plan, protocol, report, type EmbodiedCell, type Plan } from '../bench/embodied.js';
 import { protocolKeys, runKeySources, variantKey } from '../bench/lib/protocol.js';
 import { POST_TRAIN_LR } from '../recipes/options.js';
-import { CHOSEN, CORE_VARIANTS, MEASURE_BLOCK, armOf, GRIDS, SETUP_MODULE, SIZES, START_BLOCK, SeedSetup, gridVariants, promptBlock, variantKeySpecs, variants, type CellOptions, type TunedFamily, type VariantCell, type VariantName } from '../bench/cells/embodied.js';
+import { CHOSEN, CORE_VARIANTS, HEADLINE, MEASURE_BLOCK, armOf, GRIDS, SETUP_MODULE, SIZES, START_BLOCK, SeedSetup, gridVariants, promptBlock, variantKeySpecs, variants, type CellOptions, type TunedFamily, type VariantCell, type VariantName } from '../bench/cells/embodied.js';
 import * as grpo from '../bench/cells/embodied/grpo.js';
 import { repeatability, splitView, type EvaluationSeen, type TrainerInputs, type TrainerOutcome } from '../bench/cells/embodied/setup.js';
 import type { Policy } from '../policies/types.js';
@@ -60,9 +60,11 @@ function cells(p: Plan, neverSeed: number, flatSeed: number, task = p.tasks[0]!)
     const calibrated = { calibration: cal, startSuccess: 0.35, startOutcomes: wins(7), startHours: 0.04 };
     m.set(cellKey(task, s, 'standard_cal'), vcell(0.5, 1, calibrated));
     const fullLike = (final: number) => vcell(s === neverSeed ? 0.3 : final, 0.05, { ...corrected(false, i === 0 ? null : 12), ...calibrated });
-    m.set(cellKey(task, s, 'full'), fullLike(0.6));
+    // The headline arm (the product's recipe's) at 0.6, the other way of imagining at 0.7.
+    m.set(cellKey(task, s, HEADLINE), fullLike(0.6));
+    m.set(cellKey(task, s, HEADLINE === 'full' ? 'full_sim' : 'full'), fullLike(0.7));
     m.set(cellKey(task, s, 'full_active'), fullLike(0.6));
-    m.set(cellKey(task, s, 'full_sim'), fullLike(0.7));
+    m.set(cellKey(task, s, 'pure_sim'), vcell(0.65, 0.01, calibrated));
     m.set(cellKey(task, s, 'debias'), vcell(0.6, 0.05, corrected(false, 12)));
     m.set(cellKey(task, s, 'denoise'), vcell(0.5, 0.05, corrected(true, null)));
     // The tuned robot-only baselines: standard GRPO's robot time, below full WMRL's success.
@@ -108,7 +110,10 @@ describe('bench embodied: splits and keys', () => {
     expect(v.variants).toEqual(['bc', ...CORE_VARIANTS, ...families.flatMap(gridVariants)]);
     // The arms that post-train the calibrated clone take the product's step.
     const all = variants(SIZES.full.prompts);
-    for (const arm of ['full', 'debias', 'denoise', 'full_active', 'full_sim', 'standard_cal']) expect(all[arm]!.options).toMatchObject({ lr: POST_TRAIN_LR.calibrated });
+    for (const arm of ['full', 'debias', 'denoise', 'full_active', 'full_sim', 'pure_sim', 'standard_cal']) expect(all[arm]!.options).toMatchObject({ lr: POST_TRAIN_LR.calibrated });
+    // pure_sim is full_sim without the anchors: the same imagination, no corrector.
+    const { corrector: _c, ...simOpts } = all.full_sim!.options as { corrector: unknown };
+    expect(all.pure_sim!.options).toEqual({ ...simOpts, corrector: false });
     expect('lr' in all.pure_wm!.options).toBe(false);
     for (const f of families) expect(gridVariants(f)).toContain(CHOSEN[f]);
     expect(gridVariants('ppo')).toEqual(['ppo_lr3e-4', 'ppo_lr1e-3']);
@@ -204,8 +209,13 @@ describe('bench embodied: report', () => {
   it('states paired intervals and verdicts from the cells, per seed, for every variant', () => {
     expect(r.result.split).toBe('validation');
     expect(r.result.seeds).toBe(5);
-    // Full WMRL solves 12 of 20 on four seeds and 6 on one: mean 0.54; standard 8 of 20 (2 on the flat seed).
+    // The headline arm solves 12 of 20 on four seeds and 6 on one: mean 0.54 (the other arm 14 and 6: 0.62); standard 8 of 20 (2 on the flat seed).
     expect(r.result.final_success_wmrl).toBeCloseTo(0.54, 6);
+    // The report heads with the product's recipe's arm.
+    expect(r.result.wmrl_arm).toBe(HEADLINE);
+    const [head, other] = HEADLINE === 'full' ? ['final_success_full_learned', 'final_success_full_sim'] : ['final_success_full_sim', 'final_success_full_learned'];
+    expect(r.result[head!]).toBe(r.result.final_success_wmrl);
+    expect(r.result[other!]).toBeCloseTo(0.62, 6);
     expect(r.result.final_success_standard).toBeCloseTo(0.34, 6);
     expect(r.result.wmrl_vs_standard).toBe('beats');
     expect(r.result.wmrl_vs_pure_wm).toBe('beats');
@@ -252,7 +262,7 @@ describe('bench embodied: report', () => {
     expect(r.summary).toMatch(/The calibrated clone on the split's states, before any update: 0\.35 \(mean over seeds; the uncalibrated start 0\.1\)/);
     // A calibrated clone already at the level reaches it where the trainer starts, after the calibration's robot hours.
     const m = cells(p, second, third);
-    for (const s of p.seeds) m.set(cellKey('reach', s, 'full'), { ...(m.get(cellKey('reach', s, 'full')) as VariantCell), startSuccess: 0.9, startOutcomes: wins(18), startHours: 0.04 });
+    for (const s of p.seeds) m.set(cellKey('reach', s, HEADLINE), { ...(m.get(cellKey('reach', s, HEADLINE)) as VariantCell), startSuccess: 0.9, startOutcomes: wins(18), startHours: 0.04 });
     const early = report(p, { compute: 'c', report: 'k' }, m, { wallS: 60, computed: 3, throughput });
     expect(early.result.robot_time_speedup).toBeCloseTo(5 / 0.04, 6);
     expect(early.result.robot_time_speedup_never).toBe(0);
@@ -272,8 +282,9 @@ describe('bench embodied: report', () => {
   it("says where the headline arm's corrections never acted, from its rows", () => {
     expect(r.result.denoiser_acted_seeds).toBe(0);
     expect(r.result.debias_acted_seeds).toBe(4);
-    expect(r.summary).toContain('The denoiser never acted on any seed: full WMRL ran without Inverse-Variance Denoising');
-    expect(r.summary).toContain(`the debias map never acted on seed ${first} (full WMRL ran without a calibrated world model there)`);
+    const W = variants(SIZES.full.prompts)[HEADLINE]!.label;
+    expect(r.summary).toContain(`The denoiser never acted on any seed: ${W} ran without Inverse-Variance Denoising`);
+    expect(r.summary).toContain(`the debias map never acted on seed ${first} (${W} ran without a calibrated world model there)`);
     expect(r.result.anchor_share_wmrl).toBeCloseTo(0.5 / 32, 6);
     // The closed-loop agreement of full WMRL's anchor groups beside the robot's repeatability.
     expect(r.summary).toMatch(/anchor groups .*the run's anchor groups\), per seed: 0\.2 \/ 0\.2 \/ 0\.2 \/ 0\.2 \/ 0\.2; the robot's own repeatability .*, per seed: 0\.6 \/ 0\.6 \/ 0\.6 \/ 0\.6 \/ 0\.6/);
@@ -303,13 +314,13 @@ describe('bench embodied: report', () => {
     expect(r.summary).toContain('no variant harmed its start on any seed');
     // Full WMRL handing back 0.6 from a calibrated clone at 0.9 (6 states lost, none gained): harmed; 0.85 (one lost) is within the noise.
     const m = cells(p, second, third);
-    m.set(cellKey('reach', first, 'full'), { ...(m.get(cellKey('reach', first, 'full')) as VariantCell), startSuccess: 0.9, startOutcomes: wins(18) });
-    m.set(cellKey('reach', third, 'full'), vcell(0.85, 0.05, { ...corrected(false, 12), startSuccess: 0.9, startOutcomes: wins(18) }));
+    m.set(cellKey('reach', first, HEADLINE), { ...(m.get(cellKey('reach', first, HEADLINE)) as VariantCell), startSuccess: 0.9, startOutcomes: wins(18) });
+    m.set(cellKey('reach', third, HEADLINE), vcell(0.85, 0.05, { ...corrected(false, 12), startSuccess: 0.9, startOutcomes: wins(18) }));
     const h = report(p, { compute: 'c', report: 'k' }, m, { wallS: 60, computed: 3, throughput });
     expect(h.result.harmed_runs_wmrl).toBe(1);
     expect(h.result.harmed_runs).toBe(1);
     expect(h.result.harm_worst_wmrl).toBeCloseTo(0.6 - 0.9, 6);
-    expect(h.summary).toContain(`harmed on full (seed ${first})`);
+    expect(h.summary).toContain(`harmed on ${HEADLINE} (seed ${first})`);
     expect(h.notes).toMatch(/do no harm/);
     expect(doNoHarm(vcell(0.5, 1, { startSuccess: 0.5, startOutcomes: wins(10) }))).toEqual({ diff: 0, harmed: false });
     // Paired: 5 states lost and none gained is within the noise (1/32 > 2.5%), 6 lost is a drop (1/64).

@@ -7,7 +7,7 @@
 // protocolKeys) covers the shared setup and its variant's module and options alone: everything this file gives a cell
 // is in those options, so this file itself is in no cell's key, and adding a variant keeps every other cell. Nothing
 // here imports the report's code (bench/embodied.ts, stats, report).
-import { POST_TRAIN_LR } from '../../recipes/options.js';
+import { CALIBRATED_WORLD_MODEL, POST_TRAIN_LR } from '../../recipes/options.js';
 import { correctorConfig, type CorrectorConfig } from '../../wmrl/corrector.js';
 import { DEFAULT_WMRL } from '../../wmrl/train_wmrl.js';
 import * as bc from './embodied/bc.js';
@@ -50,8 +50,11 @@ export type Variant = { label: string; prompts: number } & (
   | { family: 'bc_more'; options: bc.BcMoreOptions }
 );
 
+/** WMRL's arm the report heads with: the product's recipe, imagining where a calibrated run imagines (recipes/options.ts CALIBRATED_WORLD_MODEL). */
+export const HEADLINE: 'full' | 'full_sim' = CALIBRATED_WORLD_MODEL === 'identified-sim' ? 'full_sim' : 'full';
+
 /** WMRL's arms and the baselines every run has (no grid). */
-export const CORE_VARIANTS = ['standard', 'standard_cal', 'anchors_only', 'pure_wm', 'debias', 'denoise', 'full', 'full_active', 'full_sim'] as const;
+export const CORE_VARIANTS = ['standard', 'standard_cal', 'anchors_only', 'pure_wm', 'debias', 'denoise', 'full', 'full_active', 'full_sim', 'pure_sim'] as const;
 
 /**
  * The robot-only baselines tuned as WMRL is tuned: each family's grid, one variant per point, named `<family>_<point>`
@@ -124,6 +127,8 @@ export function variants(B: number, scale: 'full' | 'quick' = 'full'): Record<st
       label: 'full WMRL, imagining in the identified sim', prompts: SIM_IMAGINED * B, family: 'wmrl',
       options: { prompts: SIM_IMAGINED * B, corrector: correctorConfig({ anchors: { fraction: ANCHORS_PER_UPDATE / (SIM_IMAGINED * B), floor: 0 } }, DEFAULT_WMRL.corrector as CorrectorConfig), calibrate, lr, imagine: 'identified-sim' },
     },
+    // What the anchors and their corrections add to imagining in the identified sim: the same run without them.
+    pure_sim: { label: 'the identified sim alone (no anchors)', prompts: SIM_IMAGINED * B, family: 'wmrl', options: { prompts: SIM_IMAGINED * B, corrector: false, calibrate, lr, imagine: 'identified-sim' } },
     ...Object.fromEntries(GRIDS.ppo.lr.map((lr): [string, Variant] => [point('ppo', lr), { label: `PPO, learned value baseline (lr ${lr.toExponential()})`, prompts: B, family: 'ppo', options: { prompts: B, lr } }])),
     ...Object.fromEntries(GRIDS.rlpd.lr.map((lr): [string, Variant] => [point('rlpd', lr), { label: `RLPD / HIL-SERL-style SAC (lr ${lr.toExponential()})`, prompts: B, family: 'rlpd', options: { prompts: B, lr, ...RLPD_BUDGET[scale] } }])),
     ...Object.fromEntries(GRIDS.bc_more.ep.map((epochs): [string, Variant] => [point('bc_more', epochs), { label: `BC, more demonstrations at the same robot time (${epochs} epochs)`, prompts: B, family: 'bc_more', options: { prompts: B, epochs } }])),
