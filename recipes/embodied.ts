@@ -25,7 +25,7 @@ import type { PromptSource, RobotTarget } from '../wmrl/embodied.js';
 import { trainStandard } from '../wmrl/train_standard.js';
 import { DEFAULT_WMRL, trainWmrl } from '../wmrl/train_wmrl.js';
 import { IdentifiedSim } from '../wmrl/identified-sim.js';
-import { CALIBRATED_WORLD_MODEL, CALIBRATE_EPISODES, EmbodiedOptions, POST_TRAIN_LR, SIM_COMMAND_HISTORY } from './options.js';
+import { CALIBRATED_WORLD_MODEL, CALIBRATE_EPISODES, EmbodiedOptions, IMAGINE, POST_TRAIN_LR, SIM_COMMAND_HISTORY } from './options.js';
 
 export { EmbodiedOptions };
 
@@ -63,6 +63,9 @@ export function imaginationIn(o: { worldModel?: WorldModelKind | undefined }, ca
   return o.worldModel ?? (calibrate > 0 ? CALIBRATED_WORLD_MODEL : 'learned');
 }
 
+/** Groups an update imagines, as a multiple of prompts: `imagine` where given, else the schedule of where it imagines. */
+export const imagineMultiple = (o: { imagine?: number | undefined }, worldModel: WorldModelKind): number => o.imagine ?? IMAGINE[worldModel];
+
 /** The sim a run imagines in, or null where it imagines in the learned model. */
 export async function imaginedSim(worldModel: WorldModelKind | undefined, task: string, calibration: CalibrationReport | undefined, commandHistory: number): Promise<IdentifiedSim | null> {
   if (worldModel !== 'identified-sim') return null;
@@ -86,9 +89,10 @@ export async function hasRobustDemonstrator(task: string): Promise<boolean> {
 }
 
 /** What is wrong with a run's anchor groups per update against the groups it imagines, or null; names the option as the flag and as the job's key. */
-export function anchorGroupsProblem(o: { pureWm: boolean; prompts: number; imagine: number; anchorGroups: number }): string | null {
-  const groups = o.prompts * o.imagine;
-  return !o.pureWm && o.anchorGroups > groups ? `anchor groups per update (--anchor-groups, anchorGroups) ${o.anchorGroups}: more than the ${groups} groups an update imagines (prompts ${o.prompts} x imagine ${o.imagine})` : null;
+export function anchorGroupsProblem(o: { pureWm: boolean; prompts: number; imagine?: number | undefined; anchorGroups: number }): string | null {
+  // Left out, imagine is resolved where the run imagines; the fewest groups it could then imagine are the learned model's.
+  const imagine = o.imagine ?? IMAGINE.learned, groups = o.prompts * imagine;
+  return !o.pureWm && o.anchorGroups > groups ? `anchor groups per update (--anchor-groups, anchorGroups) ${o.anchorGroups}: more than the ${groups} groups an update imagines (prompts ${o.prompts} x imagine ${imagine}${o.imagine === undefined ? ', the fewest a run that leaves imagine out imagines' : ''})` : null;
 }
 
 /**
@@ -148,7 +152,8 @@ export interface EmbodiedRunConfig {
   updates: number;
   prompts: number;
   group: number;
-  imagine: number;
+  /** Groups imagined per update as a multiple of prompts; left out of a new run's options, runEmbodied resolves it (imagineMultiple). */
+  imagine?: number;
   anchorGroups: number;
   /** β of GRPO's KL penalty to the pretrained policy (0: none). Absent in runs from before it: 0. */
   klCoef: number;
@@ -206,7 +211,7 @@ export function embodiedConfig(o: EmbodiedOptions): EmbodiedRunConfig {
   const { calibrate, lr, worldModel } = o;
   const { algo, robots, debias, denoise, pureWm, anchors, updates, prompts, group, imagine, anchorGroups, klCoef, resetSeconds, seed, quick } = o;
   const evalEpisodes = o.evalEpisodes ?? defaultEvalEpisodes(sim, quick);
-  return { algo, robot, ...(fleet.length > 1 ? { fleet } : {}), task, profile, robots, debias, denoise, pureWm, anchors, updates, prompts, group, imagine, anchorGroups, klCoef, resetSeconds, seed, quick, commandHistory, evalEpisodes, calibrate, ...(lr === undefined ? {} : { lr }), ...(worldModel === undefined ? {} : { worldModel }) };
+  return { algo, robot, ...(fleet.length > 1 ? { fleet } : {}), task, profile, robots, debias, denoise, pureWm, anchors, updates, prompts, group, anchorGroups, klCoef, resetSeconds, seed, quick, commandHistory, evalEpisodes, calibrate, ...(imagine === undefined ? {} : { imagine }), ...(lr === undefined ? {} : { lr }), ...(worldModel === undefined ? {} : { worldModel }) };
 }
 
 export interface EmbodiedIo {
@@ -254,7 +259,10 @@ export async function runEmbodied(given: EmbodiedRunConfig | null, io: EmbodiedI
     // The calibration resolved before anything runs: a task that cannot calibrate fails here, not after pretraining.
     const calibrate = calibrateEpisodes(given, { evaluates: (given.evalEpisodes ?? 0) > 0, demonstrator: await hasRobustDemonstrator(given.task) });
     mkdirSync(out, { recursive: true });
-    a = { ...given, calibrate, lr: postTrainLr(given.lr, calibrate), ...(given.algo === 'wmrl' ? { worldModel: imaginationIn(given, calibrate) } : {}) };
+    const worldModel = given.algo === 'wmrl' ? imaginationIn(given, calibrate) : null;
+    a = { ...given, calibrate, lr: postTrainLr(given.lr, calibrate), ...(worldModel ? { worldModel, imagine: imagineMultiple(given, worldModel) } : {}) };
+    const problem = a.algo === 'wmrl' ? anchorGroupsProblem(a) : null;
+    if (problem) throw new Error(problem);
   }
   writeFileAtomic(cfgFile, [JSON.stringify(a, null, 1)]);
   const commandHistory = a.commandHistory ?? 0;
@@ -297,7 +305,7 @@ export async function runEmbodied(given: EmbodiedRunConfig | null, io: EmbodiedI
     } else {
       using sim = await imaginedSim(a.worldModel, a.task, calibration, commandHistory);
       st = await trainWmrl({
-        config: { ...DEFAULT_WMRL, ...common, prompts: a.prompts * a.imagine, corrector: trainerCorrector(a), horizon: target.maxSteps },
+        config: { ...DEFAULT_WMRL, ...common, prompts: a.prompts * a.imagine!, corrector: trainerCorrector({ ...a, imagine: a.imagine! }), horizon: target.maxSteps },
         policy: pre.policy, pg, model: pre.model, simData: pre.simData, target, prompts, evaluate, outDir: out, resume, hooks, ...(sim ? { sim } : {}),
       });
     }

@@ -18,6 +18,12 @@ export const POST_TRAIN_LR = { calibrated: 1e-4, uncalibrated: 1e-3 } as const;
  * An uncalibrated run has no identified sim and imagines in the learned model.
  */
 export const CALIBRATED_WORLD_MODEL: 'learned' | 'identified-sim' = 'learned';
+/**
+ * Groups a WMRL update imagines, as a multiple of `prompts`, where the options leave `imagine` out, by where it
+ * imagines: bench embodied's schedules (its `full` and `full_sim`; the sim's rollouts are compute alone, and fewer
+ * let the update drift: docs/decisions.md, the twin probes).
+ */
+export const IMAGINE = { learned: 4, 'identified-sim': 16 } as const;
 /** The sim robot reports its last this many commands (sim/env.ts commandHistory) unless --command-history says otherwise: those in flight under actuation latency. */
 export const SIM_COMMAND_HISTORY = 4;
 
@@ -30,7 +36,7 @@ export const TrainerOptions = {
   updates: Type.Integer({ minimum: 1, maximum: 100000, default: 20, description: 'policy updates' }),
   prompts: Type.Integer({ minimum: 1, maximum: 1024, default: 8, description: 'prompts (groups) per update, B' }),
   group: Type.Integer({ minimum: 2, maximum: 256, default: 8, description: 'rollouts per prompt, G' }),
-  imagine: Type.Integer({ minimum: 1, maximum: 64, default: 4, description: 'WMRL: groups imagined per update, as a multiple of prompts (the groups standard GRPO executes): imagination costs compute, not robot time (bench embodied measures 4 against standard GRPO)' }),
+  imagine: Type.Optional(Type.Integer({ minimum: 1, maximum: 64, description: `WMRL: groups imagined per update, as a multiple of prompts (the groups standard GRPO executes): imagination costs compute, not robot time. Left out: ${IMAGINE.learned} imagining in the learned model, ${IMAGINE['identified-sim']} in the identified sim (bench embodied's schedules)` })),
   anchorGroups: Type.Number({ minimum: 0, maximum: 1024, default: 0.5, description: 'WMRL: anchor groups run on the robot per update, on average (a fraction is rounded stochastically: 0.5 = one every other update, as bench embodied measures; at least one every update from 1 on)' }),
   debias: Type.Boolean({ default: true, description: 'Online Debiasing (the isotonic map from world-model to real scores)' }),
   denoise: Type.Boolean({ default: true, description: 'Inverse-Variance Denoising (the anchor weight)' }),

@@ -18,7 +18,7 @@ import { SimPrompts, postTrainPg, heldOutEvaluation, type Pretrained } from '../
 import type { IdentifiedSim } from '../wmrl/identified-sim.js';
 import { DEFAULT_WMRL, trainWmrl } from '../wmrl/train_wmrl.js';
 import { ModelEnv, repeatRows, type EnsembleModel } from '../worldmodel/index.js';
-import { anchorGroupsProblem, calibrateClone, calibrateEpisodes, calibrateProblem, hasRobustDemonstrator, embodiedPretrain, exportEmbodiedPolicy, imaginationIn, imaginedSim, postTrainLr, trainerCorrector, worldModelProblem, type CalibrationReport } from '../recipes/embodied.js';
+import { anchorGroupsProblem, calibrateClone, calibrateEpisodes, calibrateProblem, hasRobustDemonstrator, embodiedPretrain, exportEmbodiedPolicy, imaginationIn, imagineMultiple, imaginedSim, postTrainLr, trainerCorrector, worldModelProblem, type CalibrationReport } from '../recipes/embodied.js';
 import { AnchorEpisodes, round, successInterval, updateMetrics, type ImaginedRollouts, type ImaginedSource, type ImaginedStep, type RobotRunCheckpoint } from './robot-training.js';
 import type { RobotHost } from './robot-host.js';
 import { ApiError } from './errors.js';
@@ -211,6 +211,7 @@ export const wmrlTrain: JobDefinition<typeof WmrlTrainOptions> = {
     // Resolved before pretraining: a task that cannot calibrate fails now.
     const calibrate = await jobCalibration(o, host, task);
     const worldModel = imaginationIn(o, calibrate);
+    const imagine = imagineMultiple(o, worldModel);
     const metrics: MetricsPoint[] = [];
     const rows: RunRow[] = [];
     const checkpoint = (c: Omit<WmrlCheckpoint, 'run' | 'task' | 'profile' | 'metrics' | 'stoppedEarly' | 'updates' | 'robotSeconds' | 'robotWallSeconds' | 'fleet'>) => {
@@ -246,8 +247,8 @@ export const wmrlTrain: JobDefinition<typeof WmrlTrainOptions> = {
     // 2. WMRL post-training on the service's robot.
     const H = host.simulated ? host.horizon : await SimPrompts.horizon(task);
     const config = {
-      ...DEFAULT_WMRL, updates: o.updates, prompts: o.prompts * o.imagine, groupSize: o.group, evalEvery: 1, seed: o.seed,
-      corrector: trainerCorrector(o, 1), horizon: H,
+      ...DEFAULT_WMRL, updates: o.updates, prompts: o.prompts * imagine, groupSize: o.group, evalEvery: 1, seed: o.seed,
+      corrector: trainerCorrector({ ...o, imagine }, 1), horizon: H,
     };
     using prompts = await SimPrompts.create(task, 'nominal', { commandHistory: host.commandHistory });
     // Held-out success is measured where the robot has a sim twin under its profile; a robot's own episodes are its measure.

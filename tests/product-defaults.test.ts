@@ -2,9 +2,9 @@
 // and the sim robot reports its last commands, unless told otherwise.
 import { Value } from '@sinclair/typebox/value';
 import { expect, it } from 'vitest';
-import { CALIBRATE_EPISODES as BENCH_CALIBRATE_EPISODES } from '../bench/cells/embodied.js';
+import { ANCHORS_PER_UPDATE, CALIBRATE_EPISODES as BENCH_CALIBRATE_EPISODES, HEADLINE, SIZES, variants } from '../bench/cells/embodied.js';
 import { COMMAND_HISTORY as BENCH_COMMAND_HISTORY } from '../bench/cells/embodied/setup.js';
-import { calibrateEpisodes, embodiedConfig, hasRobustDemonstrator, imaginationIn, postTrainLr } from '../recipes/embodied.js';
+import { calibrateEpisodes, embodiedConfig, hasRobustDemonstrator, imaginationIn, imagineMultiple, postTrainLr } from '../recipes/embodied.js';
 import { CALIBRATED_WORLD_MODEL, CALIBRATE_EPISODES, EmbodiedOptions, POST_TRAIN_LR, SIM_COMMAND_HISTORY } from '../recipes/options.js';
 import { POST_TRAIN_PG } from '../wmrl/sim-setup.js';
 import { DEFAULT_CALIBRATE, QUICK_CALIBRATE, TASK_CALIBRATE, calibrationConfig } from '../wmrl/calibrate.js';
@@ -14,6 +14,16 @@ const config = (o: Record<string, unknown>) => embodiedConfig(Value.Default(Embo
 it('are the settings bench embodied measures', () => {
   expect(CALIBRATE_EPISODES).toBe(BENCH_CALIBRATE_EPISODES);
   expect(SIM_COMMAND_HISTORY).toBe(BENCH_COMMAND_HISTORY);
+  // The trainer's schedule: standard GRPO's prompts and group, the updates, the anchors per update, and the groups imagined.
+  const d = Value.Default(EmbodiedOptions, { robot: 'sim:reach:gap' }) as EmbodiedOptions;
+  expect({ prompts: d.prompts, group: d.group, updates: d.updates, anchorGroups: d.anchorGroups }).toEqual({ prompts: SIZES.full.prompts, group: SIZES.full.groupSize, updates: SIZES.full.updates, anchorGroups: ANCHORS_PER_UPDATE });
+  expect(d.imagine).toBeUndefined();
+  const bench = variants(SIZES.full.prompts);
+  expect(bench.full!.prompts).toBe(d.prompts * imagineMultiple(d, 'learned'));
+  expect(bench.full_sim!.prompts).toBe(d.prompts * imagineMultiple(d, 'identified-sim'));
+  expect(imagineMultiple({ imagine: 3 }, 'identified-sim')).toBe(3);
+  // The bench heads its report with the arm of the product's calibrated recipe.
+  expect(HEADLINE).toBe(CALIBRATED_WORLD_MODEL === 'identified-sim' ? 'full_sim' : 'full');
 });
 
 it("post-trains a calibrated clone at its own step, an uncalibrated one at POST_TRAIN_PG's, unless told", () => {

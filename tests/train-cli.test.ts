@@ -5,7 +5,7 @@ import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { CALIBRATE_EPISODES, POST_TRAIN_LR, SIM_COMMAND_HISTORY } from '../recipes/options.js';
+import { CALIBRATE_EPISODES, IMAGINE, POST_TRAIN_LR, SIM_COMMAND_HISTORY } from '../recipes/options.js';
 import { keptUpdates } from './helpers/keep-rule.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'wmrl-train-cli-'));
@@ -54,10 +54,11 @@ describe('wmrl train', () => {
     const r = wmrl('train', '--quick', '--robot', 'sim:reach:gap', '--world-model', 'identified-sim', '--updates', '2', '--prompts', '2', '--group', '2', '--eval-episodes', '2', '--out', out, '--json');
     expect(r.status, r.stderr).toBe(0);
     type Row = { actionDelay: number; refit: boolean; imaginedTransitions: number };
-    const doc = JSON.parse(r.stdout) as { config: { worldModel: string; calibrate: number }; calibration: { delay: number }; updates: Row[] };
-    expect(doc.config).toMatchObject({ worldModel: 'identified-sim', calibrate: CALIBRATE_EPISODES });
+    const doc = JSON.parse(r.stdout) as { config: { worldModel: string; calibrate: number; imagine: number }; calibration: { delay: number }; updates: Row[] };
+    // --imagine left out: the identified sim's schedule.
+    expect(doc.config).toMatchObject({ worldModel: 'identified-sim', calibrate: CALIBRATE_EPISODES, imagine: IMAGINE['identified-sim'] });
     // The sim carries the calibration's delay, and no update refits a learned model it does not use.
-    for (const row of doc.updates) expect(row).toMatchObject({ actionDelay: doc.calibration.delay, refit: false, imaginedTransitions: 2 * 4 * 2 * 100 });
+    for (const row of doc.updates) expect(row).toMatchObject({ actionDelay: doc.calibration.delay, refit: false, imaginedTransitions: 2 * IMAGINE['identified-sim'] * 2 * 100 });
     const again = wmrl('train', '--resume', '--updates', '3', '--out', out, '--json');
     expect(again.status, again.stderr).toBe(0);
     const rows = JSON.parse(readFileSync(join(out, 'history.json'), 'utf8')) as Row[];

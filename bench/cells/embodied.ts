@@ -7,7 +7,7 @@
 // protocolKeys) covers the shared setup and its variant's module and options alone: everything this file gives a cell
 // is in those options, so this file itself is in no cell's key, and adding a variant keeps every other cell. Nothing
 // here imports the report's code (bench/embodied.ts, stats, report).
-import { CALIBRATED_WORLD_MODEL, POST_TRAIN_LR } from '../../recipes/options.js';
+import { CALIBRATED_WORLD_MODEL, IMAGINE, POST_TRAIN_LR } from '../../recipes/options.js';
 import { correctorConfig, type CorrectorConfig } from '../../wmrl/corrector.js';
 import { DEFAULT_WMRL } from '../../wmrl/train_wmrl.js';
 import * as bc from './embodied/bc.js';
@@ -20,12 +20,12 @@ import * as wmrl from './embodied/wmrl.js';
 
 export { MEASURE_BLOCK, PROFILE, SIZES, START_BLOCK, SeedSetup, armOf, promptBlock, type CellOptions, type StartCell, type VariantCell } from './embodied/setup.js';
 
-/** WMRL imagines IMAGINED times the groups standard GRPO executes per update: imagination costs compute, not robot time, and more groups give a less noisy gradient from the same robot episodes. */
-export const IMAGINED = 4;
+/** WMRL imagines IMAGINED times the groups standard GRPO executes per update (the product's schedule in the learned model): imagination costs compute, not robot time, and more groups give a less noisy gradient from the same robot episodes. */
+export const IMAGINED = IMAGINE.learned;
 /** Anchor groups per update on average, with no per-update floor: the imagined updates between anchors are where WMRL saves robot time. */
 export const ANCHORS_PER_UPDATE = 0.5;
-/** Imagining in the identified sim, WMRL imagines SIM_IMAGINED times standard GRPO's groups per update: the sim's rollouts cost compute alone, and fewer let the update drift (docs/decisions.md, the twin probes). */
-export const SIM_IMAGINED = 16;
+/** Imagining in the identified sim, WMRL imagines SIM_IMAGINED times standard GRPO's groups per update (the product's schedule there): the sim's rollouts cost compute alone, and fewer let the update drift (docs/decisions.md, the twin probes). */
+export const SIM_IMAGINED = IMAGINE['identified-sim'];
 
 /** The module each family of variants trains through: its import closure and the variant's options are the variant's computation key. */
 const FAMILY_MODULES = {

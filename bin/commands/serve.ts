@@ -8,6 +8,7 @@ import { join } from 'node:path';
 import type { RunStatus, WmrlTrainOptions } from '../../server/schemas.js';
 import { PRIORITIES, startService, type Service, type ServiceRobot } from '../../server/service.js';
 import { jobCalibration } from '../../server/wmrl-train.js';
+import { imaginationIn, imagineMultiple } from '../../recipes/embodied.js';
 import { progressBar } from '../progress.js';
 import { printTable } from '../table.js';
 import { ensureViewer } from '../viewer.js';
@@ -178,7 +179,8 @@ async function startDefaultJob(svc: Service, o: ServeOptions, job: string, robot
     const host = svc.ctx.robots.get(robot)!;
     const task = w.task ?? host.task;
     const calibrate = task === null ? 0 : await jobCalibration(w, host, task);
-    console.log(`  default job:  run ${run.id}: WMRL post-training of a behaviour-cloned policy on robot ${robot} — pretraining (demonstrations, behaviour cloning and ${DEFAULT_JOB_PRETRAIN.daggerRounds} DAgger rounds on the nominal sim; a world model on ${DEFAULT_PRETRAIN.wmRandomize > 0 ? `sims of randomized mass, friction, damping and gain, the robot's identified from its anchors` : 'the nominal sim'}), ${calibrate > 0 ? `calibration (${calibrate} robot episodes identify the robot; the clone learns the task again in the sim as identified), ` : ''}then ${w.updates} updates of ${w.prompts * w.imagine} groups × ${w.group} rollouts imagined in the world model, ${w.anchorGroups} anchor group(s) per update on average run on the robot in real time; the policy goes to ${join(o.data, 'policies', `${run.id}.onnx`)}`);
+    const worldModel = imaginationIn(w, calibrate);
+    console.log(`  default job:  run ${run.id}: WMRL post-training of a behaviour-cloned policy on robot ${robot} — pretraining (demonstrations, behaviour cloning and ${DEFAULT_JOB_PRETRAIN.daggerRounds} DAgger rounds on the nominal sim; a world model on ${DEFAULT_PRETRAIN.wmRandomize > 0 ? `sims of randomized mass, friction, damping and gain, the robot's identified from its anchors` : 'the nominal sim'}), ${calibrate > 0 ? `calibration (${calibrate} robot episodes identify the robot; the clone learns the task again in the sim as identified), ` : ''}then ${w.updates} updates of ${w.prompts * imagineMultiple(w, worldModel)} groups × ${w.group} rollouts imagined in ${worldModel === 'identified-sim' ? 'the sim as the calibration identified it (MuJoCo, each start written in from the state the robot reported)' : 'the world model'}, ${w.anchorGroups} anchor group(s) per update on average run on the robot in real time; the policy goes to ${join(o.data, 'policies', `${run.id}.onnx`)}`);
     return run;
   }
   if (job === 'expert-session') {
