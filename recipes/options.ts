@@ -14,10 +14,11 @@ export const CALIBRATE_EPISODES = 16;
 export const POST_TRAIN_LR = { calibrated: 1e-4, uncalibrated: 1e-3 } as const;
 /**
  * Where a calibrated WMRL run imagines its groups when its options leave it out: 'learned', the pretrained world
- * model's ensemble; 'identified-sim', the task's sim set to what the calibration identified (wmrl/identified-sim.ts).
- * An uncalibrated run has no identified sim and imagines in the learned model.
+ * model's ensemble; 'identified-sim', the task's sim set to what the calibration identified (wmrl/identified-sim.ts),
+ * chosen on bench embodied's validation split (docs/decisions.md, 2026-12-07). An uncalibrated run has no identified
+ * sim and imagines in the learned model.
  */
-export const CALIBRATED_WORLD_MODEL: 'learned' | 'identified-sim' = 'learned';
+export const CALIBRATED_WORLD_MODEL: 'learned' | 'identified-sim' = 'identified-sim';
 /**
  * Groups a WMRL update imagines, as a multiple of `prompts`, where the options leave `imagine` out, by where it
  * imagines: bench embodied's schedules (its `full` and `full_sim`; the sim's rollouts are compute alone, and fewer

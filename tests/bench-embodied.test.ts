@@ -124,7 +124,7 @@ describe('bench embodied: splits and keys', () => {
     expect(filterPlan(v, { seeds: [3, 1], variants: ['full', 'bc'] })).toEqual({ seeds: [1, 3], variants: ['bc', 'full'] });
     expect(filterPlan(v, {})).toEqual({ seeds: v.seeds, variants: v.variants });
     expect(() => filterPlan(v, { seeds: [100] })).toThrow(/--seeds 100: not among the validation split's seeds/);
-    expect(filterProblem(plan(base), { variants: ['ppo_lr3e-4'] })).toMatch(/--variants ppo_lr3e-4: not among the test split's variants/);
+    expect(filterProblem(plan(base), { variants: ['ppo_lr1e-3'] })).toMatch(/--variants ppo_lr1e-3: not among the test split's variants/);
     expect(filterProblem(plan({ ...base, quick: true }), { seeds: [0] })).toMatch(/a quick run caches nothing/);
   });
 

@@ -29,7 +29,7 @@ describe('wmrl serve', () => {
     expect(err).toMatch(/\] \d+\/150 pretraining: demonstrations/);
     // The product's defaults: the robot reports its last 4 commands, the run calibrates before its updates.
     expect(out).toMatch(/robot sim: +sim \(reach, profile gap, reporting its last 4 commands\)/);
-    expect(out).toMatch(/default job: +run wmrl-train-\S+: WMRL post-training .*, calibration \(16 robot episodes identify the robot; the clone learns the task again in the sim as identified\), then 8 updates of 32 groups × 8 rollouts imagined in the world model, 0.5 anchor group\(s\) per update/);
+    expect(out).toMatch(/default job: +run wmrl-train-\S+: WMRL post-training .*, calibration \(16 robot episodes identify the robot; the clone learns the task again in the sim as identified\), then 8 updates of 128 groups × 8 rollouts imagined in the sim as the calibration identified it \(MuJoCo, each start written in from the state the robot reported\), 0.5 anchor group\(s\) per update/);
     p.kill('SIGINT');
     expect(await exited).toBe(0);
     const row = /^(wmrl-train-\S+)\s+stopped\s+.*?(\S+checkpoint\.json)$/m.exec(out);
