@@ -78,8 +78,8 @@ for (const sz of [SIZES.full, SIZES.quick]) {
 /** A (task, seed)'s cells: the behaviour-cloned start ('bc'), then each variant trained from it. */
 export type CellVariant = 'bc' | VariantName;
 const label = (v: CellVariant) => (v === 'bc' ? 'behaviour-cloned start' : variants(1)[v]!.label);
-/** The baselines full WMRL is defended against (robot-only, and the world model alone) that every run has; the tuned robot-only baselines are the plan's other variants. */
-const BASELINES = ['standard', 'anchors_only', 'pure_wm'] as const;
+/** The baselines the headline arm is defended against (robot-only, and either imagination alone) that every run has; the tuned robot-only baselines are the plan's other variants. */
+const BASELINES = ['standard', 'anchors_only', 'pure_wm', 'pure_sim'] as const;
 /** The plan's variants trained from the start (every cell but 'bc'), and those of them beyond WMRL's arms and the core baselines. */
 const trained = (p: Plan) => p.variants.filter((v) => v !== 'bc');
 const tuned = (p: Plan) => trained(p).filter((v) => !(CORE_VARIANTS as readonly string[]).includes(v));
@@ -356,6 +356,9 @@ function rlpdBudget(p: Plan): string {
   return ` RLPD ran ${o.utd} critic updates per robot step with ${o.critics} critics of ${o.criticHidden.join('×')}: the compute this machine affords, far below RLPD's 20 updates per step (docs/decisions.md).`;
 }
 
+/** Each tuned family's point the test split trains, and whether validation chose it. */
+const chosenWords = () => (Object.keys(CHOSEN) as TunedFamily[]).map((f) => `${CHOSEN[f]} (${CHOSEN_ON_VALIDATION[f] ? 'chosen on validation' : 'not yet chosen on validation'})`).join(', ');
+
 /** On validation, each tuned family's grid point of the highest mean success on this task: what `CHOSEN` is to name, read beside the other task's. */
 function bestPoints(p: Plan, score: Readonly<Record<string, Interval>>): string {
   if (p.split !== 'validation') return '';
@@ -365,7 +368,7 @@ function bestPoints(p: Plan, score: Readonly<Record<string, Interval>>): string 
     const top = points.reduce((a, b) => (score[b]!.estimate > score[a]!.estimate ? b : a));
     return [`${f} ${top} (${fmt(score[top]!.estimate, 3)}; ${points.filter((v) => v !== top).map((v) => `${v} ${fmt(score[v]!.estimate, 3)}`).join(', ')})`];
   });
-  return best.length ? ` Each family's grid point of the highest mean success on this task (what \`CHOSEN\` is to name, read beside the other task's; ties keep the first): ${best.join('; ')}; \`CHOSEN\` now: ${Object.values(CHOSEN).join(', ')}${CHOSEN_ON_VALIDATION ? ' (chosen on validation)' : ' (not yet chosen on validation)'}.` : '';
+  return best.length ? ` Each family's grid point of the highest mean success on this task (what \`CHOSEN\` is to name, read beside the other task's; ties keep the first): ${best.join('; ')}; \`CHOSEN\` now: ${chosenWords()}.` : '';
 }
 
 /** One task's summary sentences, table rows, per-seed tables, plot lines and RESULT figures. */
@@ -394,7 +397,7 @@ function summarize(p: Plan, a: Analysis, run: RunInfo, named: boolean) {
   const summary = [
     `**${task}**, ${p.split} split: RL ${seedList(seeds)}; the robot is the sim under the ${profile} profile${profile === PROFILE ? '' : ` (a second reality gap, reported on the test split alone: no choice was made on it)`}; the world model pretrained on ${DEFAULT_PRETRAIN.wmRandomize > 0 ? `sim data under randomized profiles (context parameters in [1/${DEFAULT_PRETRAIN.wmRandomize}, ${DEFAULT_PRETRAIN.wmRandomize}]), the robot's context identified from the anchors` : 'nominal sim data'}; ${c.updates} updates; standard GRPO runs ${c.prompts} prompts × ${c.groupSize} rollouts on the robot per update, the WMRL variants imagine ${V.full.prompts} prompts × ${c.groupSize} in the learned world model (${V.full_sim.prompts} in the identified sim) and run ${ANCHORS_PER_UPDATE} anchor group(s) per update on average on the robot. Training prompts are start states of the seed's own block (from ${promptBlock(0) * START_BLOCK} + seed × ${START_BLOCK}); true success is the mean action's on ${c.evalEpisodes} evaluation start states from ${c.evalSeed0}, the same for every variant of a seed. Intervals: 95% bootstrap over seeds and, within them, start states, paired where two variants are compared; "better"/"worse" only where the interval excludes 0.`,
     `Success of the policy each run handed back after ${c.updates} updates (mean over seeds [95% CI]): ${W} ${iv(HEADLINE)}${HEADLINE === 'full' ? '' : `, full WMRL imagining in the learned world model ${iv('full')}`}, standard GRPO ${iv('standard')}, standard GRPO on one group per update ${iv('anchors_only')}, pure world model ${iv('pure_wm')}; behaviour-cloned start ${iv('bc')}.`,
-    `${Wcap} − each baseline (paired): − standard GRPO ${diff('standard')}; − standard GRPO on one group per update ${diff('anchors_only')} (what the imagined groups add beyond the anchors, at ${fmt(median(a.hours('anchors_only').map((h, i) => h / a.hours(HEADLINE)[i]!)), 2)}× its robot-hours); − pure world model ${diff('pure_wm')}; − the behaviour-cloned start ${diff('bc')}.`,
+    `${Wcap} − each baseline (paired): − standard GRPO ${diff('standard')}; − standard GRPO on one group per update ${diff('anchors_only')} (what the imagined groups add beyond the anchors, at ${fmt(median(a.hours('anchors_only').map((h, i) => h / a.hours(HEADLINE)[i]!)), 2)}× its robot-hours); − pure world model (the learned ensemble alone) ${diff('pure_wm')}; − the identified sim alone (no anchors) ${diff('pure_sim')}; − the behaviour-cloned start ${diff('bc')}.`,
     `Full WMRL imagining in the learned world model − each ablation (paired): − debias only (${V.debias.label}) ${abl('debias')}; − denoise only (${V.denoise.label}) ${abl('denoise')}; full WMRL with active anchors − full WMRL ${formatInterval(a.activeMinusFull)} (${said(a.activeMinusFull, 'active anchors')}). Imagining in the identified sim, what the anchors and their corrections add: ${V.full_sim.label} − ${V.pure_sim.label} ${abl('pure_sim', 'full_sim')}.`,
     `Robot-hours to standard GRPO's final success (each variant read at its first evaluation there), ${W}'s speedup over standard GRPO: ${Number.isNaN(full.median.estimate) ? 'not defined on any seed' : formatSpeedup(full)}.` +
       (a.noLevel.length ? ` On ${seedList(a.noLevel)} standard GRPO did not improve on the behaviour-cloned start, so there is no level to reach: left out.` : '') +
@@ -455,12 +458,12 @@ function summarize(p: Plan, a: Analysis, run: RunInfo, named: boolean) {
     `### ${task}: per seed, the corrections (anchor groups per update; the denoiser's anchor weight at the end / its largest, 1 = not up-weighted; the first update whose scores a debias map calibrated; the map's latest held-out bias reduction)`,
     '',
     perSeedTable(seeds, [
-      { name: 'full anchors/update', values: corr[HEADLINE].map((x) => fmt(x.anchorsPerUpdate, 2)) },
+      { name: `${HEADLINE} anchors/update`, values: corr[HEADLINE].map((x) => fmt(x.anchorsPerUpdate, 2)) },
       ...CORRECTED.flatMap((v) => [
         { name: `${v} weight`, values: corr[v].map((x) => `${fmt(x.weightEnd, 2)} / ${fmt(x.weightMax, 2)}`) },
         { name: `${v} map from`, values: corr[v].map((x) => (x.mapFrom === null ? 'never' : x.mapFrom)) },
       ]),
-      { name: 'full bias reduction', values: corr[HEADLINE].map((x) => (x.biasReduction === null ? dash : fmt(x.biasReduction, 2))) },
+      { name: `${HEADLINE} bias reduction`, values: corr[HEADLINE].map((x) => (x.biasReduction === null ? dash : fmt(x.biasReduction, 2))) },
     ]),
     '',
   ].join('\n');
@@ -561,7 +564,7 @@ export function report(p: Plan, keys: ProtocolKeys, cells: ReadonlyMap<string, E
     header: ['variant', 'groups per update', `success after ${p.cell.updates} updates (mean [95% CI])`, `${variants(p.cell.prompts)[HEADLINE]!.label} − variant (paired, 95% CI)`, "robot-hours speedup to standard's final (median [95% CI])", `robot hours at ${p.cell.updates} updates, the trainer's measurement included (median)`, 'update handed back per seed (0: the start)', 'compute s (median)', 'robot groups per update (median)', 'anchor weight at the end (median)'],
     rows: parts.flatMap((part) => part.rows),
     notes: [
-      `Report key \`${keys.report}\`; computation key of the shared setup (pretraining, evaluation, the cell options; the behaviour-cloned start's cells) \`${keys.compute}\`${keys.variants ? `, each variant's (the setup, its trainer's code, its options): ${Object.entries(keys.variants).map(([v, k]) => `${v} \`${k}\``).join(', ')}` : ''}; test-split cells are recorded in bench/results/ledger.jsonl under their computation key. Chosen on validation (docs/decisions.md): where a calibrated run imagines (the identified sim, the headline arm), its imagined groups per update (the twin probes), the policy step of the arms that post-train the calibrated clone, and the tuned baselines' grid points; chosen before the protocol on the bench's own seeds and not re-made: the learned model's imagined groups per update (IMAGINED), the anchors per update and the update count. ${p.split === 'validation' ? `The robot-only baselines run every point of their grids (${Object.entries(GRIDS).map(([f, g]) => `${f}: ${Object.entries(g).map(([k, xs]) => `${k} ${xs.join(' / ')}`).join(', ')}`).join('; ')}), for the choice of each one's test point.` : `The robot-only baselines run their ${CHOSEN_ON_VALIDATION ? 'grid points chosen on validation' : 'usual settings, not yet chosen on validation'}: ${tuned(p).join(', ')}.`}`,
+      `Report key \`${keys.report}\`; computation key of the shared setup (pretraining, evaluation, the cell options; the behaviour-cloned start's cells) \`${keys.compute}\`${keys.variants ? `, each variant's (the setup, its trainer's code, its options): ${Object.entries(keys.variants).map(([v, k]) => `${v} \`${k}\``).join(', ')}` : ''}; test-split cells are recorded in bench/results/ledger.jsonl under their computation key. Chosen on validation (docs/decisions.md): where a calibrated run imagines (the identified sim, the headline arm), its imagined groups per update (the twin probes), the policy step of the arms that post-train the calibrated clone, and the grid points of the tuned baselines chosen there (${chosenWords()}); chosen before the protocol on the bench's own seeds and not re-made: the learned model's imagined groups per update (IMAGINED), the anchors per update and the update count. ${p.split === 'validation' ? `The robot-only baselines run every point of their grids (${Object.entries(GRIDS).map(([f, g]) => `${f}: ${Object.entries(g).map(([k, xs]) => `${k} ${xs.join(' / ')}`).join(', ')}`).join('; ')}), for the choice of each one's test point.` : `The robot-only baselines run one grid point each: ${chosenWords()}.`}`,
       '',
       ...parts.map((part) => part.perSeed),
     ].join('\n'),

@@ -89,9 +89,9 @@ export async function hasRobustDemonstrator(task: string): Promise<boolean> {
 }
 
 /** What is wrong with a run's anchor groups per update against the groups it imagines, or null; names the option as the flag and as the job's key. */
-export function anchorGroupsProblem(o: { pureWm: boolean; prompts: number; imagine?: number | undefined; anchorGroups: number }): string | null {
-  // Left out, imagine is resolved where the run imagines; the fewest groups it could then imagine are the learned model's.
-  const imagine = o.imagine ?? IMAGINE.learned, groups = o.prompts * imagine;
+export function anchorGroupsProblem(o: { pureWm: boolean; prompts: number; imagine?: number | undefined; anchorGroups: number; worldModel?: WorldModelKind | undefined }): string | null {
+  // Left out, imagine is resolved where the run imagines; unless the options say where, the fewest groups it could imagine are the learned model's.
+  const imagine = o.imagine ?? IMAGINE[o.worldModel ?? 'learned'], groups = o.prompts * imagine;
   return !o.pureWm && o.anchorGroups > groups ? `anchor groups per update (--anchor-groups, anchorGroups) ${o.anchorGroups}: more than the ${groups} groups an update imagines (prompts ${o.prompts} x imagine ${imagine}${o.imagine === undefined ? ', the fewest a run that leaves imagine out imagines' : ''})` : null;
 }
 
@@ -258,11 +258,11 @@ export async function runEmbodied(given: EmbodiedRunConfig | null, io: EmbodiedI
     if (existsSync(join(out, 'state.json'))) throw new Error(`${out} already holds a run: pass --resume to continue it, or another --out`);
     // The calibration resolved before anything runs: a task that cannot calibrate fails here, not after pretraining.
     const calibrate = calibrateEpisodes(given, { evaluates: (given.evalEpisodes ?? 0) > 0, demonstrator: await hasRobustDemonstrator(given.task) });
-    mkdirSync(out, { recursive: true });
     const worldModel = given.algo === 'wmrl' ? imaginationIn(given, calibrate) : null;
     a = { ...given, calibrate, lr: postTrainLr(given.lr, calibrate), ...(worldModel ? { worldModel, imagine: imagineMultiple(given, worldModel) } : {}) };
     const problem = a.algo === 'wmrl' ? anchorGroupsProblem(a) : null;
     if (problem) throw new Error(problem);
+    mkdirSync(out, { recursive: true });
   }
   writeFileAtomic(cfgFile, [JSON.stringify(a, null, 1)]);
   const commandHistory = a.commandHistory ?? 0;

@@ -135,7 +135,8 @@ class Imaginer implements ImaginedRollouts {
 
 // ── The job ─────────────────────────────────────────────────────────────────────────────────────
 /** A WMRL run's checkpoint (anchor episodes in `episodes`). */
-export type WmrlCheckpoint = RobotRunCheckpoint;
+/** The wmrl-train job's checkpoint.json: where its groups were imagined and how many an update, beside what every training job holds. */
+export type WmrlCheckpoint = RobotRunCheckpoint & { worldModel: 'learned' | 'identified-sim'; imagined: number };
 
 /**
  * Why `host` cannot run wmrl-train (`task`: the options' own), naming what it lacks, or null when it can: a robot over a
@@ -187,7 +188,7 @@ function fleetOf(o: WmrlTrainOptions, lead: RobotHost, robots: readonly RobotHos
 export const wmrlTrain: JobDefinition<typeof WmrlTrainOptions> = {
   kind: 'wmrl-train',
   description:
-    "WMRL post-training on the robot's task: behaviour cloning and a world model pretrained on the nominal sim, then updates on groups imagined in the world model, corrected by anchor episodes on this robot, or on a fleet of robots at once (recorded, streamed with the world model's imagined rollouts); the policy goes into the policies as the run's id",
+    "WMRL post-training on the robot's task: behaviour cloning and a world model pretrained on the nominal sim, calibration on the robot, then updates on groups imagined in the sim the calibration identified (or, uncalibrated or told worldModel 'learned', in the world model), corrected by anchor episodes on this robot, or on a fleet of robots at once (recorded, streamed with the imagined rollouts); the policy goes into the policies as the run's id",
   options: WmrlTrainOptions,
   check: (o) => anchorGroupsProblem(o) ?? calibrateProblem(o) ?? worldModelProblem(o),
   checkRobot: (o, host) => wmrlRobotProblem(o.task, host),
@@ -214,11 +215,11 @@ export const wmrlTrain: JobDefinition<typeof WmrlTrainOptions> = {
     const imagine = imagineMultiple(o, worldModel);
     const metrics: MetricsPoint[] = [];
     const rows: RunRow[] = [];
-    const checkpoint = (c: Omit<WmrlCheckpoint, 'run' | 'task' | 'profile' | 'metrics' | 'stoppedEarly' | 'updates' | 'robotSeconds' | 'robotWallSeconds' | 'fleet'>) => {
+    const checkpoint = (c: Omit<WmrlCheckpoint, 'run' | 'task' | 'profile' | 'metrics' | 'stoppedEarly' | 'updates' | 'robotSeconds' | 'robotWallSeconds' | 'fleet' | 'worldModel' | 'imagined'>) => {
       const file = join(ctx.dir, 'checkpoint.json');
       const last = rows.at(-1);
       const cp: WmrlCheckpoint = {
-        run: ctx.runId, task, profile, updates: last?.update ?? 0, robotSeconds: last?.robotSeconds ?? 0, robotWallSeconds: last?.robotWallSeconds ?? 0,
+        run: ctx.runId, task, profile, worldModel, imagined: o.prompts * imagine, updates: last?.update ?? 0, robotSeconds: last?.robotSeconds ?? 0, robotWallSeconds: last?.robotWallSeconds ?? 0,
         ...(hosts.length > 1 ? { fleet: hosts.map((h) => h.id) } : {}), metrics, stoppedEarly: ctx.signal.aborted, ...c,
       };
       writeFileAtomic(file, [JSON.stringify(cp, null, 1)]);

@@ -22,8 +22,8 @@ it('are the settings bench embodied measures', () => {
   expect(bench.full!.prompts).toBe(d.prompts * imagineMultiple(d, 'learned'));
   expect(bench.full_sim!.prompts).toBe(d.prompts * imagineMultiple(d, 'identified-sim'));
   expect(imagineMultiple({ imagine: 3 }, 'identified-sim')).toBe(3);
-  // The bench heads its report with the arm of the product's calibrated recipe.
-  expect(HEADLINE).toBe(CALIBRATED_WORLD_MODEL === 'identified-sim' ? 'full_sim' : 'full');
+  // The bench heads its report with the arm whose options are the product's calibrated recipe.
+  expect((bench[HEADLINE]!.options as { imagine?: string }).imagine ?? 'model').toBe(CALIBRATED_WORLD_MODEL === 'identified-sim' ? 'identified-sim' : 'model');
 });
 
 it("post-trains a calibrated clone at its own step, an uncalibrated one at POST_TRAIN_PG's, unless told", () => {

@@ -101,7 +101,7 @@ describe('wmrl-train job: a tiny run', () => {
 
     // The checkpoint: the trainer's files in the run folder, and the policy in the library.
     const cp = JSON.parse(readFileSync(done.checkpoint!, 'utf8')) as WmrlCheckpoint;
-    expect(cp).toMatchObject({ run: id, task: 'reach', profile: 'gap', updates: 2, stoppedEarly: false, stoppedDuring: null, policy: { id, updates: 2 } });
+    expect(cp).toMatchObject({ run: id, task: 'reach', profile: 'gap', worldModel: 'learned', updates: 2, stoppedEarly: false, stoppedDuring: null, policy: { id, updates: 2 } });
     for (const f of ['state.json', 'pg.safetensors', 'world_model.safetensors', 'history.json']) expect(existsSync(join(dir, 'runs', id, f)), f).toBe(true);
     // klCoef reached the policy gradient: each update measured its KL to the pretrained policy (null without the penalty).
     const history = JSON.parse(readFileSync(join(dir, 'runs', id, 'history.json'), 'utf8')) as Array<{ refKl: number | null }>;
@@ -185,6 +185,7 @@ describe('wmrl-train job: a tiny run', () => {
     expect(rows).toEqual([expect.objectContaining({ actionDelay: cal.delay, refit: false })]);
     // The viewer draws what the trainer imagines: an anchor episode's imagined rollout is the sim's one path, which moves.
     const cp = JSON.parse(readFileSync(join(dir, 'runs', id, 'checkpoint.json'), 'utf8')) as WmrlCheckpoint;
+    expect(cp).toMatchObject({ worldModel: 'identified-sim', imagined: TINY.prompts * TINY.imagine });
     const ro = svc.ctx.runs.rollout(id, cp.episodes.at(-1)!)!;
     expect(ro.imagined.length).toBeGreaterThan(1);
     expect(ro.imagined.every((f) => f.members.length === 1)).toBe(true);

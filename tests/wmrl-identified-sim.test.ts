@@ -108,6 +108,14 @@ describe('IdentifiedSim', () => {
       expect(r1).toBeCloseTo(returns[1]!, 3);
       expect(r0).toBeCloseTo(returns[0]!, 3);
       expect(maxAbs(again.obs, im.obs)).toBe(0);
+      // Disposed while a rollout runs (a trainer's anchors still scoring as it ends): the rollout finishes as it would
+      // have, on the sim as it was; anything after is refused, and once the rollout ended the sim is freed.
+      const late = sim.imagine(policy, { obs: starts, instructions }, H, { noise: new Float32Array(seeds.length * H * A), actLow: [-1, -1], actHigh: [1, 1] });
+      sim.dispose();
+      await expect(sim.replayScore(starts.subarray(0, D), instructions[0]!, sent[0]!, { mode: 'return', k: 5 })).rejects.toThrow(/identified sim: used after dispose/);
+      expect(maxAbs((await late).obs, im.obs)).toBe(0);
+      await new Promise((r) => setTimeout(r, 0));
+      await expect(sim.reset(starts, instructions)).rejects.toThrow(/identified sim: used after dispose/);
     } finally {
       sim.dispose();
       env.dispose();
@@ -124,6 +132,44 @@ describe('IdentifiedSim', () => {
       expect(maxAbs(last, e!.obs.subarray(39 * sim.dObs))).toBeGreaterThan(0.05);
     } finally {
       sim.dispose();
+    }
+  });
+
+  it('ends an imagined rollout at its first success, as the robot ends its episode, and stops once all have ended', async () => {
+    // The robot runs the task's demonstrator (which reads the robot's true state) to success; the sim imagines a policy
+    // that sends the same commands from the same start.
+    const NOISELESS: HardwareProfile = { ...ROBOT, action_latency_steps: 0 };
+    const env = await makeEnv({ task: 'reach', profile: NOISELESS, commandHistory: HISTORY });
+    const sim = await IdentifiedSim.create('reach', NOISELESS, { commandHistory: HISTORY });
+    try {
+      const D = sim.dObs, A = sim.dAct, H = 100;
+      const demo = (env as unknown as { demonstrator(o: { latencySteps: number }): { act(o: unknown): Float32Array; executed(a: ArrayLike<number>): void } }).demonstrator({ latencySteps: 0 });
+      let o = env.reset(12);
+      const start = o.state, instruction = o.instruction!, sent: Float32Array[] = [];
+      let succeeded = -1;
+      for (let t = 0; t < H && succeeded < 0; t++) {
+        const a = demo.act(o).map((v) => Math.max(-1, Math.min(1, v)));
+        demo.executed(a);
+        sent.push(a);
+        const s = env.step(a);
+        o = s.obs;
+        if (s.info.success) succeeded = t;
+      }
+      expect(succeeded).toBeGreaterThan(0);
+      expect(succeeded).toBeLessThan(H - 10);
+      let t = 0;
+      const replay = { kind: 'replay', obsDim: D, actDim: A, chunk: 1, inputs: () => ({}), act: async () => ({ action: Float32Array.from(sent[Math.min(t++, sent.length - 1)]!), mean: new Float32Array(A), logProb: new Float32Array(1) }) } as unknown as GaussianPolicy;
+      const im = await sim.imagine(replay, { obs: start, instructions: [instruction] }, H, { noise: new Float32Array(H * A), actLow: [-1, -1], actHigh: [1, 1] });
+      const hit = im.successProb.findIndex((p) => p === 1);
+      expect(hit).toBe(succeeded);
+      // Every step after it holds the success and the last observation, unsimulated: the policy was not asked again.
+      expect(Array.from(im.successProb.subarray(hit))).toEqual(new Array(H - hit).fill(1));
+      expect(Array.from(im.reward.subarray(hit + 1))).toEqual(new Array(H - hit - 1).fill(0));
+      expect(maxAbs(im.obs.subarray(H * D, (H + 1) * D), im.obs.subarray((hit + 1) * D, (hit + 2) * D))).toBe(0);
+      expect(t).toBe(hit + 1);
+    } finally {
+      sim.dispose();
+      env.dispose();
     }
   });
 

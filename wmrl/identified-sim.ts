@@ -93,6 +93,7 @@ export class IdentifiedSim {
    * into its scene. Returns the starts as the sim observes them (equal to `obs` where the layout holds the whole state).
    */
   async reset(obs: Float32Array, instructions: readonly string[]): Promise<Float32Array> {
+    if (this.envs.length === 0) throw new Error('identified sim: used after dispose');
     const D = this.dObs, n = obs.length / D;
     if (!(Number.isInteger(n) && n >= 1)) throw new Error(`identified sim: ${obs.length} start values are not a positive multiple of the layout's ${D}`);
     if (instructions.length !== n) throw new Error(`identified sim: ${instructions.length} instructions for ${n} starts`);
@@ -130,6 +131,7 @@ export class IdentifiedSim {
    */
   step(actions: Float32Array, ended?: Uint8Array): IdentifiedSimStep {
     const n = this.live, D = this.dObs, A = this.dAct;
+    if (this.envs.length === 0) throw new Error('identified sim: used after dispose');
     if (n === 0) throw new Error('identified sim: step before reset');
     if (actions.length !== n * A) throw new Error(`identified sim: ${actions.length} action values for ${n} rollouts of ${A}`);
     const r: IdentifiedSimStep = { obs: new Float32Array(n * D), reward: new Float32Array(n), success: new Float32Array(n) };
@@ -167,6 +169,7 @@ export class IdentifiedSim {
 
   /** Runs `f` once every rollout or replay started before it has ended. */
   private exclusive<T>(f: () => Promise<T>): Promise<T> {
+    if (this.disposed) return Promise.reject(new Error('identified sim: used after dispose'));
     const r = this.busy.then(f, f);
     this.busy = r.catch(() => undefined);
     return r;
@@ -238,14 +241,20 @@ export class IdentifiedSim {
     return collapse(reward, end, o.mode, o.k);
   }
 
+  /**
+   * Refuses new rollouts and replays; those already started or queued (a trainer's anchors still scoring when it ends)
+   * run to their end first, then the envs and the model are freed.
+   */
   dispose(): void {
     if (this.disposed) return;
     this.disposed = true;
-    this.bound.dispose?.();
-    for (const e of this.envs) e.dispose();
-    this.envs.length = 0;
-    this.live = 0;
-    this.model.dispose();
+    void this.busy.then(() => {
+      this.bound.dispose?.();
+      for (const e of this.envs) e.dispose();
+      this.envs.length = 0;
+      this.live = 0;
+      this.model.dispose();
+    });
   }
 
   [Symbol.dispose](): void {

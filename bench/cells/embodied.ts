@@ -75,10 +75,10 @@ export const gridVariants = (family: TunedFamily): string[] => (Object.values(GR
 /**
  * The grid point each family's test run (and --quick) trains: PPO's and BC's chosen on the validation split, the higher
  * mean over the two tasks (docs/decisions.md, 2026-12-07); RLPD's its paper's step until its grid has run there
- * (`CHOSEN_ON_VALIDATION` then).
+ * (`CHOSEN_ON_VALIDATION` says which).
  */
 export const CHOSEN: Readonly<Record<TunedFamily, string>> = { ppo: point('ppo', 3e-4), rlpd: point('rlpd', 3e-4), bc_more: point('bc_more', 10) };
-export const CHOSEN_ON_VALIDATION = false;
+export const CHOSEN_ON_VALIDATION: Readonly<Record<TunedFamily, boolean>> = { ppo: true, rlpd: false, bc_more: true };
 
 /** Every variant the registry declares: WMRL's arms, the core baselines, every grid point. */
 export const VARIANT_NAMES: readonly string[] = [...CORE_VARIANTS, ...(Object.keys(GRIDS) as TunedFamily[]).flatMap(gridVariants)];
